@@ -1,0 +1,83 @@
+# lnkit build.  `make` builds liblnkit.a and bin/lnkit; see README.md for the rest.
+BUILD   ?= build
+SAN     ?= 0
+PKGS    := openblas jansson
+CC      ?= cc
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# -lgsl without -lgslcblas: CBLAS comes from OpenBLAS.
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llapacke -lgsl -lm -lpthread
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC  := $(wildcard src/cli/*.c)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_UTIL:= $(BUILD)/tests/testutil.o
+BENCH_SRC:= $(wildcard bench/*.c)
+BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+LIB      := $(BUILD)/liblnkit.a
+BIN      := $(BUILD)/bin/lnkit
+
+.PHONY: all deps deps-check demo test check check-asan bench bench-torch clean
+all: $(LIB) $(BIN)
+
+deps:
+	bash tools/deps.sh
+
+$(BUILD)/%.o: %.c $(wildcard include/lnkit/*.h) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+	@if [ "$(BUILD)" = build ]; then mkdir -p bin && ln -sf ../$@ bin/lnkit; fi
+
+$(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/lnkit/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(LIB) tests/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(TEST_UTIL) $(LIB) -lcmocka $(LDLIBS) -o $@
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+# The test suite: every tests/test_*.c is a cmocka program; tools/runtests.sh
+# runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
+test: deps-check $(TEST_BIN) $(BIN)
+	LNK_BIN=$(abspath $(BIN)) bash tools/runtests.sh $(TEST_BIN)
+
+check: test
+
+check-asan:
+	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 test
+
+bench: all $(BENCH_BIN)
+	bash tools/bench.sh $(BUILD)
+
+bench-torch: all $(BENCH_BIN)
+	bash tools/bench_torch.sh $(BUILD)
+
+demo: deps all
+	bash tools/demo.sh $(BIN)
+
+deps-check:
+	@bash tools/deps.sh --check
+
+clean:
+	rm -rf build build-asan bin

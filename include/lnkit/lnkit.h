@@ -1,0 +1,9 @@
+/* lnkit: umbrella header. */
+#ifndef LNKIT_H
+#define LNKIT_H
+#include "lnkit/error.h"
+#include "lnkit/config.h"
+#include "lnkit/model.h"
+#include "lnkit/safetensors.h"
+#include "lnkit/io.h"
+#endif

@@ -1,0 +1,137 @@
+/* lnkit: the transformer of SPEC.md, its loss, exact gradient and exact
+ * Hessian-vector product.
+ *
+ * Parameters live in one flat double vector theta of length n_params, the
+ * concatenation of the named tensors of SPEC §6 in that order (row-major).
+ * Gradients, tangents v and products H v use the same layout.
+ *
+ * Math.  The loss is L(theta) = (1/N) sum_{scored positions} l_t with
+ * l_t = (1-a) CE(label) + a mean_v(-log softmax(z W_out)_v).
+ *   - lnk_model_eval: forward pass, then the reverse pass (hand-written
+ *     vector-Jacobian products of every sub-layer) giving dL/dtheta.
+ *   - lnk_model_hvp: forward-over-reverse (Pearlmutter's R-operator): the forward
+ *     pass carries, next to every activation a, its directional derivative
+ *     R{a} = d a(theta + s v)/ds at s = 0; the reverse pass carries next to every
+ *     adjoint g its R{g}.  R{dL/dtheta} = H v exactly (to rounding): no finite
+ *     differences anywhere.  The second-order terms live in the sub-layers'
+ *     tangent-of-backward code (src/layers/).
+ * Cost: eval with gradient ~ 3 forward passes of GEMM work; hvp ~ 8 (it skips
+ * the primal weight gradients unless asked for them).  Memory: every activation
+ * of the batch, twice for hvp; O(B h T^2) for attention maps per layer.
+ *
+ * Batches (SPEC §4): lm reads tgt [B, T+1] (input tgt[:, :-1], labels
+ * tgt[:, 1:]); cls reads src [B, S] and labels [B, S]; seq2seq both src and tgt.
+ * PAD = 0 keys are masked in every attention and PAD labels are not scored.
+ */
+#ifndef LNKIT_MODEL_H
+#define LNKIT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "lnkit/config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LNK_PAD 0
+#define LNK_UNK 1
+#define LNK_BOS 2
+#define LNK_EOS 3
+#define LNK_NAME_MAX 64
+
+/* One named tensor of the flat parameter vector. */
+typedef struct {
+    char name[LNK_NAME_MAX];  /* e.g. "dec.0.attn.wq" */
+    size_t offset;            /* first element in theta */
+    size_t size;              /* number of elements */
+    int ndim;                 /* 1 or 2 */
+    int shape[2];             /* [in, out] for matrices, [n] for vectors */
+} lnk_tensor_info;
+
+typedef struct {
+    size_t n_params;
+    int n_tensors;
+    lnk_tensor_info *t;       /* SPEC §6 order; t[i].offset increasing */
+} lnk_layout;
+
+typedef struct lnk_model lnk_model;
+
+/* Build the model structure and parameter layout for a finalized config.
+ * Checks the config's read-only n_params / param_order if it carries them.
+ * Returns NULL on error (message in lnk_errmsg()). */
+lnk_model *lnk_model_alloc(const lnk_config *cfg);
+void lnk_model_free(lnk_model *m);
+
+const lnk_config *lnk_model_config(const lnk_model *m);
+const lnk_layout *lnk_model_layout(const lnk_model *m);
+size_t lnk_model_n_params(const lnk_model *m);
+/* Index of a tensor by name, or -1. */
+int lnk_layout_find(const lnk_layout *lay, const char *name);
+
+/* Initialise theta (n_params doubles) as SPEC §5 with the config's init and seed.
+ * Each tensor draws from its own GSL mt19937 stream seeded from (seed, tensor
+ * name), so a tensor's values do not depend on which other tensors exist. */
+int lnk_model_init_params(const lnk_model *m, double *theta);
+
+/* A batch of token ids.  Arrays are row-major int64; NULL where the task does
+ * not use them.  The struct does not own the arrays unless made by lnk_batch_*. */
+typedef struct {
+    int B;
+    int S;            /* src row length (cls, seq2seq); 0 otherwise */
+    int T;            /* tgt row length (lm, seq2seq) as stored, i.e. T+1 positions for lm */
+    int64_t *src;     /* [B, S] */
+    int64_t *tgt;     /* [B, T] */
+    int64_t *labels;  /* [B, S] (cls) */
+    int owns;         /* 1: lnk_batch_free frees the arrays */
+} lnk_batch;
+
+void lnk_batch_free(lnk_batch *b);
+
+/* Validate a batch against the model: the arrays the task needs are present,
+ * ids in [0, V) (labels in [0, n_classes) where scored), no row starts with PAD,
+ * every row has a scored position.  Errors name the array, row, column and value. */
+int lnk_batch_check(const lnk_model *m, const lnk_batch *b);
+
+/* Number of scored (predicted, non-PAD) positions of the batch. */
+size_t lnk_batch_n_scored(const lnk_model *m, const lnk_batch *b);
+
+/* A synthetic batch: ids uniform in [4, V) from a GSL stream of seed, rows of
+ * length len (lm: tgt [B, len+1] starting with BOS; cls: src [B, len], labels
+ * uniform in [0, n_classes)).  Deterministic. */
+int lnk_batch_synthetic(const lnk_model *m, int B, int len, uint64_t seed, lnk_batch *out);
+
+/* Workspace: every activation, cache and tangent buffer for batches of up to
+ * B rows and the given lengths (S for src, T for stored tgt rows).  flags:
+ * LNK_WS_HVP also allocates the tangent buffers. */
+enum { LNK_WS_HVP = 1 };
+typedef struct lnk_workspace lnk_workspace;
+lnk_workspace *lnk_workspace_alloc(const lnk_model *m, int B, int S, int T, unsigned flags);
+void lnk_workspace_free(lnk_workspace *ws);
+/* Bytes held by the workspace. */
+size_t lnk_workspace_bytes(const lnk_workspace *ws);
+
+/* Loss and (if grad != NULL) its gradient at theta on batch b.
+ * grad is overwritten (n_params doubles).  n_scored (may be NULL) receives the
+ * number of scored positions, the weight of this batch in a data-set mean.
+ * Fails with LNK_ENONFINITE naming the tensor if theta holds NaN/inf, or if the
+ * loss is not finite. */
+int lnk_model_eval(lnk_workspace *ws, const double *theta, const lnk_batch *b,
+                   double *loss, double *grad, size_t *n_scored);
+
+/* Exact Hessian-vector product hv = H(theta) v (n_params doubles each).
+ * loss and grad may be NULL; when grad is given it receives the gradient from
+ * the same passes.  Requires a workspace made with LNK_WS_HVP. */
+int lnk_model_hvp(lnk_workspace *ws, const double *theta, const lnk_batch *b,
+                  const double *v, double *hv, double *loss, double *grad);
+
+/* Check theta for NaN / inf; error names the first tensor and index found. */
+int lnk_params_check_finite(const lnk_model *m, const double *theta, const char *what);
+
+/* Frobenius norm of tensor i of the flat vector g (e.g. a gradient). */
+double lnk_tensor_norm(const lnk_model *m, const double *g, int i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,145 @@
+/* Batches: validation against the model (SPEC §4), scored-token counts and
+ * deterministic synthetic batches. */
+#include <gsl/gsl_rng.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lnkit/error.h"
+#include "model/internal.h"
+
+void lnk_batch_free(lnk_batch *b)
+{
+    if (b && b->owns) {
+        free(b->src);
+        free(b->tgt);
+        free(b->labels);
+    }
+    if (b)
+        memset(b, 0, sizeof *b);
+}
+
+static int check_ids(const char *what, const int64_t *x, int B, int n, int64_t V)
+{
+    for (int b = 0; b < B; b++) {
+        if (x[(size_t)b * n] == LNK_PAD)
+            return lnk_error(LNK_EINVAL, "batch: %s row %d starts with <pad> (id 0): a sequence "
+                             "must start with a token", what, b);
+        for (int t = 0; t < n; t++) {
+            int64_t v = x[(size_t)b * n + t];
+            if (v < 0 || v >= V)
+                return lnk_error(LNK_EINVAL, "batch: %s[%d, %d] = %lld is out of range "
+                                 "(expected a token id in [0, %lld))", what, b, t, (long long)v,
+                                 (long long)V);
+        }
+    }
+    return LNK_OK;
+}
+
+int lnk_batch_check(const lnk_model *m, const lnk_batch *b)
+{
+    const lnk_config *c = &m->cfg;
+    if (b->B < 1)
+        return lnk_error(LNK_EINVAL, "batch: B = %d, expected at least one row", b->B);
+    if (m->has_enc) {
+        if (!b->src || b->S < 1)
+            return lnk_error(LNK_EINVAL, "batch: task %s needs a 'src' array with at least one "
+                             "column", lnk_task_name(c->task));
+        int st = check_ids("src", b->src, b->B, b->S, c->V_src);
+        if (st)
+            return st;
+    }
+    if (m->has_dec) {
+        if (!b->tgt || b->T < 2)
+            return lnk_error(LNK_EINVAL, "batch: task %s needs a 'tgt' array with at least two "
+                             "columns (input and prediction), got %d", lnk_task_name(c->task),
+                             b->tgt ? b->T : 0);
+        int st = check_ids("tgt", b->tgt, b->B, b->T, c->V_tgt);
+        if (st)
+            return st;
+        for (int r = 0; r < b->B; r++) {
+            int any = 0;
+            for (int t = 1; t < b->T; t++)
+                any |= b->tgt[(size_t)r * b->T + t] != LNK_PAD;
+            if (!any)
+                return lnk_error(LNK_EINVAL, "batch: tgt row %d has no scored position (every "
+                                 "token after the first is <pad>)", r);
+        }
+    }
+    if (c->task == LNK_TASK_CLS) {
+        if (!b->labels)
+            return lnk_error(LNK_EINVAL, "batch: task cls needs a 'labels' array");
+        for (int r = 0; r < b->B; r++)
+            for (int t = 0; t < b->S; t++) {
+                size_t i = (size_t)r * b->S + t;
+                if (b->src[i] == LNK_PAD)
+                    continue;
+                if (b->labels[i] < 0 || b->labels[i] >= c->n_classes)
+                    return lnk_error(LNK_EINVAL, "batch: labels[%d, %d] = %lld is out of range "
+                                     "(expected a class in [0, %d))", r, t,
+                                     (long long)b->labels[i], c->n_classes);
+            }
+    }
+    return LNK_OK;
+}
+
+size_t lnk_batch_n_scored(const lnk_model *m, const lnk_batch *b)
+{
+    size_t n = 0;
+    if (m->cfg.task == LNK_TASK_CLS) {
+        for (size_t i = 0; i < (size_t)b->B * b->S; i++)
+            n += b->src[i] != LNK_PAD;
+    } else {
+        for (int r = 0; r < b->B; r++)
+            for (int t = 1; t < b->T; t++)
+                n += b->tgt[(size_t)r * b->T + t] != LNK_PAD;
+    }
+    return n;
+}
+
+int lnk_batch_synthetic(const lnk_model *m, int B, int len, uint64_t seed, lnk_batch *out)
+{
+    const lnk_config *c = &m->cfg;
+    memset(out, 0, sizeof *out);
+    if (B < 1 || len < 1)
+        return lnk_error(LNK_EINVAL, "synthetic batch: B = %d and len = %d must be >= 1", B, len);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!r)
+        return lnk_error(LNK_ENOMEM, "out of memory");
+    gsl_rng_set(r, (unsigned long)(seed * 2654435761u + 1u));
+    out->B = B;
+    out->owns = 1;
+    int st = LNK_OK;
+    if (m->has_enc) {
+        out->S = len;
+        out->src = malloc(sizeof(int64_t) * B * len);
+        if (!out->src)
+            st = LNK_ENOMEM;
+        for (int i = 0; !st && i < B * len; i++)
+            out->src[i] = 4 + (int64_t)gsl_rng_uniform_int(r, (unsigned long)(c->V_src - 4));
+    }
+    if (!st && c->task == LNK_TASK_CLS) {
+        out->labels = malloc(sizeof(int64_t) * B * len);
+        if (!out->labels)
+            st = LNK_ENOMEM;
+        for (int i = 0; !st && i < B * len; i++)
+            out->labels[i] = (int64_t)gsl_rng_uniform_int(r, (unsigned long)c->n_classes);
+    }
+    if (!st && m->has_dec) {
+        int T = len + 1;
+        out->T = T;
+        out->tgt = malloc(sizeof(int64_t) * B * T);
+        if (!out->tgt)
+            st = LNK_ENOMEM;
+        for (int b = 0; !st && b < B; b++) {
+            out->tgt[(size_t)b * T] = LNK_BOS;
+            for (int t = 1; t < T; t++)
+                out->tgt[(size_t)b * T + t] =
+                    4 + (int64_t)gsl_rng_uniform_int(r, (unsigned long)(c->V_tgt - 4));
+        }
+    }
+    gsl_rng_free(r);
+    if (st) {
+        lnk_batch_free(out);
+        return lnk_error(LNK_ENOMEM, "out of memory making a synthetic batch");
+    }
+    return LNK_OK;
+}

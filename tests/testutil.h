@@ -1,0 +1,31 @@
+/* Helpers shared by the test programs (cmocka). */
+#ifndef LNK_TESTUTIL_H
+#define LNK_TESTUTIL_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include "lnkit/lnkit.h"
+
+/* Make a finalized config from "key=value" strings (NULL-terminated), failing the test on error. */
+lnk_config tu_config(const char *kv, ...);
+/* Fill x[0..n) with N(0,1) values from a fixed stream of seed. */
+void tu_randn(double *x, size_t n, uint64_t seed);
+double tu_dot(const double *a, const double *b, size_t n);
+double tu_norm(const double *a, size_t n);
+/* max_i |a_i - b_i| / max(max_i |b_i|, floor) */
+double tu_relerr(const double *a, const double *b, size_t n, double floor);
+/* A temporary directory for the test program (made once, removed at exit). */
+const char *tu_tmpdir(void);
+/* Path inside tu_tmpdir() (static buffer ring of 8). */
+const char *tu_path(const char *name);
+/* Write bytes to a file. */
+void tu_write_file(const char *path, const void *data, size_t n);
+/* Read a whole file (malloc'd, NUL-terminated); *n gets its length. */
+char *tu_read_file(const char *path, size_t *n);
+/* Run a shell command, capture stdout+stderr into *out (malloc'd); return exit status. */
+int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The lnkit binary (env LNK_BIN, default bin/lnkit). */
+const char *tu_lnkit(void);
+#endif
