@@ -101,6 +101,9 @@ int lnk_batch_synthetic(const lnk_model *m, int B, int len, uint64_t seed, lnk_b
     memset(out, 0, sizeof *out);
     if (B < 1 || len < 1)
         return lnk_error(LNK_EINVAL, "synthetic batch: B = %d and len = %d must be >= 1", B, len);
+    if ((m->has_enc && c->V_src < 5) || (m->has_dec && c->V_tgt < 5))
+        return lnk_error(LNK_EINVAL, "synthetic batch: ids are drawn from [4, V), so V must be "
+                         "at least 5");
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     if (!r)
         return lnk_error(LNK_ENOMEM, "out of memory");

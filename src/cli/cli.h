@@ -1,0 +1,57 @@
+/* lnkit command-line program: shared pieces of the subcommands. */
+#ifndef LNK_CLI_H
+#define LNK_CLI_H
+
+#include <getopt.h>
+#include "lnkit/lnkit.h"
+
+/* Exit with "lnkit: <message>" on stderr and status 2. */
+_Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Exit with the library's last message. */
+_Noreturn void cli_die_lib(void);
+
+/* Options every model command shares: --config and the config keys as flags. */
+typedef struct {
+    const char *config_path;
+    int n_set;
+    const char *set_key[64];
+    const char *set_val[64];
+    int threads;       /* 0 = OpenBLAS default */
+} cli_model_opts;
+
+/* Append the long options of the config keys (--d, --norm-pos, --norm_pos, ...)
+ * and --config/--threads to opts (which must have room); returns the new count.
+ * Their getopt values are >= CLI_KEY_BASE. */
+#define CLI_KEY_BASE 1000
+int cli_add_model_options(struct option *opts, int n);
+/* Handle a getopt value from those options; returns 1 if it was one. */
+int cli_model_option(cli_model_opts *mo, int val, const char *arg);
+/* Build the finalized config: file first, then the flags in order. */
+void cli_make_config(const cli_model_opts *mo, lnk_config *c);
+/* Print the config flags with their defaults (for --help). */
+void cli_print_model_help(void);
+
+/* Parse a positive integer option value or die naming the option. */
+long cli_int(const char *opt, const char *s, long min, long max);
+
+int cmd_init(int argc, char **argv);
+int cmd_batch(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_hvp(int argc, char **argv);
+
+
+
+/* Everything eval/hvp need: config, model, weights, batch, workspace. */
+typedef struct {
+    lnk_config c;
+    lnk_model *m;
+    double *theta;
+    lnk_batch b;
+    lnk_workspace *ws;
+} cli_session;
+void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
+              unsigned ws_flags);
+void cli_close(cli_session *s);
+/* Report an unknown option / missing argument from getopt_long and exit 2. */
+_Noreturn void cli_bad_option(const char *cmd, int c, char **argv);
+#endif

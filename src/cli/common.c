@@ -1,0 +1,148 @@
+/* Options shared by the lnkit subcommands: the configuration as a file and as flags. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+
+void cli_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("lnkit: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+void cli_die_lib(void) { cli_die("%s", lnk_errmsg()); }
+
+long cli_int(const char *opt, const char *s, long min, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        cli_die("--%s: expected an integer in [%ld, %ld], got '%s'", opt, min, max, s);
+    return v;
+}
+
+/* Flag spellings: the key itself and, where it has '_', the same with '-'. */
+static char names[2][32][32];
+
+int cli_add_model_options(struct option *opts, int n)
+{
+    int k = 0;
+    for (int i = 0; lnk_config_keys[i]; i++, k++) {
+        snprintf(names[0][i], 32, "%s", lnk_config_keys[i]);
+        opts[n++] = (struct option){names[0][i], required_argument, NULL, CLI_KEY_BASE + i};
+        if (strchr(lnk_config_keys[i], '_')) {
+            snprintf(names[1][i], 32, "%s", lnk_config_keys[i]);
+            for (char *p = names[1][i]; *p; p++)
+                if (*p == '_')
+                    *p = '-';
+            opts[n++] = (struct option){names[1][i], required_argument, NULL, CLI_KEY_BASE + i};
+        }
+    }
+    opts[n++] = (struct option){"config", required_argument, NULL, CLI_KEY_BASE - 1};
+    opts[n++] = (struct option){"threads", required_argument, NULL, CLI_KEY_BASE - 2};
+    return n;
+}
+
+int cli_model_option(cli_model_opts *mo, int val, const char *arg)
+{
+    if (val == CLI_KEY_BASE - 1) {
+        mo->config_path = arg;
+        return 1;
+    }
+    if (val == CLI_KEY_BASE - 2) {
+        mo->threads = (int)cli_int("threads", arg, 1, 1024);
+        return 1;
+    }
+    if (val >= CLI_KEY_BASE && val < CLI_KEY_BASE + 64) {
+        if (mo->n_set == 64)
+            cli_die("too many configuration flags");
+        mo->set_key[mo->n_set] = lnk_config_keys[val - CLI_KEY_BASE];
+        mo->set_val[mo->n_set++] = arg;
+        return 1;
+    }
+    return 0;
+}
+
+void cli_make_config(const cli_model_opts *mo, lnk_config *c)
+{
+    lnk_config_default(c);
+    if (mo->config_path && lnk_config_load_json(c, mo->config_path) != LNK_OK)
+        cli_die_lib();
+    for (int i = 0; i < mo->n_set; i++)
+        if (lnk_config_set(c, mo->set_key[i], mo->set_val[i]) != LNK_OK)
+            cli_die_lib();
+    if (lnk_config_finalize(c) != LNK_OK)
+        cli_die_lib();
+    if (mo->threads > 0)
+        lnk_set_blas_threads(mo->threads);
+}
+
+void cli_print_model_help(void)
+{
+    printf("Model configuration (SPEC.md section 8; flags override --config):\n"
+           "  --config FILE          configuration JSON                       (none)\n"
+           "  --task lm|seq2seq|cls                                           (lm)\n"
+           "  --norm-pos post|pre                                             (post)\n"
+           "  --norm layernorm|rmsnorm|none                                   (layernorm)\n"
+           "  --qk-norm none|layernorm|rmsnorm   per-head key/query norm      (none)\n"
+           "  --d N, --h N           width, heads (d even, d %% h == 0)         (16, 2)\n"
+           "  --d-ff N               feed-forward width                       (4 d)\n"
+           "  --L N                  depth; --L-enc, --L-dec per side         (2)\n"
+           "  --V N                  vocabulary; --V-src, --V-tgt per side    (32)\n"
+           "  --n-classes N          cls output classes                       (V)\n"
+           "  --init xavier|xavier_normal|theorem                             (xavier)\n"
+           "  --seed N               initialisation seed                      (0)\n"
+           "  --eps X                norm epsilon                             (1e-5)\n"
+           "  --tie-output true|false                                         (false)\n"
+           "  --label-smoothing A    0 <= A < 1                               (0)\n"
+           "  --threads N            BLAS threads                             (OpenBLAS default)\n");
+}
+
+void cli_bad_option(const char *cmd, int c, char **argv)
+{
+    const char *arg = argv[optind - 1];
+    if (c == ':')
+        cli_die("%s: option '%s' needs a value (see lnkit %s --help)", cmd, arg, cmd);
+    cli_die("%s: unknown option '%s' (see lnkit %s --help)", cmd, arg, cmd);
+}
+
+void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
+              unsigned ws_flags)
+{
+    memset(s, 0, sizeof *s);
+    if (!weights)
+        cli_die("--weights FILE is required");
+    if (!batch)
+        cli_die("--batch FILE is required");
+    cli_make_config(mo, &s->c);
+    s->m = lnk_model_alloc(&s->c);
+    if (!s->m)
+        cli_die_lib();
+    s->theta = malloc(sizeof(double) * lnk_model_n_params(s->m));
+    if (!s->theta)
+        cli_die("out of memory for %zu parameters", lnk_model_n_params(s->m));
+    if (lnk_weights_load(weights, s->m, s->theta) != LNK_OK)
+        cli_die_lib();
+    if (lnk_batch_load(batch, s->m, &s->b) != LNK_OK)
+        cli_die_lib();
+    s->ws = lnk_workspace_alloc(s->m, s->b.B, s->b.S, s->b.T, ws_flags);
+    if (!s->ws)
+        cli_die_lib();
+}
+
+void cli_close(cli_session *s)
+{
+    lnk_workspace_free(s->ws);
+    lnk_batch_free(&s->b);
+    free(s->theta);
+    lnk_model_free(s->m);
+    lnk_config_clear(&s->c);
+}

@@ -1,0 +1,46 @@
+/* lnkit: command-line entry point; dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} cmds[] = {
+    {"init", cmd_init, "initialise weights (SPEC §5) and write them with their config"},
+    {"batch", cmd_batch, "make a batch file: synthetic ids or whitespace-tokenised text"},
+    {"eval", cmd_eval, "loss and every tensor's gradient Frobenius norm on a batch"},
+    {"hvp", cmd_hvp, "exact Hessian-vector product H v on a batch"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: lnkit COMMAND [OPTIONS]   (lnkit COMMAND --help for its options)\n\n"
+               "lnkit %s: exact gradients and Hessian-vector products of the transformers\n"
+               "of SPEC.md at initialisation.\n\nCommands:\n", LNK_VERSION);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+    fprintf(f, "\nErrors print one line 'lnkit: ...' on stderr and exit with status 2.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("lnkit %s\n", LNK_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].fn(argc - 1, argv + 1);
+    cli_die("unknown command '%s' (expected one of: init, batch, eval, hvp; see lnkit --help)",
+            argv[1]);
+}

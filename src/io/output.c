@@ -1,0 +1,392 @@
+/* Output files: atomic writes (temp file + rename), CSV (RFC 4180), timing,
+ * BLAS threads and the NAME.meta.json sidecar.  See include/lnkit/io.h. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cblas.h>
+#include <gsl/gsl_version.h>
+#include <jansson.h>
+
+#include "lnkit/config.h"
+#include "lnkit/error.h"
+#include "lnkit/io.h"
+
+/* ------------------------------------------------------------------ lnk_afile */
+
+/* mkstemp creates files with mode 0600; give the final file the mode an
+ * ordinary fopen would (0666 & ~umask).  umask can only be read by setting it,
+ * so read it once. */
+static mode_t file_mode(void)
+{
+    static int known = 0;
+    static mode_t mode = 0644;
+    if (!known) {
+        mode_t u = umask(022);
+        umask(u);
+        mode = 0666 & ~u;
+        known = 1;
+    }
+    return mode;
+}
+
+int lnk_afile_open(lnk_afile *a, const char *path)
+{
+    memset(a, 0, sizeof *a);
+    if (!path || !path[0])
+        return lnk_error(LNK_EINVAL, "output file: empty path");
+    a->path = strdup(path);
+    if (!a->path || asprintf(&a->tmp, "%s.tmp.XXXXXX", path) < 0) {
+        free(a->path);
+        memset(a, 0, sizeof *a);
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    }
+    int fd = mkstemp(a->tmp);
+    if (fd < 0) {
+        int e = errno;
+        int st = lnk_error(LNK_EIO, "%s: cannot create temporary file %s: %s", path, a->tmp,
+                           strerror(e));
+        free(a->path);
+        free(a->tmp);
+        memset(a, 0, sizeof *a);
+        return st;
+    }
+    if (fchmod(fd, file_mode()) != 0) { /* keep 0600: not worth failing for */ }
+    a->f = fdopen(fd, "wb");
+    if (!a->f) {
+        int e = errno;
+        close(fd);
+        unlink(a->tmp);
+        free(a->path);
+        free(a->tmp);
+        memset(a, 0, sizeof *a);
+        return lnk_error(LNK_EIO, "%s: cannot open temporary file: %s", path, strerror(e));
+    }
+    return LNK_OK;
+}
+
+static void afile_release(lnk_afile *a)
+{
+    free(a->path);
+    free(a->tmp);
+    a->path = a->tmp = NULL;
+    a->f = NULL;
+}
+
+int lnk_afile_commit(lnk_afile *a)
+{
+    if (!a->f || !a->tmp || !a->path)
+        return lnk_error(LNK_EINVAL, "%s: file is not open", a->path ? a->path : "output file");
+    errno = 0;
+    int bad = fflush(a->f) != 0 || ferror(a->f);
+    int e = errno ? errno : EIO;
+    if (fclose(a->f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    a->f = NULL;
+    if (bad) {
+        int st = lnk_error(LNK_EIO, "%s: write failed: %s", a->path, strerror(e));
+        unlink(a->tmp);
+        afile_release(a);
+        return st;
+    }
+    if (rename(a->tmp, a->path) != 0) {
+        e = errno;
+        int st = lnk_error(LNK_EIO, "%s: cannot rename %s to it: %s", a->path, a->tmp, strerror(e));
+        unlink(a->tmp);
+        afile_release(a);
+        return st;
+    }
+    afile_release(a);
+    return LNK_OK;
+}
+
+void lnk_afile_abort(lnk_afile *a)
+{
+    if (a->f)
+        fclose(a->f);
+    if (a->tmp)
+        unlink(a->tmp);
+    afile_release(a);
+}
+
+/* ------------------------------------------------------------------------ CSV */
+
+static const char *col_name(const lnk_csv *c, int j)
+{
+    return (c->names && j >= 0 && j < c->ncol && c->names[j]) ? c->names[j] : "?";
+}
+
+/* Separator before the next field; counts the field. */
+static int csv_next(lnk_csv *c)
+{
+    if (c->col >= c->ncol)
+        return lnk_error(LNK_EINVAL, "CSV: row has more than %d fields (header has %d columns)",
+                         c->ncol, c->ncol);
+    if (c->col > 0 && fputc(',', c->f) == EOF)
+        return lnk_error(LNK_EIO, "CSV: write failed: %s", strerror(errno));
+    c->col++;
+    return LNK_OK;
+}
+
+/* One field, quoted (RFC 4180) only when it holds ',', '"', CR or LF. */
+static int csv_put(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    int r;
+    if (strpbrk(s, ",\"\r\n")) {
+        r = fputc('"', f);
+        for (const char *p = s; *p && r != EOF; p++)
+            r = (*p == '"') ? fputs("\"\"", f) : fputc(*p, f);
+        if (r != EOF)
+            r = fputc('"', f);
+    } else {
+        r = fputs(s, f);
+    }
+    if (r == EOF)
+        return lnk_error(LNK_EIO, "CSV: write failed: %s", strerror(errno));
+    return LNK_OK;
+}
+
+int lnk_csv_begin(lnk_csv *c, FILE *f, const char *const *header, int ncol)
+{
+    memset(c, 0, sizeof *c);
+    if (!f || !header || ncol < 1)
+        return lnk_error(LNK_EINVAL, "CSV: need a file and at least one column, got %d", ncol);
+    c->names = calloc((size_t)ncol, sizeof *c->names);
+    if (!c->names)
+        return lnk_error(LNK_ENOMEM, "CSV: out of memory");
+    c->f = f;
+    c->ncol = ncol;
+    for (int j = 0; j < ncol; j++) {
+        if (!header[j] || !header[j][0]) {
+            lnk_csv_free(c);
+            return lnk_error(LNK_EINVAL, "CSV: header column %d has no name", j);
+        }
+        c->names[j] = strdup(header[j]);
+        if (!c->names[j]) {
+            lnk_csv_free(c);
+            return lnk_error(LNK_ENOMEM, "CSV: out of memory");
+        }
+    }
+    int st = LNK_OK;
+    for (int j = 0; j < ncol && st == LNK_OK; j++)
+        st = lnk_csv_str(c, header[j]);
+    if (st == LNK_OK)
+        st = lnk_csv_end_row(c);
+    if (st != LNK_OK)
+        lnk_csv_free(c);
+    return st;
+}
+
+int lnk_csv_str(lnk_csv *c, const char *s)
+{
+    int st = csv_next(c);
+    return st ? st : csv_put(c->f, s);
+}
+
+int lnk_csv_int(lnk_csv *c, long long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", v);
+    return lnk_csv_str(c, buf);
+}
+
+int lnk_csv_double(lnk_csv *c, double v)
+{
+    if (!isfinite(v))
+        return lnk_error(LNK_ENONFINITE, "CSV column '%s': value %g is not finite",
+                         col_name(c, c->col), v);
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", v);
+    /* '.' decimal point whatever LC_NUMERIC says (%g never groups digits). */
+    for (char *p = buf; *p; p++)
+        if (*p == ',')
+            *p = '.';
+    return lnk_csv_str(c, buf);
+}
+
+int lnk_csv_end_row(lnk_csv *c)
+{
+    if (c->col != c->ncol)
+        return lnk_error(LNK_EINVAL, "CSV: row has %d fields, header has %d columns (next missing: '%s')",
+                         c->col, c->ncol, col_name(c, c->col));
+    if (fputc('\n', c->f) == EOF)
+        return lnk_error(LNK_EIO, "CSV: write failed: %s", strerror(errno));
+    c->col = 0;
+    return LNK_OK;
+}
+
+void lnk_csv_free(lnk_csv *c)
+{
+    if (c->names)
+        for (int j = 0; j < c->ncol; j++)
+            free(c->names[j]);
+    free(c->names);
+    c->names = NULL;
+    c->ncol = c->col = 0;
+    c->f = NULL;
+}
+
+/* --------------------------------------------------------- time and threads */
+
+double lnk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void lnk_iso_time(char *buf, size_t n)
+{
+    if (!buf || n == 0)
+        return;
+    time_t t = time(NULL);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        buf[0] = '\0';
+}
+
+int lnk_blas_threads(void) { return openblas_get_num_threads(); }
+
+void lnk_set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+
+/* ------------------------------------------------------------- meta sidecar */
+
+/* NAME.csv -> NAME.meta.json; anything else gets ".meta.json" appended. */
+static char *meta_path(const char *csv_path)
+{
+    size_t n = strlen(csv_path);
+    if (n >= 4 && strcmp(csv_path + n - 4, ".csv") == 0)
+        n -= 4;
+    char *p = NULL;
+    if (asprintf(&p, "%.*s.meta.json", (int)n, csv_path) < 0)
+        return NULL;
+    return p;
+}
+
+/* json_object_set_new that reports allocation failure. */
+static int jset(json_t *o, const char *k, json_t *v)
+{
+    return (v && json_object_set_new(o, k, v) == 0) ? 0 : -1;
+}
+
+int lnk_meta_write(const char *csv_path, const lnk_config *cfg, const char *extra_json,
+                   const char *start_iso, double wall_seconds)
+{
+    if (!csv_path || !csv_path[0])
+        return lnk_error(LNK_EINVAL, "meta: empty output path");
+    char *path = meta_path(csv_path);
+    if (!path)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", csv_path);
+    int st = LNK_OK;
+    json_t *root = json_object(), *extra = NULL;
+    json_error_t jerr;
+    if (!root) {
+        st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+        goto done;
+    }
+
+    json_t *jcfg = json_null(), *jseed = json_null();
+    if (cfg) {
+        char *text = lnk_config_to_json(cfg, 0, NULL, 0);
+        if (!text) {
+            /* keep the config module's message, name the file */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+            st = lnk_error(LNK_EINVAL, "%s: cannot serialise the configuration: %s", path, msg);
+            goto done;
+        }
+        jcfg = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+        free(text);
+        if (!jcfg) {
+            st = lnk_error(LNK_EINVAL, "%s: configuration JSON does not parse: %s", path, jerr.text);
+            goto done;
+        }
+        /* seeds above 2^63-1 do not fit a JSON integer of jansson: write them as text */
+        jseed = cfg->seed <= (uint64_t)LLONG_MAX ? json_integer((json_int_t)cfg->seed) : NULL;
+        if (!jseed) {
+            char s[32];
+            snprintf(s, sizeof s, "%llu", (unsigned long long)cfg->seed);
+            jseed = json_string(s);
+        }
+    }
+    if (!isfinite(wall_seconds)) {
+        json_decref(jcfg);
+        json_decref(jseed);
+        st = lnk_error(LNK_ENONFINITE, "%s: key 'wall_seconds': %g is not finite", path, wall_seconds);
+        goto done;
+    }
+    json_t *ver = json_object();
+    const char *ob = openblas_get_config();
+    int bad = jset(root, "config", jcfg) | jset(root, "seed", jseed) | jset(root, "versions", ver);
+    if (ver)
+        bad |= jset(ver, "lnkit", json_string(LNK_VERSION)) |
+               jset(ver, "openblas", json_string(ob ? ob : "unknown")) |
+               jset(ver, "gsl", json_string(gsl_version)) |
+               jset(ver, "jansson", json_string(JANSSON_VERSION));
+    bad |= jset(root, "threads", json_integer(lnk_blas_threads())) |
+           jset(root, "start_time", start_iso ? json_string(start_iso) : json_null()) |
+           jset(root, "wall_seconds", json_real(wall_seconds));
+    if (bad) {
+        st = lnk_error(LNK_ENOMEM, "%s: cannot build the JSON (out of memory or bad UTF-8 in start time)", path);
+        goto done;
+    }
+
+    if (extra_json) {
+        extra = json_loads(extra_json, JSON_REJECT_DUPLICATES, &jerr);
+        if (!extra) {
+            st = lnk_error(LNK_EINVAL, "%s: extra metadata is not valid JSON: %s (line %d, column %d)",
+                           path, jerr.text, jerr.line, jerr.column);
+            goto done;
+        }
+        if (!json_is_object(extra)) {
+            st = lnk_error(LNK_EINVAL, "%s: extra metadata must be a JSON object", path);
+            goto done;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach(extra, k, v) {
+            /* the standard keys are the point of the sidecar: never overwrite them */
+            if (json_object_get(root, k)) {
+                st = lnk_error(LNK_EINVAL, "%s: extra metadata key '%s' clashes with a standard key", path, k);
+                goto done;
+            }
+            if (json_object_set(root, k, v) != 0) {
+                st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+                goto done;
+            }
+        }
+    }
+
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    if (!text) {
+        st = lnk_error(LNK_ENOMEM, "%s: cannot serialise the JSON", path);
+        goto done;
+    }
+    lnk_afile a;
+    st = lnk_afile_open(&a, path);
+    if (st == LNK_OK) {
+        if (fputs(text, a.f) == EOF || fputc('\n', a.f) == EOF) {
+            int e = errno;
+            lnk_afile_abort(&a);
+            st = lnk_error(LNK_EIO, "%s: write failed: %s", path, strerror(e));
+        } else {
+            st = lnk_afile_commit(&a);
+        }
+    }
+    free(text);
+done:
+    json_decref(extra);
+    json_decref(root);
+    free(path);
+    return st;
+}

@@ -1,0 +1,883 @@
+/* safetensors files: a validating reader, an atomic writer, and the
+ * model-aware helpers for weights, vectors and batches (SPEC §6, §8).
+ * See include/lnkit/safetensors.h for the format and the checks. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "lnkit/error.h"
+#include "lnkit/io.h"
+#include "lnkit/model.h"
+#include "lnkit/safetensors.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define LNK_HOST_BE 1
+#else
+#define LNK_HOST_BE 0
+#endif
+
+/* Names can be long and hostile; keep messages within the error buffer. */
+#define NM "%.160s"
+
+static void swap8(void *p, size_t n)
+{
+    unsigned char *b = p;
+    for (size_t i = 0; i < n; i++, b += 8)
+        for (int k = 0; k < 4; k++) {
+            unsigned char t = b[k];
+            b[k] = b[7 - k];
+            b[7 - k] = t;
+        }
+}
+
+static const char *dtype_name(lnk_dtype d) { return d == LNK_DT_F64 ? "F64" : "I64"; }
+
+/* "[4, 4]" (or "[]" for a scalar) into buf. */
+static const char *fmt_shape(char *buf, size_t n, const int64_t *shape, int ndim)
+{
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (k < n)
+        snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+/* Offset of the first byte that is not valid UTF-8 (overlongs, surrogates and
+ * code points above U+10FFFF are invalid), or -1 if all is valid. */
+static long utf8_bad(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len;
+        unsigned cp, min;
+        if (c < 0x80) { i++; continue; }
+        else if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
+        else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
+        else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
+        else return (long)i;
+        if (i + len > n)
+            return (long)i;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return (long)i;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return (long)i;
+        i += len;
+    }
+    return -1;
+}
+
+void lnk_st_free(lnk_st_file *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; i < f->n; i++) {
+        free(f->t[i].name);
+        free(f->t[i].data);
+    }
+    free(f->t);
+    free(f->path);
+    free(f);
+}
+
+const lnk_st_tensor *lnk_st_get(const lnk_st_file *f, const char *name)
+{
+    for (int i = 0; f && i < f->n; i++)
+        if (strcmp(f->t[i].name, name) == 0)
+            return &f->t[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ reading */
+
+/* A header entry before the data are read. */
+typedef struct {
+    uint64_t begin, end;
+} span;
+
+/* A JSON value that is a non-negative integer. */
+static int json_nonneg(const json_t *v, uint64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return 0;
+    *out = (uint64_t)json_integer_value(v);
+    return 1;
+}
+
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "a list";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a real number";
+    case JSON_TRUE: case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+/* Fill t (name, dtype, shape, numel) and s (offsets) from one header entry.
+ * buflen is the size of the data buffer. */
+static int parse_entry(const char *path, const char *name, json_t *e, uint64_t buflen,
+                       lnk_st_tensor *t, span *s)
+{
+    if (!json_is_object(e))
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': entry is %s, expected an object "
+                         "with dtype, shape and data_offsets", path, name, json_kind(e));
+    const char *k;
+    json_t *v;
+    json_object_foreach(e, k, v) {
+        if (strcmp(k, "dtype") && strcmp(k, "shape") && strcmp(k, "data_offsets"))
+            return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': unknown key '%.60s' (expected "
+                             "exactly dtype, shape, data_offsets)", path, name, k);
+    }
+    static const char *const need[3] = {"dtype", "shape", "data_offsets"};
+    for (int i = 0; i < 3; i++)
+        if (!json_object_get(e, need[i]))
+            return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': missing key '%s'", path, name, need[i]);
+
+    /* dtype */
+    json_t *dt = json_object_get(e, "dtype");
+    if (!json_is_string(dt))
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': dtype is %s, expected a string "
+                         "\"F64\" or \"I64\"", path, name, json_kind(dt));
+    const char *ds = json_string_value(dt);
+    if (strcmp(ds, "F64") == 0)
+        t->dtype = LNK_DT_F64;
+    else if (strcmp(ds, "I64") == 0)
+        t->dtype = LNK_DT_I64;
+    else {
+        static const char *const known[] = {"BOOL", "U8", "I8", "U16", "I16", "F16", "BF16",
+                                            "U32", "I32", "F32", "U64", "F8_E4M3", "F8_E5M2",
+                                            "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64", NULL};
+        int isknown = 0;
+        for (int i = 0; known[i]; i++)
+            isknown |= strcmp(ds, known[i]) == 0;
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': %s dtype '%.40s', expected F64 or I64",
+                         path, name, isknown ? "unsupported" : "unknown", ds);
+    }
+
+    /* shape */
+    json_t *sh = json_object_get(e, "shape");
+    if (!json_is_array(sh))
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': shape is %s, expected a list of "
+                         "non-negative integers", path, name, json_kind(sh));
+    size_t nd = json_array_size(sh);
+    if (nd > LNK_ST_MAXDIM)
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': shape has %zu dimensions, at most %d "
+                         "supported", path, name, nd, LNK_ST_MAXDIM);
+    t->ndim = (int)nd;
+    uint64_t numel = 1;
+    int overflow = 0;
+    for (size_t i = 0; i < nd; i++) {
+        uint64_t d;
+        json_t *x = json_array_get(sh, i);
+        if (!json_nonneg(x, &d)) {
+            if (json_is_integer(x))
+                return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': shape[%zu] = %lld is negative",
+                                 path, name, i, (long long)json_integer_value(x));
+            return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': shape[%zu] is %s, expected a "
+                             "non-negative integer", path, name, i, json_kind(x));
+        }
+        t->shape[i] = (int64_t)d;
+        if (d && numel > (uint64_t)(SIZE_MAX / 8) / d)
+            overflow = 1; /* keep going: a later 0 makes it empty */
+        numel *= d;
+    }
+    char shs[160];
+    int has0 = 0;
+    for (size_t i = 0; i < nd; i++)
+        has0 |= t->shape[i] == 0;
+    if (has0)
+        numel = 0;
+    else if (overflow)
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': shape %s has too many elements",
+                         path, name, fmt_shape(shs, sizeof shs, t->shape, t->ndim));
+    t->numel = (size_t)numel;
+
+    /* data_offsets */
+    json_t *off = json_object_get(e, "data_offsets");
+    if (!json_is_array(off) || json_array_size(off) != 2 ||
+        !json_nonneg(json_array_get(off, 0), &s->begin) ||
+        !json_nonneg(json_array_get(off, 1), &s->end))
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': data_offsets must be a list of two "
+                         "non-negative integers [begin, end]", path, name);
+    if (s->begin > s->end)
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': data_offsets [%llu, %llu] are reversed "
+                         "(begin > end)", path, name, (unsigned long long)s->begin,
+                         (unsigned long long)s->end);
+    uint64_t need_bytes = numel * 8;
+    if (s->end - s->begin != need_bytes)
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': data_offsets [%llu, %llu] hold %llu bytes "
+                         "but shape %s of %s needs %llu", path, name, (unsigned long long)s->begin,
+                         (unsigned long long)s->end, (unsigned long long)(s->end - s->begin),
+                         fmt_shape(shs, sizeof shs, t->shape, t->ndim), dtype_name(t->dtype),
+                         (unsigned long long)need_bytes);
+    if (s->end > buflen)
+        return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': data_offsets [%llu, %llu] go beyond the "
+                         "data buffer of %llu bytes (file truncated?)", path, name, (unsigned long long)s->begin,
+                         (unsigned long long)s->end, (unsigned long long)buflen);
+    return LNK_OK;
+}
+
+static int check_metadata(const char *path, json_t *md)
+{
+    if (!json_is_object(md))
+        return lnk_error(LNK_EFORMAT, "%s: '__metadata__' is %s, expected an object of strings",
+                         path, json_kind(md));
+    const char *k;
+    json_t *v;
+    json_object_foreach(md, k, v) {
+        if (!json_is_string(v))
+            return lnk_error(LNK_EFORMAT, "%s: '__metadata__' key '" NM "' is %s, expected a string",
+                             path, k, json_kind(v));
+    }
+    return LNK_OK;
+}
+
+/* Sort tensors by data offset (ties: the empty one first). */
+typedef struct {
+    lnk_st_tensor t;
+    span s;
+} entry;
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const entry *x = a, *y = b;
+    if (x->s.begin != y->s.begin)
+        return x->s.begin < y->s.begin ? -1 : 1;
+    if (x->s.end != y->s.end)
+        return x->s.end < y->s.end ? -1 : 1;
+    return 0;
+}
+
+int lnk_st_read(const char *path, lnk_st_file **out)
+{
+    *out = NULL;
+    int st = LNK_OK;
+    FILE *fp = NULL;
+    char *hdr = NULL;
+    json_t *root = NULL;
+    entry *ent = NULL;
+    int n = 0;
+    lnk_st_file *f = NULL;
+
+    fp = fopen(path, "rb");
+    if (!fp)
+        return lnk_error(LNK_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0) {
+        st = lnk_error(LNK_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = lnk_error(LNK_EIO, "%s: not a regular file", path);
+        goto done;
+    }
+    uint64_t fsize = (uint64_t)sb.st_size;
+    if (fsize < 8) {
+        st = lnk_error(LNK_EFORMAT, "%s: file is %llu bytes, too short for the 8-byte header length",
+                       path, (unsigned long long)fsize);
+        goto done;
+    }
+    unsigned char len8[8];
+    if (fread(len8, 1, 8, fp) != 8) {
+        st = lnk_error(LNK_EIO, "%s: short read of the header length", path);
+        goto done;
+    }
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = (hlen << 8) | len8[i];
+    if (hlen > fsize - 8) {
+        st = lnk_error(LNK_EFORMAT, "%s: header length %llu goes beyond the end of the file "
+                       "(%llu bytes after the length field)", path, (unsigned long long)hlen,
+                       (unsigned long long)(fsize - 8));
+        goto done;
+    }
+    uint64_t buflen = fsize - 8 - hlen;
+    hdr = malloc((size_t)hlen + 1);
+    if (!hdr) {
+        st = lnk_error(LNK_ENOMEM, "%s: out of memory for a %llu-byte header", path,
+                       (unsigned long long)hlen);
+        goto done;
+    }
+    if (fread(hdr, 1, (size_t)hlen, fp) != (size_t)hlen) {
+        st = lnk_error(LNK_EIO, "%s: short read of the %llu-byte header", path, (unsigned long long)hlen);
+        goto done;
+    }
+    hdr[hlen] = '\0';
+    long bad = utf8_bad((const unsigned char *)hdr, (size_t)hlen);
+    if (bad >= 0) {
+        st = lnk_error(LNK_EFORMAT, "%s: header is not valid UTF-8 (byte 0x%02x at header offset %ld)",
+                       path, (unsigned char)hdr[bad], bad);
+        goto done;
+    }
+    /* Trailing spaces (the writers' padding) are accepted as JSON whitespace. */
+    json_error_t jerr;
+    root = json_loadb(hdr, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        if (json_error_code(&jerr) == json_error_duplicate_key)
+            st = lnk_error(LNK_EFORMAT, "%s: duplicate tensor name in the header: %s (line %d, "
+                           "column %d)", path, jerr.text, jerr.line, jerr.column);
+        else
+            st = lnk_error(LNK_EFORMAT, "%s: header is not valid JSON: %s (line %d, column %d)",
+                           path, jerr.text, jerr.line, jerr.column);
+        goto done;
+    }
+    if (!json_is_object(root)) {
+        st = lnk_error(LNK_EFORMAT, "%s: header is %s, expected a JSON object", path, json_kind(root));
+        goto done;
+    }
+
+    size_t nkeys = json_object_size(root);
+    ent = calloc(nkeys ? nkeys : 1, sizeof *ent);
+    if (!ent) {
+        st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val) {
+        if (strcmp(key, "__metadata__") == 0) {
+            if ((st = check_metadata(path, val)) != LNK_OK)
+                goto done;
+            continue;
+        }
+        if ((st = parse_entry(path, key, val, buflen, &ent[n].t, &ent[n].s)) != LNK_OK)
+            goto done;
+        if (!(ent[n].t.name = strdup(key))) {
+            st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+            goto done;
+        }
+        n++;
+    }
+    if (n > INT_MAX - 1) {
+        st = lnk_error(LNK_EFORMAT, "%s: too many tensors", path);
+        goto done;
+    }
+
+    /* Sorted by offset, the tensors must tile [0, buflen) exactly. */
+    qsort(ent, (size_t)n, sizeof *ent, cmp_entry);
+    uint64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (ent[i].s.begin < at) {
+            st = lnk_error(LNK_EFORMAT, "%s: tensor '" NM "' (data_offsets [%llu, %llu]) overlaps "
+                           "tensor '" NM "' (ending at %llu)", path, ent[i].t.name,
+                           (unsigned long long)ent[i].s.begin, (unsigned long long)ent[i].s.end,
+                           ent[i - 1].t.name, (unsigned long long)at);
+            goto done;
+        }
+        if (ent[i].s.begin > at) {
+            st = lnk_error(LNK_EFORMAT, "%s: tensor '" NM "' starts at data offset %llu, leaving a "
+                           "gap of %llu bytes after %s%s%s", path, ent[i].t.name,
+                           (unsigned long long)ent[i].s.begin,
+                           (unsigned long long)(ent[i].s.begin - at),
+                           i ? "tensor '" : "the start of the buffer", i ? ent[i - 1].t.name : "",
+                           i ? "'" : "");
+            goto done;
+        }
+        at = ent[i].s.end;
+    }
+    if (at != buflen) {
+        st = lnk_error(LNK_EFORMAT, "%s: %llu trailing bytes after the last tensor%s" NM "%s "
+                       "(data buffer is %llu bytes, tensors cover %llu)", path,
+                       (unsigned long long)(buflen - at), n ? " '" : "", n ? ent[n - 1].t.name : "",
+                       n ? "'" : "", (unsigned long long)buflen, (unsigned long long)at);
+        goto done;
+    }
+
+    /* Data: contiguous in offset order, so read them in sequence. */
+    for (int i = 0; i < n; i++) {
+        size_t bytes = ent[i].t.numel * 8;
+        ent[i].t.data = malloc(bytes ? bytes : 1);
+        if (!ent[i].t.data) {
+            st = lnk_error(LNK_ENOMEM, "%s: tensor '" NM "': out of memory for %zu bytes", path,
+                           ent[i].t.name, bytes);
+            goto done;
+        }
+        if (fread(ent[i].t.data, 1, bytes, fp) != bytes) {
+            st = lnk_error(LNK_EIO, "%s: tensor '" NM "': short read of %zu bytes (%s)", path,
+                           ent[i].t.name, bytes, ferror(fp) ? strerror(errno) : "file shrank");
+            goto done;
+        }
+        if (LNK_HOST_BE)
+            swap8(ent[i].t.data, ent[i].t.numel);
+    }
+
+    f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(path)) || !(f->t = calloc(n ? (size_t)n : 1, sizeof *f->t))) {
+        st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        f->t[i] = ent[i].t;
+    f->n = n;
+    n = 0; /* ownership moved to f */
+    *out = f;
+    f = NULL;
+
+done:
+    if (f) {
+        free(f->path);
+        free(f->t);
+        free(f);
+    }
+    if (ent) {
+        /* parse_entry may have failed after filling ent[n] without a name: n counts named ones */
+        for (int i = 0; i < n; i++) {
+            free(ent[i].t.name);
+            free(ent[i].t.data);
+        }
+        free(ent);
+    }
+    json_decref(root);
+    free(hdr);
+    if (fp)
+        fclose(fp);
+    return st;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+/* Little-endian bytes of n 8-byte values. */
+static int write_le8(FILE *f, const void *data, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (!LNK_HOST_BE)
+        return fwrite(data, 8, n, f) == n ? 0 : -1;
+    unsigned char buf[8 * 512];
+    const unsigned char *p = data;
+    while (n) {
+        size_t k = n < 512 ? n : 512;
+        memcpy(buf, p, k * 8);
+        swap8(buf, k);
+        if (fwrite(buf, 8, k, f) != k)
+            return -1;
+        p += k * 8;
+        n -= k;
+    }
+    return 0;
+}
+
+int lnk_st_write(const char *path, const lnk_st_tensor *t, int n, const char *const *metadata)
+{
+    if (n < 0 || (n > 0 && !t))
+        return lnk_error(LNK_EINVAL, "%s: invalid tensor list (n = %d)", path, n);
+    int st = LNK_OK;
+    char *text = NULL;
+    json_t *root = json_object();
+    if (!root)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+
+    if (metadata) {
+        json_t *md = json_object();
+        if (!md || json_object_set_new(root, "__metadata__", md) != 0) {
+            st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+            goto done;
+        }
+        for (int i = 0; metadata[i]; i += 2) {
+            if (!metadata[i + 1]) {
+                st = lnk_error(LNK_EINVAL, "%s: metadata key '" NM "' has no value", path, metadata[i]);
+                goto done;
+            }
+            json_t *s = json_string(metadata[i + 1]);
+            if (!s || json_object_set_new(md, metadata[i], s) != 0) {
+                st = lnk_error(LNK_EINVAL, "%s: metadata key '" NM "': not valid UTF-8", path, metadata[i]);
+                goto done;
+            }
+        }
+    }
+
+    uint64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        const lnk_st_tensor *x = &t[i];
+        const char *name = x->name ? x->name : "";
+        if (!name[0] || strcmp(name, "__metadata__") == 0)
+            st = lnk_error(LNK_EINVAL, "%s: tensor %d has an invalid name '" NM "'", path, i, name);
+        else if (json_object_get(root, name))
+            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "' appears twice", path, name);
+        else if (x->dtype != LNK_DT_F64 && x->dtype != LNK_DT_I64)
+            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': invalid dtype %d", path, name, (int)x->dtype);
+        else if (x->ndim < 0 || x->ndim > LNK_ST_MAXDIM)
+            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': %d dimensions, expected 0..%d", path, name,
+                           x->ndim, LNK_ST_MAXDIM);
+        if (st)
+            goto done;
+        uint64_t numel = 1;
+        int has0 = 0, overflow = 0;
+        json_t *shape = json_array();
+        if (!shape) {
+            st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+            goto done;
+        }
+        for (int k = 0; k < x->ndim; k++) {
+            if (x->shape[k] < 0) {
+                json_decref(shape);
+                st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': shape[%d] = %lld is negative", path,
+                               name, k, (long long)x->shape[k]);
+                goto done;
+            }
+            uint64_t d = (uint64_t)x->shape[k];
+            has0 |= d == 0;
+            if (d && numel > (uint64_t)(SIZE_MAX / 8) / d)
+                overflow = 1;
+            numel *= d;
+            json_array_append_new(shape, json_integer(x->shape[k]));
+        }
+        if (has0)
+            numel = 0;
+        if ((overflow && !has0) || numel != (uint64_t)x->numel || (numel && !x->data)) {
+            json_decref(shape);
+            char shs[160];
+            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': numel %zu (data %s) does not match shape %s",
+                           path, name, x->numel, x->data ? "given" : "NULL",
+                           fmt_shape(shs, sizeof shs, x->shape, x->ndim));
+            goto done;
+        }
+        json_t *e = json_pack("{s:s, s:o, s:[I, I]}", "dtype", dtype_name(x->dtype), "shape", shape,
+                              "data_offsets", (json_int_t)at, (json_int_t)(at + numel * 8));
+        if (!e || json_object_set_new(root, name, e) != 0) {
+            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': cannot build the header entry (name not "
+                           "valid UTF-8?)", path, name);
+            goto done;
+        }
+        at += numel * 8;
+    }
+
+    text = json_dumps(root, JSON_COMPACT);
+    if (!text) {
+        st = lnk_error(LNK_ENOMEM, "%s: cannot serialise the header", path);
+        goto done;
+    }
+    /* Pad with spaces so that 8 + N is a multiple of 8: the data start aligned. */
+    size_t hl = strlen(text), pad = (8 - hl % 8) % 8;
+    unsigned char len8[8];
+    uint64_t N = hl + pad;
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)(N >> (8 * i));
+
+    lnk_afile a;
+    if ((st = lnk_afile_open(&a, path)) != LNK_OK)
+        goto done;
+    int bad = fwrite(len8, 1, 8, a.f) != 8 || fwrite(text, 1, hl, a.f) != hl;
+    for (size_t i = 0; i < pad && !bad; i++)
+        bad = fputc(' ', a.f) == EOF;
+    for (int i = 0; i < n && !bad; i++)
+        bad = write_le8(a.f, t[i].data, t[i].numel) != 0;
+    if (bad) {
+        int e = errno;
+        lnk_afile_abort(&a);
+        st = lnk_error(LNK_EIO, "%s: write failed: %s", path, strerror(e));
+        goto done;
+    }
+    st = lnk_afile_commit(&a);
+done:
+    free(text);
+    json_decref(root);
+    return st;
+}
+
+/* --------------------------------------------------------- model-aware files */
+
+/* Prefix the current message with the path (the message may be read while
+ * formatting the new one, so copy it first). */
+static int with_path(int st, const char *path)
+{
+    char msg[900];
+    snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+    return lnk_error(st, "%s: %s", path, msg);
+}
+
+static int check_finite(const char *what, const char *name, const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return lnk_error(LNK_ENONFINITE, "%s: tensor '" NM "': element %zu is %g (not finite)",
+                             what, name, i, x[i]);
+    return LNK_OK;
+}
+
+/* Does st tensor x have the layout tensor's dtype and shape?  Error if not. */
+static int check_like(const char *path, const lnk_st_tensor *x, const lnk_tensor_info *ti)
+{
+    if (x->dtype != LNK_DT_F64)
+        return lnk_error(LNK_EMISMATCH, "%s: tensor '" NM "' has dtype %s, expected F64", path,
+                         x->name, dtype_name(x->dtype));
+    int64_t want[2] = {ti->shape[0], ti->shape[1]};
+    int same = x->ndim == ti->ndim;
+    for (int k = 0; same && k < ti->ndim; k++)
+        same = x->shape[k] == want[k];
+    if (!same) {
+        char a[160], b[64];
+        return lnk_error(LNK_EMISMATCH, "%s: tensor '" NM "' has shape %s, this configuration needs %s",
+                         path, x->name, fmt_shape(a, sizeof a, x->shape, x->ndim),
+                         fmt_shape(b, sizeof b, want, ti->ndim));
+    }
+    return LNK_OK;
+}
+
+/* The named tensors of the layout: validate everything first, then copy, so
+ * theta is untouched on error. */
+static int load_named(const char *path, const lnk_st_file *f, const lnk_model *m, double *theta)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    int st;
+    for (int i = 0; i < f->n; i++) {
+        const lnk_st_tensor *x = &f->t[i];
+        int k = lnk_layout_find(lay, x->name);
+        if (k < 0)
+            return lnk_error(LNK_EMISMATCH, "%s: tensor '" NM "' is not a parameter of this "
+                             "configuration (task %s, %d tensors expected)", path, x->name,
+                             lnk_task_name(lnk_model_config(m)->task), lay->n_tensors);
+        if ((st = check_like(path, x, &lay->t[k])) != LNK_OK)
+            return st;
+        if ((st = check_finite(path, x->name, x->data, x->numel)) != LNK_OK)
+            return st;
+    }
+    for (int k = 0; k < lay->n_tensors; k++)
+        if (!lnk_st_get(f, lay->t[k].name))
+            return lnk_error(LNK_EMISMATCH, "%s: tensor '" NM "' is missing (this configuration "
+                             "needs %d tensors, the file has %d)", path, lay->t[k].name,
+                             lay->n_tensors, f->n);
+    for (int i = 0; i < f->n; i++) {
+        const lnk_tensor_info *ti = &lay->t[lnk_layout_find(lay, f->t[i].name)];
+        memcpy(theta + ti->offset, f->t[i].data, ti->size * sizeof *theta);
+    }
+    return LNK_OK;
+}
+
+/* Write theta as the named tensors of the layout (SPEC §6 order). */
+static int save_named(const char *path, const lnk_model *m, const double *theta, const char *what)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    int st;
+    char pre[600];
+    snprintf(pre, sizeof pre, "%s: cannot save %s", path, what);
+    for (int k = 0; k < lay->n_tensors; k++)
+        if ((st = check_finite(pre, lay->t[k].name, theta + lay->t[k].offset, lay->t[k].size)))
+            return st;
+    lnk_st_tensor *t = calloc(lay->n_tensors ? (size_t)lay->n_tensors : 1, sizeof *t);
+    if (!t)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    for (int k = 0; k < lay->n_tensors; k++) {
+        const lnk_tensor_info *ti = &lay->t[k];
+        t[k].name = (char *)ti->name;
+        t[k].dtype = LNK_DT_F64;
+        t[k].ndim = ti->ndim;
+        for (int j = 0; j < ti->ndim; j++)
+            t[k].shape[j] = ti->shape[j];
+        t[k].numel = ti->size;
+        t[k].data = (void *)(theta + ti->offset);
+    }
+    st = lnk_st_write(path, t, lay->n_tensors, NULL);
+    free(t);
+    return st;
+}
+
+int lnk_weights_load(const char *path, const lnk_model *m, double *theta)
+{
+    lnk_st_file *f;
+    int st = lnk_st_read(path, &f);
+    if (st != LNK_OK)
+        return st;
+    st = load_named(path, f, m, theta);
+    lnk_st_free(f);
+    return st;
+}
+
+int lnk_weights_save(const char *path, const lnk_model *m, const double *theta)
+{
+    return save_named(path, m, theta, "weights");
+}
+
+/* The layout tensor holding flat index i, for messages. */
+static const char *tensor_of(const lnk_layout *lay, size_t i, size_t *local)
+{
+    for (int k = 0; k < lay->n_tensors; k++)
+        if (i >= lay->t[k].offset && i < lay->t[k].offset + lay->t[k].size) {
+            *local = i - lay->t[k].offset;
+            return lay->t[k].name;
+        }
+    *local = i;
+    return "?";
+}
+
+int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout_kind)
+{
+    lnk_st_file *f;
+    int st = lnk_st_read(path, &f);
+    if (st != LNK_OK)
+        return st;
+    const lnk_layout *lay = lnk_model_layout(m);
+    size_t np = lnk_model_n_params(m);
+    if (f->n == 1 && strcmp(f->t[0].name, "v") == 0) {
+        const lnk_st_tensor *x = &f->t[0];
+        char a[160];
+        if (x->dtype != LNK_DT_F64)
+            st = lnk_error(LNK_EMISMATCH, "%s: tensor 'v' has dtype %s, expected F64", path,
+                           dtype_name(x->dtype));
+        else if (x->ndim != 1 || (uint64_t)x->shape[0] != (uint64_t)np)
+            st = lnk_error(LNK_EMISMATCH, "%s: tensor 'v' has shape %s, expected [%zu] (the number "
+                           "of parameters of this configuration)", path,
+                           fmt_shape(a, sizeof a, x->shape, x->ndim), np);
+        else {
+            const double *d = x->data;
+            for (size_t i = 0; i < np && st == LNK_OK; i++)
+                if (!isfinite(d[i])) {
+                    size_t j;
+                    const char *nm = tensor_of(lay, i, &j);
+                    st = lnk_error(LNK_ENONFINITE, "%s: tensor 'v': element %zu (tensor '" NM
+                                   "' element %zu) is %g (not finite)", path, i, nm, j, d[i]);
+                }
+            if (st == LNK_OK) {
+                memcpy(v, d, np * sizeof *v);
+                if (layout_kind)
+                    *layout_kind = LNK_VEC_FLAT;
+            }
+        }
+    } else {
+        st = load_named(path, f, m, v);
+        if (st == LNK_OK && layout_kind)
+            *layout_kind = LNK_VEC_NAMED;
+    }
+    lnk_st_free(f);
+    return st;
+}
+
+int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int layout_kind)
+{
+    if (layout_kind == LNK_VEC_NAMED)
+        return save_named(path, m, v, "vector");
+    if (layout_kind != LNK_VEC_FLAT)
+        return lnk_error(LNK_EINVAL, "%s: unknown vector layout %d (expected flat or named)", path,
+                         layout_kind);
+    const lnk_layout *lay = lnk_model_layout(m);
+    size_t np = lnk_model_n_params(m);
+    for (size_t i = 0; i < np; i++)
+        if (!isfinite(v[i])) {
+            size_t j;
+            const char *nm = tensor_of(lay, i, &j);
+            return lnk_error(LNK_ENONFINITE, "%s: cannot save vector: element %zu (tensor '" NM
+                             "' element %zu) is %g (not finite)", path, i, nm, j, v[i]);
+        }
+    lnk_st_tensor t = {.name = "v", .dtype = LNK_DT_F64, .ndim = 1,
+                       .shape = {(int64_t)np}, .numel = np, .data = (void *)v};
+    return lnk_st_write(path, &t, 1, NULL);
+}
+
+/* One I64 2-D batch array: present, right dtype, rows and row length in int range. */
+static int batch_tensor(const char *path, const lnk_st_file *f, const char *name, const char *task,
+                        lnk_st_tensor **out)
+{
+    *out = NULL;
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->t[i].name, name) == 0)
+            *out = &f->t[i];
+    const lnk_st_tensor *x = *out;
+    char a[160];
+    if (!x)
+        return lnk_error(LNK_EMISMATCH, "%s: tensor '%s' is missing (task %s needs it)", path, name, task);
+    if (x->dtype != LNK_DT_I64)
+        return lnk_error(LNK_EMISMATCH, "%s: tensor '%s' has dtype %s, expected I64 (token ids)",
+                         path, name, dtype_name(x->dtype));
+    if (x->ndim != 2)
+        return lnk_error(LNK_EMISMATCH, "%s: tensor '%s' has shape %s, expected 2 dimensions [B, len]",
+                         path, name, fmt_shape(a, sizeof a, x->shape, x->ndim));
+    if (x->shape[0] < 1 || x->shape[1] < 1 || x->shape[0] > INT_MAX || x->shape[1] > INT_MAX)
+        return lnk_error(LNK_EMISMATCH, "%s: tensor '%s' has shape %s, expected at least one row "
+                         "and one column (and fewer than 2^31)", path, name,
+                         fmt_shape(a, sizeof a, x->shape, x->ndim));
+    return LNK_OK;
+}
+
+int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b)
+{
+    memset(b, 0, sizeof *b);
+    lnk_st_file *f;
+    int st = lnk_st_read(path, &f);
+    if (st != LNK_OK)
+        return st;
+    lnk_task task = lnk_model_config(m)->task;
+    const char *tn = lnk_task_name(task);
+    int need_src = task == LNK_TASK_CLS || task == LNK_TASK_SEQ2SEQ;
+    int need_tgt = task == LNK_TASK_LM || task == LNK_TASK_SEQ2SEQ;
+    int need_lab = task == LNK_TASK_CLS;
+    lnk_st_tensor *src = NULL, *tgt = NULL, *lab = NULL;
+    char a[160], c[160];
+    if (need_src && (st = batch_tensor(path, f, "src", tn, &src)))
+        goto done;
+    if (need_tgt && (st = batch_tensor(path, f, "tgt", tn, &tgt)))
+        goto done;
+    if (need_lab && (st = batch_tensor(path, f, "labels", tn, &lab)))
+        goto done;
+    if (src && tgt && src->shape[0] != tgt->shape[0]) {
+        st = lnk_error(LNK_EMISMATCH, "%s: tensors 'src' and 'tgt' have %lld and %lld rows; the batch "
+                       "size B must agree", path, (long long)src->shape[0], (long long)tgt->shape[0]);
+        goto done;
+    }
+    if (src && lab && (src->shape[0] != lab->shape[0] || src->shape[1] != lab->shape[1])) {
+        st = lnk_error(LNK_EMISMATCH, "%s: tensor 'labels' has shape %s, expected the shape %s of 'src'",
+                       path, fmt_shape(a, sizeof a, lab->shape, 2), fmt_shape(c, sizeof c, src->shape, 2));
+        goto done;
+    }
+    /* Take the arrays over from the file. */
+    lnk_st_tensor *any = src ? src : tgt;
+    b->B = (int)any->shape[0];
+    b->owns = 1;
+    if (src) {
+        b->S = (int)src->shape[1];
+        b->src = src->data;
+        src->data = NULL;
+    }
+    if (tgt) {
+        b->T = (int)tgt->shape[1];
+        b->tgt = tgt->data;
+        tgt->data = NULL;
+    }
+    if (lab) {
+        b->labels = lab->data;
+        lab->data = NULL;
+    }
+    if ((st = lnk_batch_check(m, b)) != LNK_OK) {
+        st = with_path(st, path);
+        lnk_batch_free(b);
+        memset(b, 0, sizeof *b);
+    }
+done:
+    lnk_st_free(f);
+    return st;
+}
+
+int lnk_batch_save(const char *path, const lnk_batch *b)
+{
+    if (b->B < 0 || b->S < 0 || b->T < 0)
+        return lnk_error(LNK_EINVAL, "%s: batch has negative sizes B=%d S=%d T=%d", path, b->B, b->S, b->T);
+    lnk_st_tensor t[3];
+    int n = 0;
+    const char *names[3] = {"src", "tgt", "labels"};
+    int64_t *arr[3] = {b->src, b->tgt, b->labels};
+    int len[3] = {b->S, b->T, b->S};
+    for (int i = 0; i < 3; i++) {
+        if (!arr[i])
+            continue;
+        t[n] = (lnk_st_tensor){.name = (char *)names[i], .dtype = LNK_DT_I64, .ndim = 2,
+                               .shape = {b->B, len[i]}, .numel = (size_t)b->B * (size_t)len[i],
+                               .data = arr[i]};
+        n++;
+    }
+    if (n == 0)
+        return lnk_error(LNK_EINVAL, "%s: batch has no src, tgt or labels array", path);
+    return lnk_st_write(path, t, n, NULL);
+}
