@@ -23,11 +23,13 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL:= $(BUILD)/tests/testutil.o
 BENCH_SRC:= $(wildcard bench/*.c)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+STUDY_SRC:= $(wildcard studies/*.c)
+STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 
 .PHONY: all deps deps-check demo test check check-asan bench bench-torch clean
-all: $(LIB) $(BIN)
+all: $(LIB) $(BIN) $(STUDY_BIN)
 
 deps:
 	bash tools/deps.sh
@@ -53,6 +55,10 @@ $(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(TEST_UTIL) $(LIB) -lcmocka $(LDLIBS) -o $@
 
+$(BUILD)/studies/%: studies/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
@@ -73,8 +79,10 @@ bench: all $(BENCH_BIN)
 bench-torch: all $(BENCH_BIN)
 	bash tools/bench_torch.sh $(BUILD)
 
+# The main job: Post-LN vs Pre-LN loss and per-layer gradient norms on
+# built-in synthetic data, CSV + .meta.json under results/demo/.
 demo: deps all
-	bash tools/demo.sh $(BIN)
+	$(BUILD)/studies/demo_postpre --out results/demo
 
 deps-check:
 	@bash tools/deps.sh --check
