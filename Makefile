@@ -28,11 +28,17 @@ STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 
-.PHONY: all deps deps-check demo test check check-asan bench bench-torch clean
+.PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean
 all: $(LIB) $(BIN) $(STUDY_BIN)
 
 deps:
 	bash tools/deps.sh
+
+# The test suite also needs Debian's python3-torch: the independent reference
+# implementation (tools/ref_torch.py) that tests/test_reference.c compares with.
+TEST_PKGS := python3-torch python3-numpy
+deps-test:
+	bash tools/deps.sh $(TEST_PKGS)
 
 $(BUILD)/%.o: %.c $(wildcard include/lnkit/*.h) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
@@ -65,13 +71,16 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 # The test suite: every tests/test_*.c is a cmocka program; tools/runtests.sh
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
-test: deps-check $(TEST_BIN) $(BIN)
+test: deps-test
+	$(MAKE) run-tests
+
+run-tests: $(TEST_BIN) $(BIN)
 	LNK_BIN=$(abspath $(BIN)) bash tools/runtests.sh $(TEST_BIN)
 
 check: test
 
-check-asan:
-	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 test
+check-asan: deps-test
+	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 run-tests
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)
@@ -85,7 +94,7 @@ demo: deps all
 	$(BUILD)/studies/demo_postpre --out results/demo
 
 deps-check:
-	@bash tools/deps.sh --check
+	@bash tools/deps.sh --check $(TEST_PKGS)
 
 clean:
 	rm -rf build build-asan bin
