@@ -1,0 +1,448 @@
+/* Benchmark of lnkit's loss, gradient and Hessian-vector product (task lm,
+ * LayerNorm, Post-LN and Pre-LN) against the machine's DGEMM rate.
+ *
+ * usage: bench_model [--threads N] [--repeat N] [--config a|b|all] [--csv FILE]
+ *
+ *   a: d=128 h=4 L=6 d_ff=512  V=1000 B=16 T=32
+ *   b: d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32
+ * T is the number of input positions: the synthetic tgt rows hold T+1 tokens.
+ *
+ * For each (config, norm_pos): median wall time over --repeat runs (after 2
+ * warm-ups) of the forward pass (lnk_model_eval, grad = NULL), the gradient
+ * (lnk_model_eval with grad) and one HVP (lnk_model_hvp, grad = NULL); the
+ * achieved GFLOP/s from the analytic GEMM flop counts below; the same run's
+ * DGEMM rate (cblas_dgemm 2000^3, median of 5 after a warm-up, same threads);
+ * lnk_workspace_bytes and the peak resident set size.
+ *
+ * Programs print and exit; on any lnk_ failure: "bench_model: <message>", exit 2. */
+#include <cblas.h>
+#include <gsl/gsl_rng.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "lnkit/config.h"
+#include "lnkit/error.h"
+#include "lnkit/io.h"
+#include "lnkit/model.h"
+
+#define WARMUP 2
+#define DGEMM_N 2000
+#define DGEMM_REPEAT 5
+
+typedef struct {
+    const char *name;
+    int d, h, L, d_ff, V, B, T;
+} size_cfg;
+
+static const size_cfg SIZES[] = {
+    {"a", 128, 4, 6, 512, 1000, 16, 32},
+    {"b", 256, 4, 6, 1024, 4000, 16, 32},
+};
+#define N_SIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
+static const char *const POSS[] = {"post", "pre"};
+
+/* ------------------------------------------------------------ flop counts
+ *
+ * Only the GEMM flops are counted (2 per multiply-add); norms, softmax, ReLU and
+ * the cross-entropy are O(R d) or O(R V) elementwise work and left out.  With
+ * R = B*T rows and d_k = d/h, one forward pass costs F = F_lin + F_att:
+ *   F_lin = 2 R (4 d^2 + 2 d d_ff) L     Wq, Wk, Wv, Wo and W1, W2 of every block
+ *         + 2 R d V                      the output layer z W_out
+ *   F_att = 2 * 2 B h T^2 d_k L          Q K^T and A V per (row, head); lnkit computes
+ *                                        the full T x T scores (the causal half is masked
+ *                                        after the product), so no factor 1/2.
+ * Gradient = forward + reverse.  The reverse pass of a linear map y = x W does
+ * dx = dy W^T and dW = x^T dy, each as many flops as x W; the attention core's
+ * reverse does dA = dctx V^T, dV = A^T dctx, dQ = dS K, dK = dS^T Q (4 products,
+ * 2x its forward).  So grad = F + 2 F_lin + 2 F_att = 3 F.
+ * HVP (forward-over-reverse, grad = NULL: the primal dW products are skipped):
+ *   forward                                     F_lin +   F_att
+ *   tangent forward: xdot W + x Wdot;
+ *     attention R{S} (2 products), R{ctx} (2)   2 F_lin + 2 F_att
+ *   reverse, primal adjoints dx only;
+ *     attention core as in the gradient         1 F_lin + 2 F_att
+ *   reverse tangents: R{dx} = R{dy} W^T + dy Wdot^T,
+ *     R{dW} = xdot^T dy + x^T R{dy};
+ *     attention: dA, R{dA} (2), R{dV} (2),
+ *     R{dQ} (2), R{dK} (2) = 9 products          4 F_lin + 4.5 F_att
+ *   total                                       8 F_lin + 9.5 F_att
+ * (src/model/model.c and src/layers/{linear,attention}.c do exactly these calls.) */
+static double flops_lin(const size_cfg *s)
+{
+    double R = (double)s->B * s->T, d = s->d;
+    return 2 * R * (4 * d * d + 2 * d * s->d_ff) * s->L + 2 * R * d * s->V;
+}
+
+static double flops_att(const size_cfg *s)
+{
+    double dk = (double)s->d / s->h, T = s->T;
+    return 2.0 * 2.0 * s->B * s->h * T * T * dk * s->L;
+}
+
+static double flops_fwd(const size_cfg *s) { return flops_lin(s) + flops_att(s); }
+static double flops_grad(const size_cfg *s) { return 3 * flops_fwd(s); }
+static double flops_hvp(const size_cfg *s) { return 8 * flops_lin(s) + 9.5 * flops_att(s); }
+
+/* ---------------------------------------------------------------- helpers */
+
+/* The --csv file, opened before the (long) runs so that a bad path fails at
+ * once; die() removes its temporary file. */
+static lnk_afile csv_file;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench_model: %s: %s\n", what, lnk_errmsg());
+    lnk_afile_abort(&csv_file);
+    exit(2);
+}
+
+static void usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "bench_model: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: bench_model [--threads N] [--repeat N] [--config a|b|all] [--csv FILE]\n");
+    exit(2);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p) {
+        lnk_error(LNK_ENOMEM, "%zu bytes", n);
+        die("out of memory");
+    }
+    return p;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static double maxrss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
+}
+
+/* Share of the CPUs used by other processes between cpu_now() and other_load():
+ * busy time of the whole machine (/proc/stat) minus this process's own
+ * (getrusage).  The benchmark is only meaningful when this stays near 0. */
+typedef struct { double sys_busy, own; } cpu_mark;
+
+static double own_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+static double sys_busy(void)
+{
+    unsigned long long u = 0, n = 0, s = 0, idle = 0, io = 0, irq = 0, sirq = 0, st = 0;
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &u, &n, &s, &idle, &io, &irq,
+               &sirq, &st) != 8)
+        u = n = s = irq = sirq = st = 0;
+    fclose(f);
+    return (double)(u + n + s + irq + sirq + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static cpu_mark cpu_now(void) { return (cpu_mark){sys_busy(), own_cpu()}; }
+
+/* Fraction of the machine's CPUs used by others between a and now, over wall seconds. */
+static double other_load(cpu_mark a, double wall)
+{
+    cpu_mark b = cpu_now();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    double x = ((b.sys_busy - a.sys_busy) - (b.own - a.own)) / (wall * (ncpu > 0 ? ncpu : 1));
+    return x < 0 ? 0 : x;
+}
+
+static int parse_pos_int(const char *opt, const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < 1 || v > 100000) {
+        fprintf(stderr, "bench_model: %s: expected an integer >= 1, got \"%s\"\n", opt, s);
+        exit(2);
+    }
+    return (int)v;
+}
+
+/* ------------------------------------------------------------------ DGEMM */
+
+/* Median GFLOP/s of C = A B with n x n x n doubles. */
+static double dgemm_rate(int n)
+{
+    size_t nn = (size_t)n * n;
+    double *A = xmalloc(nn * sizeof(double)), *Bm = xmalloc(nn * sizeof(double));
+    double *C = xmalloc(nn * sizeof(double));
+    for (size_t i = 0; i < nn; i++) {
+        A[i] = (double)(i % 17) / 17.0 - 0.5;
+        Bm[i] = (double)(i % 13) / 13.0 - 0.5;
+        C[i] = 0;
+    }
+    double t[DGEMM_REPEAT];
+    for (int r = -1; r < DGEMM_REPEAT; r++) { /* r = -1: warm-up */
+        double t0 = lnk_now();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, A, n, Bm, n, 0.0, C,
+                    n);
+        if (r >= 0)
+            t[r] = lnk_now() - t0;
+    }
+    free(A);
+    free(Bm);
+    free(C);
+    return 2.0 * n * (double)n * n / median(t, DGEMM_REPEAT) / 1e9;
+}
+
+/* ---------------------------------------------------------------- one run */
+
+typedef struct {
+    const size_cfg *s;
+    const char *pos;
+    size_t n_params;
+    double loss;
+    double fwd_s, grad_s, hvp_s;
+    double ws_mb, rss_mb;
+    double other;   /* CPU share used by other processes during the timed runs */
+} result;
+
+static void bench_one(const size_cfg *s, const char *pos, int repeat, result *res)
+{
+    lnk_config c;
+    char buf[32];
+    lnk_config_default(&c);
+    struct { const char *k; int v; } ints[] = {
+        {"d", s->d}, {"h", s->h}, {"L", s->L}, {"d_ff", s->d_ff}, {"V", s->V}};
+    if (lnk_config_set(&c, "task", "lm") || lnk_config_set(&c, "norm", "layernorm") ||
+        lnk_config_set(&c, "norm_pos", pos))
+        die("config");
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        snprintf(buf, sizeof buf, "%d", ints[i].v);
+        if (lnk_config_set(&c, ints[i].k, buf))
+            die("config");
+    }
+    if (lnk_config_finalize(&c))
+        die("config");
+    lnk_model *m = lnk_model_alloc(&c);
+    if (!m)
+        die("model");
+    size_t n = lnk_model_n_params(m);
+    double *th = xmalloc(n * sizeof(double)), *g = xmalloc(n * sizeof(double));
+    double *v = xmalloc(n * sizeof(double)), *hv = xmalloc(n * sizeof(double));
+    if (lnk_model_init_params(m, th))
+        die("init");
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!rng) {
+        lnk_error(LNK_ENOMEM, "gsl_rng_alloc failed");
+        die("out of memory");
+    }
+    gsl_rng_set(rng, 12345);
+    for (size_t i = 0; i < n; i++)
+        v[i] = 2 * gsl_rng_uniform(rng) - 1; /* any fixed direction does */
+    gsl_rng_free(rng);
+    lnk_batch b;
+    if (lnk_batch_synthetic(m, s->B, s->T, 1, &b))
+        die("batch");
+    /* stored tgt rows hold T+1 tokens */
+    lnk_workspace *ws = lnk_workspace_alloc(m, s->B, 0, s->T + 1, LNK_WS_HVP);
+    if (!ws)
+        die("workspace");
+
+    double *t = xmalloc((size_t)repeat * sizeof(double)), loss = 0;
+    cpu_mark mark = cpu_now();
+    double wall0 = lnk_now();
+    for (int kind = 0; kind < 3; kind++) {
+        for (int r = -WARMUP; r < repeat; r++) {
+            double t0 = lnk_now();
+            int st;
+            if (kind == 0)
+                st = lnk_model_eval(ws, th, &b, &loss, NULL, NULL);
+            else if (kind == 1)
+                st = lnk_model_eval(ws, th, &b, &loss, g, NULL);
+            else
+                st = lnk_model_hvp(ws, th, &b, v, hv, &loss, NULL);
+            double dt = lnk_now() - t0;
+            if (st)
+                die(kind == 0 ? "forward" : kind == 1 ? "gradient" : "hvp");
+            if (r >= 0)
+                t[r] = dt;
+        }
+        double med = median(t, repeat);
+        if (kind == 0)
+            res->fwd_s = med;
+        else if (kind == 1)
+            res->grad_s = med;
+        else
+            res->hvp_s = med;
+    }
+    res->other = other_load(mark, lnk_now() - wall0);
+    res->s = s;
+    res->pos = pos;
+    res->n_params = n;
+    res->loss = loss;
+    res->ws_mb = lnk_workspace_bytes(ws) / 1048576.0;
+    res->rss_mb = maxrss_mb();
+
+    free(t);
+    lnk_workspace_free(ws);
+    lnk_batch_free(&b);
+    free(th);
+    free(g);
+    free(v);
+    free(hv);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
+{
+    static const char *const hdr[] = {
+        "config", "pos", "fwd_s", "grad_s", "hvp_s", "grad_over_fwd", "hvp_over_grad",
+        "fwd_gflops", "grad_gflops", "hvp_gflops", "dgemm_gflops", "grad_frac_peak",
+        "hvp_frac_peak", "workspace_mb", "maxrss_mb"};
+    lnk_csv csv;
+    if (lnk_csv_begin(&csv, af->f, hdr, (int)(sizeof hdr / sizeof hdr[0])))
+        die("csv");
+    int st = 0;
+    for (int i = 0; i < nr && !st; i++) {
+        const result *x = &r[i];
+        double gf = flops_fwd(x->s) / x->fwd_s / 1e9, gg = flops_grad(x->s) / x->grad_s / 1e9;
+        double gh = flops_hvp(x->s) / x->hvp_s / 1e9;
+        st = lnk_csv_str(&csv, x->s->name) || lnk_csv_str(&csv, x->pos) ||
+             lnk_csv_double(&csv, x->fwd_s) || lnk_csv_double(&csv, x->grad_s) ||
+             lnk_csv_double(&csv, x->hvp_s) || lnk_csv_double(&csv, x->grad_s / x->fwd_s) ||
+             lnk_csv_double(&csv, x->hvp_s / x->grad_s) || lnk_csv_double(&csv, gf) ||
+             lnk_csv_double(&csv, gg) || lnk_csv_double(&csv, gh) ||
+             lnk_csv_double(&csv, dgemm) || lnk_csv_double(&csv, gg / dgemm) ||
+             lnk_csv_double(&csv, gh / dgemm) || lnk_csv_double(&csv, x->ws_mb) ||
+             lnk_csv_double(&csv, x->rss_mb) || lnk_csv_end_row(&csv);
+    }
+    lnk_csv_free(&csv);
+    if (st)
+        die("csv");
+    if (lnk_afile_commit(af))
+        die("csv");
+}
+
+static void print_table(const result *r, int nr, double dgemm)
+{
+    printf("%-3s %-4s %9s %9s %9s %9s %8s %8s %7s %7s %7s %6s %6s %6s %8s %8s %6s\n", "cfg",
+           "pos", "n_params", "fwd_s", "grad_s", "hvp_s", "grad/fwd", "hvp/grad", "fwd_GF",
+           "grad_GF", "hvp_GF", "fwd%", "grad%", "hvp%", "ws_MB", "rss_MB", "other");
+    for (int i = 0; i < nr; i++) {
+        const result *x = &r[i];
+        double gf = flops_fwd(x->s) / x->fwd_s / 1e9, gg = flops_grad(x->s) / x->grad_s / 1e9;
+        double gh = flops_hvp(x->s) / x->hvp_s / 1e9;
+        printf("%-3s %-4s %9zu %9.5f %9.5f %9.5f %8.2f %8.2f %7.2f %7.2f %7.2f %5.1f%% %5.1f%% "
+               "%5.1f%% %8.1f %8.1f %5.0f%%\n",
+               x->s->name, x->pos, x->n_params, x->fwd_s, x->grad_s, x->hvp_s,
+               x->grad_s / x->fwd_s, x->hvp_s / x->grad_s, gf, gg, gh, 100 * gf / dgemm,
+               100 * gg / dgemm, 100 * gh / dgemm, x->ws_mb, x->rss_mb, 100 * x->other);
+    }
+    printf("(GF = GFLOP/s of the analytic GEMM flops; %% = fraction of the DGEMM rate; ws_MB = "
+           "lnk_workspace_bytes; rss_MB = peak resident set of the process so far;\n"
+           " other = CPU share taken by other processes during the row's runs: above a few %%, "
+           "the times are not trustworthy)\n");
+    /* the project's targets */
+    int hvp_ok = 1, frac_ok = 1, have_b = 0;
+    for (int i = 0; i < nr; i++) {
+        const result *x = &r[i];
+        if (x->hvp_s > 3 * x->grad_s)
+            hvp_ok = 0;
+        if (strcmp(x->s->name, "b") == 0) {
+            have_b = 1;
+            if (flops_grad(x->s) / x->grad_s / 1e9 < 0.5 * dgemm)
+                frac_ok = 0;
+        }
+    }
+    printf("target hvp_s <= 3 grad_s (every row): %s\n", hvp_ok ? "met" : "MISSED");
+    if (have_b)
+        printf("target grad >= 50%% of DGEMM rate on b: %s\n", frac_ok ? "met" : "MISSED");
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 0, repeat = 10;
+    const char *which = "all", *csv = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: bench_model [--threads N] [--repeat N] [--config a|b|all] [--csv FILE]\n"
+                   "  --threads N   OpenBLAS threads (default: OpenBLAS's own default)\n"
+                   "  --repeat N    timed runs per measure, median reported (default 10; "
+                   "after %d warm-ups)\n"
+                   "  --config C    a, b or all (default all)\n"
+                   "  --csv FILE    also write the results as CSV (atomically)\n",
+                   WARMUP);
+            return 0;
+        }
+        if (i + 1 >= argc)
+            usage_error("%s: missing value", a);
+        const char *val = argv[++i];
+        if (!strcmp(a, "--threads"))
+            threads = parse_pos_int(a, val);
+        else if (!strcmp(a, "--repeat"))
+            repeat = parse_pos_int(a, val);
+        else if (!strcmp(a, "--config")) {
+            if (strcmp(val, "a") && strcmp(val, "b") && strcmp(val, "all"))
+                usage_error("--config: expected a, b or all, got \"%s\"", val);
+            which = val;
+        } else if (!strcmp(a, "--csv"))
+            csv = val;
+        else
+            usage_error("unknown option %s", a);
+    }
+    if (csv && lnk_afile_open(&csv_file, csv))
+        die("--csv");
+    if (threads > 0)
+        openblas_set_num_threads(threads);
+    printf("lnkit %s bench_model: lm, layernorm, B=16 T=32; OpenBLAS threads = %d (%s); "
+           "median of %d runs after %d warm-ups\n",
+           LNK_VERSION, openblas_get_num_threads(), threads > 0 ? "--threads" : "OpenBLAS default",
+           repeat, WARMUP);
+
+    /* smallest config first and DGEMM last, so that ru_maxrss after a config is
+     * (to allocator slack) that config's own peak. */
+    result res[N_SIZES * 2];
+    int nr = 0;
+    for (int k = 0; k < N_SIZES; k++) {
+        const size_cfg *s = &SIZES[k];
+        if (strcmp(which, "all") && strcmp(which, s->name))
+            continue;
+        printf("  %s: d=%d h=%d L=%d d_ff=%d V=%d B=%d T=%d; GFLOP fwd %.3f grad %.3f hvp %.3f\n",
+               s->name, s->d, s->h, s->L, s->d_ff, s->V, s->B, s->T, flops_fwd(s) / 1e9,
+               flops_grad(s) / 1e9, flops_hvp(s) / 1e9);
+        for (int p = 0; p < 2; p++) {
+            fprintf(stderr, "bench_model: running %s %s ...\n", s->name, POSS[p]);
+            bench_one(s, POSS[p], repeat, &res[nr++]);
+        }
+    }
+    cpu_mark mark = cpu_now();
+    double w0 = lnk_now(), dgemm = dgemm_rate(DGEMM_N);
+    double other = other_load(mark, lnk_now() - w0);
+    printf("DGEMM %dx%dx%d: %.2f GFLOP/s (median of %d after 1 warm-up; other processes %.0f%% "
+           "of the CPUs)\n", DGEMM_N, DGEMM_N, DGEMM_N, dgemm, DGEMM_REPEAT, 100 * other);
+    print_table(res, nr, dgemm);
+    if (csv)
+        write_csv(&csv_file, res, nr, dgemm);
+    return 0;
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# lnkit benchmark: `bash tools/bench.sh BUILD_DIR` (what `make bench` runs).
+# Runs BUILD_DIR/bench/bench_model on 2 BLAS threads, prints its table and
+# writes results/bench/bench_model.csv (temp name then mv: never half written).
+set -euo pipefail
+build=${1:?usage: bash tools/bench.sh BUILD_DIR}
+bin=$build/bench/bench_model
+[ -x "$bin" ] || { echo "bench.sh: $bin not found (run make bench)" >&2; exit 2; }
+out=results/bench
+mkdir -p "$out"
+tmp=$(mktemp "$out/.bench_model.csv.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+"$bin" --threads 2 --csv "$tmp"
+chmod 644 "$tmp"
+mv "$tmp" "$out/bench_model.csv"
+trap - EXIT
+echo "bench.sh: wrote $out/bench_model.csv"
