@@ -25,8 +25,9 @@ static void setup_files(void)
     done = 1;
     char *out;
     int st = tu_run(&out, "cd '%s' && '%s' init --d 16 --h 2 --L 2 --V 40 --seed 5 -o w.safetensors "
-                    "&& '%s' batch --synthetic --vocab 40 --batch 3 --len 7 --seed 2 -o b.safetensors",
-                    tu_tmpdir(), tu_lnkit(), tu_lnkit());
+                    "&& '%s' batch --synthetic --vocab 40 --batch 3 --len 7 --seed 2 -o b.safetensors "
+                    "&& '%s' batch --synthetic --vocab 4000 --batch 3 --len 7 -o big.safetensors",
+                    tu_tmpdir(), tu_lnkit(), tu_lnkit(), tu_lnkit());
     if (st != 0)
         fail_msg("setup failed (%d): %s", st, out);
     free(out);
@@ -112,7 +113,8 @@ static void test_bad_input(void **s)
     (void)s;
     setup_files();
     const char *W = tu_path("w.safetensors"), *Bf = tu_path("b.safetensors"), *C = tu_path("w.json");
-    char nanw[600], trunc[600], cfgbad[600];
+    char nanw[600], trunc[600], cfgbad[600], bigb[600];
+    snprintf(bigb, sizeof bigb, "%s", tu_path("big.safetensors"));
     /* weights with a NaN: load, poke, save through the container writer */
     lnk_st_file *f;
     assert_int_equal(lnk_st_read(W, &f), LNK_OK);
@@ -150,6 +152,7 @@ static void test_bad_input(void **s)
         {"eval --weights W --batch BATCH --d 8 --h 2 --L 2 --V 40", "shape"},
         {"eval --config CFG --weights W --batch W", "tensor 'tgt' is missing"},
         {"eval --config CFG --weights W", "--batch"},
+        {"eval --config CFG --weights W --batch BIGB", "out of range"},
         {"hvp --config CFG --weights W --batch BATCH --vector BATCH -o OUT", "b.safetensors"},
         {"hvp --config CFG --weights W --batch BATCH --vector W", "-o"},
         {"hvp --config CFG --weights W --batch BATCH --vector NANW -o OUT", "finite"},
@@ -168,6 +171,7 @@ static void test_bad_input(void **s)
             else if (!strncmp(a, "CFGBAD", 6)) { rep = cfgbad; k = 6; }
             else if (!strncmp(a, "CFG", 3)) { rep = C; k = 3; }
             else if (!strncmp(a, "BATCH", 5)) { rep = Bf; k = 5; }
+            else if (!strncmp(a, "BIGB", 4)) { rep = bigb; k = 4; }
             else if (!strncmp(a, "TRUNC", 5)) { rep = trunc; k = 5; }
             else if (!strncmp(a, "NANW", 4)) { rep = nanw; k = 4; }
             else if (!strncmp(a, "W", 1) && (a[1] == ' ' || a[1] == 0)) { rep = W; k = 1; }
