@@ -53,6 +53,10 @@ int lnk_csv_double(lnk_csv *c, double v);   /* %.17g; refuses NaN/inf */
 int lnk_csv_end_row(lnk_csv *c);            /* checks the row has ncol fields */
 void lnk_csv_free(lnk_csv *c);
 
+/* Read a whole file into a malloc'd buffer (caller frees), NUL-terminated;
+ * *len (may be NULL) gets its length without the NUL.  Errors name the file. */
+int lnk_read_file(const char *path, char **buf, size_t *len);
+
 /* Wall-clock seconds since an arbitrary origin (monotonic). */
 double lnk_now(void);
 

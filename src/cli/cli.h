@@ -31,6 +31,9 @@ void cli_make_config(const cli_model_opts *mo, lnk_config *c);
 /* Print the config flags with their defaults (for --help). */
 void cli_print_model_help(void);
 
+/* path with a trailing ".safetensors" (if any) replaced by suffix; malloc'd, dies on OOM. */
+char *cli_sibling_path(const char *path, const char *suffix);
+
 /* Parse a positive integer option value or die naming the option. */
 long cli_int(const char *opt, const char *s, long min, long max);
 

@@ -118,17 +118,7 @@ int cmd_batch(int argc, char **argv)
         if (lnk_text_lm_batch(&t, v, first, B < 0 ? 0 : (int)B, max_len, &b) != LNK_OK)
             cli_die_lib();
         if (!vin) {
-            char *vp = NULL;
-            if (!vout) {
-                size_t L = strlen(out);
-                const char *suf = ".safetensors";
-                size_t ls = strlen(suf), base = (L > ls && !strcmp(out + L - ls, suf)) ? L - ls : L;
-                vp = malloc(base + 8);
-                if (!vp)
-                    cli_die("out of memory");
-                memcpy(vp, out, base);
-                strcpy(vp + base, ".vocab");
-            }
+            char *vp = vout ? NULL : cli_sibling_path(out, ".vocab");
             if (lnk_vocab_save(v, vout ? vout : vp) != LNK_OK)
                 cli_die_lib();
             fprintf(stderr, "lnkit batch: vocabulary of %d tokens -> %s\n", lnk_vocab_size(v),

@@ -52,20 +52,7 @@ int cmd_init(int argc, char **argv)
         cli_die("out of memory for %zu parameters", np);
     if (lnk_model_init_params(m, theta) != LNK_OK)
         cli_die_lib();
-    char *cpath = NULL;
-    if (cfg_out)
-        cpath = strdup(cfg_out);
-    else {
-        size_t L = strlen(out);
-        const char *suf = ".safetensors";
-        size_t ls = strlen(suf);
-        cpath = malloc(L + 8);
-        if (cpath) {
-            size_t base = (L > ls && !strcmp(out + L - ls, suf)) ? L - ls : L;
-            memcpy(cpath, out, base);
-            strcpy(cpath + base, ".json");
-        }
-    }
+    char *cpath = cfg_out ? strdup(cfg_out) : cli_sibling_path(out, ".json");
     if (!cpath)
         cli_die("out of memory");
     const lnk_layout *lay = lnk_model_layout(m);

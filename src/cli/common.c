@@ -29,6 +29,18 @@ long cli_int(const char *opt, const char *s, long min, long max)
     return v;
 }
 
+char *cli_sibling_path(const char *path, const char *suffix)
+{
+    size_t L = strlen(path), ls = strlen(".safetensors");
+    size_t base = (L > ls && !strcmp(path + L - ls, ".safetensors")) ? L - ls : L;
+    char *p = malloc(base + strlen(suffix) + 1);
+    if (!p)
+        cli_die("out of memory");
+    memcpy(p, path, base);
+    strcpy(p + base, suffix);
+    return p;
+}
+
 /* Flag spellings: the key itself and, where it has '_', the same with '-'. */
 static char names[2][32][32];
 

@@ -498,34 +498,11 @@ int lnk_config_load_json(lnk_config *c, const char *path)
 {
     if (!path)
         return lnk_error(LNK_EINVAL, "config: no file name");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lnk_error(LNK_EIO, "%s: cannot open config file: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0, k;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-    }
-    while ((k = fread(buf + len, 1, cap - len, f)) > 0) {
-        len += k;
-        if (len == cap) {
-            char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return lnk_error(LNK_EIO, "%s: read error", path);
-    }
+    char *buf;
+    size_t len;
+    int rs = lnk_read_file(path, &buf, &len);
+    if (rs != LNK_OK)
+        return rs;
     int st = parse_buf(c, buf, len, path);
     free(buf);
     return st;

@@ -390,3 +390,41 @@ done:
     free(path);
     return st;
 }
+
+/* Whole file into a malloc'd buffer, NUL-terminated (see io.h). */
+int lnk_read_file(const char *path, char **out, size_t *out_len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return lnk_error(LNK_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0, k;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    }
+    while ((k = fread(buf + len, 1, cap - 1 - len, f)) > 0) {
+        len += k;
+        if (len == cap - 1) {
+            char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return lnk_error(LNK_EIO, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    if (out_len)
+        *out_len = len;
+    return LNK_OK;
+}

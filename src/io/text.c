@@ -98,42 +98,6 @@ static int ht_grow(htab *t, const uint64_t *hash, int n_used, size_t n)
 
 /* ------------------------------------------------------------ file reading */
 
-/* Whole file into a malloc'd buffer with one spare byte (set to NUL). */
-static int read_all(const char *path, char **out, size_t *out_len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lnk_error(LNK_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0, k;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-    }
-    while ((k = fread(buf + len, 1, cap - 1 - len, f)) > 0) {
-        len += k;
-        if (len == cap - 1) {
-            char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return lnk_error(LNK_EIO, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    *out_len = len;
-    return LNK_OK;
-}
 
 static int line_of(const char *buf, size_t off)
 {
@@ -231,7 +195,7 @@ int lnk_text_read(const char *path, lnk_text *out)
         return lnk_error(LNK_EINVAL, "text: no file name");
     char *buf;
     size_t len;
-    int st = read_all(path, &buf, &len);
+    int st = lnk_read_file(path, &buf, &len);
     if (st != LNK_OK)
         return st;
     if ((st = check_text(path, buf, len)) != LNK_OK) {
@@ -522,7 +486,7 @@ int lnk_vocab_load(const char *path, lnk_vocab **out)
         return lnk_error(LNK_EINVAL, "vocabulary: no file name");
     char *buf;
     size_t len;
-    int st = read_all(path, &buf, &len);
+    int st = lnk_read_file(path, &buf, &len);
     if (st != LNK_OK)
         return st;
     if ((st = check_text(path, buf, len)) != LNK_OK) {
