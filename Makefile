@@ -1,14 +1,16 @@
 # lnkit build.  `make` builds liblnkit.a and bin/lnkit; see README.md for the rest.
 BUILD   ?= build
 SAN     ?= 0
-PKGS    := openblas jansson
+PKGS    := openblas jansson lapacke
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# -lgsl without -lgslcblas: CBLAS comes from OpenBLAS.
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llapacke -lgsl -lm -lpthread
+# GSL is linked by hand: its pkg-config file adds -lgslcblas, whose cblas_*
+# symbols would shadow OpenBLAS's.
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lgsl -lm -lpthread
+CMOCKA  := $(shell pkg-config --libs cmocka 2>/dev/null)
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -59,7 +61,7 @@ $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/
 
 $(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(TEST_UTIL) $(LIB) -lcmocka $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(TEST_UTIL) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
 
 $(BUILD)/studies/%: studies/%.c $(LIB)
 	@mkdir -p $(dir $@)
