@@ -9,14 +9,14 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # GSL is linked by hand: its pkg-config file adds -lgslcblas, whose cblas_*
 # symbols would shadow OpenBLAS's.
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lgsl -lm -lpthread
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lgsl -lglpk -lm -lpthread
 CMOCKA  := $(shell pkg-config --libs cmocka 2>/dev/null)
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c)
+LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c src/analysis/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC  := $(wildcard src/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -30,7 +30,8 @@ STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 
-.PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean
+.PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
+        results study-grad study-geometry study-hessian
 all: $(LIB) $(BIN) $(STUDY_BIN)
 
 deps:
@@ -94,6 +95,18 @@ bench-torch: all $(BENCH_BIN)
 # built-in synthetic data, CSV + .meta.json under results/demo/.
 demo: deps all
 	$(BUILD)/studies/demo_postpre --out results/demo
+
+# Studies: each regenerates its part of results/ (CSV + .meta.json, tables, plots).
+study-grad: deps all
+	bash tools/study_grad.sh $(BUILD)
+
+study-geometry: deps all
+	bash tools/study_geometry.sh $(BUILD)
+
+study-hessian: deps all
+	bash tools/study_hessian.sh $(BUILD)
+
+results: study-grad study-geometry study-hessian
 
 deps-check:
 	@bash tools/deps.sh --check $(TEST_PKGS)
