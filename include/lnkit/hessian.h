@@ -1,0 +1,69 @@
+/* lnkit: the loss Hessian of a model as a symmetric operator.
+ *
+ * Data as a sum.  A data set is a list of chunks (batches).  The loss of the
+ * data set is the mean over all its scored tokens,
+ *     L = sum_c N_c L_c / sum_c N_c,
+ * with L_c the mean loss of chunk c and N_c its number of scored tokens, so
+ * its gradient and Hessian are the same N_c-weighted means of the chunks'.
+ * Chunks are processed one at a time in one workspace sized for the largest,
+ * so memory is bounded by a chunk, not by the data set.  Uneven chunks give
+ * the exact mean.  Cost: one H v costs one HVP pass per chunk.
+ *
+ * Blocks.  A block is the set of tensors (SPEC §6 names) matched by any of a
+ * comma-separated list of shell glob patterns (fnmatch: "dec.5.ffn.w2",
+ * "*.attn.*", "dec.3.*").  The block Hessian is H restricted to those
+ * coordinates, H_BB = P^T H P with P the coordinate injection; its operator
+ * acts on vectors of the block's size (the tensors concatenated in SPEC order).
+ */
+#ifndef LNKIT_HESSIAN_H
+#define LNKIT_HESSIAN_H
+
+#include <stddef.h>
+#include "lnkit/curvature.h"
+#include "lnkit/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A parameter block: the selected tensors' indices in the layout. */
+typedef struct {
+    int n_tensors;
+    int *tensor;          /* indices into the layout, increasing */
+    size_t n;             /* number of coordinates */
+} lnk_block;
+
+/* Select by comma-separated glob patterns (NULL or "" or "*": every tensor).
+ * A pattern that matches nothing is an error whose message lists the names. */
+int lnk_block_select(const lnk_model *m, const char *patterns, lnk_block *out);
+void lnk_block_free(lnk_block *b);
+/* Copy the block's coordinates of a full vector out (gather) / into a full vector (scatter;
+ * the other coordinates are left as they are). */
+void lnk_block_gather(const lnk_model *m, const lnk_block *b, const double *full, double *part);
+void lnk_block_scatter(const lnk_model *m, const lnk_block *b, const double *part, double *full);
+
+typedef struct lnk_hessian lnk_hessian;
+
+/* The Hessian of the mean loss over the chunks at theta, restricted to the
+ * block selected by patterns (NULL: all parameters).  theta and the chunks
+ * are borrowed and must outlive the object.  Checks every chunk. */
+lnk_hessian *lnk_hessian_alloc(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                               int n_chunks, const char *patterns);
+void lnk_hessian_free(lnk_hessian *h);
+
+/* The operator y = H_BB x (n = block size). */
+lnk_operator lnk_hessian_operator(lnk_hessian *h);
+const lnk_block *lnk_hessian_block(const lnk_hessian *h);
+/* Number of H v products applied so far. */
+long lnk_hessian_n_products(const lnk_hessian *h);
+size_t lnk_hessian_workspace_bytes(const lnk_hessian *h);
+
+/* Mean loss and (if grad != NULL) its gradient over the chunks, full vector.
+ * n_scored (may be NULL) gets the total number of scored tokens. */
+int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                     int n_chunks, double *loss, double *grad, size_t *n_scored);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

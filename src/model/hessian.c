@@ -1,0 +1,276 @@
+/* The loss Hessian as an operator: data-set sums over chunks, parameter
+ * blocks selected by glob patterns (see include/lnkit/hessian.h). */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lnkit/error.h"
+#include "lnkit/hessian.h"
+
+int lnk_block_select(const lnk_model *m, const char *patterns, lnk_block *out)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    memset(out, 0, sizeof *out);
+    out->tensor = malloc(sizeof(int) * (size_t)lay->n_tensors);
+    char *pat = strdup(patterns && *patterns ? patterns : "*");
+    if (!out->tensor || !pat) {
+        free(out->tensor);
+        free(pat);
+        return lnk_error(LNK_ENOMEM, "out of memory selecting a block");
+    }
+    char *sel = calloc((size_t)lay->n_tensors, 1);
+    int st = LNK_OK;
+    char *save = NULL;
+    for (char *p = strtok_r(pat, ",", &save); p && !st; p = strtok_r(NULL, ",", &save)) {
+        while (*p == ' ')
+            p++;
+        int hit = 0;
+        for (int i = 0; i < lay->n_tensors; i++)
+            if (fnmatch(p, lay->t[i].name, 0) == 0)
+                sel[i] = 1, hit = 1;
+        if (!hit) {
+            /* list the available names in the message (truncated if very long) */
+            char names[700];
+            size_t len = 0;
+            for (int i = 0; i < lay->n_tensors && len + 80 < sizeof names; i++)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                                        lay->t[i].name);
+            if (len + 80 >= sizeof names)
+                snprintf(names + len, sizeof names - len, ", ... (%d tensors)", lay->n_tensors);
+            st = lnk_error(LNK_EINVAL, "block pattern '%s' matches no tensor; the tensors are: %s",
+                           p, names);
+        }
+    }
+    for (int i = 0; i < lay->n_tensors && !st; i++)
+        if (sel[i]) {
+            out->tensor[out->n_tensors++] = i;
+            out->n += lay->t[i].size;
+        }
+    free(sel);
+    free(pat);
+    if (st)
+        lnk_block_free(out);
+    return st;
+}
+
+void lnk_block_free(lnk_block *b)
+{
+    free(b->tensor);
+    memset(b, 0, sizeof *b);
+}
+
+void lnk_block_gather(const lnk_model *m, const lnk_block *b, const double *full, double *part)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    size_t o = 0;
+    for (int k = 0; k < b->n_tensors; k++) {
+        const lnk_tensor_info *t = &lay->t[b->tensor[k]];
+        memcpy(part + o, full + t->offset, sizeof(double) * t->size);
+        o += t->size;
+    }
+}
+
+void lnk_block_scatter(const lnk_model *m, const lnk_block *b, const double *part, double *full)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    size_t o = 0;
+    for (int k = 0; k < b->n_tensors; k++) {
+        const lnk_tensor_info *t = &lay->t[b->tensor[k]];
+        memcpy(full + t->offset, part + o, sizeof(double) * t->size);
+        o += t->size;
+    }
+}
+
+/* Re-raise the last error with a chunk prefix (the message is copied first:
+ * lnk_error must not format its own buffer into itself). */
+static int chunk_error(int st, int c)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+    return lnk_error(st, "data set chunk %d: %s", c, msg);
+}
+
+struct lnk_hessian {
+    const lnk_model *m;
+    const double *theta;
+    const lnk_batch *chunks;
+    int n_chunks;
+    double *weight;       /* N_c / N */
+    lnk_block block;
+    int full;             /* the block is every parameter: no gather/scatter */
+    lnk_workspace *ws;
+    double *v, *hv, *acc; /* full-size buffers */
+    long n_products;
+};
+
+/* A workspace large enough for every chunk. */
+static lnk_workspace *ws_for(const lnk_model *m, const lnk_batch *chunks, int n, unsigned flags)
+{
+    int B = 1, S = 0, T = 0;
+    for (int c = 0; c < n; c++) {
+        B = chunks[c].B > B ? chunks[c].B : B;
+        S = chunks[c].S > S ? chunks[c].S : S;
+        T = chunks[c].T > T ? chunks[c].T : T;
+    }
+    return lnk_workspace_alloc(m, B, S, T, flags);
+}
+
+/* Check the chunks and compute their weights N_c / N. */
+static int weights(const lnk_model *m, const lnk_batch *chunks, int n, double *w, size_t *total)
+{
+    if (n < 1)
+        return lnk_error(LNK_EINVAL, "data set: no chunks");
+    size_t N = 0;
+    for (int c = 0; c < n; c++) {
+        int st = lnk_batch_check(m, &chunks[c]);
+        if (st)
+            return n > 1 ? chunk_error(st, c) : st;
+        size_t nc = lnk_batch_n_scored(m, &chunks[c]);
+        if (w)
+            w[c] = (double)nc;
+        N += nc;
+    }
+    if (w)
+        for (int c = 0; c < n; c++)
+            w[c] /= (double)N;
+    if (total)
+        *total = N;
+    return LNK_OK;
+}
+
+static int apply(void *ctx, const double *x, double *y)
+{
+    lnk_hessian *h = ctx;
+    const lnk_model *m = h->m;
+    size_t np = lnk_model_n_params(m);
+    const double *v = x;
+    if (!h->full) {
+        memset(h->v, 0, sizeof(double) * np);
+        lnk_block_scatter(m, &h->block, x, h->v);
+        v = h->v;
+    }
+    /* single chunk, full block: write straight into y */
+    double *out = (h->full && h->n_chunks == 1) ? y : h->acc;
+    for (int c = 0; c < h->n_chunks; c++) {
+        double *dst = h->n_chunks == 1 ? out : h->hv;
+        int st = lnk_model_hvp(h->ws, h->theta, &h->chunks[c], v, dst, NULL, NULL);
+        if (st)
+            return h->n_chunks > 1 ? chunk_error(st, c) : st;
+        if (h->n_chunks > 1) {
+            double w = h->weight[c];
+            if (c == 0)
+                for (size_t i = 0; i < np; i++)
+                    out[i] = w * dst[i];
+            else
+                for (size_t i = 0; i < np; i++)
+                    out[i] += w * dst[i];
+        }
+    }
+    h->n_products++;
+    if (out == y)
+        return LNK_OK;
+    if (h->full)
+        memcpy(y, out, sizeof(double) * np);
+    else
+        lnk_block_gather(m, &h->block, out, y);
+    return LNK_OK;
+}
+
+lnk_hessian *lnk_hessian_alloc(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                               int n_chunks, const char *patterns)
+{
+    lnk_hessian *h = calloc(1, sizeof *h);
+    if (!h) {
+        lnk_error(LNK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    h->m = m;
+    h->theta = theta;
+    h->chunks = chunks;
+    h->n_chunks = n_chunks;
+    size_t np = lnk_model_n_params(m);
+    h->weight = malloc(sizeof(double) * (size_t)(n_chunks > 0 ? n_chunks : 1));
+    if (!h->weight || weights(m, chunks, n_chunks, h->weight, NULL) != LNK_OK ||
+        lnk_block_select(m, patterns, &h->block) != LNK_OK ||
+        lnk_params_check_finite(m, theta, "parameters") != LNK_OK) {
+        if (!h->weight)
+            lnk_error(LNK_ENOMEM, "out of memory");
+        lnk_hessian_free(h);
+        return NULL;
+    }
+    h->full = h->block.n == np;
+    h->ws = ws_for(m, chunks, n_chunks, LNK_WS_HVP);
+    h->v = malloc(sizeof(double) * np);
+    h->hv = malloc(sizeof(double) * np);
+    h->acc = malloc(sizeof(double) * np);
+    if (!h->ws || !h->v || !h->hv || !h->acc) {
+        if (h->ws)
+            lnk_error(LNK_ENOMEM, "out of memory for the Hessian operator (%zu parameters)", np);
+        lnk_hessian_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void lnk_hessian_free(lnk_hessian *h)
+{
+    if (!h)
+        return;
+    lnk_workspace_free(h->ws);
+    lnk_block_free(&h->block);
+    free(h->weight);
+    free(h->v);
+    free(h->hv);
+    free(h->acc);
+    free(h);
+}
+
+lnk_operator lnk_hessian_operator(lnk_hessian *h)
+{
+    lnk_operator op = {h->block.n, h, apply};
+    return op;
+}
+
+const lnk_block *lnk_hessian_block(const lnk_hessian *h) { return &h->block; }
+long lnk_hessian_n_products(const lnk_hessian *h) { return h->n_products; }
+size_t lnk_hessian_workspace_bytes(const lnk_hessian *h)
+{
+    return lnk_workspace_bytes(h->ws) + 3 * sizeof(double) * lnk_model_n_params(h->m);
+}
+
+int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                     int n_chunks, double *loss, double *grad, size_t *n_scored)
+{
+    size_t np = lnk_model_n_params(m), N;
+    double *w = malloc(sizeof(double) * (size_t)(n_chunks > 0 ? n_chunks : 1));
+    if (!w)
+        return lnk_error(LNK_ENOMEM, "out of memory");
+    int st = weights(m, chunks, n_chunks, w, &N);
+    lnk_workspace *ws = st ? NULL : ws_for(m, chunks, n_chunks, 0);
+    double *g = grad ? malloc(sizeof(double) * np) : NULL;
+    if (!st && (!ws || (grad && !g)))
+        st = ws ? lnk_error(LNK_ENOMEM, "out of memory") : LNK_ENOMEM;
+    double L = 0;
+    for (int c = 0; c < n_chunks && !st; c++) {
+        double Lc;
+        st = lnk_model_eval(ws, theta, &chunks[c], &Lc, g, NULL);
+        if (st) {
+            st = n_chunks > 1 ? chunk_error(st, c) : st;
+            break;
+        }
+        L += w[c] * Lc;
+        if (grad)
+            for (size_t i = 0; i < np; i++)
+                grad[i] = c ? grad[i] + w[c] * g[i] : w[c] * g[i];
+    }
+    if (!st) {
+        if (loss)
+            *loss = L;
+        if (n_scored)
+            *n_scored = N;
+    }
+    free(g);
+    free(w);
+    lnk_workspace_free(ws);
+    return st;
+}

@@ -1,0 +1,201 @@
+/* The Hessian operator: block restriction equals the sub-matrix of the dense
+ * Hessian; a data set in uneven chunks equals one batch holding all its rows
+ * (token-weighted mean); pattern errors list the tensor names. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lnkit/hessian.h"
+#include "testutil.h"
+
+/* Rows r0..r1-1 of a synthetic batch with row r of length len_of(r) (pads after). */
+static int row_len(int r, int T) { return T - (r * 3) % (T - 2); }
+
+static void make_rows(const lnk_model *m, lnk_batch *b, int r0, int r1, int S, int T)
+{
+    const lnk_config *c = lnk_model_config(m);
+    memset(b, 0, sizeof *b);
+    b->B = r1 - r0;
+    b->owns = 1;
+    if (c->task != LNK_TASK_LM) {
+        b->S = S;
+        b->src = calloc((size_t)b->B * S, sizeof(int64_t));
+        b->labels = calloc((size_t)b->B * S, sizeof(int64_t));
+    }
+    if (c->task != LNK_TASK_CLS) {
+        b->T = T;
+        b->tgt = calloc((size_t)b->B * T, sizeof(int64_t));
+    }
+    for (int r = r0; r < r1; r++) {
+        int i = r - r0;
+        for (int t = 0; b->src && t < row_len(r, S); t++) {
+            b->src[i * S + t] = 4 + (r * 7 + t * 5) % (c->V_src - 4);
+            b->labels[i * S + t] = (r + 3 * t) % c->n_classes;
+        }
+        if (b->tgt) {
+            b->tgt[i * T] = LNK_BOS;
+            for (int t = 1; t < row_len(r, T); t++)
+                b->tgt[i * T + t] = 4 + (r * 11 + t * 3) % (c->V_tgt - 4);
+        }
+    }
+}
+
+static void test_block_is_submatrix(void **s)
+{
+    (void)s;
+    const char *tasks[] = {"lm", "seq2seq"};
+    for (int it = 0; it < 2; it++) {
+        char task[32];
+        snprintf(task, sizeof task, "task=%s", tasks[it]);
+        lnk_config c = tu_config(task, "d=8", "h=2", "L=1", "d_ff=8", "V=9", "norm_pos=pre", NULL);
+        lnk_model *m = lnk_model_alloc(&c);
+        size_t n = lnk_model_n_params(m);
+        double *th = malloc(sizeof(double) * n);
+        lnk_model_init_params(m, th);
+        lnk_batch b;
+        make_rows(m, &b, 0, 3, 6, 7);
+        lnk_hessian *hf = lnk_hessian_alloc(m, th, &b, 1, NULL);
+        assert_non_null(hf);
+        lnk_operator F = lnk_hessian_operator(hf);
+        assert_int_equal(F.n, n);
+        double *H = malloc(sizeof(double) * n * n), *e = calloc(n, sizeof(double));
+        for (size_t j = 0; j < n; j++) {
+            e[j] = 1;
+            assert_int_equal(F.apply(F.ctx, e, H + j * n), LNK_OK); /* column j (= row j) */
+            e[j] = 0;
+        }
+        const char *pat = "*.ffn.w2,dec.0.norm1.*,*emb";
+        lnk_hessian *hb = lnk_hessian_alloc(m, th, &b, 1, pat);
+        assert_non_null(hb);
+        lnk_operator Bop = lnk_hessian_operator(hb);
+        const lnk_block *blk = lnk_hessian_block(hb);
+        /* the block's coordinates in the full vector */
+        size_t *idx = malloc(sizeof(size_t) * Bop.n), k = 0;
+        const lnk_layout *lay = lnk_model_layout(m);
+        for (int t = 0; t < blk->n_tensors; t++)
+            for (size_t q = 0; q < lay->t[blk->tensor[t]].size; q++)
+                idx[k++] = lay->t[blk->tensor[t]].offset + q;
+        assert_int_equal(k, Bop.n);
+        assert_true(Bop.n < n);
+        double *eb = calloc(Bop.n, sizeof(double)), *col = malloc(sizeof(double) * Bop.n);
+        double err = 0, hmax = 0;
+        for (size_t j = 0; j < Bop.n; j++) {
+            eb[j] = 1;
+            assert_int_equal(Bop.apply(Bop.ctx, eb, col), LNK_OK);
+            eb[j] = 0;
+            for (size_t i = 0; i < Bop.n; i++) {
+                double ref = H[idx[j] * n + idx[i]];
+                err = fmax(err, fabs(col[i] - ref));
+                hmax = fmax(hmax, fabs(ref));
+            }
+        }
+        print_message("%s: block '%s' of %zu / %zu coordinates, max |H_BB - H[B,B]| = %.2e "
+                      "(max |H_BB| %.2e)\n", tasks[it], pat, Bop.n, n, err, hmax);
+        assert_true(hmax > 0);
+        assert_true(err <= 1e-15 * hmax);
+        assert_int_equal(lnk_hessian_n_products(hb), (long)Bop.n);
+        free(idx);
+        free(eb);
+        free(col);
+        free(H);
+        free(e);
+        lnk_hessian_free(hb);
+        lnk_hessian_free(hf);
+        lnk_batch_free(&b);
+        free(th);
+        lnk_model_free(m);
+        lnk_config_clear(&c);
+    }
+}
+
+/* Uneven chunks (1, 4, 2 rows of different lengths) vs one batch of all 7 rows. */
+static void test_chunks_equal_one_batch(void **s)
+{
+    (void)s;
+    const char *tasks[] = {"lm", "cls", "seq2seq"};
+    for (int it = 0; it < 3; it++) {
+        char task[32];
+        snprintf(task, sizeof task, "task=%s", tasks[it]);
+        lnk_config c = tu_config(task, "d=16", "h=4", "L=2", "V=23", "label_smoothing=0.1", NULL);
+        lnk_model *m = lnk_model_alloc(&c);
+        size_t n = lnk_model_n_params(m);
+        double *th = malloc(sizeof(double) * n), *v = malloc(sizeof(double) * n);
+        lnk_model_init_params(m, th);
+        tu_randn(v, n, 5);
+        lnk_batch all, ch[3];
+        make_rows(m, &all, 0, 7, 9, 10);
+        make_rows(m, &ch[0], 0, 1, 9, 10);
+        make_rows(m, &ch[1], 1, 5, 9, 10);
+        make_rows(m, &ch[2], 5, 7, 9, 10);
+        double L1, L3, *g1 = malloc(sizeof(double) * n), *g3 = malloc(sizeof(double) * n);
+        double *h1 = malloc(sizeof(double) * n), *h3 = malloc(sizeof(double) * n);
+        size_t N1, N3;
+        assert_int_equal(lnk_dataset_eval(m, th, &all, 1, &L1, g1, &N1), LNK_OK);
+        assert_int_equal(lnk_dataset_eval(m, th, ch, 3, &L3, g3, &N3), LNK_OK);
+        assert_int_equal(N1, N3);
+        lnk_hessian *a = lnk_hessian_alloc(m, th, &all, 1, NULL), *b = lnk_hessian_alloc(m, th, ch, 3, NULL);
+        lnk_operator A = lnk_hessian_operator(a), Bo = lnk_hessian_operator(b);
+        assert_int_equal(A.apply(A.ctx, v, h1), LNK_OK);
+        assert_int_equal(Bo.apply(Bo.ctx, v, h3), LNK_OK);
+        double el = fabs(L1 - L3) / fabs(L1), eg = tu_relerr(g3, g1, n, 0), eh = tu_relerr(h3, h1, n, 0);
+        print_message("%s: %zu scored tokens; chunked vs one batch: loss %.2e grad %.2e Hv %.2e\n",
+                      tasks[it], N1, el, eg, eh);
+        assert_true(el < 1e-13);
+        assert_true(eg < 1e-12);
+        assert_true(eh < 1e-12);
+        /* a mean of per-chunk means would differ: check the test can tell */
+        double naive = 0, Lc;
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(lnk_dataset_eval(m, th, &ch[k], 1, &Lc, NULL, NULL), LNK_OK);
+            naive += Lc / 3;
+        }
+        assert_true(fabs(naive - L1) > 1e-8 * fabs(L1));
+        lnk_hessian_free(a);
+        lnk_hessian_free(b);
+        for (int k = 0; k < 3; k++)
+            lnk_batch_free(&ch[k]);
+        lnk_batch_free(&all);
+        free(th);
+        free(v);
+        free(g1);
+        free(g3);
+        free(h1);
+        free(h3);
+        lnk_model_free(m);
+        lnk_config_clear(&c);
+    }
+}
+
+static void test_errors(void **s)
+{
+    (void)s;
+    lnk_config c = tu_config("d=8", "h=2", "L=1", "V=9", NULL);
+    lnk_model *m = lnk_model_alloc(&c);
+    size_t n = lnk_model_n_params(m);
+    double *th = malloc(sizeof(double) * n);
+    lnk_model_init_params(m, th);
+    lnk_batch b;
+    make_rows(m, &b, 0, 2, 5, 6);
+    assert_null(lnk_hessian_alloc(m, th, &b, 1, "dec.7.*"));
+    assert_non_null(strstr(lnk_errmsg(), "'dec.7.*' matches no tensor"));
+    assert_non_null(strstr(lnk_errmsg(), "dec.0.ffn.w2"));
+    assert_null(lnk_hessian_alloc(m, th, &b, 0, NULL));
+    assert_non_null(strstr(lnk_errmsg(), "no chunks"));
+    b.tgt[1] = 99; /* token id out of range */
+    assert_null(lnk_hessian_alloc(m, th, &b, 1, NULL));
+    assert_non_null(strstr(lnk_errmsg(), "out of range"));
+    lnk_batch_free(&b);
+    free(th);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_block_is_submatrix),
+        cmocka_unit_test(test_chunks_equal_one_batch),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests_name("hessian", tests, NULL, NULL);
+}
