@@ -143,6 +143,19 @@ static void test_chunks_equal_one_batch(void **s)
         assert_true(el < 1e-13);
         assert_true(eg < 1e-12);
         assert_true(eh < 1e-12);
+        /* the same chunks cut from the big batch by lnk_batch_slice (which trims
+         * all-pad columns) give the same numbers */
+        lnk_batch sl[3];
+        int cut[4] = {0, 1, 5, 7};
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(lnk_batch_slice(&all, cut[k], cut[k + 1], &sl[k]), LNK_OK);
+        if (sl[2].tgt)
+            assert_true(sl[2].T < all.T); /* rows 5, 6 are shorter: columns were trimmed */
+        double Ls;
+        assert_int_equal(lnk_dataset_eval(m, th, sl, 3, &Ls, NULL, NULL), LNK_OK);
+        assert_true(fabs(Ls - L3) <= 1e-14 * fabs(L3));
+        for (int k = 0; k < 3; k++)
+            lnk_batch_free(&sl[k]);
         /* a mean of per-chunk means would differ: check the test can tell */
         double naive = 0, Lc;
         for (int k = 0; k < 3; k++) {

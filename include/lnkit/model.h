@@ -93,6 +93,10 @@ void lnk_batch_free(lnk_batch *b);
  * every row has a scored position.  Errors name the array, row, column and value. */
 int lnk_batch_check(const lnk_model *m, const lnk_batch *b);
 
+/* Rows r0..r1-1 of b as a new batch (owning its arrays), with the trailing
+ * columns that are <pad> in every one of those rows removed. */
+int lnk_batch_slice(const lnk_batch *b, int r0, int r1, lnk_batch *out);
+
 /* Number of scored (predicted, non-PAD) positions of the batch. */
 size_t lnk_batch_n_scored(const lnk_model *m, const lnk_batch *b);
 

@@ -146,3 +146,57 @@ int lnk_batch_synthetic(const lnk_model *m, int B, int len, uint64_t seed, lnk_b
     }
     return LNK_OK;
 }
+
+/* Copy rows r0..r1-1 of x [*, n] keeping the first k columns. */
+static int64_t *rows(const int64_t *x, int n, int r0, int r1, int k)
+{
+    int64_t *y = malloc(sizeof(int64_t) * (size_t)(r1 - r0) * (size_t)k);
+    if (y)
+        for (int r = r0; r < r1; r++)
+            memcpy(y + (size_t)(r - r0) * k, x + (size_t)r * n, sizeof(int64_t) * k);
+    return y;
+}
+
+/* Columns up to the last one that is not <pad> in some row of r0..r1-1. */
+static int used_cols(const int64_t *x, int n, int r0, int r1)
+{
+    int k = 1;
+    for (int r = r0; r < r1; r++)
+        for (int t = n - 1; t >= k; t--)
+            if (x[(size_t)r * n + t] != LNK_PAD) {
+                k = t + 1;
+                break;
+            }
+    return k;
+}
+
+int lnk_batch_slice(const lnk_batch *b, int r0, int r1, lnk_batch *out)
+{
+    memset(out, 0, sizeof *out);
+    if (r0 < 0 || r1 > b->B || r0 >= r1)
+        return lnk_error(LNK_EINVAL, "batch slice: rows [%d, %d) not inside [0, %d)", r0, r1, b->B);
+    out->B = r1 - r0;
+    out->owns = 1;
+    int st = LNK_OK;
+    if (b->src) {
+        out->S = used_cols(b->src, b->S, r0, r1);
+        out->src = rows(b->src, b->S, r0, r1, out->S);
+        st |= !out->src;
+        if (b->labels) {
+            out->labels = rows(b->labels, b->S, r0, r1, out->S);
+            st |= !out->labels;
+        }
+    }
+    if (b->tgt) {
+        out->T = used_cols(b->tgt, b->T, r0, r1);
+        if (out->T < 2 && b->T >= 2)
+            out->T = 2; /* keep the shape valid; lnk_batch_check reports the empty row */
+        out->tgt = rows(b->tgt, b->T, r0, r1, out->T);
+        st |= !out->tgt;
+    }
+    if (st) {
+        lnk_batch_free(out);
+        return lnk_error(LNK_ENOMEM, "out of memory slicing a batch");
+    }
+    return LNK_OK;
+}
