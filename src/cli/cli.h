@@ -41,6 +41,9 @@ int cmd_init(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_hvp(int argc, char **argv);
+int cmd_eigs(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_density(int argc, char **argv);
 
 
 

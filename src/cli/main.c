@@ -12,6 +12,9 @@ static const struct {
     {"batch", cmd_batch, "make a batch file: synthetic ids or whitespace-tokenised text"},
     {"eval", cmd_eval, "loss and every tensor's gradient Frobenius norm on a batch"},
     {"hvp", cmd_hvp, "exact Hessian-vector product H v on a batch"},
+    {"eigs", cmd_eigs, "extremal Hessian eigenvalues, residuals (Lanczos)"},
+    {"trace", cmd_trace, "Hessian trace with standard error (Hutchinson, Hutch++)"},
+    {"density", cmd_density, "Hessian spectral density (stochastic Lanczos quadrature)"},
 };
 
 static void usage(FILE *f)
@@ -41,6 +44,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
-    cli_die("unknown command '%s' (expected one of: init, batch, eval, hvp; see lnkit --help)",
+    cli_die("unknown command '%s' (see lnkit --help for the commands)",
             argv[1]);
 }

@@ -1,0 +1,46 @@
+/* lnkit CLI: shared pieces of the curvature commands (eigs, trace, density). */
+#ifndef LNK_CLI_CURV_H
+#define LNK_CLI_CURV_H
+
+#include "cli/cli.h"
+#include "lnkit/curvature.h"
+#include "lnkit/hessian.h"
+
+#define CLI_MAX_BATCH 64
+enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET };
+
+typedef struct {
+    cli_model_opts mo;
+    const char *weights;
+    const char *batch[CLI_MAX_BATCH];
+    int n_batch;
+    int chunk_rows;     /* 0 = one chunk per file */
+    const char *block;  /* NULL = all parameters */
+    uint64_t rng_seed;
+    int quiet;
+} cli_curv_opts;
+
+typedef struct {
+    lnk_config c;
+    lnk_model *m;
+    double *theta;
+    lnk_batch *chunks;
+    int n_chunks;
+    size_t n_scored;
+    lnk_hessian *h;
+    lnk_operator op;
+    double t0;
+    char start[32];
+} cli_curv;
+
+/* Add the shared options (and the model options) to opts; returns the new count. */
+int cli_curv_add_options(struct option *opts, int n);
+int cli_curv_option(cli_curv_opts *o, int val, const char *arg);
+void cli_curv_print_help(void);
+void cli_curv_open(cli_curv *s, const cli_curv_opts *o);
+void cli_curv_close(cli_curv *s);
+/* NAME.meta.json beside csv_path; extra_fields: NULL or '"k": v, ...' JSON members. */
+void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
+                   const char *extra_fields);
+
+#endif

@@ -1,0 +1,130 @@
+/* Shared plumbing of the curvature commands (eigs, trace, density): the
+ * model, the data set as chunks of rows of one or more batch files, the
+ * Hessian operator on a block, progress lines and the metadata sidecar. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/curv.h"
+
+int cli_curv_add_options(struct option *opts, int n)
+{
+    opts[n++] = (struct option){"weights", required_argument, NULL, CURV_WEIGHTS};
+    opts[n++] = (struct option){"batch", required_argument, NULL, CURV_BATCH};
+    opts[n++] = (struct option){"chunk", required_argument, NULL, CURV_CHUNK};
+    opts[n++] = (struct option){"block", required_argument, NULL, CURV_BLOCK};
+    opts[n++] = (struct option){"rng-seed", required_argument, NULL, CURV_RNG};
+    opts[n++] = (struct option){"quiet", no_argument, NULL, CURV_QUIET};
+    return cli_add_model_options(opts, n);
+}
+
+int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
+{
+    if (cli_model_option(&o->mo, val, arg))
+        return 1;
+    switch (val) {
+    case CURV_WEIGHTS: o->weights = arg; return 1;
+    case CURV_BATCH:
+        if (o->n_batch == CLI_MAX_BATCH)
+            cli_die("at most %d --batch files", CLI_MAX_BATCH);
+        o->batch[o->n_batch++] = arg;
+        return 1;
+    case CURV_CHUNK: o->chunk_rows = (int)cli_int("chunk", arg, 1, 1L << 24); return 1;
+    case CURV_BLOCK: o->block = arg; return 1;
+    case CURV_RNG: o->rng_seed = (uint64_t)cli_int("rng-seed", arg, 0, 0x7fffffffL); return 1;
+    case CURV_QUIET: o->quiet = 1; return 1;
+    }
+    return 0;
+}
+
+void cli_curv_print_help(void)
+{
+    printf("Model, data and block:\n"
+           "  --weights FILE         weights                                    (required)\n"
+           "  --batch FILE           batch file; repeat for a data set of several (required)\n"
+           "  --chunk N              rows per chunk: the data-set Hessian is the\n"
+           "                         token-weighted sum over chunks             (whole files)\n"
+           "  --block PATTERNS       comma-separated globs on tensor names, e.g.\n"
+           "                         'dec.5.ffn.w2' or '*.attn.*'               (all parameters)\n"
+           "  --rng-seed N           seed of the start vectors / probes         (0)\n"
+           "  --quiet                no progress on stderr\n\n");
+    cli_print_model_help();
+}
+
+void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
+{
+    memset(s, 0, sizeof *s);
+    lnk_iso_time(s->start, sizeof s->start);
+    s->t0 = lnk_now();
+    if (!o->weights)
+        cli_die("--weights FILE is required");
+    if (!o->n_batch)
+        cli_die("--batch FILE is required (repeat it for several files)");
+    cli_make_config(&o->mo, &s->c);
+    s->m = lnk_model_alloc(&s->c);
+    if (!s->m)
+        cli_die_lib();
+    size_t np = lnk_model_n_params(s->m);
+    s->theta = malloc(sizeof(double) * np);
+    if (!s->theta)
+        cli_die("out of memory for %zu parameters", np);
+    if (lnk_weights_load(o->weights, s->m, s->theta) != LNK_OK)
+        cli_die_lib();
+    lnk_batch *files = calloc((size_t)o->n_batch, sizeof *files);
+    if (!files)
+        cli_die("out of memory");
+    int total = 0;
+    for (int i = 0; i < o->n_batch; i++) {
+        if (lnk_batch_load(o->batch[i], s->m, &files[i]) != LNK_OK)
+            cli_die_lib();
+        int per = o->chunk_rows ? o->chunk_rows : files[i].B;
+        total += (files[i].B + per - 1) / per;
+    }
+    s->chunks = calloc((size_t)total, sizeof *s->chunks);
+    if (!s->chunks)
+        cli_die("out of memory");
+    for (int i = 0; i < o->n_batch; i++) {
+        int per = o->chunk_rows ? o->chunk_rows : files[i].B;
+        for (int r = 0; r < files[i].B; r += per) {
+            int r1 = r + per < files[i].B ? r + per : files[i].B;
+            if (lnk_batch_slice(&files[i], r, r1, &s->chunks[s->n_chunks++]) != LNK_OK)
+                cli_die_lib();
+        }
+        lnk_batch_free(&files[i]);
+    }
+    free(files);
+    s->h = lnk_hessian_alloc(s->m, s->theta, s->chunks, s->n_chunks, o->block);
+    if (!s->h)
+        cli_die_lib();
+    s->op = lnk_hessian_operator(s->h);
+    for (int c = 0; c < s->n_chunks; c++)
+        s->n_scored += lnk_batch_n_scored(s->m, &s->chunks[c]);
+    if (!o->quiet)
+        fprintf(stderr, "lnkit: %zu parameters, block of %zu (%d tensors), %d chunk(s), %zu scored "
+                "tokens\n", np, s->op.n, lnk_hessian_block(s->h)->n_tensors, s->n_chunks,
+                s->n_scored);
+}
+
+void cli_curv_close(cli_curv *s)
+{
+    lnk_hessian_free(s->h);
+    for (int c = 0; c < s->n_chunks; c++)
+        lnk_batch_free(&s->chunks[c]);
+    free(s->chunks);
+    free(s->theta);
+    lnk_model_free(s->m);
+    lnk_config_clear(&s->c);
+}
+
+void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
+                   const char *extra_fields)
+{
+    char extra[4096];
+    snprintf(extra, sizeof extra,
+             "{\"command\": \"%s\", \"weights\": \"%s\", \"block\": \"%s\", \"block_size\": %zu, "
+             "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld%s%s}",
+             cmd, o->weights, o->block ? o->block : "*", s->op.n, s->n_chunks, s->n_scored,
+             (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h),
+             extra_fields ? ", " : "", extra_fields ? extra_fields : "");
+    if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
+        cli_die_lib();
+}

@@ -1,0 +1,238 @@
+/* Curvature of real (small) models: Lanczos top/bottom-5 against LAPACK dsyevr
+ * on the dense Hessian built from H e_i, for the whole model and for a block;
+ * Hutchinson / Hutch++ traces within 4 standard errors of the exact trace;
+ * the CLI's eigs / trace / density on the same model, and their bad input. */
+#include <lapacke.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lnkit/hessian.h"
+#include "testutil.h"
+
+typedef struct {
+    lnk_config c;
+    lnk_model *m;
+    double *th;
+    lnk_batch b;
+} small;
+
+static void small_open(small *s, const char *task, const char *pos)
+{
+    char t[32], p[32];
+    snprintf(t, sizeof t, "task=%s", task);
+    snprintf(p, sizeof p, "norm_pos=%s", pos);
+    s->c = tu_config(t, p, "d=8", "h=2", "L=2", "d_ff=16", "V=13", "seed=2", NULL);
+    s->m = lnk_model_alloc(&s->c);
+    assert_non_null(s->m);
+    s->th = malloc(sizeof(double) * lnk_model_n_params(s->m));
+    assert_int_equal(lnk_model_init_params(s->m, s->th), LNK_OK);
+    assert_int_equal(lnk_batch_synthetic(s->m, 4, 6, 9, &s->b), LNK_OK);
+}
+
+static void small_close(small *s)
+{
+    lnk_batch_free(&s->b);
+    free(s->th);
+    lnk_model_free(s->m);
+    lnk_config_clear(&s->c);
+}
+
+/* Dense matrix of an operator (columns = A e_j) and its eigenvalues (ascending). */
+static double *dense_eigs(const lnk_operator *op, double *trace)
+{
+    size_t n = op->n;
+    double *A = malloc(sizeof(double) * n * n), *e = calloc(n, sizeof(double));
+    for (size_t j = 0; j < n; j++) {
+        e[j] = 1;
+        assert_int_equal(op->apply(op->ctx, e, A + j * n), LNK_OK);
+        e[j] = 0;
+    }
+    *trace = 0;
+    for (size_t i = 0; i < n; i++)
+        *trace += A[i * n + i];
+    double *w = malloc(sizeof(double) * n), *Z = NULL;
+    lapack_int m, *isuppz = malloc(sizeof(lapack_int) * 2 * n);
+    int info = LAPACKE_dsyevr(LAPACK_ROW_MAJOR, 'N', 'A', 'U', (lapack_int)n, A, (lapack_int)n, 0,
+                              0, 0, 0, 0.0, &m, w, Z, 1, isuppz);
+    assert_int_equal(info, 0);
+    assert_int_equal(m, (lapack_int)n);
+    free(A);
+    free(e);
+    free(isuppz);
+    return w;
+}
+
+/* top-5 and bottom-5 by lnk_eigs against dsyevr: 1e-8 relative. */
+static void compare_extremes(const lnk_operator *op, const char *what)
+{
+    double tr;
+    double *w = dense_eigs(op, &tr);
+    size_t n = op->n;
+    lnk_eigs_opts o;
+    lnk_eigs_opts_default(&o);
+    o.k_top = 5;
+    o.k_bottom = 5;
+    o.tol = 1e-10;
+    o.max_steps = (int)n;
+    o.seed = 3;
+    lnk_eigs_result r;
+    assert_int_equal(lnk_eigs(op, &o, &r), LNK_OK);
+    assert_int_equal(r.n_top, 5);
+    assert_int_equal(r.n_bottom, 5);
+    double worst = 0;
+    for (int i = 0; i < 5; i++) {
+        double et = fabs(r.value[i] - w[n - 1 - i]) / fabs(w[n - 1 - i]);
+        double eb = fabs(r.value[5 + i] - w[i]) / fabs(w[i]);
+        worst = fmax(worst, fmax(et, eb));
+        assert_true(r.converged[i] && r.converged[5 + i]);
+    }
+    print_message("%s: n = %zu, top %.6g .. bottom %.6g, Lanczos %d steps (%s), max rel. error "
+                  "%.2e vs dsyevr\n", what, n, w[n - 1], w[0], r.steps, lnk_eigs_stop_name(r.stop),
+                  worst);
+    assert_true(worst <= 1e-8);
+    lnk_eigs_result_free(&r);
+    free(w);
+}
+
+static void test_eigs_vs_dense(void **s)
+{
+    (void)s;
+    const char *tasks[] = {"lm", "cls", "seq2seq"};
+    const char *poss[] = {"post", "pre"};
+    for (int it = 0; it < 3; it++)
+        for (int ip = 0; ip < 2; ip++) {
+            small sm;
+            small_open(&sm, tasks[it], poss[ip]);
+            lnk_hessian *h = lnk_hessian_alloc(sm.m, sm.th, &sm.b, 1, NULL);
+            assert_non_null(h);
+            lnk_operator op = lnk_hessian_operator(h);
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", tasks[it], poss[ip]);
+            compare_extremes(&op, what);
+            lnk_hessian_free(h);
+            /* a block: every attention tensor */
+            h = lnk_hessian_alloc(sm.m, sm.th, &sm.b, 1, "*.attn.*");
+            op = lnk_hessian_operator(h);
+            snprintf(what, sizeof what, "%s %s block *.attn.*", tasks[it], poss[ip]);
+            compare_extremes(&op, what);
+            lnk_hessian_free(h);
+            small_close(&sm);
+        }
+}
+
+/* Traces within 4 standard errors of the exact trace, for 10 fixed seeds. */
+static void test_trace_vs_exact(void **s)
+{
+    (void)s;
+    small sm;
+    small_open(&sm, "lm", "post");
+    lnk_hessian *h = lnk_hessian_alloc(sm.m, sm.th, &sm.b, 1, NULL);
+    lnk_operator op = lnk_hessian_operator(h);
+    double tr;
+    free(dense_eigs(&op, &tr));
+    for (int method = 0; method < 2; method++)
+        for (uint64_t seed = 0; seed < 10; seed++) {
+            lnk_trace_opts o;
+            lnk_trace_opts_default(&o);
+            o.method = method;
+            o.probes = 60;
+            o.seed = seed;
+            lnk_trace_result r;
+            assert_int_equal(lnk_trace(&op, &o, &r), LNK_OK);
+            if (!(fabs(r.trace - tr) <= 4 * r.std_error))
+                fail_msg("%s seed %d: %.6g +- %.3g, exact %.6g", lnk_trace_method_name(method),
+                         (int)seed, r.trace, r.std_error, tr);
+            if (seed == 0)
+                print_message("%s, 60 products: %.6g +- %.3g (exact trace %.6g)\n",
+                              lnk_trace_method_name(method), r.trace, r.std_error, tr);
+        }
+    lnk_hessian_free(h);
+    small_close(&sm);
+}
+
+static void test_cli(void **s)
+{
+    (void)s;
+    char *out;
+    const char *L = tu_lnkit();
+    int st = tu_run(&out, "cd '%s' && '%s' init --d 8 --h 2 --L 1 --V 13 -o w.safetensors && "
+                    "'%s' batch --synthetic --vocab 13 --batch 4 --len 6 -o b.safetensors",
+                    tu_tmpdir(), L, L);
+    assert_int_equal(st, 0);
+    free(out);
+    const char *common = "--config w.json --weights w.safetensors --batch b.safetensors";
+    /* eigs, with two chunks: the CSV has 3 top + 3 bottom rows, all converged */
+    st = tu_run(&out, "cd '%s' && '%s' eigs %s --chunk 2 -k 3 --which both --tol 1e-9 -o e.csv "
+                "--vectors v.safetensors --quiet", tu_tmpdir(), L, common);
+    assert_int_equal(st, 0);
+    free(out);
+    char *csv = tu_read_file(tu_path("e.csv"), NULL);
+    assert_non_null(csv);
+    assert_true(strncmp(csv, "which,index,eigenvalue,residual,converged\n", 42) == 0);
+    int rows = 0, conv = 0;
+    for (char *p = strchr(csv, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+        rows++;
+        char *e = strchr(p + 1, '\n');
+        conv += e && e[-1] == '1';
+    }
+    assert_int_equal(rows, 6);
+    assert_int_equal(conv, 6);
+    free(csv);
+    char *meta = tu_read_file(tu_path("e.meta.json"), NULL);
+    assert_non_null(meta);
+    assert_non_null(strstr(meta, "\"chunks\": 2"));
+    free(meta);
+    lnk_st_file *f;
+    assert_int_equal(lnk_st_read(tu_path("v.safetensors"), &f), LNK_OK);
+    assert_non_null(lnk_st_get(f, "vectors"));
+    lnk_st_free(f);
+    /* trace --json and density */
+    st = tu_run(&out, "cd '%s' && '%s' trace %s --probes 20 --json --quiet", tu_tmpdir(), L, common);
+    assert_int_equal(st, 0);
+    assert_non_null(strstr(out, "\"trace\""));
+    assert_non_null(strstr(out, "\"stderr\""));
+    assert_non_null(strstr(out, "\"probes\": 20"));
+    free(out);
+    st = tu_run(&out, "cd '%s' && '%s' density %s --runs 2 --steps 20 --sigma 0.1 -o d.csv "
+                "--nodes n.csv --quiet", tu_tmpdir(), L, common);
+    assert_int_equal(st, 0);
+    free(out);
+    assert_non_null(strstr(tu_read_file(tu_path("d.meta.json"), NULL), "\"integral\""));
+    /* bad input: exit 2, the named problem, no output file */
+    struct {
+        const char *args, *words;
+    } bad[] = {
+        {"eigs %s -k 100000 -o x.csv", "larger than the operator"},
+        {"eigs %s -k 5 --which both --max-steps 4 -o x.csv", "--max-steps"},
+        {"eigs %s --which sideways -o x.csv", "--which"},
+        {"eigs %s --block 'dec.9.*' -o x.csv", "dec.0.ffn.w2"},
+        {"density %s --sigma 0 -o x.csv", "--sigma"},
+        {"density %s --sigma -1 -o x.csv", "--sigma"},
+        {"density %s -o x.csv", "kernel width"},
+        {"density %s --sigma-kappa 1 -o x.csv", "--sigma-kappa"},
+        {"trace %s --probes 1", "--probes"},
+        {"trace %s --method exact", "--method"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, bad[i].args, common);
+        char *err;
+        st = tu_run(&err, "cd '%s' && rm -f x.csv && '%s' %s --quiet 2>&1 >/dev/null; s=$?; "
+                    "test ! -e x.csv || echo LEFT-FILE; exit $s", tu_tmpdir(), L, args);
+        if (st != 2 || !strstr(err, bad[i].words) || strstr(err, "LEFT-FILE"))
+            fail_msg("lnkit %s: exit %d, stderr '%s' (expected exit 2 and '%s')", args, st, err,
+                     bad[i].words);
+        free(err);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_eigs_vs_dense),
+        cmocka_unit_test(test_trace_vs_exact),
+        cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests_name("curvature on models", tests, NULL, NULL);
+}
