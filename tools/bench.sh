@@ -15,3 +15,9 @@ chmod 644 "$tmp"
 mv "$tmp" "$out/bench_model.csv"
 trap - EXIT
 echo "bench.sh: wrote $out/bench_model.csv"
+
+# Lanczos on the model Hessian (config b): step time split into H v and
+# reorthogonalisation, 80 steps, basis memory.
+"$build/bench/bench_lanczos" --threads 2 --steps 80
+# Lanczos vector work alone on a cheap operator of the same size, if built.
+if [ -x "$build/bench/bench_curvature" ]; then "$build/bench/bench_curvature"; fi

@@ -6,4 +6,6 @@
 #include "lnkit/model.h"
 #include "lnkit/safetensors.h"
 #include "lnkit/io.h"
+#include "lnkit/curvature.h"
+#include "lnkit/hessian.h"
 #endif

@@ -1,0 +1,184 @@
+/* Benchmark of the operator-independent cost of Lanczos at the size of the
+ * core's config (b) model (n = 6.8e6 parameters), on a diagonal operator
+ * (y_i = d_i x_i: its apply costs next to nothing, so what is timed is the
+ * Lanczos vector work that comes on top of every H v).
+ *
+ * usage: bench_curvature [--n N] [--steps M] [--threads T] [--csv FILE]
+ *
+ * Prints:
+ *  - memory of the basis for M steps (FULL: (M+1) n doubles; LIGHT: 4 n);
+ *  - the first 10 FULL steps: apply and vector-work seconds per step;
+ *  - the reorthogonalisation kernel (lnk_orthogonalize, two passes of
+ *    classical Gram-Schmidt = 4 dgemv over the j x n basis) at j = M/8, M/4,
+ *    M/2, M (10, 20, 40, 80): median of 3 seconds and the memory rate it reaches (4 j n 8 bytes
+ *    read per call);
+ *  - the vector work of one LIGHT step (no reorthogonalisation);
+ *  - the FULL vector work of a whole M-step run, sum over j = 1..M of a
+ *    straight-line fit t(j) = a + b j through the kernel times (the basis
+ *    rows beyond 10 hold copies of real Lanczos vectors: dgemv's time does
+ *    not depend on the values).
+ * Add M times one H v for the total of an M-step run on the Hessian.
+ *
+ * Programs print and exit; on any lnk_ failure: "bench_curvature: <message>", exit 2.
+ * Memory: (M+1) n 8 bytes (4.4 GB at the defaults) plus 6 n 8 bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lnkit/curvature.h"
+#include "lnkit/error.h"
+#include "lnkit/io.h"
+
+typedef struct {
+    size_t n;
+    double *d;
+} diag_op;
+
+static int diag_apply(void *ctx, const double *x, double *y)
+{
+    const diag_op *g = ctx;
+    for (size_t i = 0; i < g->n; i++)
+        y[i] = g->d[i] * x[i];
+    return LNK_OK;
+}
+
+static void die(void)
+{
+    fprintf(stderr, "bench_curvature: %s\n", lnk_errmsg());
+    exit(2);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    size_t n = 6800000;
+    int M = 80, threads = 2;
+    const char *csv = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--n") && i + 1 < argc)
+            n = (size_t)strtod(argv[++i], NULL);
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+            M = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+            csv = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_curvature [--n N] [--steps M] [--threads T] [--csv FILE]\n");
+            return 2;
+        }
+    }
+    if (n < 100 || M < 10) {
+        fprintf(stderr, "bench_curvature: need --n >= 100 and --steps >= 10\n");
+        return 2;
+    }
+    lnk_set_blas_threads(threads);
+    printf("bench_curvature: n = %zu, M = %d steps, %d BLAS threads\n", n, M, lnk_blas_threads());
+    printf("  basis memory: FULL %.3f GB ((M+1) n doubles), LIGHT %.3f GB (4 n doubles)\n",
+           lnk_lanczos_bytes(n, M, LNK_LANCZOS_FULL) / 1e9,
+           lnk_lanczos_bytes(n, M, LNK_LANCZOS_LIGHT) / 1e9);
+
+    diag_op g = {n, malloc(n * sizeof(double))};
+    if (!g.d) {
+        fprintf(stderr, "bench_curvature: cannot allocate %zu doubles\n", n);
+        return 2;
+    }
+    for (size_t i = 0; i < n; i++)
+        g.d[i] = 1.0 + (double)(i % 1000) / 1000.0 + (i % 9973 == 0 ? 5.0 : 0.0);
+    lnk_operator op = {n, &g, diag_apply};
+
+    FILE *out = NULL;
+    if (csv && !(out = fopen(csv, "w"))) {
+        fprintf(stderr, "bench_curvature: cannot open %s\n", csv);
+        return 2;
+    }
+    if (out)
+        fprintf(out, "n,threads,what,j,seconds,gb_per_s\n");
+
+    /* FULL: ten real steps. */
+    double t0 = lnk_now();
+    lnk_lanczos *w = lnk_lanczos_alloc(n, M, LNK_LANCZOS_FULL);
+    if (!w)
+        die();
+    /* First touch of the basis (page faults), once per workspace: done here
+     * so that the step times below are those of a reused workspace. */
+    memset(w->V, 0, ((size_t)M + 1) * n * sizeof(double));
+    if (lnk_lanczos_start(w, NULL, 1) != LNK_OK)
+        die();
+    printf("  allocated, first-touched and started in %.2f s\n", lnk_now() - t0);
+    printf("\n  FULL step j   apply (s)   vector work (s)\n");
+    for (int j = 1; j <= 10; j++) {
+        if (lnk_lanczos_step(w, &op) != LNK_OK)
+            die();
+        printf("  %11d   %9.4f   %15.4f\n", j, w->last_apply, w->last_orth);
+        if (out)
+            fprintf(out, "%zu,%d,full_step,%d,%.6g,\n", n, threads, j, w->last_orth);
+    }
+    /* Rows 11..M: copies of real vectors (dgemv time does not depend on values). */
+    for (int r = 11; r <= M; r++)
+        memcpy(w->V + (size_t)r * n, w->V + (size_t)(r % 10) * n, n * sizeof(double));
+
+    double *x = malloc(n * sizeof(double)), *h = malloc(2 * ((size_t)M + 1) * sizeof(double));
+    if (!x || !h) {
+        fprintf(stderr, "bench_curvature: cannot allocate a vector of %zu\n", n);
+        return 2;
+    }
+    int js[4] = {M / 8, M / 4, M / 2, M}; /* 10, 20, 40, 80 at the default */
+    double tj[4];
+    printf("\n  reorthogonalisation at step j (2 x CGS = 4 dgemv over j x n)\n");
+    printf("  %6s   %10s   %8s\n", "j", "median (s)", "GB/s");
+    for (int k = 0; k < 4; k++) {
+        double t[3];
+        for (int rep = 0; rep < 3; rep++) {
+            memcpy(x, w->V + 10 * n, n * sizeof(double));
+            double a = lnk_now();
+            lnk_orthogonalize(w->V, js[k], n, x, h);
+            t[rep] = lnk_now() - a;
+        }
+        qsort(t, 3, sizeof(double), cmp_double);
+        tj[k] = t[1];
+        double gbs = 4.0 * js[k] * (double)n * 8 / tj[k] / 1e9;
+        printf("  %6d   %10.4f   %8.2f\n", js[k], tj[k], gbs);
+        if (out)
+            fprintf(out, "%zu,%d,reorth,%d,%.6g,%.4g\n", n, threads, js[k], tj[k], gbs);
+    }
+    /* least-squares line t = a + b j through the 4 points */
+    double sj = 0, st = 0, sjj = 0, sjt = 0;
+    for (int k = 0; k < 4; k++) {
+        sj += js[k];
+        st += tj[k];
+        sjj += (double)js[k] * js[k];
+        sjt += js[k] * tj[k];
+    }
+    double b = (4 * sjt - sj * st) / (4 * sjj - sj * sj), a = (st - b * sj) / 4;
+    double total = 0;
+    for (int j = 1; j <= M; j++)
+        total += a + b * j;
+    lnk_lanczos_free(w);
+
+    /* LIGHT: the three-term recurrence only. */
+    lnk_lanczos *wl = lnk_lanczos_alloc(n, M, LNK_LANCZOS_LIGHT);
+    if (!wl || lnk_lanczos_start(wl, NULL, 1) != LNK_OK)
+        die();
+    if (lnk_lanczos_run(wl, &op, 10) != LNK_OK)
+        die();
+    double light = wl->t_orth / wl->steps;
+    lnk_lanczos_free(wl);
+    if (out) {
+        fprintf(out, "%zu,%d,light_step,0,%.6g,\n", n, threads, light);
+        fprintf(out, "%zu,%d,full_run_vector_work,%d,%.6g,\n", n, threads, M, total);
+        fclose(out);
+    }
+    printf("\n  LIGHT step vector work: %.4f s\n", light);
+    printf("  FULL %d-step run, vector work (fit %.4f + %.5f j s): %.1f s;  LIGHT: %.1f s\n", M,
+           a, b, total, light * M);
+    printf("  (add %d H v products for the whole run on the Hessian)\n", M);
+    printf("  total bench time %.1f s\n", lnk_now() - t0);
+    free(x), free(h), free(g.d);
+    return 0;
+}

@@ -1,0 +1,22 @@
+/* lnkit curvature internals: random streams (random.c keeps GSL's randist
+ * apart from cblas.h, whose declarations clash with gsl_cblas.h). */
+#ifndef LNK_CURVATURE_INTERNAL_H
+#define LNK_CURVATURE_INTERNAL_H
+
+#include <gsl/gsl_rng.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An mt19937 stream for (seed, stream): seeded with a splitmix64 hash of both
+ * (mt19937 uses 32 bits of it; never 0, which GSL maps to its default seed).
+ * NULL if allocation fails. */
+gsl_rng *lnk_cv_rng(uint64_t seed, uint64_t stream);
+/* x[i] ~ N(0, 1) (gsl_ran_gaussian). */
+void lnk_cv_gaussian(gsl_rng *r, double *x, size_t n);
+/* x[i] = +-1 with probability 1/2 each, 32 signs per draw. */
+void lnk_cv_rademacher(gsl_rng *r, double *x, size_t n);
+
+/* Streams used by the routines (documented in curvature.h). */
+#define LNK_STREAM_RESTART 1u   /* Lanczos restart r uses stream 1 + r */
+
+#endif

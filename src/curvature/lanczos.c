@@ -1,0 +1,476 @@
+/* Lanczos tridiagonalisation of a symmetric operator: FULL (two-pass
+ * classical Gram-Schmidt against the stored basis) and LIGHT (three-term
+ * recurrence only, Cullum-Willoughby ghost test), Ritz values by LAPACK's
+ * tridiagonal MRRR solver, Ritz vectors.  See include/lnkit/curvature.h. */
+#include <cblas.h>
+#include <float.h>
+#include <lapacke.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "curvature/internal.h"
+#include "lnkit/curvature.h"
+#include "lnkit/error.h"
+#include "lnkit/io.h"
+
+int lnk_operator_check(const lnk_operator *op, const char *what)
+{
+    if (!what)
+        what = "operator";
+    if (!op)
+        return lnk_error(LNK_EINVAL, "%s: NULL operator", what);
+    if (!op->apply)
+        return lnk_error(LNK_EINVAL, "%s: apply is NULL", what);
+    if (op->n == 0)
+        return lnk_error(LNK_EINVAL, "%s: size n = 0; expected n >= 1", what);
+    if (op->n > INT_MAX)
+        return lnk_error(LNK_EINVAL, "%s: size n = %zu exceeds %d (the CBLAS index range)", what,
+                         op->n, INT_MAX);
+    return LNK_OK;
+}
+
+static int check_size(size_t n, int max_steps, int mode)
+{
+    if (n == 0 || n > INT_MAX)
+        return lnk_error(LNK_EINVAL, "lanczos: n = %zu; expected 1 <= n <= %d", n, INT_MAX);
+    if (max_steps < 1)
+        return lnk_error(LNK_EINVAL, "lanczos: max_steps = %d; expected >= 1", max_steps);
+    if (mode != LNK_LANCZOS_FULL && mode != LNK_LANCZOS_LIGHT)
+        return lnk_error(LNK_EINVAL, "lanczos: mode = %d; expected LNK_LANCZOS_FULL (0) or "
+                         "LNK_LANCZOS_LIGHT (1)", mode);
+    return LNK_OK;
+}
+
+size_t lnk_lanczos_bytes(size_t n, int max_steps, int mode)
+{
+    size_t m = max_steps > 0 ? (size_t)max_steps : 0;
+    size_t b = sizeof(lnk_lanczos) + (2 * m + 2 * (m + 1)) * sizeof(double);
+    if (mode == LNK_LANCZOS_FULL)
+        b += (m + 1) * n * sizeof(double);
+    else
+        b += 4 * n * sizeof(double);
+    return b;
+}
+
+lnk_lanczos *lnk_lanczos_alloc(size_t n, int max_steps, int mode)
+{
+    if (check_size(n, max_steps, mode) != LNK_OK)
+        return NULL;
+    size_t m = (size_t)max_steps;
+    lnk_lanczos *w = calloc(1, sizeof *w);
+    if (!w)
+        goto nomem;
+    w->n = n;
+    w->max_steps = max_steps;
+    w->mode = mode;
+    w->on_breakdown = mode == LNK_LANCZOS_FULL ? LNK_BREAKDOWN_RESTART : LNK_BREAKDOWN_STOP;
+    w->breakdown_rtol = (double)(n > 100 ? n : 100) * DBL_EPSILON;
+    w->alpha = calloc(m, sizeof(double));
+    w->beta = calloc(m, sizeof(double));
+    w->h = calloc(2 * (m + 1), sizeof(double));
+    if (!w->alpha || !w->beta || !w->h)
+        goto nomem;
+    if (mode == LNK_LANCZOS_FULL) {
+        if (m + 1 > SIZE_MAX / sizeof(double) / n)
+            goto nomem;
+        w->V = malloc((m + 1) * n * sizeof(double));
+        if (!w->V)
+            goto nomem;
+    } else {
+        w->v0 = malloc(n * sizeof(double));
+        w->vprev = malloc(n * sizeof(double));
+        w->vcur = malloc(n * sizeof(double));
+        w->w = malloc(n * sizeof(double));
+        if (!w->v0 || !w->vprev || !w->vcur || !w->w)
+            goto nomem;
+    }
+    return w;
+nomem:
+    lnk_lanczos_free(w);
+    lnk_error(LNK_ENOMEM, "lanczos: cannot allocate %zu bytes (n = %zu, max_steps = %d, %s mode)",
+              lnk_lanczos_bytes(n, max_steps, mode), n, max_steps,
+              mode == LNK_LANCZOS_FULL ? "full" : "light");
+    return NULL;
+}
+
+void lnk_lanczos_free(lnk_lanczos *w)
+{
+    if (!w)
+        return;
+    free(w->alpha);
+    free(w->beta);
+    free(w->h);
+    free(w->V);
+    free(w->v0);
+    free(w->vprev);
+    free(w->vcur);
+    free(w->w);
+    free(w);
+}
+
+int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed)
+{
+    if (!w)
+        return lnk_error(LNK_EINVAL, "lanczos_start: NULL workspace");
+    if (w->on_breakdown != LNK_BREAKDOWN_RESTART && w->on_breakdown != LNK_BREAKDOWN_STOP)
+        return lnk_error(LNK_EINVAL, "lanczos_start: on_breakdown = %d; expected "
+                         "LNK_BREAKDOWN_RESTART (0) or LNK_BREAKDOWN_STOP (1)", w->on_breakdown);
+    if (!(w->breakdown_rtol >= 0) || !isfinite(w->breakdown_rtol))
+        return lnk_error(LNK_EINVAL, "lanczos_start: breakdown_rtol = %g; expected a finite "
+                         "value >= 0", w->breakdown_rtol);
+    size_t n = w->n;
+    double *x = w->mode == LNK_LANCZOS_FULL ? w->V : w->v0;
+    if (v0) {
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(v0[i]))
+                return lnk_error(LNK_ENONFINITE, "lanczos_start: start vector v0[%zu] = %g; "
+                                 "expected finite values", i, v0[i]);
+        memcpy(x, v0, n * sizeof(double));
+    } else {
+        gsl_rng *r = lnk_cv_rng(seed, 0);
+        if (!r)
+            return lnk_error(LNK_ENOMEM, "lanczos_start: cannot allocate a random stream");
+        lnk_cv_gaussian(r, x, n);
+        gsl_rng_free(r);
+    }
+    double nrm = cblas_dnrm2((int)n, x, 1);
+    if (!(nrm > 0) || !isfinite(nrm))
+        return lnk_error(LNK_EINVAL, "lanczos_start: start vector v0 has norm %g; expected a "
+                         "finite nonzero vector", nrm);
+    cblas_dscal((int)n, 1.0 / nrm, x, 1);
+    if (w->mode == LNK_LANCZOS_LIGHT)
+        memcpy(w->vcur, x, n * sizeof(double));
+    w->seed = seed;
+    w->started = 1;
+    w->steps = 0;
+    w->done = w->invariant = 0;
+    w->n_restarts = 0;
+    w->n_applies = 0;
+    w->tnorm = 0;
+    w->t_apply = w->t_orth = w->last_apply = w->last_orth = 0;
+    return LNK_OK;
+}
+
+double lnk_orthogonalize(const double *V, int k, size_t n, double *x, double *h)
+{
+    int ni = (int)n;
+    if (k <= 0)
+        return cblas_dnrm2(ni, x, 1);
+    /* Classical Gram-Schmidt twice ("twice is enough", Giraud et al. 2005):
+     * each pass is two memory-bound dgemv over the k x n basis. */
+    for (int pass = 0; pass < 2; pass++) {
+        double *c = h + pass * k;
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
+        cblas_dgemv(CblasRowMajor, CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
+    }
+    for (int i = 0; i < k; i++)
+        h[i] += h[k + i];
+    return cblas_dnrm2(ni, x, 1);
+}
+
+/* A fresh direction after a breakdown: a Gaussian vector orthogonalised
+ * twice against the j stored vectors.  Returns 1 if it has something left. */
+static int restart_vector(lnk_lanczos *w, int j, double *x)
+{
+    gsl_rng *r = lnk_cv_rng(w->seed, LNK_STREAM_RESTART + (uint64_t)w->n_restarts);
+    if (!r)
+        return -1;
+    lnk_cv_gaussian(r, x, w->n);
+    gsl_rng_free(r);
+    double nrm0 = cblas_dnrm2((int)w->n, x, 1);
+    double nrm = lnk_orthogonalize(w->V, j, w->n, x, w->h);
+    /* Twice more if much was removed (the new vector then lies close to the span). */
+    if (nrm < 0.5 * nrm0)
+        nrm = lnk_orthogonalize(w->V, j, w->n, x, w->h);
+    if (!(nrm > 1e-8 * nrm0))
+        return 0;
+    cblas_dscal((int)w->n, 1.0 / nrm, x, 1);
+    return 1;
+}
+
+int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
+{
+    if (!w)
+        return lnk_error(LNK_EINVAL, "lanczos_step: NULL workspace");
+    int rc = lnk_operator_check(op, "lanczos_step");
+    if (rc != LNK_OK)
+        return rc;
+    if (op->n != w->n)
+        return lnk_error(LNK_EINVAL, "lanczos_step: operator size n = %zu differs from the "
+                         "workspace's n = %zu", op->n, w->n);
+    if (!w->started)
+        return lnk_error(LNK_EINVAL, "lanczos_step: no run started (call lnk_lanczos_start)");
+    if (w->done)
+        return lnk_error(LNK_EINVAL, "lanczos_step: the run is done after %d steps (%s)",
+                         w->steps, w->invariant ? "invariant subspace" : "stopped");
+    if (w->steps >= w->max_steps)
+        return lnk_error(LNK_EINVAL, "lanczos_step: max_steps = %d reached", w->max_steps);
+
+    int j = w->steps, ni = (int)w->n;
+    int full = w->mode == LNK_LANCZOS_FULL;
+    const double *vj = full ? w->V + (size_t)j * w->n : w->vcur;
+    const double *vp = j == 0 ? NULL : full ? w->V + (size_t)(j - 1) * w->n : w->vprev;
+    double *x = full ? w->V + (size_t)(j + 1) * w->n : w->w;
+
+    double t0 = lnk_now();
+    rc = op->apply(op->ctx, vj, x);
+    double t1 = lnk_now();
+    w->n_applies++;
+    w->last_apply = t1 - t0;
+    w->t_apply += t1 - t0;
+    if (rc != LNK_OK)
+        return rc;
+
+    if (vp)
+        cblas_daxpy(ni, -w->beta[j - 1], vp, 1, x, 1);
+    double a = cblas_ddot(ni, vj, 1, x, 1);
+    cblas_daxpy(ni, -a, vj, 1, x, 1);
+    double r;
+    if (full) {
+        r = lnk_orthogonalize(w->V, j + 1, w->n, x, w->h);
+        a += w->h[j]; /* the v_j part removed by the reorthogonalisation belongs to alpha */
+    } else {
+        r = cblas_dnrm2(ni, x, 1);
+    }
+    w->alpha[j] = a;
+    w->steps = j + 1;
+    double tn = fabs(a) + r + (j > 0 ? w->beta[j - 1] : 0);
+    if (tn > w->tnorm)
+        w->tnorm = tn;
+
+    rc = LNK_OK;
+    if (!isfinite(a) || !isfinite(r)) {
+        w->beta[j] = r;
+        w->done = 1;
+        rc = lnk_error(LNK_ENONFINITE, "lanczos_step %d: alpha = %g, beta = %g: the operator "
+                       "returned non-finite values", j, a, r);
+    } else if (w->steps >= (int)w->n) {
+        /* n orthogonal directions: the whole space is invariant (FULL; in
+         * LIGHT mode the vectors may have lost orthogonality by now). */
+        w->beta[j] = r;
+        w->done = 1;
+        w->invariant = full;
+    } else if (r <= w->breakdown_rtol * w->tnorm) {
+        if (full && w->on_breakdown == LNK_BREAKDOWN_RESTART) {
+            int ok = restart_vector(w, j + 1, x);
+            if (ok < 0) {
+                rc = lnk_error(LNK_ENOMEM, "lanczos_step: cannot allocate a random stream");
+                w->done = 1;
+            } else if (ok) {
+                w->beta[j] = 0; /* T becomes block diagonal */
+                w->n_restarts++;
+            } else {
+                w->beta[j] = r;
+                w->done = w->invariant = 1;
+            }
+        } else {
+            w->beta[j] = r;
+            w->done = w->invariant = 1;
+        }
+    } else {
+        w->beta[j] = r;
+        cblas_dscal(ni, 1.0 / r, x, 1);
+        if (!full) { /* slide the window: prev <- cur <- next */
+            double *t = w->vprev;
+            w->vprev = w->vcur;
+            w->vcur = w->w;
+            w->w = t;
+        }
+    }
+    double t2 = lnk_now();
+    w->last_orth = t2 - t1;
+    w->t_orth += t2 - t1;
+    return rc;
+}
+
+int lnk_lanczos_run(lnk_lanczos *w, const lnk_operator *op, int steps)
+{
+    if (!w)
+        return lnk_error(LNK_EINVAL, "lanczos_run: NULL workspace");
+    for (int i = 0; i < steps && !w->done && w->steps < w->max_steps; i++) {
+        int rc = lnk_lanczos_step(w, op);
+        if (rc != LNK_OK)
+            return rc;
+    }
+    return LNK_OK;
+}
+
+/* Eigenvalues (and vectors) of the symmetric tridiagonal (d[0..j), e[0..j-1)). */
+static int tridiag_eig(int j, const double *d0, const double *e0, double *theta, double *S)
+{
+    double *d = malloc((size_t)j * sizeof(double));
+    double *e = calloc((size_t)j, sizeof(double)); /* dstemr touches e[j-1] */
+    lapack_int *isuppz = malloc(2 * (size_t)j * sizeof(lapack_int));
+    if (!d || !e || !isuppz) {
+        free(d), free(e), free(isuppz);
+        return lnk_error(LNK_ENOMEM, "lanczos_ritz: cannot allocate the %d x %d tridiagonal", j, j);
+    }
+    memcpy(d, d0, (size_t)j * sizeof(double));
+    if (j > 1)
+        memcpy(e, e0, (size_t)(j - 1) * sizeof(double));
+    lapack_int mfound = 0;
+    lapack_int info = LAPACKE_dstevr(LAPACK_ROW_MAJOR, S ? 'V' : 'N', 'A', j, d, e, 0.0, 0.0, 0, 0,
+                                     0.0, &mfound, theta, S, j, isuppz);
+    free(d), free(e), free(isuppz);
+    if (info != 0 || mfound != j)
+        return lnk_error(LNK_ENONFINITE, "lanczos_ritz: LAPACKE_dstevr failed on the %d x %d "
+                         "tridiagonal (info %d, %d eigenvalues found)", j, j, (int)info,
+                         (int)mfound);
+    return LNK_OK;
+}
+
+int lnk_lanczos_ritz(const lnk_lanczos *w, double *theta, double *S)
+{
+    if (!w || !theta)
+        return lnk_error(LNK_EINVAL, "lanczos_ritz: NULL %s", w ? "theta" : "workspace");
+    if (w->steps < 1)
+        return lnk_error(LNK_EINVAL, "lanczos_ritz: no Lanczos step done yet");
+    return tridiag_eig(w->steps, w->alpha, w->beta, theta, S);
+}
+
+/* Unit length, largest-magnitude entry positive (a reproducible sign). */
+static void normalise_sign(double *y, int n)
+{
+    double nrm = cblas_dnrm2(n, y, 1);
+    if (nrm > 0)
+        cblas_dscal(n, 1.0 / nrm, y, 1);
+    int i = (int)cblas_idamax(n, y, 1);
+    if (y[i] < 0)
+        cblas_dscal(n, -1.0, y, 1);
+}
+
+int lnk_lanczos_ritz_vectors(lnk_lanczos *w, const lnk_operator *op, const double *S,
+                             const int *idx, int k, double *Y)
+{
+    if (!w || !S || !idx || !Y)
+        return lnk_error(LNK_EINVAL, "lanczos_ritz_vectors: NULL argument");
+    int j = w->steps, ni = (int)w->n;
+    size_t n = w->n;
+    if (j < 1)
+        return lnk_error(LNK_EINVAL, "lanczos_ritz_vectors: no Lanczos step done yet");
+    for (int i = 0; i < k; i++)
+        if (idx[i] < 0 || idx[i] >= j)
+            return lnk_error(LNK_EINVAL, "lanczos_ritz_vectors: idx[%d] = %d; expected 0 <= "
+                             "idx < steps = %d", i, idx[i], j);
+    if (w->mode == LNK_LANCZOS_FULL) {
+        double *s = w->h; /* 2(m+1) >= j */
+        for (int i = 0; i < k; i++) {
+            for (int r = 0; r < j; r++)
+                s[r] = S[(size_t)r * j + idx[i]];
+            double *y = Y + (size_t)i * n;
+            cblas_dgemv(CblasRowMajor, CblasTrans, j, ni, 1.0, w->V, ni, s, 1, 0.0, y, 1);
+            normalise_sign(y, ni);
+        }
+        return LNK_OK;
+    }
+    /* LIGHT: regenerate v_0..v_{j-1} with the recurrence and the stored
+     * coefficients, in the same order of operations as the first pass. */
+    int rc = lnk_operator_check(op, "lanczos_ritz_vectors");
+    if (rc != LNK_OK)
+        return rc;
+    if (op->n != n)
+        return lnk_error(LNK_EINVAL, "lanczos_ritz_vectors: operator size n = %zu differs "
+                         "from the workspace's n = %zu", op->n, n);
+    double *prev = malloc(n * sizeof(double)), *cur = malloc(n * sizeof(double));
+    double *next = malloc(n * sizeof(double));
+    if (!prev || !cur || !next) {
+        free(prev), free(cur), free(next);
+        return lnk_error(LNK_ENOMEM, "lanczos_ritz_vectors: cannot allocate 3 vectors of %zu", n);
+    }
+    memcpy(cur, w->v0, n * sizeof(double));
+    memset(Y, 0, (size_t)k * n * sizeof(double));
+    for (int r = 0; r < j; r++) {
+        for (int i = 0; i < k; i++)
+            cblas_daxpy(ni, S[(size_t)r * j + idx[i]], cur, 1, Y + (size_t)i * n, 1);
+        if (r == j - 1)
+            break;
+        rc = op->apply(op->ctx, cur, next);
+        w->n_applies++;
+        if (rc != LNK_OK)
+            break;
+        if (r > 0)
+            cblas_daxpy(ni, -w->beta[r - 1], prev, 1, next, 1);
+        cblas_daxpy(ni, -w->alpha[r], cur, 1, next, 1);
+        cblas_dscal(ni, 1.0 / w->beta[r], next, 1);
+        double *t = prev;
+        prev = cur;
+        cur = next;
+        next = t;
+    }
+    free(prev), free(cur), free(next);
+    if (rc != LNK_OK)
+        return rc;
+    for (int i = 0; i < k; i++)
+        normalise_sign(Y + (size_t)i * n, ni);
+    return LNK_OK;
+}
+
+static int nearest_within(const double *mu, int nm, double x, double tol)
+{
+    int lo = 0, hi = nm; /* first mu >= x */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (mu[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < nm && mu[lo] - x <= tol)
+        return 1;
+    if (lo > 0 && x - mu[lo - 1] <= tol)
+        return 1;
+    return 0;
+}
+
+int lnk_lanczos_ghosts(const lnk_lanczos *w, const double *theta, const double *S, int *flag)
+{
+    if (!w || !theta || !flag)
+        return lnk_error(LNK_EINVAL, "lanczos_ghosts: NULL argument");
+    int j = w->steps;
+    for (int i = 0; i < j; i++)
+        flag[i] = LNK_RITZ_GOOD;
+    if (w->mode == LNK_LANCZOS_FULL || j < 2)
+        return LNK_OK;
+    double tmax = 0;
+    for (int i = 0; i < j; i++) {
+        tmax = fmax(tmax, fabs(w->alpha[i]));
+        tmax = fmax(tmax, w->beta[i]);
+    }
+    double tol = 500.0 * (j + 1000) * DBL_EPSILON * tmax;
+
+    /* Groups of numerically equal values: keep one (smallest bound). */
+    enum { SINGLE = -1 };
+    for (int i = 0; i < j;) {
+        int g = i;
+        while (g + 1 < j && theta[g + 1] - theta[g] <= tol)
+            g++;
+        if (g == i) {
+            flag[i] = SINGLE;
+        } else {
+            int best = i;
+            for (int c = i; c <= g; c++) {
+                flag[c] = LNK_RITZ_COPY;
+                if (S && fabs(S[(size_t)(j - 1) * j + c]) < fabs(S[(size_t)(j - 1) * j + best]))
+                    best = c;
+            }
+            flag[best] = LNK_RITZ_GOOD;
+        }
+        i = g + 1;
+    }
+    /* Simple values that are also eigenvalues of T-hat are spurious. */
+    double *mu = malloc((size_t)(j - 1) * sizeof(double));
+    if (!mu)
+        return lnk_error(LNK_ENOMEM, "lanczos_ghosts: cannot allocate %d values", j - 1);
+    int rc = tridiag_eig(j - 1, w->alpha + 1, w->beta + 1, mu, NULL);
+    if (rc != LNK_OK) {
+        free(mu);
+        return rc;
+    }
+    for (int i = 0; i < j; i++)
+        if (flag[i] == SINGLE)
+            flag[i] = nearest_within(mu, j - 1, theta[i], tol) ? LNK_RITZ_SPURIOUS : LNK_RITZ_GOOD;
+    free(mu);
+    return LNK_OK;
+}

@@ -1,0 +1,328 @@
+/* Spectral density by stochastic Lanczos quadrature (SPEC §7), the density on
+ * a grid, kernel-width conventions and CSV output.  See
+ * include/lnkit/curvature.h. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "curvature/internal.h"
+#include "lnkit/curvature.h"
+#include "lnkit/error.h"
+#include "lnkit/io.h"
+
+void lnk_slq_opts_default(lnk_slq_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->runs = 10;
+    o->steps = 80;
+    o->start = LNK_SLQ_RADEMACHER;
+    o->mode = LNK_LANCZOS_FULL;
+}
+
+void lnk_slq_result_free(lnk_slq_result *r)
+{
+    if (!r)
+        return;
+    free(r->offset);
+    free(r->node);
+    free(r->weight);
+    free(r->steps);
+    free(r->invariant);
+    memset(r, 0, sizeof *r);
+}
+
+int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
+{
+    if (!res)
+        return lnk_error(LNK_EINVAL, "slq: result is NULL");
+    memset(res, 0, sizeof *res);
+    int rc = lnk_operator_check(op, "slq");
+    if (rc != LNK_OK)
+        return rc;
+    if (!o)
+        return lnk_error(LNK_EINVAL, "slq: opts is NULL (use lnk_slq_opts_default)");
+    if (o->runs < 1)
+        return lnk_error(LNK_EINVAL, "slq: runs = %d; expected >= 1", o->runs);
+    if (o->steps < 1)
+        return lnk_error(LNK_EINVAL, "slq: steps = %d; expected >= 1", o->steps);
+    if (o->start != LNK_SLQ_RADEMACHER && o->start != LNK_SLQ_GAUSSIAN)
+        return lnk_error(LNK_EINVAL, "slq: start = %d; expected LNK_SLQ_RADEMACHER (0) or "
+                         "LNK_SLQ_GAUSSIAN (1)", o->start);
+    if (o->mode != LNK_LANCZOS_FULL && o->mode != LNK_LANCZOS_LIGHT)
+        return lnk_error(LNK_EINVAL, "slq: mode = %d; expected LNK_LANCZOS_FULL (0) or "
+                         "LNK_LANCZOS_LIGHT (1)", o->mode);
+    double t0 = lnk_now();
+    size_t n = op->n;
+    int m = (size_t)o->steps < n ? o->steps : (int)n;
+    int total = o->runs * m;
+
+    lnk_lanczos *lz = lnk_lanczos_alloc(n, m, o->mode);
+    if (!lz)
+        return LNK_ENOMEM;
+    lz->on_breakdown = LNK_BREAKDOWN_STOP;
+    double *z = malloc(n * sizeof(double));
+    double *theta = malloc((size_t)m * sizeof(double)), *S = malloc((size_t)m * m * sizeof(double));
+    res->runs = o->runs;
+    res->offset = calloc((size_t)o->runs + 1, sizeof(int));
+    res->node = malloc((size_t)total * sizeof(double));
+    res->weight = malloc((size_t)total * sizeof(double));
+    res->steps = calloc((size_t)o->runs, sizeof(int));
+    res->invariant = calloc((size_t)o->runs, sizeof(int));
+    if (!z || !theta || !S || !res->offset || !res->node || !res->weight || !res->steps ||
+        !res->invariant) {
+        rc = lnk_error(LNK_ENOMEM, "slq: cannot allocate %d runs x %d nodes", o->runs, m);
+        goto out;
+    }
+    res->node_min = INFINITY;
+    res->node_max = -INFINITY;
+    int done = 0;
+    for (int v = 0; v < o->runs; v++) {
+        gsl_rng *r = lnk_cv_rng(o->seed, (uint64_t)v);
+        if (!r) {
+            rc = lnk_error(LNK_ENOMEM, "slq: cannot allocate a random stream");
+            goto out;
+        }
+        if (o->start == LNK_SLQ_RADEMACHER)
+            lnk_cv_rademacher(r, z, n);
+        else
+            lnk_cv_gaussian(r, z, n);
+        gsl_rng_free(r);
+        if ((rc = lnk_lanczos_start(lz, z, o->seed)) != LNK_OK) /* normalises z */
+            goto out;
+        while (!lz->done && lz->steps < m) {
+            if ((rc = lnk_lanczos_step(lz, op)) != LNK_OK)
+                goto out;
+            done++;
+            if (o->progress && o->progress(o->progress_ctx, done, total, lnk_now() - t0)) {
+                rc = lnk_error(LNK_EINVAL, "slq: cancelled by the progress callback in run %d "
+                               "at step %d", v, lz->steps);
+                goto out;
+            }
+        }
+        int j = lz->steps;
+        if ((rc = lnk_lanczos_ritz(lz, theta, S)) != LNK_OK)
+            goto out;
+        int off = res->offset[v];
+        for (int i = 0; i < j; i++) {
+            res->node[off + i] = theta[i];
+            res->weight[off + i] = S[i] * S[i]; /* row 0: first components */
+        }
+        res->offset[v + 1] = off + j;
+        res->steps[v] = j;
+        res->invariant[v] = lz->invariant;
+        res->node_min = fmin(res->node_min, theta[0]);
+        res->node_max = fmax(res->node_max, theta[j - 1]);
+        res->n_applies += lz->n_applies;
+        done += m - j; /* a run that ended early leaves its steps undone */
+    }
+    res->elapsed = lnk_now() - t0;
+out:
+    if (rc != LNK_OK)
+        lnk_slq_result_free(res);
+    lnk_lanczos_free(lz);
+    free(z), free(theta), free(S);
+    return rc;
+}
+
+double lnk_slq_cdf(const lnk_slq_result *r, double t)
+{
+    double F = 0;
+    for (int v = 0; v < r->runs; v++)
+        for (int i = r->offset[v]; i < r->offset[v + 1]; i++)
+            if (r->node[i] <= t)
+                F += r->weight[i];
+    return F / r->runs;
+}
+
+static int check_sigma(const char *fn, double sigma)
+{
+    if (!(sigma > 0) || !isfinite(sigma))
+        return lnk_error(LNK_EINVAL, "%s: sigma = %g; expected a finite kernel width > 0", fn, sigma);
+    return LNK_OK;
+}
+
+static int check_result(const char *fn, const lnk_slq_result *r)
+{
+    if (!r || r->runs < 1 || !r->offset || !r->node || !r->weight)
+        return lnk_error(LNK_EINVAL, "%s: empty or NULL SLQ result", fn);
+    return LNK_OK;
+}
+
+int lnk_slq_grid(const lnk_slq_result *r, double sigma, double pad, size_t npts, double *t)
+{
+    int rc = check_result("slq_grid", r);
+    if (rc == LNK_OK)
+        rc = check_sigma("slq_grid", sigma);
+    if (rc != LNK_OK)
+        return rc;
+    if (!(pad >= 0) || !isfinite(pad))
+        return lnk_error(LNK_EINVAL, "slq_grid: pad = %g; expected a finite value >= 0", pad);
+    if (npts < 2 || !t)
+        return lnk_error(LNK_EINVAL, "slq_grid: npts = %zu; expected >= 2 points", npts);
+    double a = r->node_min - pad * sigma, b = r->node_max + pad * sigma;
+    for (size_t p = 0; p < npts; p++)
+        t[p] = a + (b - a) * (double)p / (double)(npts - 1);
+    t[npts - 1] = b;
+    return LNK_OK;
+}
+
+size_t lnk_slq_grid_size(const lnk_slq_result *r, double sigma, double pad, double per_sigma)
+{
+    if (!r || !(sigma > 0) || !(per_sigma > 0) || !(pad >= 0))
+        return 0;
+    double span = r->node_max - r->node_min + 2 * pad * sigma;
+    double cells = ceil(span / (sigma / per_sigma));
+    if (!(cells >= 1))
+        cells = 1;
+    return (size_t)cells + 1;
+}
+
+int lnk_slq_density(const lnk_slq_result *r, double sigma, const double *t, size_t npts,
+                    double *phi)
+{
+    int rc = check_result("slq_density", r);
+    if (rc == LNK_OK)
+        rc = check_sigma("slq_density", sigma);
+    if (rc != LNK_OK)
+        return rc;
+    if ((npts && (!t || !phi)))
+        return lnk_error(LNK_EINVAL, "slq_density: NULL grid or output");
+    double c = 1.0 / (r->runs * sigma * sqrt(2 * M_PI)), cut = 40 * sigma;
+    int tot = r->offset[r->runs];
+    for (size_t p = 0; p < npts; p++) {
+        double s = 0;
+        for (int i = 0; i < tot; i++) {
+            double d = t[p] - r->node[i];
+            if (fabs(d) < cut)
+                s += r->weight[i] * exp(-0.5 * (d / sigma) * (d / sigma));
+        }
+        phi[p] = c * s;
+    }
+    return LNK_OK;
+}
+
+double lnk_trapezoid(const double *t, const double *f, size_t npts)
+{
+    double s = 0;
+    for (size_t p = 0; p + 1 < npts; p++)
+        s += (t[p + 1] - t[p]) * (f[p] + f[p + 1]);
+    return 0.5 * s;
+}
+
+static int check_range(const char *fn, double lmin, double lmax)
+{
+    if (!isfinite(lmin) || !isfinite(lmax))
+        return lnk_error(LNK_EINVAL, "%s: lambda_min = %g, lambda_max = %g; expected finite values",
+                         fn, lmin, lmax);
+    if (lmax < lmin)
+        return lnk_error(LNK_EINVAL, "%s: lambda_max = %g < lambda_min = %g", fn, lmax, lmin);
+    return LNK_OK;
+}
+
+static int result_sigma(const char *fn, double s, double *sigma)
+{
+    if (!(s > 0) || !isfinite(s))
+        return lnk_error(LNK_EINVAL, "%s: the resulting sigma = %g is not > 0 (zero spectral "
+                         "range?); give sigma explicitly", fn, s);
+    *sigma = s;
+    return LNK_OK;
+}
+
+int lnk_sigma_from_variance(double v, double lmin, double lmax, double *sigma)
+{
+    const char *fn = "sigma_from_variance";
+    if (!sigma)
+        return lnk_error(LNK_EINVAL, "%s: sigma is NULL", fn);
+    if (!(v > 0) || !isfinite(v))
+        return lnk_error(LNK_EINVAL, "%s: variance fraction v = %g; expected a finite value > 0",
+                         fn, v);
+    int rc = check_range(fn, lmin, lmax);
+    if (rc != LNK_OK)
+        return rc;
+    return result_sigma(fn, sqrt(v * fmax(1.0, lmax - lmin)), sigma);
+}
+
+int lnk_sigma_from_kappa(double kappa, int m, double margin, double lmin, double lmax,
+                         double *sigma)
+{
+    const char *fn = "sigma_from_kappa";
+    if (!sigma)
+        return lnk_error(LNK_EINVAL, "%s: sigma is NULL", fn);
+    if (!(kappa > 1) || !isfinite(kappa))
+        return lnk_error(LNK_EINVAL, "%s: kappa = %g; expected a finite value > 1", fn, kappa);
+    if (m < 2)
+        return lnk_error(LNK_EINVAL, "%s: m = %d Lanczos steps; expected >= 2", fn, m);
+    if (!(margin >= 0) || !isfinite(margin))
+        return lnk_error(LNK_EINVAL, "%s: margin = %g; expected a finite value >= 0", fn, margin);
+    int rc = check_range(fn, lmin, lmax);
+    if (rc != LNK_OK)
+        return rc;
+    double s = (1 + 2 * margin) * (lmax - lmin) / ((m - 1) * sqrt(8 * log(kappa)));
+    return result_sigma(fn, s, sigma);
+}
+
+int lnk_sigma_from_fraction(double f, double lmin, double lmax, double *sigma)
+{
+    const char *fn = "sigma_from_fraction";
+    if (!sigma)
+        return lnk_error(LNK_EINVAL, "%s: sigma is NULL", fn);
+    if (!(f > 0) || !isfinite(f))
+        return lnk_error(LNK_EINVAL, "%s: fraction f = %g; expected a finite value > 0", fn, f);
+    int rc = check_range(fn, lmin, lmax);
+    if (rc != LNK_OK)
+        return rc;
+    return result_sigma(fn, f * (lmax - lmin), sigma);
+}
+
+int lnk_slq_write_nodes(const lnk_slq_result *r, const char *path)
+{
+    int rc = check_result("slq_write_nodes", r);
+    if (rc != LNK_OK)
+        return rc;
+    static const char *const hdr[] = {"run", "index", "node", "weight"};
+    lnk_afile a;
+    if ((rc = lnk_afile_open(&a, path)) != LNK_OK)
+        return rc;
+    lnk_csv c;
+    if ((rc = lnk_csv_begin(&c, a.f, hdr, 4)) != LNK_OK) {
+        lnk_afile_abort(&a);
+        return rc;
+    }
+    for (int v = 0; v < r->runs && rc == LNK_OK; v++)
+        for (int i = r->offset[v]; i < r->offset[v + 1] && rc == LNK_OK; i++) {
+            if ((rc = lnk_csv_int(&c, v)) == LNK_OK && (rc = lnk_csv_int(&c, i - r->offset[v])) == LNK_OK &&
+                (rc = lnk_csv_double(&c, r->node[i])) == LNK_OK &&
+                (rc = lnk_csv_double(&c, r->weight[i])) == LNK_OK)
+                rc = lnk_csv_end_row(&c);
+        }
+    lnk_csv_free(&c);
+    if (rc != LNK_OK) {
+        lnk_afile_abort(&a);
+        return rc;
+    }
+    return lnk_afile_commit(&a);
+}
+
+int lnk_density_write(const char *path, const double *t, const double *phi, size_t npts)
+{
+    static const char *const hdr[] = {"t", "density"};
+    lnk_afile a;
+    int rc = lnk_afile_open(&a, path);
+    if (rc != LNK_OK)
+        return rc;
+    lnk_csv c;
+    if ((rc = lnk_csv_begin(&c, a.f, hdr, 2)) != LNK_OK) {
+        lnk_afile_abort(&a);
+        return rc;
+    }
+    for (size_t p = 0; p < npts && rc == LNK_OK; p++)
+        if ((rc = lnk_csv_double(&c, t[p])) == LNK_OK && (rc = lnk_csv_double(&c, phi[p])) == LNK_OK)
+            rc = lnk_csv_end_row(&c);
+    lnk_csv_free(&c);
+    if (rc != LNK_OK) {
+        lnk_afile_abort(&a);
+        return rc;
+    }
+    return lnk_afile_commit(&a);
+}
