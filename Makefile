@@ -43,9 +43,12 @@ TEST_PKGS := python3-torch python3-numpy
 deps-test:
 	bash tools/deps.sh $(TEST_PKGS)
 
-$(BUILD)/%.o: %.c $(wildcard include/lnkit/*.h) $(wildcard src/*/*.h)
+# -MMD -MP: each object depends on the headers it includes (build/**/*.d).
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
