@@ -31,7 +31,7 @@ LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
-        results study-grad study-geometry study-hessian
+        results study-grad study-geometry study-hessian study-multi30k
 all: $(LIB) $(BIN) $(STUDY_BIN)
 
 deps:
@@ -109,7 +109,10 @@ study-geometry: deps all
 study-hessian: deps all
 	bash tools/study_hessian.sh $(BUILD)
 
-results: study-grad study-geometry study-hessian
+study-multi30k: deps all
+	bash tools/study_multi30k.sh $(BUILD)
+
+results: study-grad study-geometry study-hessian study-multi30k
 
 deps-check:
 	@bash tools/deps.sh --check $(TEST_PKGS)
