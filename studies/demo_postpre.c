@@ -15,9 +15,14 @@
 #include <string.h>
 #include "lnkit/lnkit.h"
 
+/* The two output files while they are written: removed if the study fails. */
+static lnk_afile fl, fy;
+
 static _Noreturn void die(void)
 {
     fprintf(stderr, "demo_postpre: %s\n", lnk_errmsg());
+    lnk_afile_abort(&fl);
+    lnk_afile_abort(&fy);
     exit(2);
 }
 
@@ -96,7 +101,6 @@ int main(int argc, char **argv)
     }
     snprintf(p_loss, sizeof p_loss, "%s/postpre_loss.csv", out);
     snprintf(p_lay, sizeof p_lay, "%s/postpre_layers.csv", out);
-    lnk_afile fl, fy;
     CK(lnk_afile_open(&fl, p_loss));
     CK(lnk_afile_open(&fy, p_lay));
     static const char *const hl[] = {"norm_pos", "seed", "loss", "n_scored", "grad_norm_total"};

@@ -23,9 +23,15 @@
 #include "lnkit/lnkit.h"
 #include "lnkit/text.h"
 
+/* Output files still being written: removed if the study fails. */
+static lnk_afile *open_files[8];
+static int n_open;
+
 static _Noreturn void die(void)
 {
     fprintf(stderr, "hessian_spectrum: %s\n", lnk_errmsg());
+    for (int i = 0; i < n_open; i++)
+        lnk_afile_abort(open_files[i]);
     exit(2);
 }
 
@@ -80,6 +86,7 @@ static void csv_open(out_csv *o, const char *dir, const char *name, const char *
 {
     snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
     CK(lnk_afile_open(&o->a, o->path));
+    open_files[n_open++] = &o->a;
     CK(lnk_csv_begin(&o->c, o->a.f, hdr, n));
 }
 
@@ -87,6 +94,9 @@ static void csv_close(out_csv *o, const lnk_config *c, const char *extra, const 
                       double t0)
 {
     lnk_csv_free(&o->c);
+    for (int i = 0; i < n_open; i++)
+        if (open_files[i] == &o->a)
+            open_files[i] = open_files[--n_open];
     CK(lnk_afile_commit(&o->a));
     CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
 }

@@ -1,0 +1,923 @@
+/* grad_norms: the gradient-norm study of Xiong et al. 2020 (Theorem 1, Lemma 2,
+ * Figure 3) at initialisation, on synthetic batches.
+ *
+ *   grad_norms depth   [options]   last-layer ||dL/dW2||_F against the depth L
+ *   grad_norms width   [options]   the same against the width d
+ *   grad_norms profile [options]   every block's W1, W2, attention weights (and the
+ *                                  whole block) of an L-layer model (cls, and the
+ *                                  L-L seq2seq model), Figure 3 (a, b)
+ *
+ * Each point (configuration, seed) initialises the model with that seed and
+ * evaluates the gradient on n_batches synthetic batches (ids uniform in [4, V),
+ * batch b of seed s drawn from stream 1000003 (s + 1) + b, so Post-LN and Pre-LN
+ * and both settings see the same tokens).  Two statistics over the batches:
+ * the mean of the per-batch norms ||g_b||_F and the norm of the mean gradient
+ * ||mean_b g_b||_F (the one of the paper's Figure 3).  From the same passes,
+ * the hidden-state statistics of lnkit/stats.h (||x||^2/d at every residual
+ * point, Lemma 3's Jacobian norm, the (eps, delta)-boundedness fraction).
+ *
+ * Settings: theorem = init theorem (Wq = Wk = 0, Wo = I, Xavier-normal), h = 1,
+ * d_ff = d, no label smoothing; realistic = Xavier-uniform, h = --heads (4),
+ * d_ff = --ff-mult (4) x d, label smoothing 0.1.  Output weights tied to the
+ * embedding as in the paper (--untied for a separate out.w).
+ *
+ * Output: OUT (default results/grad/SWEEP.csv) and OUT with _hidden before
+ * .csv, each with its .meta.json.  Resume: a point whose (key, seed) is already
+ * in OUT is not recomputed; new rows are appended and the files rewritten
+ * atomically (every --checkpoint seconds and at the end); when nothing is new
+ * the files are left untouched.  Progress goes to stderr. */
+#include <fnmatch.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "lnkit/lnkit.h"
+#include "lnkit/analysis.h"
+#include "lnkit/stats.h"
+
+static _Noreturn void die(void)
+{
+    fprintf(stderr, "grad_norms: %s\n", lnk_errmsg());
+    exit(2);
+}
+
+static _Noreturn void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("grad_norms: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+#define CK(x)                                                                                     \
+    do {                                                                                          \
+        if ((x) != LNK_OK)                                                                        \
+            die();                                                                                \
+    } while (0)
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        fail("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *p = strdup(s);
+    if (!p)
+        fail("out of memory");
+    return p;
+}
+
+/* ------------------------------------------------------------ row store
+ * Rows of text fields: the rows read from an existing CSV (kept verbatim) and
+ * the new ones, written back together. */
+typedef struct {
+    int ncol;
+    const char *const *head;
+    char **cell;
+    size_t n, cap; /* cells */
+    size_t n_old;  /* rows read from the file */
+    int dirty;
+} rows;
+
+static void rs_push(rows *r, char *s)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 1024;
+        r->cell = realloc(r->cell, sizeof(char *) * r->cap);
+        if (!r->cell)
+            fail("out of memory");
+    }
+    r->cell[r->n++] = s;
+    r->dirty = 1;
+}
+static void rs_str(rows *r, const char *s) { rs_push(r, xstrdup(s)); }
+static void rs_int(rows *r, long long v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%lld", v);
+    rs_str(r, b);
+}
+static void rs_num(rows *r, double v)
+{
+    if (!isfinite(v))
+        fail("column '%s': value %g is not finite", r->head[r->n % r->ncol], v);
+    char b[40];
+    snprintf(b, sizeof b, "%.17g", v);
+    rs_str(r, b);
+}
+static size_t rs_nrow(const rows *r) { return r->n / r->ncol; }
+static const char *rs_get(const rows *r, size_t row, int col)
+{
+    return r->cell[row * r->ncol + col];
+}
+
+/* Load path if it exists (its header must be ours). */
+static void rs_load(rows *r, const char *path, const char *const *head, int ncol)
+{
+    memset(r, 0, sizeof *r);
+    r->ncol = ncol;
+    r->head = head;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return;
+    lnk_csvdata t;
+    CK(lnk_csvdata_read(path, &t));
+    int same = t.ncol == ncol;
+    for (int j = 0; same && j < ncol; j++)
+        same = strcmp(t.head[j], head[j]) == 0;
+    if (!same)
+        fail("%s: its columns differ from this program's (column 1: '%s'); move it away or "
+             "choose another --out", path, t.ncol ? t.head[0] : "");
+    for (size_t i = 0; i < t.nrow * (size_t)ncol; i++)
+        rs_str(r, t.cell[i]);
+    r->n_old = t.nrow;
+    r->dirty = 0;
+    lnk_csvdata_free(&t);
+}
+
+static void rs_write(rows *r, const char *path)
+{
+    lnk_afile a;
+    lnk_csv c;
+    CK(lnk_afile_open(&a, path));
+    CK(lnk_csv_begin(&c, a.f, r->head, r->ncol));
+    for (size_t i = 0; i < r->n; i++) {
+        CK(lnk_csv_str(&c, r->cell[i]));
+        if ((i + 1) % r->ncol == 0)
+            CK(lnk_csv_end_row(&c));
+    }
+    lnk_csv_free(&c);
+    CK(lnk_afile_commit(&a));
+    r->dirty = 0;
+}
+
+static void rs_free(rows *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free(r->cell[i]);
+    free(r->cell);
+}
+
+/* ----------------------------------------------------------- options */
+
+enum { SW_DEPTH, SW_WIDTH, SW_PROFILE };
+static const char *sweep_name[] = {"depth", "width", "profile"};
+
+typedef struct {
+    int sweep;
+    const char *out;
+    int Ls[64], nL, ds[64], nd;
+    int L, d;
+    int settings[2], nset;   /* 0 theorem, 1 realistic */
+    int pos[2], npos;        /* 0 post, 1 pre */
+    int tasks[3], ntask;     /* lnk_task */
+    int seeds, seed0, nb, B, T, V, heads, ffmult, tie, threads;
+    double ls_theorem, ls_real, beps, checkpoint;
+    int verbose;
+} opts;
+
+static long arg_int(const char *name, const char *s, long min, long max)
+{
+    char *e;
+    long v = strtol(s, &e, 10);
+    if (*s == '\0' || *e || v < min || v > max)
+        fail("--%s: expected an integer in [%ld, %ld], got '%s'", name, min, max, s);
+    return v;
+}
+
+static double arg_real(const char *name, const char *s, double min, double max)
+{
+    char *e;
+    double v = strtod(s, &e);
+    if (*s == '\0' || *e || !(v >= min && v <= max))
+        fail("--%s: expected a number in [%g, %g], got '%s'", name, min, max, s);
+    return v;
+}
+
+static int arg_list(const char *name, const char *s, int *v, int max, long lo, long hi)
+{
+    char *dup = xstrdup(s), *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == max)
+            fail("--%s: more than %d values", name, max);
+        v[n++] = (int)arg_int(name, t, lo, hi);
+    }
+    free(dup);
+    if (n == 0)
+        fail("--%s: empty list", name);
+    return n;
+}
+
+/* Comma list of words from a fixed vocabulary into indices. */
+static int arg_words(const char *name, const char *s, int *v, int max, const char *const *words,
+                     int nwords)
+{
+    char *dup = xstrdup(s), *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int k = -1;
+        for (int i = 0; i < nwords; i++)
+            if (strcmp(t, words[i]) == 0)
+                k = i;
+        if (k < 0 || n == max)
+            fail("--%s: '%s' is not one of the allowed values (or too many values)", name, t);
+        v[n++] = k;
+    }
+    free(dup);
+    if (n == 0)
+        fail("--%s: empty list", name);
+    return n;
+}
+
+static void usage(void)
+{
+    printf(
+        "usage: grad_norms depth|width|profile [options]\n"
+        "  --out FILE          CSV to write/resume (results/grad/SWEEP.csv); hidden-state\n"
+        "                      statistics go to FILE with _hidden before .csv\n"
+        "  --Ls LIST           depth: depths (1,2,3,4,6,8,12,16,24,32,48)\n"
+        "  --ds LIST           width: widths (32,64,128,256,512,1024)\n"
+        "  --d N               depth/profile: width (64 / 128)\n"
+        "  --L N               width/profile: depth (4 / 6)\n"
+        "  --task LIST         cls, lm, seq2seq (depth, width: cls; profile: cls,seq2seq);\n"
+        "                      seq2seq uses L encoder and L decoder blocks\n"
+        "  --settings LIST     theorem, realistic (both)\n"
+        "  --pos LIST          post, pre (both)\n"
+        "  --seeds N           seeds per point (10), from --seed0 (0)\n"
+        "  --batches N         batches per seed (4)\n"
+        "  --batch B, --len T  sequences per batch, positions per sequence (8, 16;\n"
+        "                      width: 4, 16: the d = 1024 models dominate the run time)\n"
+        "  --V N               vocabulary (256)\n"
+        "  --heads N           realistic: heads (4)\n"
+        "  --ff-mult N         realistic: d_ff = N d (4)\n"
+        "  --label-smoothing A both settings (default: theorem 0, realistic 0.1)\n"
+        "  --untied            separate output matrix out.w (default: tied to the embedding)\n"
+        "  --bound-eps E       threshold of the (eps, delta)-boundedness fraction (0.1)\n"
+        "  --threads N         BLAS threads (OpenBLAS default)\n"
+        "  --checkpoint S      seconds between rewrites of the CSVs (30)\n"
+        "  --verbose           one progress line per seed\n");
+}
+
+static void parse(opts *o, int argc, char **argv)
+{
+    static const char *const setw[] = {"theorem", "realistic"}, *const posw[] = {"post", "pre"},
+                             *const taskw[] = {"lm", "seq2seq", "cls"};
+    memset(o, 0, sizeof *o);
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage();
+        exit(argc < 2 ? 2 : 0);
+    }
+    o->sweep = -1;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(argv[1], sweep_name[i]) == 0)
+            o->sweep = i;
+    if (o->sweep < 0)
+        fail("unknown sweep '%s': expected depth, width or profile (see --help)", argv[1]);
+    static const int Ls[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48},
+                     ds[] = {32, 64, 128, 256, 512, 1024};
+    o->nL = 11;
+    memcpy(o->Ls, Ls, sizeof Ls);
+    o->nd = 6;
+    memcpy(o->ds, ds, sizeof ds);
+    o->L = o->sweep == SW_PROFILE ? 6 : 4;
+    o->d = o->sweep == SW_PROFILE ? 128 : 64;
+    o->nset = 2, o->settings[0] = 0, o->settings[1] = 1;
+    o->npos = 2, o->pos[0] = 0, o->pos[1] = 1;
+    if (o->sweep == SW_PROFILE)
+        o->ntask = 2, o->tasks[0] = LNK_TASK_CLS, o->tasks[1] = LNK_TASK_SEQ2SEQ;
+    else
+        o->ntask = 1, o->tasks[0] = LNK_TASK_CLS;
+    o->seeds = 10, o->nb = 4, o->T = 16, o->V = 256, o->heads = 4, o->ffmult = 4;
+    o->B = o->sweep == SW_WIDTH ? 4 : 8;
+    o->tie = 1, o->ls_theorem = 0, o->ls_real = 0.1, o->beps = 0.1, o->checkpoint = 30;
+    static struct option lo[] = {
+        {"out", 1, 0, 'o'},     {"Ls", 1, 0, 'A'},       {"ds", 1, 0, 'D'},
+        {"d", 1, 0, 'd'},       {"L", 1, 0, 'L'},        {"task", 1, 0, 'k'},
+        {"settings", 1, 0, 'S'}, {"pos", 1, 0, 'p'},     {"seeds", 1, 0, 's'},
+        {"seed0", 1, 0, '0'},   {"batches", 1, 0, 'n'},  {"batch", 1, 0, 'B'},
+        {"len", 1, 0, 'T'},     {"V", 1, 0, 'V'},        {"heads", 1, 0, 'H'},
+        {"ff-mult", 1, 0, 'F'}, {"label-smoothing", 1, 0, 'l'}, {"untied", 0, 0, 'u'},
+        {"bound-eps", 1, 0, 'e'}, {"threads", 1, 0, 't'}, {"checkpoint", 1, 0, 'c'},
+        {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
+    int ch;
+    opterr = 0;
+    optind = 2;
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'o': o->out = optarg; break;
+        case 'A': o->nL = arg_list("Ls", optarg, o->Ls, 64, 1, 1024); break;
+        case 'D': o->nd = arg_list("ds", optarg, o->ds, 64, 8, 8192); break;
+        case 'd': o->d = (int)arg_int("d", optarg, 8, 8192); break;
+        case 'L': o->L = (int)arg_int("L", optarg, 1, 1024); break;
+        case 'k': o->ntask = arg_words("task", optarg, o->tasks, 3, taskw, 3); break;
+        case 'S': o->nset = arg_words("settings", optarg, o->settings, 2, setw, 2); break;
+        case 'p': o->npos = arg_words("pos", optarg, o->pos, 2, posw, 2); break;
+        case 's': o->seeds = (int)arg_int("seeds", optarg, 1, 100000); break;
+        case '0': o->seed0 = (int)arg_int("seed0", optarg, 0, 1 << 30); break;
+        case 'n': o->nb = (int)arg_int("batches", optarg, 1, 100000); break;
+        case 'B': o->B = (int)arg_int("batch", optarg, 1, 1 << 16); break;
+        case 'T': o->T = (int)arg_int("len", optarg, 1, 1 << 16); break;
+        case 'V': o->V = (int)arg_int("V", optarg, 5, 1 << 24); break;
+        case 'H': o->heads = (int)arg_int("heads", optarg, 1, 4096); break;
+        case 'F': o->ffmult = (int)arg_int("ff-mult", optarg, 1, 64); break;
+        case 'l': o->ls_theorem = o->ls_real = arg_real("label-smoothing", optarg, 0, 0.999); break;
+        case 'u': o->tie = 0; break;
+        case 'e': o->beps = arg_real("bound-eps", optarg, 1e-12, 1e12); break;
+        case 't': o->threads = (int)arg_int("threads", optarg, 1, 256); break;
+        case 'c': o->checkpoint = arg_real("checkpoint", optarg, 0, 1e9); break;
+        case 'v': o->verbose = 1; break;
+        case 'h': usage(); exit(0);
+        default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        fail("unexpected argument '%s'", argv[optind]);
+}
+
+/* ----------------------------------------------------------- one point */
+
+typedef struct {
+    int setting, task, pos, L, d, h, dff, V, B, T, nb, tie;
+    double ls, beps;
+    char key[256];
+} pconf;
+
+static const char *set_name(int s) { return s ? "realistic" : "theorem"; }
+static const char *pos_name(int p) { return p ? "pre" : "post"; }
+
+static pconf make_pconf(const opts *o, int setting, int task, int pos, int L, int d)
+{
+    pconf p = {0};
+    p.setting = setting, p.task = task, p.pos = pos, p.L = L, p.d = d;
+    p.h = setting ? o->heads : 1;
+    p.dff = setting ? o->ffmult * d : d;
+    p.V = o->V, p.B = o->B, p.T = o->T, p.nb = o->nb, p.tie = o->tie;
+    p.ls = setting ? o->ls_real : o->ls_theorem;
+    p.beps = o->beps;
+    snprintf(p.key, sizeof p.key, "%s/%s/%s/L%d/d%d/h%d/ff%d/V%d/B%d/T%d/nb%d/ls%g/tie%d/e%g",
+             lnk_task_name((lnk_task)task), set_name(setting), pos_name(pos), L, d, p.h, p.dff,
+             p.V, p.B, p.T, p.nb, p.ls, p.tie, p.beps);
+    return p;
+}
+
+static void make_config(const pconf *p, int seed, lnk_config *c)
+{
+    char b[64];
+    lnk_config_default(c);
+#define SET(k, fmt, v)                                                                            \
+    do {                                                                                          \
+        snprintf(b, sizeof b, fmt, v);                                                            \
+        CK(lnk_config_set(c, k, b));                                                              \
+    } while (0)
+    SET("task", "%s", lnk_task_name((lnk_task)p->task));
+    SET("norm_pos", "%s", pos_name(p->pos));
+    SET("init", "%s", p->setting ? "xavier" : "theorem");
+    SET("d", "%d", p->d);
+    SET("h", "%d", p->h);
+    SET("d_ff", "%d", p->dff);
+    SET("L", "%d", p->L);
+    SET("V", "%d", p->V);
+    SET("seed", "%d", seed);
+    SET("tie_output", "%s", p->tie ? "true" : "false");
+    SET("label_smoothing", "%.17g", p->ls);
+#undef SET
+    CK(lnk_config_finalize(c));
+}
+
+/* A gradient statistic over the batches: a tensor or a glob group. */
+typedef struct {
+    char stack[4];
+    int layer;
+    char label[32];      /* "ffn.w2", "block", ... */
+    char pattern[96];
+    int *tix, nt;        /* matching tensors */
+    double sum_norm;     /* sum over batches of ||g_b|| */
+    double nom;          /* ||mean_b g_b|| (after the batches) */
+} item;
+
+/* Hidden-state accumulator of one site over the batches. */
+typedef struct {
+    const char *stack, *site;
+    int layer, has_jac;
+    size_t n;
+    double mean, sd, max, frac, jmean, jmax;
+} hsite;
+
+typedef struct {
+    hsite *v;
+    int n, cap;
+} hlist;
+
+static void hl_add(hlist *h, int *idx, const char *stack, int layer, const char *site,
+                   const lnk_stats_sq *sq, const lnk_stats_jac *jac)
+{
+    int i = (*idx)++;
+    if (i == h->n) { /* first batch: create the site */
+        if (h->n == h->cap) {
+            h->cap = h->cap ? 2 * h->cap : 256;
+            h->v = realloc(h->v, sizeof(hsite) * h->cap);
+            if (!h->v)
+                fail("out of memory");
+        }
+        hsite z = {stack, site, layer, jac != NULL, 0, 0, 0, -INFINITY, 0, 0, 0};
+        h->v[h->n++] = z;
+    }
+    hsite *s = &h->v[i];
+    s->n += sq->n;
+    s->mean += sq->mean;
+    s->sd += sq->sd;
+    s->max = sq->max > s->max ? sq->max : s->max;
+    s->frac += sq->frac_over;
+    if (jac) {
+        s->jmean += jac->mean;
+        s->jmax = jac->max > s->jmax ? jac->max : s->jmax;
+    }
+}
+
+/* Sites of one stack in a fixed order; the Jacobian goes with the site whose
+ * vector is the norm's input (Post-LN: the residual sum; Pre-LN: the unit's input). */
+static void hl_stack(hlist *h, int *idx, const char *name, const lnk_stats_stack *s, int post,
+                     int has_norm)
+{
+    for (int l = 0; l < s->L; l++) {
+        const lnk_stats_block *b = &s->blk[l];
+        hl_add(h, idx, name, l, "in", &b->in, !post && has_norm ? &b->jac[0] : NULL);
+        for (int j = 0; j < b->n_units; j++) {
+            const lnk_stats_jac *jac = NULL;
+            if (has_norm)
+                jac = post ? &b->jac[j] : (j + 1 < b->n_units ? &b->jac[j + 1] : NULL);
+            hl_add(h, idx, name, l, b->unit[j], &b->res[j], jac);
+        }
+    }
+    hl_add(h, idx, name, s->L, "out", &s->out, s->has_final ? &s->final_jac : NULL);
+}
+
+typedef struct {
+    double loss, gnorm, seconds;
+    item *it;
+    int nit;
+    hlist hid;
+} presult;
+
+/* Items of a sweep point: last W2 and W1 (depth, width) or every block's
+ * tensors and the block group (profile). */
+static void make_items(const lnk_model *m, int profile, item **out, int *nout)
+{
+    const lnk_config *c = lnk_model_config(m);
+    int cap = 64, n = 0;
+    item *it = xmalloc(sizeof(item) * cap);
+#define ADD(st, l, lab, ...)                                                                      \
+    do {                                                                                          \
+        if (n == cap)                                                                             \
+            it = realloc(it, sizeof(item) * (cap *= 2));                                          \
+        if (!it)                                                                                  \
+            fail("out of memory");                                                                \
+        memset(&it[n], 0, sizeof(item));                                                          \
+        snprintf(it[n].stack, sizeof it[n].stack, "%s", st);                                      \
+        it[n].layer = l;                                                                          \
+        snprintf(it[n].label, sizeof it[n].label, "%s", lab);                                     \
+        snprintf(it[n].pattern, sizeof it[n].pattern, __VA_ARGS__);                               \
+        n++;                                                                                      \
+    } while (0)
+    int has_dec = c->task != LNK_TASK_CLS, has_enc = c->task != LNK_TASK_LM;
+    if (!profile) {
+        char w2[LNK_NAME_MAX];
+        lnk_stats_last_w2(m, w2, sizeof w2);
+        const char *st = has_dec ? "dec" : "enc";
+        int l = has_dec ? c->L_dec - 1 : c->L_enc - 1;
+        ADD(st, l, "ffn.w2", "%s", w2);
+        ADD(st, l, "ffn.w1", "%s.%d.ffn.w1", st, l);
+    } else {
+        static const char *const at[] = {"wq", "wk", "wv", "wo"};
+        for (int s = 0; s < 2; s++) {
+            if (!(s ? has_dec : has_enc))
+                continue;
+            const char *st = s ? "dec" : "enc";
+            int L = s ? c->L_dec : c->L_enc, cross = s && has_enc;
+            for (int l = 0; l < L; l++) {
+                for (int k = 0; k < 4; k++) {
+                    char lab[32];
+                    snprintf(lab, sizeof lab, "attn.%s", at[k]);
+                    ADD(st, l, lab, "%s.%d.%s", st, l, lab);
+                }
+                if (cross)
+                    for (int k = 0; k < 4; k++) {
+                        char lab[32];
+                        snprintf(lab, sizeof lab, "xattn.%s", at[k]);
+                        ADD(st, l, lab, "%s.%d.%s", st, l, lab);
+                    }
+                ADD(st, l, "ffn.w1", "%s.%d.ffn.w1", st, l);
+                ADD(st, l, "ffn.w2", "%s.%d.ffn.w2", st, l);
+                ADD(st, l, "block", "%s.%d.*", st, l);
+            }
+        }
+    }
+#undef ADD
+    const lnk_layout *lay = lnk_model_layout(m);
+    for (int i = 0; i < n; i++) {
+        it[i].tix = xmalloc(sizeof(int) * lay->n_tensors);
+        for (int t = 0; t < lay->n_tensors; t++)
+            if (fnmatch(it[i].pattern, lay->t[t].name, 0) == 0)
+                it[i].tix[it[i].nt++] = t;
+        if (it[i].nt == 0)
+            fail("internal: pattern '%s' matches no tensor", it[i].pattern);
+    }
+    *out = it;
+    *nout = n;
+}
+
+/* Parameter and gradient buffers kept from point to point: fresh 100 MB
+ * arrays for every seed would cost their page faults again each time. */
+static double *buf_th, *buf_g;
+static size_t buf_n;
+
+static void run_point(const pconf *p, int seed, int profile, presult *r)
+{
+    double t0 = lnk_now();
+    lnk_config c;
+    make_config(p, seed, &c);
+    lnk_model *m = lnk_model_alloc(&c);
+    if (!m)
+        die();
+    const lnk_layout *lay = lnk_model_layout(m);
+    size_t np = lnk_model_n_params(m);
+    if (np > buf_n) {
+        free(buf_th);
+        free(buf_g);
+        buf_th = xmalloc(sizeof(double) * np);
+        buf_g = xmalloc(sizeof(double) * np);
+        buf_n = np;
+    }
+    double *th = buf_th, *g = buf_g;
+    CK(lnk_model_init_params(m, th));
+    memset(r, 0, sizeof *r);
+    make_items(m, profile, &r->it, &r->nit);
+    /* running sums of the tensors the items need (only those: the full
+     * gradient of a wide model is hundreds of MB) */
+    int nt = lay->n_tensors;
+    size_t *soff = xmalloc(sizeof(size_t) * nt), ssz = 0;
+    for (int t = 0; t < nt; t++)
+        soff[t] = (size_t)-1;
+    for (int i = 0; i < r->nit; i++)
+        for (int k = 0; k < r->it[i].nt; k++) {
+            int t = r->it[i].tix[k];
+            if (soff[t] == (size_t)-1) {
+                soff[t] = ssz;
+                ssz += lay->t[t].size;
+            }
+        }
+    double *sum = calloc(ssz ? ssz : 1, sizeof(double));
+    if (!sum)
+        fail("out of memory");
+    int len = p->T, S = c.task == LNK_TASK_LM ? 0 : len, Tst = c.task == LNK_TASK_CLS ? 0 : len + 1;
+    lnk_workspace *ws = lnk_workspace_alloc(m, p->B, S, Tst, 0);
+    if (!ws)
+        die();
+    int post = p->pos == 0, has_norm = c.norm != LNK_NORM_NONE;
+    for (int b = 0; b < p->nb; b++) {
+        lnk_batch bt;
+        CK(lnk_batch_synthetic(m, p->B, len, 1000003ull * ((uint64_t)seed + 1) + (uint64_t)b, &bt));
+        double loss;
+        CK(lnk_model_eval(ws, th, &bt, &loss, g, NULL));
+        lnk_batch_free(&bt);
+        r->loss += loss / p->nb;
+        double tot = 0;
+        for (size_t i = 0; i < np; i++)
+            tot += g[i] * g[i];
+        r->gnorm += sqrt(tot) / p->nb;
+        for (int i = 0; i < r->nit; i++) {
+            double v;
+            CK(lnk_stats_group_norm(m, g, r->it[i].pattern, &v, NULL));
+            r->it[i].sum_norm += v;
+        }
+        for (int t = 0; t < nt; t++)
+            if (soff[t] != (size_t)-1) {
+                const double *gt = g + lay->t[t].offset;
+                double *st = sum + soff[t];
+                for (size_t k = 0; k < lay->t[t].size; k++)
+                    st[k] += gt[k];
+            }
+        lnk_stats_hidden_t hs;
+        CK(lnk_stats_hidden(ws, p->beps, &hs));
+        int idx = 0;
+        if (hs.enc.L)
+            hl_stack(&r->hid, &idx, "enc", &hs.enc, post, has_norm);
+        if (hs.dec.L)
+            hl_stack(&r->hid, &idx, "dec", &hs.dec, post, has_norm);
+        lnk_stats_hidden_free(&hs);
+    }
+    for (int i = 0; i < r->nit; i++) {
+        double s = 0;
+        for (int k = 0; k < r->it[i].nt; k++) {
+            int t = r->it[i].tix[k];
+            const double *st = sum + soff[t];
+            for (size_t q = 0; q < lay->t[t].size; q++)
+                s += (st[q] / p->nb) * (st[q] / p->nb);
+        }
+        r->it[i].nom = sqrt(s);
+    }
+    lnk_workspace_free(ws);
+    free(sum);
+    free(soff);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+    r->seconds = lnk_now() - t0;
+}
+
+static void presult_free(presult *r)
+{
+    for (int i = 0; i < r->nit; i++)
+        free(r->it[i].tix);
+    free(r->it);
+    free(r->hid.v);
+}
+
+/* ----------------------------------------------------------- the sweep */
+
+static const char *const H_POINT[] = {
+    "key", "setting", "task", "norm_pos", "L", "d", "h", "d_ff", "V", "B", "T", "batches",
+    "label_smoothing", "tie_output", "seed", "loss", "w2_mean_norm", "w2_norm_of_mean",
+    "w1_mean_norm", "w1_norm_of_mean", "grad_mean_norm", "seconds"};
+static const char *const H_PROFILE[] = {
+    "key", "setting", "task", "norm_pos", "L", "d", "h", "d_ff", "V", "B", "T", "batches",
+    "label_smoothing", "tie_output", "seed", "loss", "stack", "layer", "tensor", "mean_norm",
+    "norm_of_mean"};
+static const char *const H_HIDDEN[] = {
+    "key", "setting", "task", "norm_pos", "L", "d", "h", "d_ff", "seed", "stack", "layer", "site",
+    "n_tokens",
+    "sq_mean", "sq_sd", "sq_max", "frac_over", "bound_eps", "jac_mean", "jac_max"};
+#define NCOL(a) ((int)(sizeof a / sizeof a[0]))
+
+static void conf_cells(rows *r, const pconf *p, int seed)
+{
+    rs_str(r, p->key);
+    rs_str(r, set_name(p->setting));
+    rs_str(r, lnk_task_name((lnk_task)p->task));
+    rs_str(r, pos_name(p->pos));
+    rs_int(r, p->L);
+    rs_int(r, p->d);
+    rs_int(r, p->h);
+    rs_int(r, p->dff);
+    rs_int(r, p->V);
+    rs_int(r, p->B);
+    rs_int(r, p->T);
+    rs_int(r, p->nb);
+    rs_num(r, p->ls);
+    rs_int(r, p->tie);
+    rs_int(r, seed);
+}
+
+static void add_rows(rows *main, rows *hid, const pconf *p, int seed, int profile,
+                     const presult *r)
+{
+    if (!profile) {
+        conf_cells(main, p, seed);
+        rs_num(main, r->loss);
+        for (int i = 0; i < 2; i++) { /* w2, w1 */
+            rs_num(main, r->it[i].sum_norm / p->nb);
+            rs_num(main, r->it[i].nom);
+        }
+        rs_num(main, r->gnorm);
+        rs_num(main, r->seconds);
+    } else
+        for (int i = 0; i < r->nit; i++) {
+            conf_cells(main, p, seed);
+            rs_num(main, r->loss);
+            rs_str(main, r->it[i].stack);
+            rs_int(main, r->it[i].layer);
+            rs_str(main, r->it[i].label);
+            rs_num(main, r->it[i].sum_norm / p->nb);
+            rs_num(main, r->it[i].nom);
+        }
+    for (int i = 0; i < r->hid.n; i++) {
+        const hsite *s = &r->hid.v[i];
+        rs_str(hid, p->key);
+        rs_str(hid, set_name(p->setting));
+        rs_str(hid, lnk_task_name((lnk_task)p->task));
+        rs_str(hid, pos_name(p->pos));
+        rs_int(hid, p->L);
+        rs_int(hid, p->d);
+        rs_int(hid, p->h);
+        rs_int(hid, p->dff);
+        rs_int(hid, seed);
+        rs_str(hid, s->stack);
+        rs_int(hid, s->layer);
+        rs_str(hid, s->site);
+        rs_int(hid, (long long)s->n);
+        rs_num(hid, s->mean / p->nb);
+        rs_num(hid, s->sd / p->nb);
+        rs_num(hid, s->max);
+        rs_num(hid, s->frac / p->nb);
+        rs_num(hid, p->beps);
+        if (s->has_jac && isfinite(s->jmax)) {
+            rs_num(hid, s->jmean / p->nb);
+            rs_num(hid, s->jmax);
+        } else {
+            rs_str(hid, "");
+            rs_str(hid, "");
+        }
+    }
+}
+
+/* Sorted "key#seed" strings of the points already in the main CSV. */
+typedef struct {
+    char **v;
+    size_t n;
+} keyset;
+
+static int cmpstr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void keys_build(keyset *k, const rows *r)
+{
+    size_t n = rs_nrow(r);
+    int ks = -1, ss = -1;
+    for (int j = 0; j < r->ncol; j++) {
+        if (strcmp(r->head[j], "key") == 0)
+            ks = j;
+        if (strcmp(r->head[j], "seed") == 0)
+            ss = j;
+    }
+    k->v = xmalloc(sizeof(char *) * (n ? n : 1));
+    k->n = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *s = NULL;
+        if (asprintf(&s, "%s#%s", rs_get(r, i, ks), rs_get(r, i, ss)) < 0)
+            fail("out of memory");
+        k->v[k->n++] = s;
+    }
+    qsort(k->v, k->n, sizeof(char *), cmpstr);
+}
+
+static int keys_has(const keyset *k, const char *key, int seed)
+{
+    char buf[300];
+    snprintf(buf, sizeof buf, "%s#%d", key, seed);
+    const char *p = buf;
+    return bsearch(&p, k->v, k->n, sizeof(char *), cmpstr) != NULL;
+}
+
+typedef struct {
+    const opts *o;
+    const char *path, *hpath;
+    rows main, hid;
+    lnk_config base;
+    int have_base;
+    char start[32];
+    double t0, last_ckpt;
+    int computed, skipped;
+} sweep;
+
+static void checkpoint(sweep *s)
+{
+    if (!s->main.dirty && !s->hid.dirty)
+        return;
+    rs_write(&s->main, s->path);
+    rs_write(&s->hid, s->hpath);
+    const opts *o = s->o;
+    char extra[2048], Ls[512] = "", ds[512] = "";
+    for (int i = 0; i < o->nL; i++)
+        snprintf(Ls + strlen(Ls), sizeof Ls - strlen(Ls), "%s%d", i ? ", " : "", o->Ls[i]);
+    for (int i = 0; i < o->nd; i++)
+        snprintf(ds + strlen(ds), sizeof ds - strlen(ds), "%s%d", i ? ", " : "", o->ds[i]);
+    snprintf(extra, sizeof extra,
+             "{\"study\": \"grad_norms %s\", \"paper\": \"Xiong et al. 2020, Theorem 1, Lemma 2, "
+             "Figure 3\", \"data\": \"synthetic batches, ids uniform in [4, V), batch b of seed s "
+             "from stream 1000003 (s + 1) + b\", \"Ls\": [%s], \"ds\": [%s], \"L\": %d, \"d\": %d, "
+             "\"seeds\": %d, \"seed0\": %d, \"batches\": %d, \"B\": %d, \"T\": %d, \"V\": %d, "
+             "\"realistic_heads\": %d, \"realistic_ff_mult\": %d, \"label_smoothing_theorem\": "
+             "%.17g, \"label_smoothing_realistic\": %.17g, \"tie_output\": %s, \"bound_eps\": "
+             "%.17g, \"points_computed_this_run\": %d, \"points_skipped_this_run\": %d, "
+             "\"config_note\": \"config is the first point computed; every row's key column "
+             "holds its own configuration\"}",
+             sweep_name[o->sweep], Ls, ds, o->L, o->d, o->seeds, o->seed0, o->nb, o->B, o->T,
+             o->V, o->heads, o->ffmult, o->ls_theorem, o->ls_real, o->tie ? "true" : "false",
+             o->beps, s->computed, s->skipped);
+    double wall = lnk_now() - s->t0;
+    CK(lnk_meta_write(s->path, s->have_base ? &s->base : NULL, extra, s->start, wall));
+    CK(lnk_meta_write(s->hpath, s->have_base ? &s->base : NULL, extra, s->start, wall));
+    s->last_ckpt = lnk_now();
+}
+
+static void run_conf(sweep *s, const pconf *p, int idx, int total)
+{
+    const opts *o = s->o;
+    keyset ks;
+    keys_build(&ks, &s->main);
+    int done = 0, todo = 0;
+    double t0 = lnk_now(), w2 = 0;
+    for (int k = 0; k < o->seeds; k++)
+        todo += !keys_has(&ks, p->key, o->seed0 + k);
+    for (int k = 0; k < o->seeds; k++) {
+        int seed = o->seed0 + k;
+        if (keys_has(&ks, p->key, seed)) {
+            s->skipped++;
+            continue;
+        }
+        presult r;
+        run_point(p, seed, o->sweep == SW_PROFILE, &r);
+        if (!s->have_base) {
+            make_config(p, seed, &s->base);
+            s->have_base = 1;
+        }
+        add_rows(&s->main, &s->hid, p, seed, o->sweep == SW_PROFILE, &r);
+        /* last W2 (depth, width) or the top block's W2 (profile) for the progress line */
+        for (int i = r.nit - 1; i >= 0; i--)
+            if (strcmp(r.it[i].label, "ffn.w2") == 0) {
+                w2 += r.it[i].nom;
+                break;
+            }
+        if (o->verbose)
+            fprintf(stderr, "  %s seed %d: loss %.4f, %.2f s\n", p->key, seed, r.loss, r.seconds);
+        presult_free(&r);
+        s->computed++;
+        done++;
+        if (lnk_now() - s->last_ckpt > o->checkpoint)
+            checkpoint(s);
+    }
+    if (todo)
+        fprintf(stderr, "[%s %d/%d] %s: %d seeds in %.2f s, mean ||dL/dW2(last)|| %.5g "
+                "(total %.1f s)\n", sweep_name[o->sweep], idx, total, p->key, done,
+                lnk_now() - t0, w2 / done, lnk_now() - s->t0);
+    else
+        fprintf(stderr, "[%s %d/%d] %s: all %d seeds already in the CSV, skipped\n",
+                sweep_name[o->sweep], idx, total, p->key, o->seeds);
+    for (size_t i = 0; i < ks.n; i++)
+        free(ks.v[i]);
+    free(ks.v);
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    parse(&o, argc, argv);
+    if (o.threads)
+        lnk_set_blas_threads(o.threads);
+    char path[1024], hpath[1100], dflt[256];
+    snprintf(dflt, sizeof dflt, "results/grad/%s.csv", sweep_name[o.sweep]);
+    snprintf(path, sizeof path, "%s", o.out ? o.out : dflt);
+    size_t pl = strlen(path);
+    if (pl < 5 || strcmp(path + pl - 4, ".csv") != 0)
+        fail("--out '%s': expected a file name ending in .csv", path);
+    snprintf(hpath, sizeof hpath, "%.*s_hidden.csv", (int)(pl - 4), path);
+    /* the directory must exist or be creatable */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        *slash = '\0';
+        char cmd[1100];
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+        if (system(cmd) != 0)
+            fail("cannot create directory '%s'", dir);
+    }
+    sweep s;
+    memset(&s, 0, sizeof s);
+    s.o = &o;
+    s.path = path;
+    s.hpath = hpath;
+    int prof = o.sweep == SW_PROFILE;
+    rs_load(&s.main, path, prof ? H_PROFILE : H_POINT, prof ? NCOL(H_PROFILE) : NCOL(H_POINT));
+    rs_load(&s.hid, hpath, H_HIDDEN, NCOL(H_HIDDEN));
+    if (s.main.n_old)
+        fprintf(stderr, "grad_norms %s: resuming %s (%zu rows)\n", sweep_name[o.sweep], path,
+                s.main.n_old);
+    lnk_iso_time(s.start, sizeof s.start);
+    s.t0 = s.last_ckpt = lnk_now();
+    int total = 0, idx = 0;
+    int nvar = o.sweep == SW_DEPTH ? o.nL : o.sweep == SW_WIDTH ? o.nd : 1;
+    total = o.ntask * o.nset * o.npos * nvar;
+    for (int ti = 0; ti < o.ntask; ti++)
+        for (int si = 0; si < o.nset; si++)
+            for (int pi = 0; pi < o.npos; pi++)
+                for (int v = 0; v < nvar; v++) {
+                    int L = o.sweep == SW_DEPTH ? o.Ls[v] : o.L;
+                    int d = o.sweep == SW_WIDTH ? o.ds[v] : o.d;
+                    int h = o.settings[si] ? o.heads : 1;
+                    if (d % h || d % 2)
+                        fail("d = %d is not a multiple of the heads (%d) or not even", d, h);
+                    pconf p = make_pconf(&o, o.settings[si], o.tasks[ti], o.pos[pi], L, d);
+                    run_conf(&s, &p, ++idx, total);
+                }
+    checkpoint(&s);
+    fprintf(stderr, "grad_norms %s: computed %d points, skipped %d already in %s (%.1f s)\n",
+            sweep_name[o.sweep], s.computed, s.skipped, path, lnk_now() - s.t0);
+    rs_free(&s.main);
+    rs_free(&s.hid);
+    if (s.have_base)
+        lnk_config_clear(&s.base);
+    return 0;
+}

@@ -1,0 +1,1165 @@
+/* grad_table: the analysis of the gradient-norm study (studies/grad_norms.c).
+ *
+ *   grad_table [--dir DIR] [--stat norm_of_mean|mean_norm]
+ *
+ * Reads whichever of DIR/{depth,depth_seq2seq,width,profile}.csv and their
+ * _hidden.csv exist (default DIR results/grad) and writes, in DIR:
+ *   depth_table.{md,tex}      last-layer ||dL/dW2||_F against L, mean ± sd over seeds
+ *   depth_ratio.{md,tex}      Post-LN / Pre-LN (per seed) against sqrt(L)
+ *   depth_bound.{md,tex}      norm / (d sqrt(ln d)) (Post-LN), norm / (d sqrt(ln d / L)) (Pre-LN)
+ *   width_table, width_bound  the same against d
+ *   depth_seq2seq_table       the L-L seq2seq models (Figure 3 c, d)
+ *   slopes.{md,tex}           log-log slopes ± standard errors (weighted least squares,
+ *                             weights from the seed sd) against L and d, with the theory's
+ *   lemma2.{md,tex}           E||x^{pre}_l||^2/d against [1 + l/2, 1 + 3l/2] and
+ *                             E||x^{post,5}_l||^2/d against 1.5 (deepest model of the depth sweep)
+ *   hidden_table.{md,tex}     Lemma 3 Jacobian norm and the (eps, delta) fraction per site
+ *   profile_<setting>.{md,tex} every block's W1, W2 (Figure 3 a, b)
+ *   timing.{md,tex}           seconds per seed against L and d, with slopes
+ *   summary.md                all the Markdown tables under headings
+ * and the plot data (each with .meta.json): depth_summary.csv, width_summary.csv,
+ * depth_seq2seq_summary.csv, lemma2_summary.csv, profile_<task>_summary.csv.
+ * A short summary goes to stdout.  The Lemma 2 layer index l follows the paper
+ * (from 1: x^{pre}_1 is the embedding output, x^{pre}_{L+1} the last residual). */
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "lnkit/lnkit.h"
+#include "lnkit/analysis.h"
+
+static _Noreturn void die(void)
+{
+    fprintf(stderr, "grad_table: %s\n", lnk_errmsg());
+    exit(2);
+}
+
+static _Noreturn void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("grad_table: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+#define CK(x)                                                                                     \
+    do {                                                                                          \
+        if ((x) != LNK_OK)                                                                        \
+            die();                                                                                \
+    } while (0)
+
+static const char *dir = "results/grad";
+static const char *stat_col = "w2_norm_of_mean";
+static FILE *summary;  /* summary.md */
+static char start_iso[32];
+static double t_start;
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static const char *pth(const char *name)
+{
+    static char buf[4][1024];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static int col(const lnk_csvdata *t, const char *name)
+{
+    int j = lnk_csvdata_col(t, name);
+    if (j < 0)
+        fail("%s: no column '%s'", t->what, name);
+    return j;
+}
+
+static double num(const lnk_csvdata *t, size_t r, int j)
+{
+    double v;
+    CK(lnk_csvdata_num(t, r, j, &v));
+    return v;
+}
+
+/* Series: 0 theorem Post-LN, 1 theorem Pre-LN, 2 realistic Post-LN, 3 realistic Pre-LN. */
+enum { NS = 4 };
+static const char *const s_name[NS] = {"theorem Post-LN", "theorem Pre-LN", "realistic Post-LN",
+                                       "realistic Pre-LN"};
+static const char *const s_id[NS] = {"theorem_post", "theorem_pre", "realistic_post",
+                                     "realistic_pre"};
+
+static int series_of(const lnk_csvdata *t, size_t r)
+{
+    const char *s = lnk_csvdata_str(t, r, col(t, "setting"));
+    const char *p = lnk_csvdata_str(t, r, col(t, "norm_pos"));
+    int si = strcmp(s, "theorem") == 0 ? 0 : strcmp(s, "realistic") == 0 ? 1 : -1;
+    int pi = strcmp(p, "post") == 0 ? 0 : strcmp(p, "pre") == 0 ? 1 : -1;
+    if (si < 0 || pi < 0)
+        fail("%s: data row %zu: setting '%s', norm_pos '%s' not known", t->what, r + 1, s, p);
+    return 2 * si + pi;
+}
+
+/* One cell of a sweep: values over seeds of one series at one x. */
+typedef struct {
+    int n, cap;
+    double *v, *sec;
+    int *seed;
+    const char *key;   /* the configuration, must be one per cell */
+} cellv;
+
+typedef struct {
+    int nx;
+    int x[128];
+    cellv c[NS][128];
+    int L, d;          /* the fixed one */
+    const char *task;
+} sweepdata;
+
+static int xindex(sweepdata *s, int x)
+{
+    for (int i = 0; i < s->nx; i++)
+        if (s->x[i] == x)
+            return i;
+    if (s->nx == 128)
+        fail("more than 128 sweep values");
+    int i = s->nx++;
+    while (i > 0 && s->x[i - 1] > x) { /* keep sorted */
+        s->x[i] = s->x[i - 1];
+        for (int k = 0; k < NS; k++)
+            s->c[k][i] = s->c[k][i - 1];
+        i--;
+    }
+    s->x[i] = x;
+    for (int k = 0; k < NS; k++)
+        memset(&s->c[k][i], 0, sizeof(cellv));
+    return i;
+}
+
+static void cell_push(cellv *c, double v, double sec, int seed, const char *key, const char *what)
+{
+    if (c->key && strcmp(c->key, key) != 0)
+        fail("%s: two configurations for one table cell:\n  %s\n  %s\n(write them to different "
+             "CSVs with grad_norms --out)", what, c->key, key);
+    c->key = key;
+    for (int i = 0; i < c->n; i++)
+        if (c->seed[i] == seed)
+            fail("%s: seed %d twice for %s", what, seed, key);
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 16;
+        c->v = realloc(c->v, sizeof(double) * c->cap);
+        c->sec = realloc(c->sec, sizeof(double) * c->cap);
+        c->seed = realloc(c->seed, sizeof(int) * c->cap);
+        if (!c->v || !c->sec || !c->seed)
+            fail("out of memory");
+    }
+    c->v[c->n] = v;
+    c->sec[c->n] = sec;
+    c->seed[c->n++] = seed;
+}
+
+static void cell_ms(const cellv *c, double *m, double *sd)
+{
+    lnk_mean_sd(c->v, 1, (size_t)c->n, m, sd);
+}
+
+/* Load a depth or width CSV (x = L or d). */
+static int load_sweep(const char *name, int by_L, lnk_csvdata *t, sweepdata *s)
+{
+    if (!exists(pth(name)))
+        return 0;
+    CK(lnk_csvdata_read(pth(name), t));
+    memset(s, 0, sizeof *s);
+    int jx = col(t, by_L ? "L" : "d"), jo = col(t, by_L ? "d" : "L"), jv = col(t, stat_col),
+        js = col(t, "seed"), jt = col(t, "seconds"), jk = col(t, "key"), jtask = col(t, "task");
+    for (size_t r = 0; r < t->nrow; r++) {
+        int sr = series_of(t, r), xi = xindex(s, (int)num(t, r, jx));
+        int other = (int)num(t, r, jo);
+        const char *task = lnk_csvdata_str(t, r, jtask);
+        if (!s->task)
+            s->task = task;
+        else if (strcmp(task, s->task) != 0)
+            fail("%s: tasks '%s' and '%s' mixed; one task per CSV", t->what, s->task, task);
+        if (by_L)
+            s->d = s->d && s->d != other ? -1 : other;
+        else
+            s->L = s->L && s->L != other ? -1 : other;
+        cell_push(&s->c[sr][xi], num(t, r, jv), num(t, r, jt), (int)num(t, r, js),
+                  lnk_csvdata_str(t, r, jk), t->what);
+    }
+    if (s->d < 0 || s->L < 0)
+        fail("%s: the fixed %s varies between rows", t->what, by_L ? "d" : "L");
+    return 1;
+}
+
+/* ------------------------------------------------------------ output */
+
+static void write_table(const lnk_table *tb, const char *base, const char *title,
+                        const char *caption)
+{
+    char md[256], tex[256];
+    snprintf(md, sizeof md, "%s.md", base);
+    snprintf(tex, sizeof tex, "%s.tex", base);
+    lnk_afile a;
+    CK(lnk_afile_open(&a, pth(md)));
+    CK(lnk_table_write_md(tb, a.f));
+    CK(lnk_afile_commit(&a));
+    CK(lnk_afile_open(&a, pth(tex)));
+    CK(lnk_table_write_tex(tb, a.f, caption, NULL));
+    CK(lnk_afile_commit(&a));
+    if (summary) {
+        fprintf(summary, "## %s\n\n%s\n\n", title, caption);
+        CK(lnk_table_write_md(tb, summary));
+        fputc('\n', summary);
+    }
+}
+
+/* Plot data: a CSV written through lnk_csv with its .meta.json. */
+typedef struct {
+    lnk_afile a;
+    lnk_csv c;
+    const char *name;
+} outcsv;
+
+static void oc_open(outcsv *o, const char *name, const char *const *head, int n)
+{
+    o->name = name;
+    CK(lnk_afile_open(&o->a, pth(name)));
+    CK(lnk_csv_begin(&o->c, o->a.f, head, n));
+}
+static void oc_num(outcsv *o, double v, int present)
+{
+    CK(present && isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
+}
+static void oc_close(outcsv *o, const char *what)
+{
+    lnk_csv_free(&o->c);
+    CK(lnk_afile_commit(&o->a));
+    char extra[1024];
+    snprintf(extra, sizeof extra,
+             "{\"study\": \"grad_table (analysis of grad_norms)\", \"what\": \"%s\", "
+             "\"statistic\": "
+             "\"%s\", \"input_dir\": \"%s\"}",
+             what, stat_col, dir);
+    CK(lnk_meta_write(pth(o->name), NULL, extra, start_iso, lnk_now() - t_start));
+}
+
+static void pm(char *b, size_t n, const cellv *c)
+{
+    double m, sd;
+    cell_ms(c, &m, &sd);
+    lnk_fmt_pm(b, n, m, sd);
+}
+
+/* ------------------------------------------------------------ slopes */
+
+typedef struct {
+    lnk_table *tb;
+} slopes;
+
+/* Fit the series means against x (x[i] >= xmin) with weights from the seed sd. */
+static int fit_cells(const sweepdata *s, const cellv *cs, int xmin, lnk_fit *f)
+{
+    double x[128], y[128], se[128];
+    int n = 0;
+    for (int i = 0; i < s->nx; i++) {
+        if (s->x[i] < xmin || cs[i].n == 0)
+            continue;
+        double m, sd;
+        cell_ms(&cs[i], &m, &sd);
+        if (!(m > 0))
+            continue;
+        x[n] = s->x[i];
+        y[n] = m;
+        /* a single seed has no sd: fall back to an unweighted fit below */
+        se[n] = cs[i].n > 1 && sd > 0 ? sd / sqrt((double)cs[i].n) : 0;
+        n++;
+    }
+    int weighted = 1;
+    for (int i = 0; i < n; i++)
+        weighted &= se[i] > 0;
+    if (n < (weighted ? 2 : 3))
+        return 0;
+    CK(lnk_fit_power(x, y, weighted ? se : NULL, (size_t)n, f));
+    return 1;
+}
+
+static void slope_row(lnk_table *tb, const char *sweep, const char *series, const char *what,
+                      const lnk_fit *f, double theory, const char *theory_txt)
+{
+    int r = lnk_table_new_row(tb);
+    if (r < 0)
+        die();
+    char b[64];
+    lnk_table_set(tb, r, 0, "%s", sweep);
+    lnk_table_set(tb, r, 1, "%s", series);
+    lnk_table_set(tb, r, 2, "%s", what);
+    lnk_fmt_pm(b, sizeof b, f->slope, f->se_slope);
+    lnk_table_set(tb, r, 3, "%s", b);
+    lnk_table_set(tb, r, 4, "%s", theory_txt);
+    lnk_table_set(tb, r, 5, "%.1f", fabs(f->slope - theory) / f->se_slope);
+    lnk_table_set(tb, r, 6, "%zu", f->n);
+    lnk_table_set(tb, r, 7, "%.2f", f->dof > 0 ? f->chisq / f->dof : 0.0);
+    printf("  %-14s %-18s %-28s slope %s (theory %s)\n", sweep, series, what, b, theory_txt);
+}
+
+/* ------------------------------------------------------------ depth */
+
+static void depth_tables(const sweepdata *s, const char *base, const char *label, lnk_table *sl)
+{
+    int have[NS] = {0}, ns = 0;
+    for (int k = 0; k < NS; k++)
+        for (int i = 0; i < s->nx; i++)
+            have[k] |= s->c[k][i].n > 0;
+    for (int k = 0; k < NS; k++)
+        ns += have[k];
+    /* norms */
+    const char *head[1 + NS];
+    char align[1 + NS + 1];
+    head[0] = "L";
+    align[0] = 'r';
+    int nc = 1;
+    for (int k = 0; k < NS; k++)
+        if (have[k]) {
+            head[nc] = s_name[k];
+            align[nc++] = 'r';
+        }
+    align[nc] = 0;
+    lnk_table tb;
+    CK(lnk_table_init(&tb, nc, head, align));
+    for (int i = 0; i < s->nx; i++) {
+        int r = lnk_table_new_row(&tb), c = 1;
+        lnk_table_set(&tb, r, 0, "%d", s->x[i]);
+        for (int k = 0; k < NS; k++)
+            if (have[k]) {
+                char b[64] = "";
+                if (s->c[k][i].n)
+                    pm(b, sizeof b, &s->c[k][i]);
+                lnk_table_set(&tb, r, c++, "%s", b);
+            }
+    }
+    char cap[512], name[128];
+    snprintf(cap, sizeof cap, "%s: ||dL/dW2||_F of the last block (%s) against the depth L at "
+             "d = %d, "
+             "%s task; mean ± sd over seeds.", label, stat_col, s->d, s->task);
+    snprintf(name, sizeof name, "%s_table", base);
+    write_table(&tb, name, label, cap);
+    lnk_table_free(&tb);
+    (void)ns;
+
+    /* Post/Pre ratio per seed against sqrt(L) */
+    static const char *const rh[] = {"L", "sqrt(L)", "theorem Post/Pre", "theorem ratio/sqrt(L)",
+                                     "realistic Post/Pre", "realistic ratio/sqrt(L)"};
+    CK(lnk_table_init(&tb, 6, rh, "rrrrrr"));
+    double rx[2][128], ry[2][128], rse[2][128];
+    int rn[2] = {0, 0};
+    for (int i = 0; i < s->nx; i++) {
+        int r = lnk_table_new_row(&tb);
+        double sq = sqrt((double)s->x[i]);
+        lnk_table_set(&tb, r, 0, "%d", s->x[i]);
+        lnk_table_set(&tb, r, 1, "%.3f", sq);
+        for (int st = 0; st < 2; st++) {
+            const cellv *po = &s->c[2 * st][i], *pr = &s->c[2 * st + 1][i];
+            double q[1024];
+            int n = 0;
+            for (int a = 0; a < po->n && n < 1024; a++)
+                for (int b = 0; b < pr->n; b++)
+                    if (po->seed[a] == pr->seed[b] && pr->v[b] > 0)
+                        q[n++] = po->v[a] / pr->v[b];
+            char b1[64] = "", b2[64] = "";
+            if (n) {
+                double m, sd;
+                lnk_mean_sd(q, 1, (size_t)n, &m, &sd);
+                lnk_fmt_pm(b1, sizeof b1, m, sd);
+                lnk_fmt_pm(b2, sizeof b2, m / sq, sd / sq);
+                if (n > 1 && sd > 0 && m > 0) {
+                    rx[st][rn[st]] = s->x[i];
+                    ry[st][rn[st]] = m;
+                    rse[st][rn[st]++] = sd / sqrt((double)n);
+                }
+            }
+            lnk_table_set(&tb, r, 2 + 2 * st, "%s", b1);
+            lnk_table_set(&tb, r, 3 + 2 * st, "%s", b2);
+        }
+    }
+    snprintf(cap, sizeof cap, "%s: Post-LN / Pre-LN ratio of the last-layer ||dL/dW2||_F "
+             "(per seed, same weights and batches), against sqrt(L); mean ± sd over seeds.",
+             label);
+    snprintf(name, sizeof name, "%s_ratio", base);
+    char title[160];
+    snprintf(title, sizeof title, "%s: Post-LN / Pre-LN", label);
+    write_table(&tb, name, title, cap);
+    lnk_table_free(&tb);
+
+    /* bound ratios */
+    double d = s->d, dl = d * sqrt(log(d));
+    const char *bh[1 + NS];
+    bh[0] = "L";
+    nc = 1;
+    for (int k = 0; k < NS; k++)
+        if (have[k])
+            bh[nc++] = k % 2 ? (k < 2 ? "theorem Pre / (d sqrt(ln d / L)) x 1e3"
+                                      : "realistic Pre / (d sqrt(ln d / L)) x 1e3")
+                             : (k < 2 ? "theorem Post / (d sqrt(ln d)) x 1e3"
+                                      : "realistic Post / (d sqrt(ln d)) x 1e3");
+    CK(lnk_table_init(&tb, nc, bh, align));
+    for (int i = 0; i < s->nx; i++) {
+        int r = lnk_table_new_row(&tb), c = 1;
+        lnk_table_set(&tb, r, 0, "%d", s->x[i]);
+        for (int k = 0; k < NS; k++)
+            if (have[k]) {
+                char b[64] = "";
+                if (s->c[k][i].n) {
+                    double m, sd, sc = (k % 2 ? dl / sqrt((double)s->x[i]) : dl) / 1e3;
+                    cell_ms(&s->c[k][i], &m, &sd);
+                    lnk_fmt_pm(b, sizeof b, m / sc, sd / sc);
+                }
+                lnk_table_set(&tb, r, c++, "%s", b);
+            }
+    }
+    snprintf(cap, sizeof cap, "%s: the last-layer norm divided by Theorem 1's rate, d sqrt(ln d) "
+             "for Post-LN and d sqrt(ln d / L) for Pre-LN (d = %d), times 1000; bounded in L if "
+             "the rate holds, constant if it is tight.", label, s->d);
+    snprintf(name, sizeof name, "%s_bound", base);
+    snprintf(title, sizeof title, "%s: ratio to the bound", label);
+    write_table(&tb, name, title, cap);
+    lnk_table_free(&tb);
+
+    /* slopes */
+    for (int k = 0; k < NS; k++) {
+        lnk_fit f;
+        if (!have[k])
+            continue;
+        int pre = k % 2;
+        const char *th = pre ? "-0.5" : "0";
+        if (fit_cells(s, s->c[k], 0, &f))
+            slope_row(sl, label, s_name[k], "norm vs L, all L", &f, pre ? -0.5 : 0, th);
+        if (s->nx > 4 && fit_cells(s, s->c[k], s->x[s->nx / 2], &f)) {
+            char w[64];
+            snprintf(w, sizeof w, "norm vs L, L >= %d", s->x[s->nx / 2]);
+            slope_row(sl, label, s_name[k], w, &f, pre ? -0.5 : 0, th);
+        }
+    }
+    for (int st = 0; st < 2; st++) {
+        lnk_fit f;
+        if (rn[st] >= 2) {
+            CK(lnk_fit_power(rx[st], ry[st], rse[st], (size_t)rn[st], &f));
+            slope_row(sl, label, st ? "realistic" : "theorem", "Post/Pre ratio vs L", &f, 0.5,
+                      "0.5");
+        }
+    }
+}
+
+static void summary_csv(const sweepdata *s, const char *name, const char *xname, int depth)
+{
+    /* x, per series mean/sd, and the theory curves anchored at the first x */
+    const char *head[1 + 3 * NS];
+    char hb[2 * NS][48];
+    int n = 0;
+    head[n++] = xname;
+    for (int k = 0; k < NS; k++) {
+        snprintf(hb[2 * k], 48, "%s_mean", s_id[k]);
+        snprintf(hb[2 * k + 1], 48, "%s_sd", s_id[k]);
+        head[n++] = hb[2 * k];
+        head[n++] = hb[2 * k + 1];
+    }
+    /* theory: depth: Pre-LN L^{-1/2}, Post-LN flat; width: d sqrt(ln d) (both) */
+    static char th[NS][48];
+    for (int k = 0; k < NS; k++) {
+        snprintf(th[k], 48, "%s_theory", s_id[k]);
+        head[n++] = th[k];
+    }
+    outcsv o;
+    oc_open(&o, name, head, n);
+    double anchor[NS];
+    for (int k = 0; k < NS; k++) {
+        anchor[k] = NAN;
+        for (int i = 0; i < s->nx && isnan(anchor[k]); i++)
+            if (s->c[k][i].n) {
+                double m, sd;
+                cell_ms(&s->c[k][i], &m, &sd);
+                double x0 = s->x[i];
+                /* y = anchor * g(x), g(x0) = 1 */
+                anchor[k] = depth ? (k % 2 ? m * sqrt(x0) : m) : m / (x0 * sqrt(log(x0)));
+            }
+    }
+    for (int i = 0; i < s->nx; i++) {
+        CK(lnk_csv_int(&o.c, s->x[i]));
+        for (int k = 0; k < NS; k++) {
+            double m = 0, sd = 0;
+            if (s->c[k][i].n)
+                cell_ms(&s->c[k][i], &m, &sd);
+            oc_num(&o, m, s->c[k][i].n > 0);
+            oc_num(&o, sd, s->c[k][i].n > 0);
+        }
+        for (int k = 0; k < NS; k++) {
+            double x = s->x[i];
+            double g = depth ? (k % 2 ? 1 / sqrt(x) : 1) : x * sqrt(log(x));
+            oc_num(&o, anchor[k] * g, !isnan(anchor[k]));
+        }
+        CK(lnk_csv_end_row(&o.c));
+    }
+    oc_close(&o, depth ? "last-layer norm per L: mean, sd over seeds; theory curves anchored at "
+                         "the "
+                         "smallest L (Pre-LN L^-1/2, Post-LN flat)"
+                       : "last-layer norm per d: mean, sd over seeds; theory d sqrt(ln d) anchored "
+                         "at the smallest d");
+}
+
+/* ------------------------------------------------------------ width */
+
+static void width_tables(const sweepdata *s, lnk_table *sl)
+{
+    int have[NS] = {0};
+    for (int k = 0; k < NS; k++)
+        for (int i = 0; i < s->nx; i++)
+            have[k] |= s->c[k][i].n > 0;
+    const char *head[1 + NS];
+    char align[2 + NS];
+    head[0] = "d";
+    align[0] = 'r';
+    int nc = 1;
+    for (int k = 0; k < NS; k++)
+        if (have[k]) {
+            head[nc] = s_name[k];
+            align[nc++] = 'r';
+        }
+    align[nc] = 0;
+    lnk_table tb;
+    CK(lnk_table_init(&tb, nc, head, align));
+    for (int i = 0; i < s->nx; i++) {
+        int r = lnk_table_new_row(&tb), c = 1;
+        lnk_table_set(&tb, r, 0, "%d", s->x[i]);
+        for (int k = 0; k < NS; k++)
+            if (have[k]) {
+                char b[64] = "";
+                if (s->c[k][i].n)
+                    pm(b, sizeof b, &s->c[k][i]);
+                lnk_table_set(&tb, r, c++, "%s", b);
+            }
+    }
+    char cap[512];
+    snprintf(cap, sizeof cap, "Width sweep: ||dL/dW2||_F of the last block (%s) against d at "
+             "L = %d, %s task; mean ± sd over seeds.", stat_col, s->L, s->task);
+    write_table(&tb, "width_table", "Width sweep", cap);
+    lnk_table_free(&tb);
+
+    const char *bh[1 + NS];
+    bh[0] = "d";
+    nc = 1;
+    for (int k = 0; k < NS; k++)
+        if (have[k])
+            bh[nc++] = k % 2 ? (k < 2 ? "theorem Pre / (d sqrt(ln d / L)) x 1e3"
+                                      : "realistic Pre / (d sqrt(ln d / L)) x 1e3")
+                             : (k < 2 ? "theorem Post / (d sqrt(ln d)) x 1e3"
+                                      : "realistic Post / (d sqrt(ln d)) x 1e3");
+    CK(lnk_table_init(&tb, nc, bh, align));
+    for (int i = 0; i < s->nx; i++) {
+        int r = lnk_table_new_row(&tb), c = 1;
+        double d = s->x[i];
+        lnk_table_set(&tb, r, 0, "%d", s->x[i]);
+        for (int k = 0; k < NS; k++)
+            if (have[k]) {
+                char b[64] = "";
+                if (s->c[k][i].n) {
+                    double m, sd, sc = d * sqrt(log(d) / (k % 2 ? s->L : 1)) / 1e3;
+                    cell_ms(&s->c[k][i], &m, &sd);
+                    lnk_fmt_pm(b, sizeof b, m / sc, sd / sc);
+                }
+                lnk_table_set(&tb, r, c++, "%s", b);
+            }
+    }
+    snprintf(cap, sizeof cap, "Width sweep: the last-layer norm divided by Theorem 1's rate, "
+             "d sqrt(ln d) for Post-LN and d sqrt(ln d / L) for Pre-LN (L = %d), times 1000; "
+             "bounded in d if the rate holds, constant if it is tight.", s->L);
+    write_table(&tb, "width_bound", "Width sweep: ratio to the bound", cap);
+    lnk_table_free(&tb);
+
+    /* the bound's own log-log slope over the same d, for comparison */
+    double bx[128], by[128];
+    for (int i = 0; i < s->nx; i++) {
+        bx[i] = s->x[i];
+        by[i] = s->x[i] * sqrt(log((double)s->x[i]));
+    }
+    lnk_fit bf;
+    char bt[64] = "1 (+ log)";
+    if (s->nx >= 3) {
+        CK(lnk_fit_power(bx, by, NULL, (size_t)s->nx, &bf));
+        snprintf(bt, sizeof bt, "%.3f (d sqrt(ln d))", bf.slope);
+    }
+    for (int k = 0; k < NS; k++) {
+        lnk_fit f;
+        if (have[k] && fit_cells(s, s->c[k], 0, &f))
+            slope_row(sl, "width", s_name[k], "norm vs d", &f, s->nx >= 3 ? bf.slope : 1, bt);
+    }
+}
+
+/* ------------------------------------------------------------ timing */
+
+static void timing_table(const sweepdata *dep, const sweepdata *wid)
+{
+    static const char *const h[] = {"sweep", "L", "d", "theorem s/seed", "realistic s/seed"};
+    lnk_table tb;
+    CK(lnk_table_init(&tb, 5, h, "lrrrr"));
+    const sweepdata *sw[2] = {dep, wid};
+    double fx[2][2][128], fy[2][2][128];
+    int fn[2][2] = {{0, 0}, {0, 0}};
+    for (int w = 0; w < 2; w++) {
+        const sweepdata *s = sw[w];
+        if (!s)
+            continue;
+        for (int i = 0; i < s->nx; i++) {
+            int r = lnk_table_new_row(&tb);
+            lnk_table_set(&tb, r, 0, "%s", w ? "width" : "depth");
+            lnk_table_set(&tb, r, 1, "%d", w ? s->L : s->x[i]);
+            lnk_table_set(&tb, r, 2, "%d", w ? s->x[i] : s->d);
+            for (int st = 0; st < 2; st++) {
+                double sum = 0;
+                int n = 0;
+                for (int p = 0; p < 2; p++) {
+                    const cellv *c = &s->c[2 * st + p][i];
+                    for (int q = 0; q < c->n; q++)
+                        sum += c->sec[q], n++;
+                }
+                if (n) {
+                    lnk_table_set(&tb, r, 3 + st, "%.4f", sum / n);
+                    fx[w][st][fn[w][st]] = s->x[i];
+                    fy[w][st][fn[w][st]++] = sum / n;
+                }
+            }
+        }
+    }
+    write_table(&tb, "timing", "Time per point",
+                "Seconds per seed (model initialisation plus all batches' gradients), mean over "
+                "Post-LN and Pre-LN and seeds.");
+    lnk_table_free(&tb);
+    for (int w = 0; w < 2; w++)
+        for (int st = 0; st < 2; st++) {
+            /* the larger half of the sweep: small sizes are dominated by fixed costs */
+            int n = fn[w][st], h0 = n / 2;
+            lnk_fit f;
+            if (n - h0 >= 3 && lnk_fit_power(fx[w][st] + h0, fy[w][st] + h0, NULL,
+                                             (size_t)(n - h0), &f) == LNK_OK) {
+                printf("  time per seed grows as %s^%.2f (± %.2f) in the %s setting (%s >= %g)\n",
+                       w ? "d" : "L", f.slope, f.se_slope, st ? "realistic" : "theorem",
+                       w ? "d" : "L", fx[w][st][h0]);
+                if (summary)
+                    fprintf(summary, "Time per seed grows as %s^%.2f ± %.2f in the %s setting "
+                            "(fit over %s >= %g).\n\n", w ? "d" : "L", f.slope, f.se_slope,
+                            st ? "realistic" : "theorem", w ? "d" : "L", fx[w][st][h0]);
+            }
+        }
+}
+
+/* ------------------------------------------------------------ Lemma 2 */
+
+/* Mean over seeds of sq_mean at (series, stack, layer, site) for one key. */
+typedef struct {
+    const lnk_csvdata *t;
+    int jk, jset, jpos, jL, jseed, jstack, jlayer, jsite, jsq, jfrac, jjac, jjmax, jtask;
+} hidx;
+
+static void hidx_init(hidx *h, const lnk_csvdata *t)
+{
+    h->t = t;
+    h->jk = col(t, "key"), h->jset = col(t, "setting"), h->jpos = col(t, "norm_pos");
+    h->jL = col(t, "L"), h->jseed = col(t, "seed"), h->jstack = col(t, "stack");
+    h->jlayer = col(t, "layer"), h->jsite = col(t, "site"), h->jsq = col(t, "sq_mean");
+    h->jfrac = col(t, "frac_over"), h->jjac = col(t, "jac_mean"), h->jjmax = col(t, "jac_max");
+    h->jtask = col(t, "task");
+}
+
+/* Lemma 2 per layer.  The theorem setting's values are the paper's: Post-LN
+ * E||x^{post,5}||^2/d = 1.5 and Pre-LN in [1 + l/2, 1 + 3l/2].  With d_ff = r d
+ * and Xavier weights (variance 2/(d + d_ff) in W1 and W2), E||FFN(x)||^2 =
+ * 2 r/(1 + r)^2 ||x||^2 (1/2 for r = 1, 0.32 for r = 4), so the Post-LN target
+ * of a setting is 1 + 2 r/(1 + r)^2; the table shows it in the header. */
+static void lemma2(const lnk_csvdata *t)
+{
+    hidx h;
+    hidx_init(&h, t);
+    int jd = col(t, "d"), jff = col(t, "d_ff");
+    /* the deepest model per series */
+    int Lmax[NS] = {0};
+    double target[2] = {1.5, 1.5};
+    for (size_t r = 0; r < t->nrow; r++) {
+        int k = series_of(t, r), L = (int)num(t, r, h.jL);
+        Lmax[k] = L > Lmax[k] ? L : Lmax[k];
+        double q = num(t, r, jff) / num(t, r, jd);
+        target[k / 2] = 1 + 2 * q / ((1 + q) * (1 + q));
+    }
+    int L = 0;
+    for (int k = 0; k < NS; k++)
+        L = Lmax[k] > L ? Lmax[k] : L;
+    if (L == 0)
+        return;
+    /* per series k, paper index l = 1..L+1: values over seeds of
+     *   Pre-LN  E||x_l||^2/d   (site "in" of block l-1; "out" for l = L+1)
+     *   Post-LN E||x^{post,5}_l||^2/d (site "ffn" of block l-1), l <= L */
+    int nl = L + 1;
+    cellv *v = calloc((size_t)NS * nl, sizeof(cellv));
+    if (!v)
+        fail("out of memory");
+    for (size_t r = 0; r < t->nrow; r++) {
+        int k = series_of(t, r);
+        if ((int)num(t, r, h.jL) != L || Lmax[k] != L)
+            continue;
+        const char *site = lnk_csvdata_str(t, r, h.jsite);
+        int layer = (int)num(t, r, h.jlayer), pre = k % 2, l = -1;
+        if (pre && strcmp(site, "in") == 0)
+            l = layer + 1;
+        else if (pre && strcmp(site, "out") == 0)
+            l = L + 1;
+        else if (!pre && strcmp(site, "ffn") == 0)
+            l = layer + 1;
+        if (l < 1)
+            continue;
+        if (strcmp(lnk_csvdata_str(t, r, h.jstack), "enc") != 0 &&
+            strcmp(lnk_csvdata_str(t, r, h.jtask), "lm") != 0)
+            continue; /* the encoder (cls) or the lm decoder */
+        cell_push(&v[k * nl + l - 1], num(t, r, h.jsq), 0, (int)num(t, r, h.jseed),
+                  lnk_csvdata_str(t, r, h.jk), t->what);
+    }
+    char h4[64], h7[64];
+    snprintf(h4, sizeof h4, "theorem Post-LN x^{post,5} (%.2f)", target[0]);
+    snprintf(h7, sizeof h7, "realistic Post-LN x^{post,5} (%.2f)", target[1]);
+    const char *head[] = {"l", "band [1 + l/2, 1 + 3l/2]", "theorem Pre-LN", "in band", h4,
+                          "realistic Pre-LN", "in band", h7};
+    lnk_table tb;
+    CK(lnk_table_init(&tb, 8, head, "rrrrrrrr"));
+    static const char *const sh[] = {"l", "lo", "hi", "theorem_pre_mean", "theorem_pre_sd",
+                                     "theorem_post5_mean", "theorem_post5_sd",
+                                     "realistic_pre_mean", "realistic_pre_sd",
+                                     "realistic_post5_mean", "realistic_post5_sd",
+                                     "theorem_post5_target", "realistic_post5_target"};
+    outcsv o;
+    oc_open(&o, "lemma2_summary.csv", sh, 13);
+    int inband[2] = {0, 0}, tot[2] = {0, 0}, post_ok[2] = {0, 0}, post_n[2] = {0, 0};
+    double post_dev[2] = {0, 0}, post_avg[2] = {0, 0};
+    for (int l = 1; l <= nl; l++) {
+        double lo = 1 + l / 2.0, hi = 1 + 1.5 * l;
+        CK(lnk_csv_int(&o.c, l));
+        CK(lnk_csv_double(&o.c, lo));
+        CK(lnk_csv_double(&o.c, hi));
+        /* table rows: l in 1..4, then the depth-sweep values, and L+1 */
+        int show = l <= 4 || l == nl || l == 6 || l == 8 || l == 12 || l == 16 || l == 24 ||
+                   l == 32 || l == 48 || l == 64;
+        int r = show ? lnk_table_new_row(&tb) : -1;
+        if (show) {
+            lnk_table_set(&tb, r, 0, "%d", l);
+            lnk_table_set(&tb, r, 1, "[%.1f, %.1f]", lo, hi);
+        }
+        for (int st = 0; st < 2; st++) {
+            const cellv *cp = &v[(2 * st + 1) * nl + l - 1], *cq = &v[(2 * st) * nl + l - 1];
+            double m = 0, sd = 0, m5 = 0, sd5 = 0;
+            if (cp->n)
+                cell_ms(cp, &m, &sd);
+            if (cq->n)
+                cell_ms(cq, &m5, &sd5);
+            oc_num(&o, m, cp->n > 0);
+            oc_num(&o, sd, cp->n > 0);
+            oc_num(&o, m5, cq->n > 0);
+            oc_num(&o, sd5, cq->n > 0);
+            /* "in band": the seed mean within the interval widened by 3 standard errors */
+            double se = cp->n > 1 ? sd / sqrt((double)cp->n) : 0;
+            int in = m >= lo - 3 * se && m <= hi + 3 * se;
+            if (cp->n) {
+                tot[st]++;
+                inband[st] += in;
+            }
+            if (cq->n) {
+                double se5 = cq->n > 1 ? sd5 / sqrt((double)cq->n) : 0;
+                post_n[st]++;
+                post_ok[st] += fabs(m5 - target[st]) <= 3 * se5;
+                post_dev[st] = fmax(post_dev[st], fabs(m5 - target[st]));
+                post_avg[st] += m5;
+            }
+            if (show) {
+                char b[64] = "", b5[64] = "";
+                if (cp->n)
+                    pm(b, sizeof b, cp);
+                if (cq->n)
+                    pm(b5, sizeof b5, cq);
+                lnk_table_set(&tb, r, 2 + 3 * st, "%s", b);
+                lnk_table_set(&tb, r, 3 + 3 * st, "%s", cp->n ? (in ? "yes" : "no") : "");
+                lnk_table_set(&tb, r, 4 + 3 * st, "%s", b5);
+            }
+        }
+        CK(lnk_csv_double(&o.c, target[0]));
+        CK(lnk_csv_double(&o.c, target[1]));
+        CK(lnk_csv_end_row(&o.c));
+    }
+    oc_close(&o, "Lemma 2 per layer l (paper numbering): E||x^pre_l||^2/d and its band [lo, hi], "
+                 "E||x^{post,5}_l||^2/d and its expected value 1 + 2r/(1+r)^2, r = d_ff/d (1.5 in "
+                 "the theorem setting); mean, sd over seeds");
+    char cap[700];
+    snprintf(cap, sizeof cap, "Lemma 2 at L = %d: mean over tokens of ||x||^2/d, mean ± sd over "
+             "seeds. Pre-LN x^{pre}_l (l = 1: embedding output; l = L+1: last residual, the final "
+             "norm's input) against [1 + l/2, 1 + 3l/2] ('in band': within it up to 3 standard "
+             "errors); Post-LN x^{post,5}_l against 1 + 2r/(1+r)^2 with r = d_ff/d (in brackets: "
+             "1.5 for the theorem's d_ff = d).", L);
+    write_table(&tb, "lemma2", "Lemma 2", cap);
+    lnk_table_free(&tb);
+    for (int st = 0; st < 2; st++) {
+        if (tot[st])
+            printf("  Lemma 2, %s Pre-LN: %d of %d layers in [1 + l/2, 1 + 3l/2] (3 se)\n",
+                   st ? "realistic" : "theorem", inband[st], tot[st]);
+        if (post_n[st])
+            printf("  Lemma 2, %s Post-LN: E||x^{post,5}||^2/d averages %.4f over %d layers "
+                   "(target %.4f); within 3 se of it at %d layers (largest deviation %.3f)\n",
+                   st ? "realistic" : "theorem", post_avg[st] / post_n[st], post_n[st],
+                   target[st], post_ok[st], post_dev[st]);
+        if (summary && (tot[st] || post_n[st]))
+            fprintf(summary, "%s setting: Pre-LN in the band at %d of %d layers; Post-LN "
+                    "E||x^{post,5}||^2/d averages %.4f over the %d layers (target %.4f), within "
+                    "3 standard errors of the target at %d of them (largest deviation %.3f).\n\n",
+                    st ? "Realistic" : "Theorem", inband[st], tot[st], post_avg[st] / post_n[st],
+                    post_n[st], target[st], post_ok[st], post_dev[st]);
+    }
+    for (int i = 0; i < NS * nl; i++)
+        free(v[i].v), free(v[i].sec), free(v[i].seed);
+    free(v);
+}
+
+/* Tied vs untied output weights at the widths of the ablation CSV. */
+static void tie_table(const sweepdata *tied, const sweepdata *unt)
+{
+    static const char *const head[] = {"d", "series", "tied (out = embedding)", "untied out.w",
+                                       "tied / untied"};
+    lnk_table tb;
+    CK(lnk_table_init(&tb, 5, head, "rlrrr"));
+    for (int i = 0; i < unt->nx; i++) {
+        int j = -1;
+        for (int q = 0; q < tied->nx; q++)
+            if (tied->x[q] == unt->x[i])
+                j = q;
+        for (int k = 0; k < NS; k++) {
+            const cellv *cu = &unt->c[k][i], *ct = j >= 0 ? &tied->c[k][j] : NULL;
+            if (!cu->n)
+                continue;
+            int r = lnk_table_new_row(&tb);
+            char b[64] = "", bu[64];
+            lnk_table_set(&tb, r, 0, "%d", unt->x[i]);
+            lnk_table_set(&tb, r, 1, "%s", s_name[k]);
+            pm(bu, sizeof bu, cu);
+            lnk_table_set(&tb, r, 3, "%s", bu);
+            if (ct && ct->n) {
+                double mt, st, mu, su;
+                pm(b, sizeof b, ct);
+                cell_ms(ct, &mt, &st);
+                cell_ms(cu, &mu, &su);
+                lnk_table_set(&tb, r, 4, "%.2f", mt / mu);
+            }
+            lnk_table_set(&tb, r, 2, "%s", b);
+        }
+    }
+    char cap[400];
+    snprintf(cap, sizeof cap, "Output layer ablation at L = %d: the last-layer ||dL/dW2||_F (%s) "
+             "with the output tied to the input embedding (N(0, 1/d)) and with a separate out.w "
+             "(Xavier-normal, variance 2/(d + V): the same 1/d when d = V).", unt->L, stat_col);
+    write_table(&tb, "tie_table", "Tied vs untied output", cap);
+    lnk_table_free(&tb);
+}
+
+/* Lemma 3 Jacobian and the (eps, delta) fraction per site, over layers and seeds. */
+static void hidden_table(const lnk_csvdata *t, const char *src)
+{
+    hidx h;
+    hidx_init(&h, t);
+    static const char *const sites[] = {"in", "attn", "xattn", "ffn", "out"};
+    static const char *const head[] = {"setting", "norm", "stack", "site", "E ||x||^2/d",
+                                       "P((Z-EZ)/EZ > eps)", "||J_LN|| mean", "||J_LN|| max"};
+    lnk_table tb;
+    CK(lnk_table_init(&tb, 8, head, "llllrrrr"));
+    int jeps = col(t, "bound_eps");
+    double eps = t->nrow ? num(t, 0, jeps) : 0;
+    for (int k = 0; k < NS; k++)
+        for (int stk = 0; stk < 2; stk++)
+            for (int si = 0; si < 5; si++) {
+                double sq = 0, fr = 0, jm = 0, jx = 0;
+                int n = 0, nj = 0;
+                for (size_t r = 0; r < t->nrow; r++) {
+                    if (series_of(t, r) != k ||
+                        strcmp(lnk_csvdata_str(t, r, h.jstack), stk ? "dec" : "enc") != 0 ||
+                        strcmp(lnk_csvdata_str(t, r, h.jsite), sites[si]) != 0 ||
+                        strcmp(lnk_csvdata_str(t, r, h.jtask), "cls") != 0)
+                        continue;
+                    sq += num(t, r, h.jsq);
+                    fr += num(t, r, h.jfrac);
+                    n++;
+                    if (lnk_csvdata_str(t, r, h.jjac)[0]) {
+                        jm += num(t, r, h.jjac);
+                        jx = fmax(jx, num(t, r, h.jjmax));
+                        nj++;
+                    }
+                }
+                if (!n)
+                    continue;
+                int r = lnk_table_new_row(&tb);
+                lnk_table_set(&tb, r, 0, "%s", k < 2 ? "theorem" : "realistic");
+                lnk_table_set(&tb, r, 1, "%s", k % 2 ? "Pre-LN" : "Post-LN");
+                lnk_table_set(&tb, r, 2, "%s", stk ? "dec" : "enc");
+                lnk_table_set(&tb, r, 3, "%s", sites[si]);
+                lnk_table_set(&tb, r, 4, "%.4f", sq / n);
+                lnk_table_set(&tb, r, 5, "%.4f", fr / n);
+                if (nj) {
+                    lnk_table_set(&tb, r, 6, "%.4f", jm / nj);
+                    lnk_table_set(&tb, r, 7, "%.4f", jx);
+                }
+            }
+    char cap[600];
+    snprintf(cap, sizeof cap, "Hidden states of the %s cls models, averaged over blocks and seeds: "
+             "||x||^2/d at each site (in: block input; attn, ffn: after the residual add; out: "
+             "the stack's last residual), the fraction of tokens with (Z - EZ)/EZ > %g for "
+             "Z = ||x||^2 (empirical (eps, delta)-boundedness), and Lemma 3's ||J_LN|| = "
+             "sqrt(d)/||x - mu 1|| where the site is a norm's input.", src, eps);
+    if (tb.nrow)
+        write_table(&tb, "hidden_table", "Hidden states: Lemma 3 and (eps, delta)-boundedness",
+                    cap);
+    lnk_table_free(&tb);
+}
+
+/* ------------------------------------------------------------ profile */
+
+static void profile(const lnk_csvdata *t)
+{
+    int jk = col(t, "key"), jtask = col(t, "task"), jstack = col(t, "stack"),
+        jlayer = col(t, "layer"), jten = col(t, "tensor"), jseed = col(t, "seed");
+    int jv = col(t, strcmp(stat_col, "w2_mean_norm") == 0 ? "mean_norm" : "norm_of_mean");
+    static const char *const tasks[] = {"cls", "seq2seq", "lm"};
+    static const char *const tens[] = {"ffn.w1", "ffn.w2", "attn.wv", "attn.wo", "block"};
+    static const char *const tid[] = {"w1", "w2", "wv", "wo", "block"}; /* plot column names */
+    enum { NT = 5, ML = 256 };
+    for (int st = 0; st < 2; st++) {
+        static const char *const head[] = {"task", "stack", "layer", "Post-LN W1", "Post-LN W2",
+                                           "Pre-LN W1", "Pre-LN W2"};
+        lnk_table tb;
+        CK(lnk_table_init(&tb, 7, head, "llrrrrr"));
+        for (int ta = 0; ta < 3; ta++) {
+            /* cells [pos][tensor][stack][layer] */
+            cellv *c = calloc((size_t)2 * NT * 2 * ML, sizeof(cellv));
+            if (!c)
+                fail("out of memory");
+#define C(p, te, sk, l) c[(((p) * NT + (te)) * 2 + (sk)) * ML + (l)]
+            int nl[2] = {0, 0}, any = 0;
+            for (size_t r = 0; r < t->nrow; r++) {
+                int k = series_of(t, r);
+                if (k / 2 != st || strcmp(lnk_csvdata_str(t, r, jtask), tasks[ta]) != 0)
+                    continue;
+                int te = -1;
+                for (int q = 0; q < NT; q++)
+                    if (strcmp(lnk_csvdata_str(t, r, jten), tens[q]) == 0)
+                        te = q;
+                if (te < 0)
+                    continue;
+                int sk = strcmp(lnk_csvdata_str(t, r, jstack), "dec") == 0;
+                int l = (int)num(t, r, jlayer);
+                if (l < 0 || l >= ML)
+                    fail("%s: layer %d out of range", t->what, l);
+                nl[sk] = l + 1 > nl[sk] ? l + 1 : nl[sk];
+                cell_push(&C(k % 2, te, sk, l), num(t, r, jv), 0, (int)num(t, r, jseed),
+                          lnk_csvdata_str(t, r, jk), t->what);
+                any = 1;
+            }
+            if (any) {
+                for (int sk = 0; sk < 2; sk++)
+                    for (int l = 0; l < nl[sk]; l++) {
+                        int r = lnk_table_new_row(&tb);
+                        lnk_table_set(&tb, r, 0, "%s", tasks[ta]);
+                        lnk_table_set(&tb, r, 1, "%s", sk ? "dec" : "enc");
+                        lnk_table_set(&tb, r, 2, "%d", l + 1);
+                        for (int p = 0; p < 2; p++)
+                            for (int te = 0; te < 2; te++) {
+                                char b[64] = "";
+                                if (C(p, te, sk, l).n)
+                                    pm(b, sizeof b, &C(p, te, sk, l));
+                                lnk_table_set(&tb, r, 3 + 2 * p + te, "%s", b);
+                            }
+                    }
+                if (st == 0 || st == 1) { /* plot data, one file per task and setting */
+                    char name[128];
+                    snprintf(name, sizeof name, "profile_%s_%s_summary.csv", tasks[ta],
+                             st ? "realistic" : "theorem");
+                    static char hb[2 * NT * 2][40];
+                    const char *head2[2 + 2 * NT * 2];
+                    int n = 0;
+                    head2[n++] = "x";
+                    head2[n++] = "layer";
+                    for (int p = 0; p < 2; p++)
+                        for (int te = 0; te < NT; te++) {
+                            snprintf(hb[(p * NT + te) * 2], 40, "%s_%s_mean", p ? "pre" : "post",
+                                     tid[te]);
+                            snprintf(hb[(p * NT + te) * 2 + 1], 40, "%s_%s_sd", p ? "pre" : "post",
+                                     tid[te]);
+                            head2[n++] = hb[(p * NT + te) * 2];
+                            head2[n++] = hb[(p * NT + te) * 2 + 1];
+                        }
+                    outcsv o;
+                    oc_open(&o, name, head2, n);
+                    int x = 0;
+                    for (int sk = 0; sk < 2; sk++)
+                        for (int l = 0; l < nl[sk]; l++) {
+                            CK(lnk_csv_int(&o.c, ++x));
+                            char lb[32];
+                            snprintf(lb, sizeof lb, "%s%d", sk ? "dec" : "enc", l + 1);
+                            CK(lnk_csv_str(&o.c, lb));
+                            for (int p = 0; p < 2; p++)
+                                for (int te = 0; te < NT; te++) {
+                                    double m = 0, sd = 0;
+                                    const cellv *cc = &C(p, te, sk, l);
+                                    if (cc->n)
+                                        cell_ms(cc, &m, &sd);
+                                    oc_num(&o, m, cc->n > 0);
+                                    oc_num(&o, sd, cc->n > 0);
+                                }
+                            CK(lnk_csv_end_row(&o.c));
+                        }
+                    oc_close(&o, "per-layer gradient norms (x: position, encoder blocks then "
+                                 "decoder blocks), mean, sd over seeds");
+                }
+            }
+            for (int i = 0; i < 2 * NT * 2 * ML; i++)
+                free(c[i].v), free(c[i].sec), free(c[i].seed);
+            free(c);
+#undef C
+        }
+        if (tb.nrow) {
+            char cap[400], base[64], title[128];
+            snprintf(cap, sizeof cap, "Per-layer ||dL/dW1||_F and ||dL/dW2||_F (%s) at "
+                     "initialisation, %s setting (Figure 3 a, b of Xiong et al.); layers from 1; "
+                     "mean ± sd over seeds.", stat_col, st ? "realistic" : "theorem");
+            snprintf(base, sizeof base, "profile_%s", st ? "realistic" : "theorem");
+            snprintf(title, sizeof title, "Per-layer profile, %s setting",
+                     st ? "realistic" : "theorem");
+            write_table(&tb, base, title, cap);
+        }
+        lnk_table_free(&tb);
+    }
+}
+
+static void free_sweep(sweepdata *s)
+{
+    for (int k = 0; k < NS; k++)
+        for (int i = 0; i < s->nx; i++)
+            free(s->c[k][i].v), free(s->c[k][i].sec), free(s->c[k][i].seed);
+}
+
+int main(int argc, char **argv)
+{
+    static struct option lo[] = {{"dir", 1, 0, 'd'}, {"stat", 1, 0, 's'}, {"help", 0, 0, 'h'},
+                                 {0, 0, 0, 0}};
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'd': dir = optarg; break;
+        case 's':
+            if (strcmp(optarg, "norm_of_mean") == 0)
+                stat_col = "w2_norm_of_mean";
+            else if (strcmp(optarg, "mean_norm") == 0)
+                stat_col = "w2_mean_norm";
+            else
+                fail("--stat: expected norm_of_mean or mean_norm, got '%s'", optarg);
+            break;
+        case 'h':
+            printf("usage: grad_table [--dir DIR] [--stat norm_of_mean|mean_norm]\n"
+                   "  reads DIR/{depth,depth_seq2seq,width,profile}.csv (+ _hidden.csv) and\n"
+                   "  writes the tables (.md, .tex), summary.md and plot data into DIR\n"
+                   "  (default results/grad; statistic: norm of the mean gradient over batches)\n");
+            return 0;
+        default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        fail("unexpected argument '%s'", argv[optind]);
+    lnk_iso_time(start_iso, sizeof start_iso);
+    t_start = lnk_now();
+    lnk_afile sa;
+    CK(lnk_afile_open(&sa, pth("summary.md")));
+    summary = sa.f;
+    fprintf(summary, "# Gradient-norm study: tables\n\nGenerated by grad_table from the CSVs in "
+            "this directory (statistic: %s).\n\n", stat_col);
+    static const char *const sh[] = {"sweep", "series", "fit", "slope ± se", "theory",
+                                     "|slope - theory| / se", "points", "chisq/dof"};
+    lnk_table sl;
+    CK(lnk_table_init(&sl, 8, sh, "lllrrrrr"));
+    printf("grad_table: slopes (log-log, weighted by the seeds' standard errors)\n");
+    lnk_csvdata td, tw, ts;
+    sweepdata *dep = calloc(1, sizeof *dep), *wid = calloc(1, sizeof *wid),
+              *s2s = calloc(1, sizeof *s2s);
+    if (!dep || !wid || !s2s)
+        fail("out of memory");
+    int hd = load_sweep("depth.csv", 1, &td, dep);
+    int hw = load_sweep("width.csv", 0, &tw, wid);
+    int hs = load_sweep("depth_seq2seq.csv", 1, &ts, s2s);
+    if (hd) {
+        depth_tables(dep, "depth", "Depth sweep", &sl);
+        summary_csv(dep, "depth_summary.csv", "L", 1);
+    }
+    if (hs) {
+        depth_tables(s2s, "depth_seq2seq", "Depth sweep, seq2seq L-L", &sl);
+        summary_csv(s2s, "depth_seq2seq_summary.csv", "L", 1);
+    }
+    if (hw) {
+        width_tables(wid, &sl);
+        summary_csv(wid, "width_summary.csv", "d", 0);
+    }
+    if (hw && exists(pth("tie_ablation.csv"))) {
+        lnk_csvdata tu;
+        sweepdata *un = calloc(1, sizeof *un);
+        if (!un)
+            fail("out of memory");
+        load_sweep("tie_ablation.csv", 0, &tu, un);
+        tie_table(wid, un);
+        free_sweep(un);
+        free(un);
+        lnk_csvdata_free(&tu);
+    }
+    if (sl.nrow)
+        write_table(&sl, "slopes", "Slopes",
+                    "Log-log least-squares slopes (weights from the seeds' standard errors; "
+                    "standard errors scaled up by sqrt(chisq/dof) when above 1) of the last-layer "
+                    "norm against L and d, and of the Post-LN / Pre-LN ratio against L, with "
+                    "Theorem 1's exponents; for d, the theory column is the log-log slope of "
+                    "d sqrt(ln d) itself over the same d.");
+    lnk_table_free(&sl);
+    if (hd || hw)
+        timing_table(hd ? dep : NULL, hw ? wid : NULL);
+    if (exists(pth("depth_hidden.csv"))) {
+        lnk_csvdata t;
+        CK(lnk_csvdata_read(pth("depth_hidden.csv"), &t));
+        lemma2(&t);
+        lnk_csvdata_free(&t);
+    }
+    const char *hsrc = exists(pth("profile_hidden.csv")) ? "profile_hidden.csv" : NULL;
+    if (hsrc) {
+        lnk_csvdata t;
+        CK(lnk_csvdata_read(pth(hsrc), &t));
+        hidden_table(&t, "profile");
+        lnk_csvdata_free(&t);
+    }
+    if (exists(pth("profile.csv"))) {
+        lnk_csvdata t;
+        CK(lnk_csvdata_read(pth("profile.csv"), &t));
+        profile(&t);
+        lnk_csvdata_free(&t);
+    }
+    CK(lnk_afile_commit(&sa));
+    if (hd)
+        free_sweep(dep), lnk_csvdata_free(&td);
+    if (hw)
+        free_sweep(wid), lnk_csvdata_free(&tw);
+    if (hs)
+        free_sweep(s2s), lnk_csvdata_free(&ts);
+    free(dep), free(wid), free(s2s);
+    printf("grad_table: wrote the tables and plot data in %s\n", dir);
+    return 0;
+}
