@@ -80,7 +80,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 test: deps-test
 	$(MAKE) run-tests
 
-run-tests: $(TEST_BIN) $(BIN)
+run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN)
 	LNK_BIN=$(abspath $(BIN)) bash tools/runtests.sh $(TEST_BIN)
 
 check: test

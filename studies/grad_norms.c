@@ -22,7 +22,7 @@
  * embedding as in the paper (--untied for a separate out.w).
  *
  * Output: OUT (default results/grad/SWEEP.csv) and OUT with _hidden before
- * .csv, each with its .meta.json.  Resume: a point whose (key, seed) is already
+ * .csv (unless --no-hidden), each with its .meta.json.  Resume: a point whose (key, seed) is already
  * in OUT is not recomputed; new rows are appended and the files rewritten
  * atomically (every --checkpoint seconds and at the end); when nothing is new
  * the files are left untouched.  Progress goes to stderr. */
@@ -183,7 +183,7 @@ typedef struct {
     int tasks[3], ntask;     /* lnk_task */
     int seeds, seed0, nb, B, T, V, heads, ffmult, tie, threads;
     double ls_theorem, ls_real, beps, checkpoint;
-    int verbose;
+    int verbose, no_hidden;
 } opts;
 
 static long arg_int(const char *name, const char *s, long min, long max)
@@ -266,6 +266,7 @@ static void usage(void)
         "  --bound-eps E       threshold of the (eps, delta)-boundedness fraction (0.1)\n"
         "  --threads N         BLAS threads (OpenBLAS default)\n"
         "  --checkpoint S      seconds between rewrites of the CSVs (30)\n"
+        "  --no-hidden         skip the hidden-state statistics and their CSV\n"
         "  --verbose           one progress line per seed\n");
 }
 
@@ -309,7 +310,8 @@ static void parse(opts *o, int argc, char **argv)
         {"len", 1, 0, 'T'},     {"V", 1, 0, 'V'},        {"heads", 1, 0, 'H'},
         {"ff-mult", 1, 0, 'F'}, {"label-smoothing", 1, 0, 'l'}, {"untied", 0, 0, 'u'},
         {"bound-eps", 1, 0, 'e'}, {"threads", 1, 0, 't'}, {"checkpoint", 1, 0, 'c'},
-        {"verbose", 0, 0, 'v'}, {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
+        {"verbose", 0, 0, 'v'}, {"no-hidden", 0, 0, 'N'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
     int ch;
     opterr = 0;
     optind = 2;
@@ -337,6 +339,7 @@ static void parse(opts *o, int argc, char **argv)
         case 't': o->threads = (int)arg_int("threads", optarg, 1, 256); break;
         case 'c': o->checkpoint = arg_real("checkpoint", optarg, 0, 1e9); break;
         case 'v': o->verbose = 1; break;
+        case 'N': o->no_hidden = 1; break;
         case 'h': usage(); exit(0);
         default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
         }
@@ -542,7 +545,7 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 static double *buf_th, *buf_g;
 static size_t buf_n;
 
-static void run_point(const pconf *p, int seed, int profile, presult *r)
+static void run_point(const pconf *p, int seed, int profile, int hidden, presult *r)
 {
     double t0 = lnk_now();
     lnk_config c;
@@ -608,6 +611,8 @@ static void run_point(const pconf *p, int seed, int profile, presult *r)
                 for (size_t k = 0; k < lay->t[t].size; k++)
                     st[k] += gt[k];
             }
+        if (!hidden)
+            continue;
         lnk_stats_hidden_t hs;
         CK(lnk_stats_hidden(ws, p->beps, &hs));
         int idx = 0;
@@ -786,7 +791,8 @@ static void checkpoint(sweep *s)
     if (!s->main.dirty && !s->hid.dirty)
         return;
     rs_write(&s->main, s->path);
-    rs_write(&s->hid, s->hpath);
+    if (!s->o->no_hidden)
+        rs_write(&s->hid, s->hpath);
     const opts *o = s->o;
     char extra[2048], Ls[512] = "", ds[512] = "";
     for (int i = 0; i < o->nL; i++)
@@ -800,15 +806,16 @@ static void checkpoint(sweep *s)
              "\"seeds\": %d, \"seed0\": %d, \"batches\": %d, \"B\": %d, \"T\": %d, \"V\": %d, "
              "\"realistic_heads\": %d, \"realistic_ff_mult\": %d, \"label_smoothing_theorem\": "
              "%.17g, \"label_smoothing_realistic\": %.17g, \"tie_output\": %s, \"bound_eps\": "
-             "%.17g, \"points_computed_this_run\": %d, \"points_skipped_this_run\": %d, "
+             "%.17g, \"hidden_statistics\": %s, \"points_computed_this_run\": %d, \"points_skipped_this_run\": %d, "
              "\"config_note\": \"config is the first point computed; every row's key column "
              "holds its own configuration\"}",
              sweep_name[o->sweep], Ls, ds, o->L, o->d, o->seeds, o->seed0, o->nb, o->B, o->T,
              o->V, o->heads, o->ffmult, o->ls_theorem, o->ls_real, o->tie ? "true" : "false",
-             o->beps, s->computed, s->skipped);
+             o->beps, o->no_hidden ? "false" : "true", s->computed, s->skipped);
     double wall = lnk_now() - s->t0;
     CK(lnk_meta_write(s->path, s->have_base ? &s->base : NULL, extra, s->start, wall));
-    CK(lnk_meta_write(s->hpath, s->have_base ? &s->base : NULL, extra, s->start, wall));
+    if (!s->o->no_hidden)
+        CK(lnk_meta_write(s->hpath, s->have_base ? &s->base : NULL, extra, s->start, wall));
     s->last_ckpt = lnk_now();
 }
 
@@ -828,7 +835,7 @@ static void run_conf(sweep *s, const pconf *p, int idx, int total)
             continue;
         }
         presult r;
-        run_point(p, seed, o->sweep == SW_PROFILE, &r);
+        run_point(p, seed, o->sweep == SW_PROFILE, !o->no_hidden, &r);
         if (!s->have_base) {
             make_config(p, seed, &s->base);
             s->have_base = 1;
@@ -891,7 +898,10 @@ int main(int argc, char **argv)
     s.hpath = hpath;
     int prof = o.sweep == SW_PROFILE;
     rs_load(&s.main, path, prof ? H_PROFILE : H_POINT, prof ? NCOL(H_PROFILE) : NCOL(H_POINT));
-    rs_load(&s.hid, hpath, H_HIDDEN, NCOL(H_HIDDEN));
+    if (!o.no_hidden)
+        rs_load(&s.hid, hpath, H_HIDDEN, NCOL(H_HIDDEN));
+    else
+        s.hid.ncol = NCOL(H_HIDDEN), s.hid.head = H_HIDDEN;
     if (s.main.n_old)
         fprintf(stderr, "grad_norms %s: resuming %s (%zu rows)\n", sweep_name[o.sweep], path,
                 s.main.n_old);

@@ -8,4 +8,6 @@
 #include "lnkit/io.h"
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
+#include "lnkit/stats.h"
+#include "lnkit/analysis.h"
 #endif
