@@ -198,7 +198,10 @@ static void test_cli(void **s)
                 "--nodes n.csv --quiet", tu_tmpdir(), L, common);
     assert_int_equal(st, 0);
     free(out);
-    assert_non_null(strstr(tu_read_file(tu_path("d.meta.json"), NULL), "\"integral\""));
+    char *dmeta = tu_read_file(tu_path("d.meta.json"), NULL);
+    assert_non_null(dmeta);
+    assert_non_null(strstr(dmeta, "\"integral\""));
+    free(dmeta);
     /* bad input: exit 2, the named problem, no output file */
     struct {
         const char *args, *words;
