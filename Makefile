@@ -67,7 +67,7 @@ $(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(TEST_UTIL) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
 
-$(BUILD)/studies/%: studies/%.c $(LIB)
+$(BUILD)/studies/%: studies/%.c studies/study.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 

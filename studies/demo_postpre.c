@@ -14,17 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/lnkit.h"
-
-/* The two output files while they are written: removed if the study fails. */
-static lnk_afile fl, fy;
-
-static _Noreturn void die(void)
-{
-    fprintf(stderr, "demo_postpre: %s\n", lnk_errmsg());
-    lnk_afile_abort(&fl);
-    lnk_afile_abort(&fy);
-    exit(2);
-}
+#include "study.h"
 
 static void usage(void)
 {
@@ -38,26 +28,9 @@ static void usage(void)
            "  --V N        vocabulary                       (500)\n");
 }
 
-static long arg_int(const char *name, const char *s, long min, long max)
-{
-    char *e;
-    long v = strtol(s, &e, 10);
-    if (*s == '\0' || *e || v < min || v > max) {
-        fprintf(stderr, "demo_postpre: --%s: expected an integer in [%ld, %ld], got '%s'\n", name,
-                min, max, s);
-        exit(2);
-    }
-    return v;
-}
-
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
-
 int main(int argc, char **argv)
 {
+    study_init("demo_postpre");
     const char *out = "results/demo";
     int seeds = 5, d = 64, L = 6, B = 16, T = 32, V = 500;
     static struct option opts[] = {{"out", required_argument, 0, 'o'},
@@ -81,28 +54,22 @@ int main(int argc, char **argv)
         case 'T': T = (int)arg_int("len", optarg, 1, 4096); break;
         case 'V': V = (int)arg_int("V", optarg, 5, 1 << 24); break;
         case 'h': usage(); return 0;
-        default:
-            fprintf(stderr, "demo_postpre: unknown option or missing value '%s'\n",
-                    argv[optind - 1]);
-            return 2;
+        default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
         }
     }
-    if (d % 8) {
-        fprintf(stderr, "demo_postpre: --d must be a multiple of 8 (h = 4, d even), got %d\n", d);
-        return 2;
-    }
-    char start[32], p_loss[1024], p_lay[1024], cmd[1100];
+    if (d % 8)
+        fail("--d must be a multiple of 8 (h = 4, d even), got %d", d);
+    char start[32], p_loss[1024], p_lay[1024];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", out);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "demo_postpre: cannot create directory '%s'\n", out);
-        return 2;
-    }
+    make_dir(out);
     snprintf(p_loss, sizeof p_loss, "%s/postpre_loss.csv", out);
     snprintf(p_lay, sizeof p_lay, "%s/postpre_layers.csv", out);
+    lnk_afile fl, fy;
     CK(lnk_afile_open(&fl, p_loss));
+    study_track(&fl);
     CK(lnk_afile_open(&fy, p_lay));
+    study_track(&fy);
     static const char *const hl[] = {"norm_pos", "seed", "loss", "n_scored", "grad_norm_total"};
     static const char *const hy[] = {"norm_pos", "seed", "layer", "tensor", "grad_norm"};
     lnk_csv cl, cy;
@@ -175,6 +142,8 @@ int main(int argc, char **argv)
         }
     lnk_csv_free(&cl);
     lnk_csv_free(&cy);
+    study_untrack(&fl);
+    study_untrack(&fy);
     CK(lnk_afile_commit(&fl));
     CK(lnk_afile_commit(&fy));
     char extra[512];

@@ -37,29 +37,8 @@
 #include "lnkit/lnkit.h"
 #include "lnkit/analysis.h"
 #include "lnkit/stats.h"
+#include "study.h"
 
-static _Noreturn void die(void)
-{
-    fprintf(stderr, "grad_norms: %s\n", lnk_errmsg());
-    exit(2);
-}
-
-static _Noreturn void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("grad_norms: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
 
 static void *xmalloc(size_t n)
 {
@@ -185,24 +164,6 @@ typedef struct {
     double ls_theorem, ls_real, beps, checkpoint;
     int verbose, no_hidden;
 } opts;
-
-static long arg_int(const char *name, const char *s, long min, long max)
-{
-    char *e;
-    long v = strtol(s, &e, 10);
-    if (*s == '\0' || *e || v < min || v > max)
-        fail("--%s: expected an integer in [%ld, %ld], got '%s'", name, min, max, s);
-    return v;
-}
-
-static double arg_real(const char *name, const char *s, double min, double max)
-{
-    char *e;
-    double v = strtod(s, &e);
-    if (*s == '\0' || *e || !(v >= min && v <= max))
-        fail("--%s: expected a number in [%g, %g], got '%s'", name, min, max, s);
-    return v;
-}
 
 static int arg_list(const char *name, const char *s, int *v, int max, long lo, long hi)
 {
@@ -333,11 +294,11 @@ static void parse(opts *o, int argc, char **argv)
         case 'V': o->V = (int)arg_int("V", optarg, 5, 1 << 24); break;
         case 'H': o->heads = (int)arg_int("heads", optarg, 1, 4096); break;
         case 'F': o->ffmult = (int)arg_int("ff-mult", optarg, 1, 64); break;
-        case 'l': o->ls_theorem = o->ls_real = arg_real("label-smoothing", optarg, 0, 0.999); break;
+        case 'l': o->ls_theorem = o->ls_real = arg_num("label-smoothing", optarg, 0, 0.999); break;
         case 'u': o->tie = 0; break;
-        case 'e': o->beps = arg_real("bound-eps", optarg, 1e-12, 1e12); break;
+        case 'e': o->beps = arg_num("bound-eps", optarg, 1e-12, 1e12); break;
         case 't': o->threads = (int)arg_int("threads", optarg, 1, 256); break;
-        case 'c': o->checkpoint = arg_real("checkpoint", optarg, 0, 1e9); break;
+        case 'c': o->checkpoint = arg_num("checkpoint", optarg, 0, 1e9); break;
         case 'v': o->verbose = 1; break;
         case 'N': o->no_hidden = 1; break;
         case 'h': usage(); exit(0);
@@ -869,6 +830,7 @@ static void run_conf(sweep *s, const pconf *p, int idx, int total)
 
 int main(int argc, char **argv)
 {
+    study_init("grad_norms");
     opts o;
     parse(&o, argc, argv);
     if (o.threads)
@@ -886,10 +848,7 @@ int main(int argc, char **argv)
     char *slash = strrchr(dir, '/');
     if (slash) {
         *slash = '\0';
-        char cmd[1100];
-        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-        if (system(cmd) != 0)
-            fail("cannot create directory '%s'", dir);
+        make_dir(dir);
     }
     sweep s;
     memset(&s, 0, sizeof s);

@@ -30,29 +30,8 @@
 #include <sys/stat.h>
 #include "lnkit/lnkit.h"
 #include "lnkit/analysis.h"
+#include "study.h"
 
-static _Noreturn void die(void)
-{
-    fprintf(stderr, "grad_table: %s\n", lnk_errmsg());
-    exit(2);
-}
-
-static _Noreturn void fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("grad_table: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
 
 static const char *dir = "results/grad";
 static const char *stat_col = "w2_norm_of_mean";
@@ -1193,6 +1172,7 @@ static void profile(const lnk_csvdata *t)
 
 int main(int argc, char **argv)
 {
+    study_init("grad_table");
     static struct option lo[] = {{"dir", 1, 0, 'd'}, {"stat", 1, 0, 's'}, {"help", 0, 0, 'h'},
                                  {0, 0, 0, 0}};
     int ch;

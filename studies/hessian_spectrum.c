@@ -22,24 +22,8 @@
 #include "lnkit/hessian.h"
 #include "lnkit/lnkit.h"
 #include "lnkit/text.h"
+#include "study.h"
 
-/* Output files still being written: removed if the study fails. */
-static lnk_afile *open_files[8];
-static int n_open;
-
-static _Noreturn void die(void)
-{
-    fprintf(stderr, "hessian_spectrum: %s\n", lnk_errmsg());
-    for (int i = 0; i < n_open; i++)
-        lnk_afile_abort(open_files[i]);
-    exit(2);
-}
-
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
 
 typedef struct {
     const char *out, *text;
@@ -63,18 +47,6 @@ static void usage(void)
            "  --quiet          no progress on stderr\n");
 }
 
-static long arg_int(const char *name, const char *s, long min, long max)
-{
-    char *e;
-    long v = strtol(s, &e, 10);
-    if (*s == '\0' || *e || v < min || v > max) {
-        fprintf(stderr, "hessian_spectrum: --%s: expected an integer in [%ld, %ld], got '%s'\n",
-                name, min, max, s);
-        exit(2);
-    }
-    return v;
-}
-
 /* A CSV with its temp file and writer. */
 typedef struct {
     lnk_afile a;
@@ -86,7 +58,7 @@ static void csv_open(out_csv *o, const char *dir, const char *name, const char *
 {
     snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
     CK(lnk_afile_open(&o->a, o->path));
-    open_files[n_open++] = &o->a;
+    study_track(&o->a);
     CK(lnk_csv_begin(&o->c, o->a.f, hdr, n));
 }
 
@@ -94,9 +66,7 @@ static void csv_close(out_csv *o, const lnk_config *c, const char *extra, const 
                       double t0)
 {
     lnk_csv_free(&o->c);
-    for (int i = 0; i < n_open; i++)
-        if (open_files[i] == &o->a)
-            open_files[i] = open_files[--n_open];
+    study_untrack(&o->a);
     CK(lnk_afile_commit(&o->a));
     CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
 }
@@ -139,6 +109,7 @@ static double sd(const double *x, int n) { return n > 1 ? gsl_stats_sd(x, 1, (si
 
 int main(int argc, char **argv)
 {
+    study_init("hessian_spectrum");
     opts_t o = {"results/hessian", NULL, 32, 4, 4, 200, 8, 24, 3, 5, 100, 10, 80, 60, 0, 3.0};
     static struct option lo[] = {
         {"out", 1, 0, 'o'},    {"d", 1, 0, 'd'},       {"h", 1, 0, 'H'},     {"L", 1, 0, 'L'},
@@ -164,37 +135,21 @@ int main(int argc, char **argv)
         case 'r': o.runs = (int)arg_int("runs", optarg, 1, 10000); break;
         case 'm': o.steps = (int)arg_int("steps", optarg, 2, 100000); break;
         case 'b': o.block_steps = (int)arg_int("block-steps", optarg, 2, 100000); break;
-        case 'K': {
-            char *e;
-            o.kappa = strtod(optarg, &e);
-            if (*e || !(o.kappa > 1) || !isfinite(o.kappa)) {
-                fprintf(stderr, "hessian_spectrum: --kappa: expected a number > 1, got '%s'\n",
-                        optarg);
-                return 2;
-            }
+        case 'K':
+            o.kappa = arg_num("kappa", optarg, 1 + 1e-9, 1e300);
             break;
-        }
         case 'q': o.quiet = 1; break;
         case 'h': usage(); return 0;
         default:
-            fprintf(stderr, "hessian_spectrum: unknown option or missing value '%s'\n",
-                    argv[optind - 1]);
-            return 2;
+            fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
         }
     }
-    if (o.d % o.h || o.d % 2) {
-        fprintf(stderr, "hessian_spectrum: --d %d must be even and a multiple of --h %d\n", o.d,
-                o.h);
-        return 2;
-    }
-    char start[32], cmd[1200];
+    if (o.d % o.h || o.d % 2)
+        fail("--d %d must be even and a multiple of --h %d", o.d, o.h);
+    char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.out);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "hessian_spectrum: cannot create '%s'\n", o.out);
-        return 2;
-    }
+    make_dir(o.out);
     static const char *const he[] = {"norm_pos", "seed", "which", "index", "eigenvalue",
                                      "residual", "converged"};
     static const char *const ht[] = {"norm_pos", "seed", "method", "probes", "trace", "stderr"};
