@@ -16,8 +16,11 @@
  * the l1 distance from k_i to the hull of the others, whose LP dual is the best
  * separating margin  max { min_j q.(k_i - k_j) : ||q||_inf <= 1 }.  Both the primal
  * (a hull point, upper bound) and the dual (a query, lower bound) are checked in
- * double precision after GLPK returns, and a case the two bounds leave open is
- * re-solved with GLPK's exact rational simplex (glp_exact).  The decision is
+ * double precision after GLPK returns (its simplex runs with feasibility tolerances
+ * of 1e-12 instead of 1e-7, and an iteration limit against cycling), and a case the
+ * two bounds leave open is re-solved from another start (glp_exact cannot help: it
+ * rounds the data to 1e-9 first); a case still open is "ambiguous" and decided by the
+ * LP value (none of the study's 2.2 million LPs was).  The decision is
  *   selectable  <=>  dist_i > tol * s_i,
  *   s_i = max(max_j ||k_j - k_i||_1, max_j ||k_j||_1)
  * (the spread of the set seen from k_i, or the magnitude of the keys if larger: the
@@ -26,8 +29,8 @@
  * computed in double, e.g. a midpoint or centroid of other keys, keys centred into a
  * hyperplane or collinear keys, come out at 1e-16..1e-15; the certificates' own
  * rounding is below d * 1.1e-16, 6e-14 at d = 512) and below the thinnest margins of
- * random sets in the study (n = 60 LayerNorm outputs on a circle, d = 3, reach 1e-9 to
- * 1e-8; a tolerance of 1e-9 would misclassify some of them).  Duplicate
+ * random sets in the study (LayerNorm outputs of up to 60 keys on a circle, d = 3, come
+ * down to 3e-10: a tolerance of 1e-9 would misclassify some of them).  Duplicate
  * keys have distance 0: every copy is unselectable.  A set of one key is
  * selectable.  Rank-deficient sets (keys in a hyperplane or on a line) need no
  * special case: the l1 residual absorbs whatever the equality constraints cannot
@@ -97,7 +100,7 @@ int lnk_geom_head_stats(const double *x, int d, int h, double *cos, double *rati
 typedef struct {
     int n_pretest;        /* keys decided without an LP (pre-test or duplicate) */
     int n_lp;             /* keys decided by a floating-point GLPK LP */
-    int n_exact;          /* of those, re-solved with glp_exact */
+    int n_ambiguous;      /* of those, keys whose certified bounds still contain tol */
     int n_near;           /* selectable keys with rel. distance <= 1e3 tol (near the boundary) */
     double min_sel_dist;  /* smallest certified relative distance of a selectable key
                              decided by an LP (lower bound; INFINITY if none) */
@@ -112,12 +115,11 @@ int lnk_geom_selectable(const double *K, int n, int d, double tol, int *sel,
 
 /* The relative l1 distance dist_i / s_i of key i to the hull of the others, always
  * by LP (no pre-test): in [0, 1]; 0 when all keys equal.  For tests and
- * near-boundary reports.  GLPK's floating-point simplex works to feasibility
- * tolerances of 1e-7, so a value below 1e-6 (or one whose certified bounds straddle
- * tol) is recomputed with glp_exact, the exact optimum of the LP as stored (keys
- * translated by -k_i and divided by s_i in double); *exact (may be NULL) tells. */
+ * near-boundary reports.  The value is GLPK's, kept inside the certified interval of
+ * its primal and dual solutions; *ambiguous (may be NULL) is set to 1 when that
+ * interval still contains tol. */
 int lnk_geom_hull_dist(const double *K, int n, int d, int i, double tol, double *dist,
-                       int *exact);
+                       int *ambiguous);
 
 /* Number of unselectable keys of a set (convenience over lnk_geom_selectable). */
 int lnk_geom_count_unselectable(const double *K, int n, int d, double tol, int *count,
@@ -146,7 +148,7 @@ typedef struct {
     int runs;
     double frac_any;      /* fraction of runs with at least one unselectable key */
     double mean_frac;     /* mean over runs of the fraction of unselectable keys */
-    long n_lp, n_exact, n_near;
+    long n_lp, n_ambiguous, n_near;
     double min_sel_dist;  /* as in lnk_geom_sel_info, over all runs */
 } lnk_geom_cell;
 

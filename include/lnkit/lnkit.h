@@ -10,4 +10,5 @@
 #include "lnkit/hessian.h"
 #include "lnkit/stats.h"
 #include "lnkit/analysis.h"
+#include "lnkit/geometry.h"
 #endif

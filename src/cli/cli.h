@@ -44,6 +44,7 @@ int cmd_hvp(int argc, char **argv);
 int cmd_eigs(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_density(int argc, char **argv);
+int cmd_select(int argc, char **argv);
 
 
 

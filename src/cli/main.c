@@ -15,6 +15,7 @@ static const struct {
     {"eigs", cmd_eigs, "extremal Hessian eigenvalues, residuals (Lanczos)"},
     {"trace", cmd_trace, "Hessian trace with standard error (Hutchinson, Hutch++)"},
     {"density", cmd_density, "Hessian spectral density (stochastic Lanczos quadrature)"},
+    {"select", cmd_select, "which keys are selectable by some query (convex hull, exact LP)"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,1193 @@
+/* ln_geometry: the LayerNorm geometry study (`make study-geometry`; issue 5).
+ *
+ * Brody, Alon, Yahav 2023 ("On the Expressivity Role of LayerNorm in Transformers'
+ * Attention") and the objections raised against it, checked part by part:
+ *   random   selectability heat maps over (n, d) for random keys, Gaussian and with a
+ *            common offset and anisotropic scales, under none / projection P / scaling S
+ *            (RMS, eps 0) / LayerNorm = S(P):                 heatmap.csv
+ *   ortho    |cos(k, 1)| and the angle to the line of 1 against d up to 512, with
+ *            the fitted exponent of |cos| ~ d^b:          orthogonality.csv, orthogonality_fit.csv
+ *   heads    d = 512 (and 16, 64), h in {1..16}: per-head slice mean and norm spread
+ *            after a full-width LN, a per-head LN, a per-head RMSNorm; per-head
+ *            selectability:                             heads_stats.csv, heads_select.csv
+ *   model    Pre-/Post-LN language models at initialisation on synthetic and real text:
+ *            unselectable keys per layer and head along x -> N(x) -> N(x) Wk_j -> qk-norm,
+ *            the hull-membership checks of the affine maps, and |cos(x, 1)| of the
+ *            norms' inputs:            model_select.csv, model_affine.csv, model_cos.csv
+ *   maps     attention maps at layer 2 of an encoder with full-width LN, per-head LN and
+ *            per-head RMSNorm (qk_norm): entropy and stripe statistics of every layer and
+ *            head, and the layer-2 maps of one sequence:  attn_stats.csv, attn_map_*.csv
+ *   counts   how many normalisation statistics a LayerNorm computes:  norm_counts.csv
+ * Every CSV gets a .meta.json; summary.md collects the tables the README cites.
+ * Plots are drawn by tools/study_geometry.sh (gnuplot) from the CSVs. */
+#include <cblas.h>
+#include <getopt.h>
+#include <gsl/gsl_fit.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "lnkit/geometry.h"
+#include "lnkit/lnkit.h"
+#include "lnkit/text.h"
+
+static _Noreturn void die(void)
+{
+    fprintf(stderr, "ln_geometry: %s\n", lnk_errmsg());
+    exit(2);
+}
+
+#define CK(x)                                                                                     \
+    do {                                                                                          \
+        if ((x) != LNK_OK)                                                                        \
+            die();                                                                                \
+    } while (0)
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "ln_geometry: out of memory (%zu bytes)\n", n);
+        exit(2);
+    }
+    return p;
+}
+
+/* ------------------------------------------------------------ output files */
+
+typedef struct {
+    const char *out;     /* output directory */
+    int runs, nstep, nmax, dmax;
+    uint64_t seed;
+    const char *text;    /* real-text file, or NULL */
+    FILE *md;            /* summary.md being written */
+    lnk_afile mdf;
+} study;
+
+typedef struct {
+    lnk_afile a;
+    lnk_csv c;
+    char path[1024];
+    char start[32];
+    double t0;
+} ocsv;
+
+static void ocsv_open(ocsv *o, const study *S, const char *name, const char *const *hdr, int n)
+{
+    snprintf(o->path, sizeof o->path, "%s/%s", S->out, name);
+    lnk_iso_time(o->start, sizeof o->start);
+    o->t0 = lnk_now();
+    CK(lnk_afile_open(&o->a, o->path));
+    CK(lnk_csv_begin(&o->c, o->a.f, hdr, n));
+}
+
+static void ocsv_close(ocsv *o, const lnk_config *cfg, const char *extra)
+{
+    lnk_csv_free(&o->c);
+    CK(lnk_afile_commit(&o->a));
+    CK(lnk_meta_write(o->path, cfg, extra, o->start, lnk_now() - o->t0));
+}
+
+/* One CSV row from a format: s string, i int, l long, g double, G double or empty
+ * when not finite (e.g. "no such key" as INFINITY). */
+static void row(ocsv *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    for (const char *f = fmt; *f; f++) {
+        switch (*f) {
+        case 's': CK(lnk_csv_str(&o->c, va_arg(ap, const char *))); break;
+        case 'i': CK(lnk_csv_int(&o->c, va_arg(ap, int))); break;
+        case 'l': CK(lnk_csv_int(&o->c, va_arg(ap, long))); break;
+        case 'g': CK(lnk_csv_double(&o->c, va_arg(ap, double))); break;
+        case 'G': {
+            double v = va_arg(ap, double);
+            CK(isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
+            break;
+        }
+        }
+    }
+    va_end(ap);
+    CK(lnk_csv_end_row(&o->c));
+}
+
+static void md(const study *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void md(const study *S, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(S->md, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------ part random: heat maps */
+
+static const lnk_geom_norm heat_norms[4] = {LNK_GEOM_NONE, LNK_GEOM_CENTER, LNK_GEOM_SCALE,
+                                           LNK_GEOM_LAYERNORM};
+static const char *const heat_label[4] = {"none", "projection P", "scaling S (RMS)",
+                                          "LayerNorm S(P)"};
+
+static void part_random(study *S)
+{
+    int nn = 0, nd = S->dmax - 3 + 1, ns[64];
+    for (int n = 3; n <= S->nmax; n += S->nstep)
+        ns[nn++] = n;
+    if (ns[nn - 1] != S->nmax)
+        ns[nn++] = S->nmax;
+    static const char *const hdr[] = {"dist", "norm", "n", "d", "runs", "frac_any", "mean_frac",
+                                      "n_lp", "n_ambiguous", "n_near", "min_sel_dist"};
+    ocsv o;
+    ocsv_open(&o, S, "heatmap.csv", hdr, 11);
+    double *fa = xmalloc(sizeof(double) * 2 * 4 * nd * nn), *mf = xmalloc(sizeof(double) * 2 * 4 * nd * nn);
+    long near[2][4] = {{0}}, exact[2][4] = {{0}}, lps[2][4] = {{0}};
+    double minsel[2][4];
+    double t0 = lnk_now();
+    for (int ds = 0; ds < 2; ds++)
+        for (int k = 0; k < 4; k++) {
+            minsel[ds][k] = INFINITY;
+            for (int id = 0; id < nd; id++)
+                for (int in = 0; in < nn; in++) {
+                    int d = 3 + id, n = ns[in];
+                    lnk_geom_cell c;
+                    CK(lnk_geom_heat_cell((lnk_geom_keydist)ds, heat_norms[k], n, d, S->runs,
+                                          S->seed, 0, &c));
+                    row(&o, "ssiiigglllG", lnk_geom_keydist_name(ds),
+                        lnk_geom_norm_name(heat_norms[k]), n, d, S->runs, c.frac_any,
+                        c.mean_frac, c.n_lp, c.n_ambiguous, c.n_near, c.min_sel_dist);
+                    size_t at = ((size_t)(ds * 4 + k) * nd + id) * nn + in;
+                    fa[at] = c.frac_any;
+                    mf[at] = c.mean_frac;
+                    near[ds][k] += c.n_near;
+                    exact[ds][k] += c.n_ambiguous;
+                    lps[ds][k] += c.n_lp;
+                    minsel[ds][k] = fmin(minsel[ds][k], c.min_sel_dist);
+                }
+            fprintf(stderr, "  heat map %s / %s done (%.0f s)\n", lnk_geom_keydist_name(ds),
+                    lnk_geom_norm_name(heat_norms[k]), lnk_now() - t0);
+        }
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "{\"study\": \"ln_geometry\", \"part\": \"random\", \"runs\": %d, \"n\": \"3..%d step "
+             "%d\", \"d\": \"3..%d\", \"tol\": %g, \"eps\": 0, \"key_seed\": %llu, \"keys\": \"gauss: "
+             "N(0,1) iid; offset: mu + s*z, mu_c ~ N(1,1), s_c = exp(N(0,1)) per set, same z\"}",
+             S->runs, S->nmax, S->nstep, S->dmax, LNK_GEOM_SEL_TOL, (unsigned long long)S->seed);
+    ocsv_close(&o, NULL, extra);
+    /* affine invariance: offset keys are mu + s .* z of the Gaussian z: "none" must agree */
+    int mism = 0, cells = nd * nn;
+    for (int i = 0; i < cells; i++)
+        mism += fa[i] != fa[(size_t)4 * cells + i] || mf[i] != mf[(size_t)4 * cells + i];
+    md(S, "## Random keys: selectability heat maps (`heatmap.csv`, `heatmap_*.png`)\n\n"
+          "%d runs per cell, n = 3..%d (step %d), d = 3..%d; norms with eps = 0; tolerance "
+          "%g (relative l1 distance to the hull of the other keys).  A cell is the fraction "
+          "of runs with at least one unselectable key.  Smallest d at which that fraction "
+          "drops to <= 0.5 and <= 0.05 (\"-\": not within d <= %d):\n\n",
+       S->runs, S->nmax, S->nstep, S->dmax, LNK_GEOM_SEL_TOL, S->dmax);
+    /* the grid's n nearest to 20, 40 and n-max */
+    int target[3] = {20, 40, S->nmax}, show[3], nshow = 0;
+    for (int i = 0; i < 3; i++) {
+        int best = ns[0];
+        for (int in = 0; in < nn; in++)
+            if (abs(ns[in] - target[i]) < abs(best - target[i]))
+                best = ns[in];
+        if (nshow == 0 || show[nshow - 1] != best)
+            show[nshow++] = best;
+    }
+    md(S, "| keys | norm |");
+    for (int i = 0; i < nshow; i++)
+        md(S, " n=%d: d(<=0.5) | n=%d: d(<=0.05) |", show[i], show[i]);
+    md(S, " max cell | mean unselectable at d=3, n=%d | LPs | near-boundary keys | ambiguous | "
+          "smallest selectable distance |\n|:--|:--|", S->nmax);
+    for (int i = 0; i < nshow; i++)
+        md(S, "--:|--:|");
+    md(S, "--:|--:|--:|--:|--:|--:|\n");
+    for (int ds = 0; ds < 2; ds++)
+        for (int k = 0; k < 4; k++) {
+            md(S, "| %s | %s |", lnk_geom_keydist_name(ds), heat_label[k]);
+            const double *F = fa + (size_t)(ds * 4 + k) * cells;
+            for (int i = 0; i < nshow; i++) {
+                int in = 0;
+                while (ns[in] != show[i])
+                    in++;
+                for (int th = 0; th < 2; th++) {
+                    double lim = th ? 0.05 : 0.5;
+                    int dd = -1;
+                    for (int id = 0; id < nd && dd < 0; id++)
+                        if (F[id * nn + in] <= lim)
+                            dd = 3 + id;
+                    if (dd < 0)
+                        md(S, " - |");
+                    else if (dd == 3)
+                        md(S, " <= 3 |");
+                    else
+                        md(S, " %d |", dd);
+                }
+            }
+            double mx = 0;
+            for (int i = 0; i < cells; i++)
+                mx = fmax(mx, F[i]);
+            char ms[32] = "-";
+            if (isfinite(minsel[ds][k]))
+                snprintf(ms, sizeof ms, "%.2g", minsel[ds][k]);
+            md(S, " %.2f | %.3f | %ld | %ld | %ld | %s |\n", mx,
+               mf[((size_t)(ds * 4 + k) * nd + 0) * nn + nn - 1], lps[ds][k], near[ds][k],
+               exact[ds][k], ms);
+        }
+    md(S, "\nAffine check: the offset keys are an affine image (mu + s .* z) of the same "
+          "Gaussian z, and \"none\" gives the same cell for both in %d of %d cells.\n\n",
+       cells - mism, cells);
+    printf("random keys: %d cells x 8, affine check %d/%d cells equal, %.0f s\n", cells,
+           cells - mism, cells, lnk_now() - t0);
+    free(fa);
+    free(mf);
+}
+
+/* ----------------------------------------------- part ortho: cos to 1 vs d */
+
+/* E|cos(x, 1)| for x ~ N(0, I_d): cos^2 ~ Beta(1/2, (d-1)/2). */
+static double gauss_abs_cos(int d)
+{
+    return exp(lgamma(d / 2.0) - lgamma((d + 1) / 2.0)) / sqrt(M_PI);
+}
+
+static void part_ortho(study *S)
+{
+    static const int ds[] = {3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+    enum { ND = sizeof ds / sizeof ds[0], SETS = 100, N = 40 };
+    static const char *const dname[3] = {"gauss", "offset", "offset0"};
+    static const char *const hdr[] = {"dist", "d", "keys", "mean_abs_cos", "sd_abs_cos",
+                                      "mean_angle_deg", "gauss_theory_abs_cos",
+                                      "mean_abs_cos_after_center"};
+    ocsv o;
+    ocsv_open(&o, S, "orthogonality.csv", hdr, 8);
+    double mc[3][ND];
+    double *K = xmalloc(sizeof(double) * N * 512), *mu = xmalloc(sizeof(double) * 1024);
+    for (int di = 0; di < 3; di++)
+        for (int id = 0; id < ND; id++) {
+            int d = ds[id];
+            double s = 0, s2 = 0, ang = 0, cc = 0;
+            for (int set = 0; set < SETS; set++) {
+                uint64_t sd = lnk_geom_run_seed(S->seed + 17, N, d, set);
+                CK(lnk_geom_random_keys(di == 1 ? LNK_GEOM_KEYS_OFFSET : LNK_GEOM_KEYS_GAUSS, N,
+                                        d, sd, K));
+                if (di == 2) { /* zero-mean offset, anisotropic scales: own draws */
+                    uint64_t sd2 = lnk_geom_run_seed(sd, 1, d, 99);
+                    CK(lnk_geom_random_keys(LNK_GEOM_KEYS_GAUSS, 2, d, sd2, mu));
+                    for (int i = 0; i < N; i++)
+                        for (int c = 0; c < d; c++)
+                            K[i * d + c] = mu[c] + exp(mu[d + c]) * K[i * d + c];
+                }
+                for (int i = 0; i < N; i++) {
+                    double c = fabs(lnk_geom_cos_ones(K + (size_t)i * d, d));
+                    s += c;
+                    s2 += c * c;
+                    ang += lnk_geom_angle_ones(K + (size_t)i * d, d);
+                    lnk_geom_center(K + (size_t)i * d, K + (size_t)i * d, d);
+                    cc += fabs(lnk_geom_cos_ones(K + (size_t)i * d, d));
+                }
+            }
+            int m = SETS * N;
+            double mean = s / m, sdv = sqrt(fmax(0.0, (s2 - m * mean * mean) / (m - 1)));
+            mc[di][id] = mean;
+            row(&o, "siigggGg", dname[di], d, m, mean, sdv, ang / m,
+                di == 0 ? gauss_abs_cos(d) : NAN, cc / m);
+        }
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "{\"study\": \"ln_geometry\", \"part\": \"ortho\", \"keys_per_d\": %d, \"dists\": "
+             "\"gauss N(0,1); offset mu_c ~ N(1,1), s_c = exp(N(0,1)); offset0 mu_c ~ N(0,1), "
+             "s_c = exp(N(0,1))\"}", SETS * N);
+    ocsv_close(&o, NULL, extra);
+    free(K);
+    free(mu);
+    /* fit ln mean|cos| = a + b ln d over d >= 8 */
+    static const char *const fh[] = {"dist", "d_min", "d_max", "points", "exponent",
+                                     "se_exponent", "intercept", "r2"};
+    ocsv_open(&o, S, "orthogonality_fit.csv", fh, 8);
+    md(S, "## Orthogonality to the all-ones vector (`orthogonality.csv`, `orthogonality.png`)\n\n"
+          "Mean |cos(k, 1)| over %d keys per d; fit of ln mean|cos| = a + b ln d over "
+          "8 <= d <= 512 (gsl_fit_linear).  Gaussian keys: E|cos| = "
+          "Gamma(d/2)/(sqrt(pi) Gamma((d+1)/2)) ~ sqrt(2/(pi d)).\n\n"
+          "| keys | mean abs cos at d=8 | d=64 | d=512 | mean angle to 1 at d=512 | exponent b "
+          "(± se) | R^2 |\n|:--|--:|--:|--:|--:|--:|--:|\n",
+       SETS * N);
+    for (int di = 0; di < 3; di++) {
+        double x[ND], y[ND];
+        int np = 0, i8 = 0, i64 = 0;
+        for (int id = 0; id < ND; id++) {
+            if (ds[id] == 8)
+                i8 = id;
+            if (ds[id] == 64)
+                i64 = id;
+            if (ds[id] >= 8) {
+                x[np] = log((double)ds[id]);
+                y[np++] = log(mc[di][id]);
+            }
+        }
+        double c0, c1, cov00, cov01, cov11, sumsq, my = 0, tss = 0;
+        gsl_fit_linear(x, 1, y, 1, (size_t)np, &c0, &c1, &cov00, &cov01, &cov11, &sumsq);
+        for (int i = 0; i < np; i++)
+            my += y[i] / np;
+        for (int i = 0; i < np; i++)
+            tss += (y[i] - my) * (y[i] - my);
+        double r2 = tss > 0 ? 1 - sumsq / tss : 1;
+        row(&o, "siiigggg", dname[di], 8, 512, np, c1, sqrt(cov11), c0, r2);
+        md(S, "| %s | %.4f | %.4f | %.4f | %.2f deg | %.3f ± %.3f | %.4f |\n", dname[di],
+           mc[di][i8], mc[di][i64], mc[di][ND - 1], acos(mc[di][ND - 1]) * 180 / M_PI, c1,
+           sqrt(cov11), r2);
+        printf("orthogonality %s: mean|cos| %.4f (d=8) %.4f (d=512), exponent %.3f +- %.3f\n",
+               dname[di], mc[di][i8], mc[di][ND - 1], c1, sqrt(cov11));
+    }
+    md(S, "\n(The angle column is acos of the mean |cos|.)  \"offset\" keys have a common mean "
+          "1 along the all-ones direction plus N(0,1) per coordinate and log-normal scales; "
+          "\"offset0\" the same without the all-ones part.\n\n");
+    ocsv_close(&o, NULL, "{\"study\": \"ln_geometry\", \"part\": \"ortho\"}");
+}
+
+/* ----------------------------------------------------- part heads: slices */
+
+static const char *const hv_name[4] = {"raw", "fullLN", "headLN", "headRMS"};
+
+/* Y = variant v of X [n, d] with h heads (eps = 0). */
+static void head_variant(int v, const double *X, double *Y, int n, int d, int h)
+{
+    if (v == 0)
+        memcpy(Y, X, sizeof(double) * n * d);
+    else
+        CK(lnk_geom_apply(v == 3 ? LNK_GEOM_RMSNORM : LNK_GEOM_LAYERNORM, X, Y, n, d,
+                          v == 1 ? 1 : h, 0.0));
+}
+
+static void part_heads(study *S)
+{
+    static const int hs[] = {1, 2, 4, 8, 16};
+    enum { N = 2000 };
+    static const char *const hdr[] = {"dist", "d", "h", "d_k", "variant", "mean_abs_slice_mean",
+                                      "max_abs_slice_mean", "mean_abs_slice_cos",
+                                      "slice_norm_ratio_mean", "slice_norm_ratio_sd",
+                                      "slice_norm_ratio_min", "slice_norm_ratio_max"};
+    ocsv o;
+    ocsv_open(&o, S, "heads_stats.csv", hdr, 12);
+    int d = 512;
+    double *X = xmalloc(sizeof(double) * N * d), *Y = xmalloc(sizeof(double) * N * d);
+    double cs[16], ra[16], mu[16];
+    md(S, "## Heads: per-head slices at d = 512 (`heads_stats.csv`, `heads_select.csv`)\n\n"
+          "%d keys; for each head slice of width d_k = d/h: the mean of its entries and its "
+          "norm relative to sqrt(d_k) (1 = on the per-head LayerNorm sphere), eps = 0.\n\n"
+          "| keys | h | d_k | full-width LN: mean abs slice mean | norm ratio sd [min, max] | "
+          "per-head LN: mean abs slice mean | norm ratio sd | per-head RMS: mean abs slice mean | "
+          "norm ratio sd |\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n", N);
+    for (int ds = 0; ds < 2; ds++) {
+        /* N keys as 50 sets of 40 (offset: a common mu, s per set) */
+        for (int set = 0; set < N / 40; set++)
+            CK(lnk_geom_random_keys((lnk_geom_keydist)ds, 40, d,
+                                    lnk_geom_run_seed(S->seed + 5, 40, d, set), X + (size_t)set * 40 * d));
+        for (int ih = 0; ih < 5; ih++) {
+            int h = hs[ih], dk = d / h;
+            double am[4], sdv[4], lo[4], hi[4];
+            for (int v = 1; v < 4; v++) {
+                head_variant(v, X, Y, N, d, h);
+                double sm = 0, mx = 0, sc = 0, r1 = 0, r2 = 0, rmin = INFINITY, rmax = 0;
+                for (int i = 0; i < N; i++) {
+                    CK(lnk_geom_head_stats(Y + (size_t)i * d, d, h, cs, ra, mu));
+                    for (int j = 0; j < h; j++) {
+                        sm += fabs(mu[j]);
+                        mx = fmax(mx, fabs(mu[j]));
+                        sc += fabs(cs[j]);
+                        r1 += ra[j];
+                        r2 += ra[j] * ra[j];
+                        rmin = fmin(rmin, ra[j]);
+                        rmax = fmax(rmax, ra[j]);
+                    }
+                }
+                double m = (double)N * h, rm = r1 / m;
+                double rsd = sqrt(fmax(0.0, (r2 - m * rm * rm) / (m - 1)));
+                row(&o, "siiisggggggg", lnk_geom_keydist_name(ds), d, h, dk, hv_name[v], sm / m,
+                    mx, sc / m, rm, rsd, rmin, rmax);
+                am[v] = sm / m;
+                sdv[v] = rsd;
+                lo[v] = rmin;
+                hi[v] = rmax;
+            }
+            md(S, "| %s | %d | %d | %.4f | %.4f [%.3f, %.3f] | %.1e | %.1e | %.4f | %.1e |\n",
+               lnk_geom_keydist_name(ds), h, dk, am[1], sdv[1], lo[1], hi[1], am[2], sdv[2],
+               am[3], sdv[3]);
+        }
+    }
+    ocsv_close(&o, NULL,
+               "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": 2000, \"eps\": 0}");
+    free(X);
+    free(Y);
+    /* per-head selectability: n = 64 keys, 20 runs, every head */
+    static const int dsel[] = {16, 64, 512};
+    enum { NK = 64, RUNS = 20 };
+    static const char *const sh[] = {"dist", "d", "h", "d_k", "variant", "keys", "runs",
+                                      "frac_unselectable", "frac_head_sets_with_unselectable"};
+    ocsv_open(&o, S, "heads_select.csv", sh, 9);
+    X = xmalloc(sizeof(double) * NK * 512);
+    Y = xmalloc(sizeof(double) * NK * 512);
+    double *Sl = xmalloc(sizeof(double) * NK * 512);
+    md(S, "\nPer-head selectability (%d keys, %d runs; fraction of unselectable keys over all "
+          "heads and runs, keys in head j = columns of slice j):\n\n"
+          "| keys | d | h | d_k | raw | full-width LN | per-head LN | per-head RMS |\n"
+          "|:--|--:|--:|--:|--:|--:|--:|--:|\n", NK, RUNS);
+    for (int ds = 0; ds < 2; ds++)
+        for (int id = 0; id < 3; id++)
+            for (int ih = 0; ih < 5; ih++) {
+                int dd = dsel[id], h = hs[ih], dk = dd / h;
+                if (dk < 2)
+                    continue;
+                double fr[4];
+                for (int v = 0; v < 4; v++) {
+                    long un = 0, anyc = 0;
+                    for (int r = 0; r < RUNS; r++) {
+                        CK(lnk_geom_random_keys((lnk_geom_keydist)ds, NK, dd,
+                                                lnk_geom_run_seed(S->seed + 9, NK, dd, r), X));
+                        head_variant(v, X, Y, NK, dd, h);
+                        for (int j = 0; j < h; j++) {
+                            for (int i = 0; i < NK; i++)
+                                memcpy(Sl + (size_t)i * dk, Y + (size_t)i * dd + (size_t)j * dk,
+                                       sizeof(double) * dk);
+                            int cnt;
+                            CK(lnk_geom_count_unselectable(Sl, NK, dk, 0, &cnt, NULL));
+                            un += cnt;
+                            anyc += cnt > 0;
+                        }
+                    }
+                    fr[v] = (double)un / ((double)NK * RUNS * h);
+                    row(&o, "siiisiigg", lnk_geom_keydist_name(ds), dd, h, dk, hv_name[v], NK, RUNS,
+                        fr[v], (double)anyc / (RUNS * h));
+                }
+                md(S, "| %s | %d | %d | %d | %.3f | %.3f | %.3f | %.3f |\n",
+                   lnk_geom_keydist_name(ds), dd, h, dk, fr[0], fr[1], fr[2], fr[3]);
+            }
+    ocsv_close(&o, NULL,
+               "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": 64, \"runs\": 20, "
+               "\"eps\": 0}");
+    md(S, "\n");
+    free(X);
+    free(Y);
+    free(Sl);
+    printf("heads: done\n");
+}
+
+/* ----------------------------------------------- model-based parts: data */
+
+typedef struct {
+    const char *name;  /* "synthetic" or "text" */
+    lnk_batch lm;      /* lm batch: tgt [B, T] */
+    int V;
+} dataset;
+
+/* The real-text data set, or 0 if the file is absent (message printed). */
+static int load_text(const study *S, int B, int max_len, dataset *ds)
+{
+    struct stat sb;
+    if (!S->text || stat(S->text, &sb) != 0) {
+        printf("real text: %s not found, skipping the text runs\n", S->text ? S->text : "(none)");
+        return 0;
+    }
+    lnk_text t;
+    lnk_vocab *v;
+    CK(lnk_text_read(S->text, &t));
+    const lnk_text *tp = &t;
+    CK(lnk_vocab_build(&tp, 1, 1, 0, &v));
+    CK(lnk_text_lm_batch(&t, v, 0, B, max_len, &ds->lm));
+    ds->V = lnk_vocab_size(v);
+    ds->name = "text";
+    lnk_vocab_free(v);
+    lnk_text_free(&t);
+    return 1;
+}
+
+static lnk_config make_cfg(const char *task, int d, int h, int L, int V, const char *pos,
+                           const char *qk)
+{
+    lnk_config c;
+    char b[32];
+    lnk_config_default(&c);
+    CK(lnk_config_set(&c, "task", task));
+    snprintf(b, sizeof b, "%d", d);
+    CK(lnk_config_set(&c, "d", b));
+    snprintf(b, sizeof b, "%d", h);
+    CK(lnk_config_set(&c, "h", b));
+    snprintf(b, sizeof b, "%d", L);
+    CK(lnk_config_set(&c, "L", b));
+    snprintf(b, sizeof b, "%d", V);
+    CK(lnk_config_set(&c, "V", b));
+    CK(lnk_config_set(&c, "norm_pos", pos));
+    CK(lnk_config_set(&c, "qk_norm", qk));
+    CK(lnk_config_finalize(&c));
+    return c;
+}
+
+static const double *tensor(const lnk_model *m, const double *th, const char *fmt, int l)
+{
+    char name[LNK_NAME_MAX];
+    snprintf(name, sizeof name, fmt, l);
+    int i = lnk_layout_find(lnk_model_layout(m), name);
+    if (i < 0) {
+        fprintf(stderr, "ln_geometry: no tensor %s\n", name);
+        exit(2);
+    }
+    return th + lnk_model_layout(m)->t[i].offset;
+}
+
+/* ------------------------------------------- part model: unselectable keys */
+
+/* Per-head stages: keys of head j computed from a version of the norm's input. */
+enum { ST_X, ST_P, ST_S, ST_N, ST_QK, NST };
+static const char *const st_name[NST] = {"x Wk_j", "P(x) Wk_j", "S(x) Wk_j", "N(x) Wk_j",
+                                         "qknorm(N(x) Wk_j)"};
+static const char *const st_short[NST] = {"x_wk", "center_x_wk", "scale_x_wk", "keys",
+                                          "keys_qk"};
+
+typedef struct {
+    long keys[NST], uns[NST];
+} headacc;
+
+static void sel_set(const double *K, int n, int d, int *sel)
+{
+    CK(lnk_geom_selectable(K, n, d, 0, sel, NULL));
+}
+
+/* Y [m, d] = X [m, d] W [d, d] + b */
+static void affine(const double *X, const double *W, const double *b, double *Y, int m, int d)
+{
+    for (int i = 0; i < m; i++)
+        for (int o = 0; o < d; o++)
+            Y[(size_t)i * d + o] = b ? b[o] : 0;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, d, d, 1.0, X, d, W, d, 1.0, Y, d);
+}
+
+static void slice(const double *X, double *Y, int m, int d, int j, int dk)
+{
+    for (int i = 0; i < m; i++)
+        memcpy(Y + (size_t)i * dk, X + (size_t)i * d + (size_t)j * dk, sizeof(double) * dk);
+}
+
+/* One model variant: rows of model_select.csv and model_affine.csv; returns per-layer
+ * mean fractions for the summary in frac[stage][layer]. */
+static void model_variant(ocsv *o, ocsv *oa, ocsv *oc, const dataset *dsx, int d, int h, int L,
+                          const char *pos, const char *qk, double frac[NST + 2][8],
+                          double cosx[8])
+{
+    lnk_config c = make_cfg("lm", d, h, L, dsx->V, pos, qk);
+    lnk_model *m = lnk_model_alloc(&c);
+    if (!m)
+        die();
+    double *th = xmalloc(sizeof(double) * lnk_model_n_params(m));
+    CK(lnk_model_init_params(m, th));
+    const lnk_batch *b = &dsx->lm;
+    lnk_workspace *ws = lnk_workspace_alloc(m, b->B, 0, b->T, 0);
+    if (!ws)
+        die();
+    double loss;
+    CK(lnk_model_eval(ws, th, b, &loss, NULL, NULL));
+    lnk_geom_unit us[64];
+    int nu = lnk_geom_attn_units(ws, us, 64), dk = d / h, qkn = strcmp(qk, "none") != 0;
+    int Tm = b->T;
+    double *X = xmalloc(sizeof(double) * Tm * d), *NX = xmalloc(sizeof(double) * Tm * d),
+           *V1 = xmalloc(sizeof(double) * Tm * d), *V2 = xmalloc(sizeof(double) * Tm * d),
+           *Sl = xmalloc(sizeof(double) * Tm * d);
+    int *sx = xmalloc(sizeof(int) * Tm), *snx = xmalloc(sizeof(int) * Tm),
+        *s1 = xmalloc(sizeof(int) * Tm), *idx = xmalloc(sizeof(int) * Tm);
+    for (int iu = 0; iu < nu; iu++) {
+        const lnk_geom_unit *u = &us[iu];
+        int l = u->layer, B, T;
+        const double *xin, *xout, *Kf, *KQ;
+        const uint8_t *pad;
+        CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_NORM_IN, &xin, &B, &T, &pad));
+        CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_NORM_OUT, &xout, &B, &T, NULL));
+        CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_KEYS, &Kf, &B, &T, NULL));
+        CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_KEYS_QK, &KQ, &B, &T, NULL));
+        const double *wk = tensor(m, th, "dec.%d.attn.wk", l), *bk = tensor(m, th, "dec.%d.attn.bk", l);
+        headacc acc[64];
+        memset(acc, 0, sizeof acc);
+        long full_keys = 0, full_unx = 0, full_unn = 0;
+        long mis_n = 0, mis_x = 0, viol_n = 0, viol_x = 0, nkeys = 0;
+        double cs[4] = {0, 0, 0, 0}; /* sums of |cos(., 1)|: x, N(x), K_j, qk-normed K_j */
+        int nsets = 0;
+        for (int bb = 0; bb < B; bb++) {
+            int mkeys = 0;
+            for (int t = 0; t < T; t++)
+                if (!pad[(size_t)bb * T + t])
+                    idx[mkeys++] = t;
+            if (mkeys < 2)
+                continue;
+            nsets++;
+            nkeys += mkeys;
+            for (int i = 0; i < mkeys; i++) {
+                size_t r = ((size_t)bb * T + idx[i]) * d;
+                cs[0] += fabs(lnk_geom_cos_ones(xin + r, d));
+                cs[1] += fabs(lnk_geom_cos_ones(xout + r, d));
+                for (int j = 0; j < h; j++) {
+                    cs[2] += fabs(lnk_geom_cos_ones(Kf + r + (size_t)j * dk, dk)) / h;
+                    cs[3] += fabs(lnk_geom_cos_ones(KQ + r + (size_t)j * dk, dk)) / h;
+                }
+            }
+            for (int i = 0; i < mkeys; i++) {
+                memcpy(X + (size_t)i * d, xin + ((size_t)bb * T + idx[i]) * d, sizeof(double) * d);
+                memcpy(NX + (size_t)i * d, xout + ((size_t)bb * T + idx[i]) * d, sizeof(double) * d);
+            }
+            /* full width: x and N(x), and their images under the (invertible) Wk */
+            sel_set(X, mkeys, d, sx);
+            sel_set(NX, mkeys, d, snx);
+            affine(X, wk, bk, V1, mkeys, d);
+            sel_set(V1, mkeys, d, s1);
+            for (int i = 0; i < mkeys; i++) {
+                mis_x += s1[i] != sx[i];
+                full_unx += !sx[i];
+                full_unn += !snx[i];
+            }
+            full_keys += mkeys;
+            for (int i = 0; i < mkeys; i++) /* the model's keys, rows of this sequence */
+                memcpy(V2 + (size_t)i * d, Kf + ((size_t)bb * T + idx[i]) * d, sizeof(double) * d);
+            sel_set(V2, mkeys, d, s1);
+            for (int i = 0; i < mkeys; i++)
+                mis_n += s1[i] != snx[i];
+            /* per head: the keys of head j from x, P(x), S(x), N(x), and after qk-norm */
+            for (int stg = 0; stg < NST; stg++) {
+                if (stg == ST_QK && !qkn)
+                    continue;
+                const double *src = V2;
+                if (stg == ST_X) {
+                    src = V1; /* x Wk + bk */
+                } else if (stg == ST_P || stg == ST_S) {
+                    CK(lnk_geom_apply(stg == ST_P ? LNK_GEOM_CENTER : LNK_GEOM_SCALE, X, Sl, mkeys,
+                                      d, 1, 0.0));
+                    affine(Sl, wk, bk, NX, mkeys, d); /* NX reused as scratch */
+                    src = NX;
+                } else if (stg == ST_QK) {
+                    for (int i = 0; i < mkeys; i++)
+                        memcpy(Sl + (size_t)i * d, KQ + ((size_t)bb * T + idx[i]) * d,
+                               sizeof(double) * d);
+                    src = Sl;
+                }
+                for (int j = 0; j < h; j++) {
+                    double *hk = xmalloc(sizeof(double) * mkeys * dk);
+                    slice(src, hk, mkeys, d, j, dk);
+                    int *sh = xmalloc(sizeof(int) * mkeys);
+                    sel_set(hk, mkeys, dk, sh);
+                    for (int i = 0; i < mkeys; i++) {
+                        acc[j].uns[stg] += !sh[i];
+                        /* an affine image of a hull point is a hull point: unselectable
+                         * before Wk_j stays unselectable after it */
+                        if (stg == ST_X)
+                            viol_x += !sx[i] && sh[i];
+                        if (stg == ST_N)
+                            viol_n += !snx[i] && sh[i];
+                    }
+                    acc[j].keys[stg] += mkeys;
+                    free(hk);
+                    free(sh);
+                }
+            }
+        }
+        /* rows: full width, then per head */
+        row(o, "ssiiissssilll", dsx->name, pos, d, h, L, qk, "all", "x", "x (full width)", l,
+            (long)nsets, full_keys, full_unx);
+        row(o, "ssiiissssilll", dsx->name, pos, d, h, L, qk, "all", "norm_out",
+            "N(x) (full width)", l, (long)nsets, full_keys, full_unn);
+        frac[NST][l] = (double)full_unx / full_keys;
+        frac[NST + 1][l] = (double)full_unn / full_keys;
+        for (int stg = 0; stg < NST; stg++) {
+            long ku = 0, kk = 0;
+            for (int j = 0; j < h; j++) {
+                if (stg == ST_QK && !qkn)
+                    continue;
+                char hb[16];
+                snprintf(hb, sizeof hb, "%d", j);
+                row(o, "ssiiissssilll", dsx->name, pos, d, h, L, qk, hb, st_short[stg],
+                    st_name[stg], l, (long)nsets, acc[j].keys[stg], acc[j].uns[stg]);
+                ku += acc[j].uns[stg];
+                kk += acc[j].keys[stg];
+            }
+            frac[stg][l] = kk ? (double)ku / kk : NAN;
+        }
+        row(oc, "ssiiisigggg", dsx->name, pos, d, h, L, qk, l, cs[0] / nkeys, cs[1] / nkeys,
+            cs[2] / nkeys, cs[3] / nkeys);
+        cosx[l] = cs[0] / nkeys;
+        row(oa, "ssiiisisll", dsx->name, pos, d, h, L, qk, l, "x vs x Wk (full width): mismatches",
+            nkeys, mis_x);
+        row(oa, "ssiiisisll", dsx->name, pos, d, h, L, qk, l,
+            "N(x) vs N(x) Wk (full width): mismatches", nkeys, mis_n);
+        row(oa, "ssiiisisll", dsx->name, pos, d, h, L, qk, l,
+            "unselectable in x but selectable in x Wk_j", nkeys * h, viol_x);
+        row(oa, "ssiiisisll", dsx->name, pos, d, h, L, qk, l,
+            "unselectable in N(x) but selectable in N(x) Wk_j", nkeys * h, viol_n);
+        if (mis_x || mis_n || viol_x || viol_n)
+            printf("  affine check FAILED: %s %s d=%d qk=%s layer %d: %ld %ld %ld %ld\n",
+                   dsx->name, pos, d, qk, l, mis_x, mis_n, viol_x, viol_n);
+    }
+    free(X);
+    free(NX);
+    free(V1);
+    free(V2);
+    free(Sl);
+    free(sx);
+    free(snx);
+    free(s1);
+    free(idx);
+    lnk_workspace_free(ws);
+    free(th);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
+static void part_model(study *S)
+{
+    static const char *const hdr[] = {"data", "norm_pos", "d", "h", "L", "qk_norm", "head",
+                                      "stage", "stage_name", "layer", "sequences", "keys",
+                                      "unselectable"};
+    static const char *const ha[] = {"data", "norm_pos", "d", "h", "L", "qk_norm", "layer",
+                                     "check", "keys", "count"};
+    static const char *const hc[] = {"data", "norm_pos", "d", "h", "L", "qk_norm", "layer",
+                                     "mean_abs_cos_norm_in", "mean_abs_cos_norm_out",
+                                     "mean_abs_cos_keys_head", "mean_abs_cos_keys_qk_head"};
+    ocsv o, oa, oc;
+    ocsv_open(&o, S, "model_select.csv", hdr, 13);
+    ocsv_open(&oa, S, "model_affine.csv", ha, 10);
+    ocsv_open(&oc, S, "model_cos.csv", hc, 11);
+    enum { B = 32, LEN = 24, L = 4 };
+    dataset dsv[2];
+    int nds = 1;
+    /* synthetic: lm batch of ids uniform in [4, 500) through a throwaway model */
+    {
+        lnk_config c = make_cfg("lm", 8, 4, 1, 500, "pre", "none");
+        lnk_model *m = lnk_model_alloc(&c);
+        if (!m)
+            die();
+        CK(lnk_batch_synthetic(m, B, LEN, S->seed + 1000, &dsv[0].lm));
+        dsv[0].V = 500;
+        dsv[0].name = "synthetic";
+        lnk_model_free(m);
+        lnk_config_clear(&c);
+    }
+    nds += load_text(S, B, 30, &dsv[1]);
+    static const int cfgs[3][2] = {{8, 4}, {64, 4}, {512, 8}};
+    double cosx[2][3][2][8]; /* data, config, norm_pos, layer: mean |cos(x, 1)| (qk none) */
+    static const char *const poss[2] = {"pre", "post"};
+    static const char *const qks[3] = {"none", "layernorm", "rmsnorm"};
+    md(S, "## Model activations at initialisation (`model_select.csv`, `model_affine.csv`)\n\n"
+          "Language models (Xavier init, seed 0, L = %d, block norm LayerNorm), %d sequences "
+          "(synthetic: ids uniform in [4, 500), 24 tokens; text: the first %d lines of "
+          "multi30k val.en, <bos> .. <eos>).  Keys of one sequence form one set (causal "
+          "masking ignored: every non-pad position).  Fraction of unselectable keys, per layer "
+          "(mean over heads), for the keys of head j computed from the norm's input x, its "
+          "projection P(x), its scaling S(x), the norm output N(x) (the model's keys), and "
+          "after the per-head qk-norm; and full-width x and N(x) (d-dim).\n\n"
+          "| data | d/h | norm | qk_norm | stage | layer 0 | layer 1 | layer 2 | layer 3 |\n"
+          "|:--|:--|:--|:--|:--|--:|--:|--:|--:|\n", L, B, B);
+    for (int di = 0; di < nds; di++)
+        for (int ic = 0; ic < 3; ic++)
+            for (int ip = 0; ip < 2; ip++)
+                for (int iq = 0; iq < 3; iq++) {
+                    double frac[NST + 2][8], cx[8];
+                    model_variant(&o, &oa, &oc, &dsv[di], cfgs[ic][0], cfgs[ic][1], L, poss[ip],
+                                  qks[iq], frac, cx);
+                    if (iq == 0)
+                        memcpy(cosx[di][ic][ip], cx, sizeof cx);
+                    if (cfgs[ic][0] > 64)
+                        continue; /* summary rows for d = 8 and 64; 512 in model_cos */
+                    /* summary rows: the stages that vary with qk_norm only once */
+                    for (int stg = 0; stg < NST + 2; stg++) {
+                        if (stg == ST_QK && iq == 0)
+                            continue;
+                        if (stg != ST_QK && iq > 0)
+                            continue;
+                        const char *nm = stg == NST ? "x (full width)"
+                                         : stg == NST + 1 ? "N(x) (full width)"
+                                                          : st_name[stg];
+                        md(S, "| %s | %d/%d | %s-LN | %s | %s |", dsv[di].name, cfgs[ic][0],
+                           cfgs[ic][1], poss[ip], stg == ST_QK ? qks[iq] : "any", nm);
+                        for (int l = 0; l < L; l++)
+                            md(S, " %.3f |", frac[stg][l]);
+                        md(S, "\n");
+                    }
+                }
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "{\"study\": \"ln_geometry\", \"part\": \"model\", \"B\": %d, \"synthetic_len\": %d, "
+             "\"text\": \"%s\", \"init\": \"xavier\", \"model_seed\": 0, \"tol\": %g}",
+             B, LEN, nds > 1 ? S->text : "", LNK_GEOM_SEL_TOL);
+    ocsv_close(&o, NULL, extra);
+    ocsv_close(&oa, NULL, extra);
+    ocsv_close(&oc, NULL, extra);
+    md(S, "\nd = 512, h = 8 (d_k = 64): every key selectable at every stage (model_select.csv).  "
+          "Mean |cos(x, 1)| of the norm inputs x (the activations the projection acts on; "
+          "`model_cos.csv`, qk_norm none):\n\n| data | d | norm | layer 0 | layer 1 | layer 2 | "
+          "layer 3 |\n|:--|--:|:--|--:|--:|--:|--:|\n");
+    for (int di = 0; di < nds; di++)
+        for (int ic = 0; ic < 3; ic++)
+            for (int ip = 0; ip < 2; ip++) {
+                md(S, "| %s | %d | %s-LN |", dsv[di].name, cfgs[ic][0], poss[ip]);
+                for (int l = 0; l < L; l++)
+                    md(S, " %.3f |", cosx[di][ic][ip][l]);
+                md(S, "\n");
+            }
+    md(S, "\n");
+    for (int di = 0; di < nds; di++)
+        lnk_batch_free(&dsv[di].lm);
+    printf("model activations: done (%d data sets)\n", nds);
+}
+
+/* ------------------------------------------------ part maps: attention maps */
+
+static void part_maps(study *S)
+{
+    enum { B = 16, d = 64, h = 4, L = 4, LAYER = 2 };
+    dataset ds;
+    int have_text = load_text(S, B, 30, &ds);
+    lnk_batch cb = {0};
+    int V;
+    if (have_text) {
+        /* encoder input = the lm row (<bos> .. <eos> <pad>..); labels = the ids */
+        V = ds.V;
+        cb.B = ds.lm.B;
+        cb.S = ds.lm.T;
+        cb.src = xmalloc(sizeof(int64_t) * cb.B * cb.S);
+        cb.labels = xmalloc(sizeof(int64_t) * cb.B * cb.S);
+        memcpy(cb.src, ds.lm.tgt, sizeof(int64_t) * cb.B * cb.S);
+        memcpy(cb.labels, ds.lm.tgt, sizeof(int64_t) * cb.B * cb.S);
+        cb.owns = 1;
+        lnk_batch_free(&ds.lm);
+    } else {
+        V = 500;
+        lnk_config c = make_cfg("cls", d, h, L, V, "pre", "none");
+        lnk_model *m = lnk_model_alloc(&c);
+        if (!m)
+            die();
+        CK(lnk_batch_synthetic(m, B, 24, S->seed + 2000, &cb));
+        lnk_model_free(m);
+        lnk_config_clear(&c);
+    }
+    /* the longest sequence for the pictures */
+    int show = 0, showlen = 0;
+    for (int b = 0; b < cb.B; b++) {
+        int n = 0;
+        while (n < cb.S && cb.src[(size_t)b * cb.S + n] != LNK_PAD)
+            n++;
+        if (n > showlen) {
+            showlen = n;
+            show = b;
+        }
+    }
+    static const char *const qks[3] = {"none", "layernorm", "rmsnorm"};
+    static const char *const vname[3] = {"fullLN", "headLN", "headRMS"};
+    static const char *const hdr[] = {"variant", "qk_norm", "layer", "head", "ent_mean",
+                                      "ent_min", "ent_uniform", "col_mass", "col_mass_max",
+                                      "col_mass_uniform", "logit_max"};
+    ocsv o;
+    ocsv_open(&o, S, "attn_stats.csv", hdr, 11);
+    md(S, "## Attention maps (`attn_stats.csv`, `attn_map_layer2_*.csv`, `attn_layer2.png`)\n\n"
+          "Encoder (cls task, no causal mask), Pre-LN, d = %d, h = %d, L = %d, Xavier init "
+          "seed 0, on %d %s sequences.  full-width LN: qk_norm none (the block LayerNorm only); "
+          "per-head LN / RMS: qk_norm layernorm / rmsnorm on each head's queries and keys.  "
+          "Mean over heads of: row entropy (uniform over the sequence: ln T), the largest "
+          "column mass max_j (1/T) sum_t A[t, j] (uniform: 1/T; a vertical stripe: near 1), "
+          "the largest logit.  Layer %d maps of sequence %d (%d tokens) are drawn.\n\n"
+          "| variant | layer | mean entropy (uniform) | min entropy | column mass (uniform) | max "
+          "column mass | max logit |\n|:--|--:|--:|--:|--:|--:|--:|\n",
+       d, h, L, cb.B, have_text ? "text" : "synthetic", LAYER, show, showlen);
+    /* uniform references from the padding pattern */
+    double ent_u = 0, col_u = 0;
+    int rows = 0;
+    for (int b = 0; b < cb.B; b++) {
+        int n = 0;
+        for (int t = 0; t < cb.S; t++)
+            n += cb.src[(size_t)b * cb.S + t] != LNK_PAD;
+        ent_u += n * log((double)n);
+        rows += n;
+        col_u += 1.0 / n / cb.B;
+    }
+    ent_u /= rows;
+    for (int iv = 0; iv < 3; iv++) {
+        lnk_config c = make_cfg("cls", d, h, L, V, "pre", qks[iv]);
+        lnk_model *m = lnk_model_alloc(&c);
+        if (!m)
+            die();
+        double *th = xmalloc(sizeof(double) * lnk_model_n_params(m)), loss;
+        CK(lnk_model_init_params(m, th));
+        lnk_workspace *ws = lnk_workspace_alloc(m, cb.B, cb.S, 0, 0);
+        if (!ws)
+            die();
+        CK(lnk_model_eval(ws, th, &cb, &loss, NULL, NULL));
+        lnk_geom_attn_stat *as;
+        int nas;
+        CK(lnk_geom_model_attn(ws, &as, &nas));
+        for (int l = 0; l < L; l++) {
+            double em = 0, en = INFINITY, cm = 0, cx = 0, lm = -INFINITY;
+            for (int i = 0; i < nas; i++) {
+                const lnk_geom_attn_stat *a = &as[i];
+                if (a->u.layer != l)
+                    continue;
+                row(&o, "ssiiggggggg", vname[iv], qks[iv], l, a->head, a->ent_mean, a->ent_min,
+                    ent_u, a->col_mass, a->col_mass_max, col_u, a->logit_max);
+                em += a->ent_mean / h;
+                en = fmin(en, a->ent_min);
+                cm += a->col_mass / h;
+                cx = fmax(cx, a->col_mass_max);
+                lm = fmax(lm, a->logit_max);
+            }
+            md(S, "| %s | %d | %.3f (%.3f) | %.3f | %.3f (%.3f) | %.3f | %.2f |\n", vname[iv], l,
+               em, ent_u, en, cm, col_u, cx, lm);
+        }
+        free(as);
+        /* the layer-2 maps of the sequence shown: recompute from the workspace rows */
+        lnk_geom_unit us[16];
+        int nu = lnk_geom_attn_units(ws, us, 16);
+        for (int iu = 0; iu < nu; iu++) {
+            if (us[iu].layer != LAYER)
+                continue;
+            const double *Q, *K;
+            int Bq, T;
+            CK(lnk_geom_unit_rows(ws, &us[iu], LNK_GEOM_QUERIES_QK, &Q, &Bq, &T, NULL));
+            CK(lnk_geom_unit_rows(ws, &us[iu], LNK_GEOM_KEYS_QK, &K, &Bq, &T, NULL));
+            char name[128];
+            snprintf(name, sizeof name, "attn_map_layer2_%s.csv", vname[iv]);
+            static const char *const mh[] = {"head", "query", "key", "weight"};
+            ocsv om;
+            ocsv_open(&om, S, name, mh, 4);
+            int dk = d / h, n = showlen;
+            double *z = xmalloc(sizeof(double) * n);
+            for (int j = 0; j < h; j++)
+                for (int t = 0; t < n; t++) {
+                    double mx = -INFINITY, s = 0;
+                    for (int u = 0; u < n; u++) {
+                        double a = 0;
+                        for (int e = 0; e < dk; e++)
+                            a += Q[((size_t)show * T + t) * d + j * dk + e] *
+                                 K[((size_t)show * T + u) * d + j * dk + e];
+                        z[u] = a / sqrt((double)dk);
+                        mx = fmax(mx, z[u]);
+                    }
+                    for (int u = 0; u < n; u++)
+                        s += (z[u] = exp(z[u] - mx));
+                    for (int u = 0; u < n; u++)
+                        row(&om, "iiig", j, t, u, z[u] / s);
+                }
+            free(z);
+            char extra[256];
+            snprintf(extra, sizeof extra,
+                     "{\"study\": \"ln_geometry\", \"part\": \"maps\", \"layer\": %d, "
+                     "\"sequence\": %d, \"tokens\": %d}", LAYER, show, showlen);
+            ocsv_close(&om, &c, extra);
+        }
+        lnk_workspace_free(ws);
+        free(th);
+        lnk_model_free(m);
+        if (iv == 2) {
+            char extra[256];
+            snprintf(extra, sizeof extra,
+                     "{\"study\": \"ln_geometry\", \"part\": \"maps\", \"B\": %d, \"data\": "
+                     "\"%s\", \"varied\": \"qk_norm in {none, layernorm, rmsnorm}\"}",
+                     cb.B, have_text ? S->text : "synthetic");
+            ocsv_close(&o, &c, extra);
+        }
+        lnk_config_clear(&c);
+    }
+    md(S, "\n");
+    lnk_batch_free(&cb);
+    printf("attention maps: done\n");
+}
+
+/* ---------------------------------------------- part counts: statistics */
+
+static void part_counts(study *S)
+{
+    typedef struct {
+        const char *name, *task, *pos;
+        int B, T, d, h, L, Ldec;
+    } cc;
+    static const cc cfg[] = {
+        {"GPT-2 small", "lm", "pre", 12, 1024, 768, 12, 12, 0},
+        {"GPT-2 medium", "lm", "pre", 12, 1024, 1024, 16, 24, 0},
+        {"BERT-base (no embedding LN)", "cls", "post", 12, 512, 768, 12, 12, 0},
+        {"Transformer base, enc 6 + dec 6", "seq2seq", "post", 12, 1024, 512, 8, 6, 6},
+        {"Brody et al. small GPT-2", "lm", "pre", 12, 1024, 8, 4, 4, 0},
+    };
+    static const char *const hdr[] = {
+        "model", "task", "norm_pos", "B", "T", "d", "h", "L", "norms_per_block",
+        "norms_per_model", "tokens_per_batch", "stats_per_norm_fullwidth",
+        "stats_per_norm_perhead", "stats_per_block_fullwidth", "stats_per_block_perhead",
+        "stats_per_model_fullwidth", "stats_per_model_perhead", "qknorm_stats_per_model"};
+    ocsv o;
+    ocsv_open(&o, S, "norm_counts.csv", hdr, 18);
+    md(S, "## How many normalisation statistics? (`norm_counts.csv`)\n\n"
+          "A LayerNorm computes one mean and one variance per token, whatever the number of "
+          "heads: B x T (mean, variance) pairs per batch.  A per-head norm computes h times "
+          "as many; a per-head qk-norm adds 2 h B T per attention (queries and keys; "
+          "cross-attention counted with T keys).  Norms per model counted from the library's "
+          "parameter layout (tensors `*norm*.g`; seq2seq: T source = T target tokens).\n\n"
+          "| model | B x T | d | h | norms/model | per norm: full width | per head | per model: "
+          "full width | per head |\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+        const cc *k = &cfg[i];
+        /* count the norms of the architecture from a small model of the same shape */
+        lnk_config c;
+        char b[32];
+        lnk_config_default(&c);
+        CK(lnk_config_set(&c, "task", k->task));
+        CK(lnk_config_set(&c, "norm_pos", k->pos));
+        CK(lnk_config_set(&c, "d", "8"));
+        CK(lnk_config_set(&c, "h", "2"));
+        snprintf(b, sizeof b, "%d", k->L);
+        CK(lnk_config_set(&c, k->Ldec ? "L_enc" : "L", b));
+        if (k->Ldec) {
+            snprintf(b, sizeof b, "%d", k->Ldec);
+            CK(lnk_config_set(&c, "L_dec", b));
+        }
+        CK(lnk_config_finalize(&c));
+        lnk_model *m = lnk_model_alloc(&c);
+        if (!m)
+            die();
+        const lnk_layout *lay = lnk_model_layout(m);
+        long norms = 0, attn = 0;
+        for (int t = 0; t < lay->n_tensors; t++) {
+            const char *nm = lay->t[t].name;
+            size_t n = strlen(nm);
+            if (strstr(nm, "norm") && n > 2 && !strcmp(nm + n - 2, ".g"))
+                norms++;
+            if (n > 3 && !strcmp(nm + n - 3, ".wq"))
+                attn++;
+        }
+        lnk_model_free(m);
+        lnk_config_clear(&c);
+        long blocks = k->L + k->Ldec;
+        long tok = (long)k->B * k->T;
+        /* per block: the norms of an encoder block (2) or decoder block (2 or 3); the
+         * model total comes from the layout */
+        long npb = k->Ldec ? 3 : 2;
+        long full = tok, head = tok * k->h;
+        row(&o, "sssiiiiillllllllll", k->name, k->task, k->pos, k->B, k->T, k->d, k->h,
+            (int)blocks, npb, norms, tok, full, head, npb * full, npb * head, norms * full,
+            norms * head, attn * 2 * head);
+        md(S, "| %s | %d x %d | %d | %d | %ld | %ld | %ld | %ld | %ld |\n", k->name, k->B, k->T,
+           k->d, k->h, norms, full, head, norms * full, norms * head);
+    }
+    ocsv_close(&o, NULL,
+               "{\"study\": \"ln_geometry\", \"part\": \"counts\", \"unit\": \"(mean, variance) "
+               "pairs; RMSNorm computes one mean square per pair\"}");
+    md(S, "\n(\"per block\" in the CSV: 2 norms per encoder / self-attention-only block, 3 per "
+          "seq2seq decoder block.)\n\n");
+    printf("counts: done\n");
+}
+
+/* ------------------------------------------------------------------- main */
+
+static void usage(void)
+{
+    printf("usage: ln_geometry [--out DIR] [--part P[,P..]] [--runs N] [--n-step S] [--n-max N]\n"
+           "                   [--d-max D] [--text FILE] [--seed S]\n"
+           "  --out DIR     output directory                          (results/geometry)\n"
+           "  --part LIST   random, ortho, heads, model, maps, counts  (all)\n"
+           "  --runs N      runs per heat-map cell                    (100)\n"
+           "  --n-step S    heat-map n = 3, 3+S, ..., n-max           (1)\n"
+           "  --n-max N     largest n                                 (60)\n"
+           "  --d-max D     heat-map d = 3..D                         (15)\n"
+           "  --text FILE   real text (one sentence a line)           "
+           "(/work/shared/data/multi30k/val.en)\n"
+           "  --seed S      seed of the random keys                   (0)\n");
+}
+
+static long arg_int(const char *name, const char *s, long min, long max)
+{
+    char *e;
+    long v = strtol(s, &e, 10);
+    if (*s == '\0' || *e || v < min || v > max) {
+        fprintf(stderr, "ln_geometry: --%s: expected an integer in [%ld, %ld], got '%s'\n", name,
+                min, max, s);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    study S = {"results/geometry", 100, 1, 60, 15, 0, "/work/shared/data/multi30k/val.en", NULL,
+               {0}};
+    const char *parts = "random,ortho,heads,model,maps,counts";
+    static struct option opts[] = {{"out", required_argument, 0, 'o'},
+                                   {"part", required_argument, 0, 'p'},
+                                   {"runs", required_argument, 0, 'r'},
+                                   {"n-step", required_argument, 0, 's'},
+                                   {"n-max", required_argument, 0, 'n'},
+                                   {"d-max", required_argument, 0, 'd'},
+                                   {"text", required_argument, 0, 't'},
+                                   {"seed", required_argument, 0, 'S'},
+                                   {"help", no_argument, 0, 'h'},
+                                   {0, 0, 0, 0}};
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'o': S.out = optarg; break;
+        case 'p': parts = optarg; break;
+        case 'r': S.runs = (int)arg_int("runs", optarg, 1, 100000); break;
+        case 's': S.nstep = (int)arg_int("n-step", optarg, 1, 60); break;
+        case 'n': S.nmax = (int)arg_int("n-max", optarg, 3, 200); break;
+        case 'd': S.dmax = (int)arg_int("d-max", optarg, 3, 64); break;
+        case 't': S.text = optarg; break;
+        case 'S': S.seed = (uint64_t)arg_int("seed", optarg, 0, 1L << 40); break;
+        case 'h': usage(); return 0;
+        default:
+            fprintf(stderr, "ln_geometry: unknown option or missing value '%s'\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if ((S.nmax - 3) / S.nstep + 2 > 64) {
+        fprintf(stderr, "ln_geometry: too many n values (at most 62)\n");
+        return 2;
+    }
+    static const char *const known[] = {"random", "ortho", "heads", "model", "maps", "counts"};
+    int want[6] = {0};
+    {
+        char *p = strdup(parts), *save = NULL;
+        for (char *t = strtok_r(p, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            int k = 0;
+            while (k < 6 && strcmp(t, known[k]))
+                k++;
+            if (k == 6) {
+                fprintf(stderr, "ln_geometry: --part: unknown part '%s' (random, ortho, heads, "
+                                "model, maps, counts)\n", t);
+                return 2;
+            }
+            want[k] = 1;
+        }
+        free(p);
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", S.out);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "ln_geometry: cannot create directory '%s'\n", S.out);
+        return 2;
+    }
+    lnk_set_blas_threads(1);
+    double t0 = lnk_now();
+    char mdpath[1100];
+    /* one summary per run of parts: summary.md for the whole study, else summary_PARTS.md */
+    int all = want[0] && want[1] && want[2] && want[3] && want[4] && want[5];
+    snprintf(mdpath, sizeof mdpath, "%s/summary%s%s.md", S.out, all ? "" : "_", all ? "" : parts);
+    for (char *q = mdpath + strlen(S.out) + 1; *q; q++)
+        if (*q == ',')
+            *q = '_';
+    CK(lnk_afile_open(&S.mdf, mdpath));
+    S.md = S.mdf.f;
+    if (all)
+        md(&S, "# LayerNorm geometry (studies/ln_geometry, `make study-geometry`)\n\n");
+    void (*fn[6])(study *) = {part_random, part_ortho, part_heads, part_model, part_maps,
+                              part_counts};
+    for (int k = 0; k < 6; k++)
+        if (want[k]) {
+            double t = lnk_now();
+            fn[k](&S);
+            printf("  part %s: %.1f s\n", known[k], lnk_now() - t);
+            md(&S, "<!-- part %s: %.1f s -->\n\n", known[k], lnk_now() - t);
+        }
+    CK(lnk_afile_commit(&S.mdf));
+    printf("wrote %s and the CSVs under %s in %.1f s\n", mdpath, S.out, lnk_now() - t0);
+    return 0;
+}
