@@ -32,18 +32,8 @@
 #include "lnkit/geometry.h"
 #include "lnkit/lnkit.h"
 #include "lnkit/text.h"
+#include "study.h"
 
-static _Noreturn void die(void)
-{
-    fprintf(stderr, "ln_geometry: %s\n", lnk_errmsg());
-    exit(2);
-}
-
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
 
 static void *xmalloc(size_t n)
 {
@@ -1088,25 +1078,14 @@ static void usage(void)
            "  --n-max N     largest n                                 (60)\n"
            "  --d-max D     heat-map d = 3..D                         (15)\n"
            "  --text FILE   real text (one sentence a line)           "
-           "(/work/shared/data/multi30k/val.en)\n"
+           "(../shared/data/multi30k/val.en)\n"
            "  --seed S      seed of the random keys                   (0)\n");
-}
-
-static long arg_int(const char *name, const char *s, long min, long max)
-{
-    char *e;
-    long v = strtol(s, &e, 10);
-    if (*s == '\0' || *e || v < min || v > max) {
-        fprintf(stderr, "ln_geometry: --%s: expected an integer in [%ld, %ld], got '%s'\n", name,
-                min, max, s);
-        exit(2);
-    }
-    return v;
 }
 
 int main(int argc, char **argv)
 {
-    study S = {"results/geometry", 100, 1, 60, 15, 0, "/work/shared/data/multi30k/val.en", NULL,
+    study_init("ln_geometry");
+    study S = {"results/geometry", 100, 1, 60, 15, 0, "../shared/data/multi30k/val.en", NULL,
                {0}};
     const char *parts = "random,ortho,heads,model,maps,counts";
     static struct option opts[] = {{"out", required_argument, 0, 'o'},
@@ -1159,12 +1138,7 @@ int main(int argc, char **argv)
         }
         free(p);
     }
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", S.out);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "ln_geometry: cannot create directory '%s'\n", S.out);
-        return 2;
-    }
+    make_dir(S.out);
     lnk_set_blas_threads(1);
     double t0 = lnk_now();
     char mdpath[1100];
