@@ -37,10 +37,14 @@ static int progress(void *ctx, const lnk_eigs_progress *p)
         return 0;
     pc->last = p->elapsed;
     double eta = p->elapsed / p->step * (p->max_steps - p->step);
-    fprintf(stderr, "eigs: step %d/%d  top %s%.6g  bottom %s%.6g  converged %d/%d  %.1f s "
-            "(at most %.0f s left)\n", p->step, p->max_steps, p->n_top ? "" : "-",
-            p->n_top ? p->top[0] : 0.0, p->n_bottom ? "" : "-", p->n_bottom ? p->bottom[0] : 0.0,
-            p->n_converged, p->n_top + p->n_bottom, p->elapsed, eta);
+    char top[40] = "", bot[40] = "";
+    if (p->n_top)
+        snprintf(top, sizeof top, "  top %.6g", p->top[0]);
+    if (p->n_bottom)
+        snprintf(bot, sizeof bot, "  bottom %.6g", p->bottom[0]);
+    fprintf(stderr, "eigs: step %d/%d%s%s  converged %d/%d  %.1f s (at most %.0f s left)\n",
+            p->step, p->max_steps, top, bot, p->n_converged, p->n_top + p->n_bottom, p->elapsed,
+            eta);
     return 0;
 }
 
