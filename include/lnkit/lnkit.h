@@ -11,4 +11,5 @@
 #include "lnkit/stats.h"
 #include "lnkit/analysis.h"
 #include "lnkit/geometry.h"
+#include "lnkit/corpus.h"
 #endif

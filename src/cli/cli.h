@@ -39,6 +39,7 @@ long cli_int(const char *opt, const char *s, long min, long max);
 
 int cmd_init(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
+int cmd_batch_s2s(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_hvp(int argc, char **argv);
 int cmd_eigs(int argc, char **argv);

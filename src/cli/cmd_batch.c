@@ -11,7 +11,9 @@ static void help(void)
            "                   [config flags] -o BATCH.safetensors\n"
            "       lnkit batch --text FILE [--vocab-in VOCAB] [--vocab-out VOCAB]\n"
            "                   [--min-count N] [--max-vocab N] [--max-len N] [--first N]\n"
-           "                   [--batch B] -o BATCH.safetensors\n\n"
+           "                   [--batch B] -o BATCH.safetensors\n"
+           "       lnkit batch --src FILE --tgt FILE ... -o DATA.safetensors   (seq2seq; see\n"
+           "                   lnkit batch --src x --help)\n\n"
            "Synthetic: ids uniform in [4, V) (lm: tgt rows <bos> + T ids; cls: src [B, T] and\n"
            "labels uniform in [0, n_classes); seq2seq: src [B, T] and tgt [B, T+1]).\n"
            "Text (task lm): one sequence a line, whitespace-tokenised; row = <bos> ids <eos>,\n"
@@ -37,6 +39,10 @@ enum { O_SYN = 1, O_VOCAB, O_BATCH, O_LEN, O_SEED2, O_TEXT, O_VIN, O_VOUT, O_MIN
 
 int cmd_batch(int argc, char **argv)
 {
+    /* a parallel corpus (--src/--tgt) makes a seq2seq data set: its own command */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--src") || !strncmp(argv[i], "--src=", 6))
+            return cmd_batch_s2s(argc, argv);
     struct option opts[112] = {
         {"output", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
         {"synthetic", no_argument, NULL, O_SYN},     {"vocab", required_argument, NULL, O_VOCAB},

@@ -1,0 +1,194 @@
+/* Memory and time of one Hessian-vector product of the seq2seq model on
+ * Multi30k (the reference experiment of issue 6), measured on one chunk and
+ * extrapolated to the whole data set.
+ *
+ * usage: bench_multi30k [--src F] [--tgt F] [--pairs N] [--repeat N]
+ *                       [--sizes D,H,DFF[,L];...] [--norm-pos post|pre] [--threads N]
+ *
+ * Defaults: ../shared/data/multi30k/val.{de,en}, separate vocabularies (min
+ * count 1), N = 32 pairs (the first 32 lines of the files), sizes
+ * "512,8,2048;512,4,1024" (6-6: Vaswani base and Xiong's IWSLT setting),
+ * Post-LN, Xavier init, 1 warm-up and --repeat 2 timed products.
+ *
+ * For each size: parameters, lnk_hessian_workspace_bytes of the chunk's
+ * Hessian, ru_maxrss so far, the median seconds per H v on the chunk; then
+ * the linear extrapolation in tokens to all pairs: seconds per H v over the
+ * whole set = t_chunk * (all scored tokens / chunk's scored tokens), and also
+ * with padded tokens when the set is cut into length-sorted chunks of N
+ * pairs (the cost actually paid: padded positions are computed too).  The
+ * workspace for a chunk of N pairs is what the chunked data-set Hessian
+ * needs (chunks are processed one at a time); add the vectors of the
+ * curvature routine (n_params doubles each: theta, v, H v, plus the Lanczos
+ * basis in FULL mode, (m+1) n_params doubles). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "lnkit/corpus.h"
+#include "lnkit/lnkit.h"
+
+static _Noreturn void die(void)
+{
+    fprintf(stderr, "bench_multi30k: %s\n", lnk_errmsg());
+    exit(2);
+}
+#define CK(x)                                                                                     \
+    do {                                                                                          \
+        if ((x) != LNK_OK)                                                                        \
+            die();                                                                                \
+    } while (0)
+
+static double maxrss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    const char *src = "../shared/data/multi30k/val.de", *tgt = "../shared/data/multi30k/val.en";
+    const char *sizes = "512,8,2048;512,4,1024", *pos = "post";
+    int pairs = 32, repeat = 2, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: bench_multi30k [--src F] [--tgt F] [--pairs N] [--repeat N]\n"
+                   "                      [--sizes D,H,DFF[,L];...] [--norm-pos post|pre] "
+                   "[--threads N]\n");
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "bench_multi30k: option '%s' needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--src")) src = v;
+        else if (!strcmp(a, "--tgt")) tgt = v;
+        else if (!strcmp(a, "--pairs")) pairs = atoi(v);
+        else if (!strcmp(a, "--repeat")) repeat = atoi(v);
+        else if (!strcmp(a, "--sizes")) sizes = v;
+        else if (!strcmp(a, "--norm-pos")) pos = v;
+        else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else {
+            fprintf(stderr, "bench_multi30k: unknown option '%s'\n", a);
+            return 2;
+        }
+    }
+    if (pairs < 1 || repeat < 1) {
+        fprintf(stderr, "bench_multi30k: --pairs and --repeat must be >= 1\n");
+        return 2;
+    }
+    if (threads > 0)
+        lnk_set_blas_threads(threads);
+    lnk_corpus c;
+    CK(lnk_corpus_read(src, tgt, &c));
+    lnk_vocab *vs, *vt;
+    CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    lnk_pairs p;
+    CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
+    if (pairs > p.n)
+        pairs = p.n;
+    lnk_batch chunk;
+    CK(lnk_pairs_batch(&p, NULL, pairs, &chunk));
+    /* the whole set cut into length-sorted chunks of `pairs` rows */
+    int *order = malloc(sizeof(int) * p.n);
+    CK(lnk_pairs_order(&p, order));
+    size_t padded_all = 0;
+    for (int r0 = 0; r0 < p.n; r0 += pairs) {
+        int r1 = r0 + pairs < p.n ? r0 + pairs : p.n;
+        lnk_batch b;
+        CK(lnk_pairs_batch(&p, order + r0, r1 - r0, &b));
+        padded_all += (size_t)b.B * (size_t)(b.S + b.T - 1); /* encoder + decoder positions */
+        lnk_batch_free(&b);
+    }
+    size_t padded_chunk = (size_t)chunk.B * (size_t)(chunk.S + chunk.T - 1);
+    size_t scored_chunk = 0;
+    for (int r = 0; r < pairs; r++)
+        scored_chunk += (size_t)p.tgt_len[r] - 1;
+    printf("bench_multi30k: %s / %s: %d pairs, V_src %d, V_tgt %d, %zu scored tokens; chunk = "
+           "first %d pairs (src [%d, %d], tgt [%d, %d], %zu scored); BLAS threads %d\n",
+           src, tgt, p.n, lnk_vocab_size(vs), lnk_vocab_size(vt), p.n_scored, pairs, chunk.B,
+           chunk.S, chunk.B, chunk.T, scored_chunk, lnk_blas_threads());
+    printf("%-18s %12s %14s %12s %12s %14s %14s\n", "size (d,h,dff,L)", "n_params",
+           "workspace_MB", "maxrss_MB", "s_per_Hv", "s_all_scored", "s_all_padded");
+    for (const char *s = sizes; s && *s;) {
+        int d, h, dff, L = 6, nc = 0;
+        if (sscanf(s, "%d,%d,%d%n,%d%n", &d, &h, &dff, &nc, &L, &nc) < 3) {
+            fprintf(stderr, "bench_multi30k: --sizes: expected D,H,DFF[,L];..., got '%s'\n", s);
+            return 2;
+        }
+        s = strchr(s, ';');
+        s = s ? s + 1 : NULL;
+        lnk_config cfg;
+        lnk_config_default(&cfg);
+        char b[32];
+#define SET(k, fmt, v)                                                                            \
+    snprintf(b, sizeof b, fmt, v);                                                                \
+    CK(lnk_config_set(&cfg, k, b))
+        SET("task", "%s", "seq2seq");
+        SET("norm_pos", "%s", pos);
+        SET("d", "%d", d);
+        SET("h", "%d", h);
+        SET("d_ff", "%d", dff);
+        SET("L", "%d", L);
+        SET("V_src", "%d", lnk_vocab_size(vs));
+        SET("V_tgt", "%d", lnk_vocab_size(vt));
+#undef SET
+        CK(lnk_config_finalize(&cfg));
+        lnk_model *m = lnk_model_alloc(&cfg);
+        if (!m)
+            die();
+        size_t n = lnk_model_n_params(m);
+        double *th = malloc(sizeof(double) * n), *v = malloc(sizeof(double) * n),
+               *hv = malloc(sizeof(double) * n);
+        if (!th || !v || !hv) {
+            fprintf(stderr, "bench_multi30k: out of memory (%zu parameters)\n", n);
+            return 2;
+        }
+        CK(lnk_model_init_params(m, th));
+        for (size_t i = 0; i < n; i++)
+            v[i] = (i * 2654435761u) % 3 ? 1.0 : -1.0;
+        lnk_hessian *hs = lnk_hessian_alloc(m, th, &chunk, 1, NULL);
+        if (!hs)
+            die();
+        lnk_operator op = lnk_hessian_operator(hs);
+        CK(op.apply(op.ctx, v, hv)); /* warm-up */
+        double *t = malloc(sizeof(double) * repeat);
+        for (int r = 0; r < repeat; r++) {
+            double t0 = lnk_now();
+            CK(op.apply(op.ctx, v, hv));
+            t[r] = lnk_now() - t0;
+        }
+        qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+        double med = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
+        char name[64];
+        snprintf(name, sizeof name, "%d,%d,%d,%d", d, h, dff, L);
+        printf("%-18s %12zu %14.1f %12.1f %12.2f %14.1f %14.1f\n", name, n,
+               lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb(), med,
+               med * (double)p.n_scored / (double)scored_chunk,
+               med * (double)padded_all / (double)padded_chunk);
+        fflush(stdout);
+        free(t);
+        lnk_hessian_free(hs);
+        free(th);
+        free(v);
+        free(hv);
+        lnk_model_free(m);
+        lnk_config_clear(&cfg);
+    }
+    free(order);
+    lnk_batch_free(&chunk);
+    lnk_pairs_free(&p);
+    lnk_vocab_free(vs);
+    lnk_vocab_free(vt);
+    lnk_corpus_free(&c);
+    return 0;
+}

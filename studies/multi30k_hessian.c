@@ -1,0 +1,1104 @@
+/* multi30k_hessian: the reference experiment of issue 6 — Post-LN vs Pre-LN
+ * encoder-decoder transformers at Xavier initialisation on Multi30k
+ * (German -> English validation pairs): the Hessian of the mean loss over the
+ * data set, and Xiong et al.'s Figure 3 gradient norms on the same data.
+ *
+ * Data.  --src/--tgt (default ../shared/data/multi30k/val.{de,en}, relative to
+ * the repository), the first --sentences pairs (0 = all 1014), vocabularies
+ * built from those pairs (separate by default; --joint-vocab), rows as in
+ * include/lnkit/corpus.h (src = source tokens, tgt = <bos> y <eos>), cut into
+ * length-sorted chunks of at most --max-tokens padded tokens: the data-set
+ * loss, gradient and H v are the exact token-weighted means over the chunks.
+ *
+ * Spectral part, for norm_pos in {post, pre} and seeds 0..S-1 (task seq2seq,
+ * L-L, LayerNorm, Xavier; the same data for all):
+ *   eigs.csv      norm_pos,seed,which,index,eigenvalue,residual,converged
+ *   trace.csv     norm_pos,seed,method,probes,trace,stderr
+ *   blocks.csv    norm_pos,seed,block,side,layer,kind,n_params,top_eigenvalue,residual,
+ *                 converged,steps
+ *   slq_nodes.csv norm_pos,seed,run,index,node,weight
+ *   density.csv   norm_pos,t,density   (nodes of all seeds pooled; one sigma for both)
+ * Blocks: src_emb, tgt_emb, out.w, and per layer l enc.l.attn, enc.l.ffn,
+ * dec.l.attn (causal self-attention), dec.l.xattn (cross-attention), dec.l.ffn.
+ *
+ * Gradient part (Xiong et al. 2020, Figure 3), for every depth of --depths
+ * (L-L models), norm_pos and seeds 0..G-1: the data-set gradient at init and
+ *   grad.csv      norm_pos,seed,L,side,layer,tensor,grad_norm   (ffn.w1, ffn.w2 of every
+ *                 encoder and decoder layer; Figure 3 a/b = the rows of L = --L, c/d =
+ *                 the decoder's last layer w2 over L)
+ * Then summary.md (Post/Pre ratios with the spread over seeds), density.gp
+ * (gnuplot -> density.png, log density axis) and grad.gp (-> grad.png).
+ * Every CSV has its .meta.json.  The (variant, seed) jobs run in --jobs
+ * threads (one BLAS thread each); results do not depend on the scheduling.
+ *
+ * Size.  The reference experiment (6-6, d = 512, h = 8, d_ff = 2048, all 1014
+ * pairs) costs ~13 TFLOP per H v, minutes per product here, so the defaults
+ * are a reduced configuration that runs in ~15 minutes on 2 cores: d = 32,
+ * h = 4, d_ff = 64 (= 2d, the ratio of Xiong et al.'s IWSLT model), 6-6, the
+ * first 200 pairs, 3 seeds, top/bottom-3 eigenvalues (<= 40 Lanczos steps),
+ * trace with 30 probes, SLQ 4 x 40, block top eigenvalues with <= 10 Lanczos
+ * steps (lower bounds; residuals in blocks.csv).  Every one of these is a
+ * flag (bench/bench_multi30k measures the full-size cost per H v). */
+#include <getopt.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "lnkit/corpus.h"
+#include "lnkit/lnkit.h"
+
+static _Noreturn void die(void)
+{
+    fprintf(stderr, "multi30k_hessian: %s\n", lnk_errmsg());
+    exit(2);
+}
+
+#define CK(x)                                                                                     \
+    do {                                                                                          \
+        if ((x) != LNK_OK)                                                                        \
+            die();                                                                                \
+    } while (0)
+
+typedef struct {
+    const char *out, *src, *tgt, *depths_str;
+    int d, h, d_ff, L, sentences, min_count, max_vocab, joint, max_len, max_tokens;
+    int seeds, grad_seeds, k, eig_steps, probes, runs, steps, block_steps, jobs, quiet;
+    int do_spec, do_grad;
+    double kappa, eig_tol, block_tol;
+    int depths[32], n_depths;
+} opts_t;
+
+static void usage(void)
+{
+    printf(
+        "usage: multi30k_hessian [options]\n"
+        "  --src F --tgt F   parallel text   (../shared/data/multi30k/val.de, val.en)\n"
+        "  --out DIR         output directory                         (results/multi30k)\n"
+        "  --sentences N     first N pairs, 0 = all                   (200)\n"
+        "  --min-count N     vocabulary minimum count                 (1)\n"
+        "  --max-vocab N     vocabulary size limit per side, 0 = none (0)\n"
+        "  --joint-vocab     one vocabulary for both sides\n"
+        "  --max-len N       drop pairs with a side longer, 0 = none  (0)\n"
+        "  --max-tokens N    padded tokens per chunk                  (512)\n"
+        "  --d N --h N --d-ff N --L N   model (L-L seq2seq, LayerNorm, Xavier) (32, 4, 64, 6)\n"
+        "  --seeds N         initialisation seeds 0..N-1 (spectra)    (3)\n"
+        "  --k N             top-k and bottom-k eigenvalues           (3)\n"
+        "  --eig-steps M     Lanczos step limit for them              (40)\n"
+        "  --eig-tol T       their relative residual tolerance        (1e-6)\n"
+        "  --probes N        Hutchinson probes for the trace          (30)\n"
+        "  --runs N --steps M           SLQ start vectors and steps   (4, 40)\n"
+        "  --block-steps M   Lanczos step limit, block top eigenvalue (10)\n"
+        "  --block-tol T     its relative residual tolerance          (1e-3)\n"
+        "  --kappa K         SLQ kernel width, Papyan's kappa         (3)\n"
+        "  --depths LIST     L of the last-W2 sweep (Figure 3 c/d)    (6,8,10,12,14)\n"
+        "  --grad-seeds N    seeds for the gradient norms             (6)\n"
+        "  --parts LIST      spectrum,grad                            (spectrum,grad)\n"
+        "  --jobs N          worker threads (one BLAS thread each)    (2)\n"
+        "  --quiet           no progress on stderr\n");
+}
+
+static long arg_int(const char *name, const char *s, long min, long max)
+{
+    char *e;
+    long v = strtol(s, &e, 10);
+    if (*s == '\0' || *e || v < min || v > max) {
+        fprintf(stderr, "multi30k_hessian: --%s: expected an integer in [%ld, %ld], got '%s'\n",
+                name, min, max, s);
+        exit(2);
+    }
+    return v;
+}
+
+static double arg_pos(const char *name, const char *s, double min)
+{
+    char *e;
+    double v = strtod(s, &e);
+    if (*s == '\0' || *e || !isfinite(v) || !(v > min)) {
+        fprintf(stderr, "multi30k_hessian: --%s: expected a number > %g, got '%s'\n", name, min,
+                s);
+        exit(2);
+    }
+    return v;
+}
+
+/* ------------------------------------------------------------ data */
+
+typedef struct {
+    lnk_batch *chunks;
+    int n_chunks, V_src, V_tgt, n_pairs, n_dropped;
+    size_t n_scored, src_tokens, tgt_tokens, padded, max_chunk;
+} data_t;
+
+static void load_data(const opts_t *o, data_t *D)
+{
+    lnk_corpus c;
+    CK(lnk_corpus_read(o->src, o->tgt, &c));
+    if (o->sentences > 0 && o->sentences < c.src.n_lines) /* a prefix: the texts are freed by */
+        c.src.n_lines = c.tgt.n_lines = o->sentences;     /* their pools, not per line */
+    lnk_vocab *vs, *vt;
+    CK(lnk_corpus_vocabs(&c, o->joint, o->min_count, o->max_vocab, &vs, &vt));
+    lnk_pairs_opts po;
+    lnk_pairs_opts_default(&po);
+    po.max_len = o->max_len;
+    lnk_pairs p;
+    CK(lnk_pairs_make(&c, vs, vt, &po, &p));
+    CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
+    D->V_src = lnk_vocab_size(vs);
+    D->V_tgt = lnk_vocab_size(vt);
+    D->n_pairs = p.n;
+    D->n_dropped = p.n_dropped;
+    D->n_scored = p.n_scored;
+    D->src_tokens = p.src_tokens;
+    D->tgt_tokens = p.tgt_tokens;
+    D->padded = D->max_chunk = 0;
+    for (int i = 0; i < D->n_chunks; i++) {
+        size_t s = lnk_pairs_padded(&D->chunks[i]);
+        D->padded += s;
+        D->max_chunk = s > D->max_chunk ? s : D->max_chunk;
+    }
+    lnk_pairs_free(&p);
+    lnk_vocab_free(vs);
+    lnk_vocab_free(vt);
+    lnk_corpus_free(&c);
+}
+
+static void make_config(lnk_config *c, const opts_t *o, const data_t *D, int pre, int L,
+                        int seed)
+{
+    char b[32];
+    lnk_config_default(c);
+    CK(lnk_config_set(c, "task", "seq2seq"));
+    CK(lnk_config_set(c, "norm_pos", pre ? "pre" : "post"));
+#define SETI(key, val)                                                                            \
+    snprintf(b, sizeof b, "%d", (val));                                                           \
+    CK(lnk_config_set(c, key, b))
+    SETI("d", o->d);
+    SETI("h", o->h);
+    SETI("d_ff", o->d_ff);
+    SETI("L", L);
+    SETI("V_src", D->V_src);
+    SETI("V_tgt", D->V_tgt);
+    SETI("seed", seed);
+#undef SETI
+    CK(lnk_config_finalize(c));
+}
+
+/* ------------------------------------------------------------ blocks */
+
+typedef struct {
+    char pat[64], side[4], kind[16];
+    int layer;
+} block_t;
+
+static int make_blocks(int L, block_t *b)
+{
+    int n = 0;
+    b[n++] = (block_t){"src_emb", "enc", "embedding", -1};
+    for (int l = 0; l < L; l++) {
+        b[n] = (block_t){"", "enc", "self_attn", l};
+        snprintf(b[n++].pat, 64, "enc.%d.attn.*", l);
+        b[n] = (block_t){"", "enc", "ffn", l};
+        snprintf(b[n++].pat, 64, "enc.%d.ffn.*", l);
+    }
+    b[n++] = (block_t){"tgt_emb", "dec", "embedding", -1};
+    for (int l = 0; l < L; l++) {
+        b[n] = (block_t){"", "dec", "self_attn", l};
+        snprintf(b[n++].pat, 64, "dec.%d.attn.*", l);
+        b[n] = (block_t){"", "dec", "cross_attn", l};
+        snprintf(b[n++].pat, 64, "dec.%d.xattn.*", l);
+        b[n] = (block_t){"", "dec", "ffn", l};
+        snprintf(b[n++].pat, 64, "dec.%d.ffn.*", l);
+    }
+    b[n++] = (block_t){"out.w", "dec", "output", L};
+    return n;
+}
+
+/* ------------------------------------------------------------ jobs */
+
+typedef struct {
+    int pre, seed;
+    double loss;
+    lnk_eigs_result er;
+    lnk_trace_result tr;
+    lnk_slq_result slq;
+    double *btop, *bres;
+    int *bconv, *bsteps;
+    size_t *bn;
+    long hvp;
+    double sec, sec_eigs, sec_trace, sec_slq, sec_blocks;
+    size_t ws_bytes;
+} spec_job;
+
+typedef struct {
+    int pre, seed, L;
+    double loss;
+    double *w1, *w2;   /* [2L]: encoder layers 0..L-1, then decoder layers */
+    double sec;
+} grad_job;
+
+typedef struct {
+    const opts_t *o;
+    const data_t *D;
+    int nblk;
+    const block_t *blk;
+    spec_job *spec;
+    int n_spec;
+    grad_job *grad;
+    int n_grad;
+    int next;
+    pthread_mutex_t mu;
+    double t0;
+} sched_t;
+
+static void run_spec(sched_t *S, spec_job *J)
+{
+    const opts_t *o = S->o;
+    const data_t *D = S->D;
+    double ts = lnk_now();
+    lnk_config c;
+    make_config(&c, o, D, J->pre, o->L, J->seed);
+    lnk_model *m = lnk_model_alloc(&c);
+    if (!m)
+        die();
+    double *th = malloc(sizeof(double) * lnk_model_n_params(m));
+    CK(lnk_model_init_params(m, th));
+    CK(lnk_dataset_eval(m, th, D->chunks, D->n_chunks, &J->loss, NULL, NULL));
+    lnk_hessian *h = lnk_hessian_alloc(m, th, D->chunks, D->n_chunks, NULL);
+    if (!h)
+        die();
+    J->ws_bytes = lnk_hessian_workspace_bytes(h);
+    lnk_operator op = lnk_hessian_operator(h);
+    double t = lnk_now();
+    lnk_eigs_opts eo;
+    lnk_eigs_opts_default(&eo);
+    eo.k_top = eo.k_bottom = o->k;
+    eo.tol = o->eig_tol;
+    eo.max_steps = o->eig_steps;
+    eo.seed = (uint64_t)J->seed;
+    CK(lnk_eigs(&op, &eo, &J->er));
+    J->sec_eigs = lnk_now() - t;
+    t = lnk_now();
+    lnk_trace_opts to;
+    lnk_trace_opts_default(&to);
+    to.probes = o->probes;
+    to.seed = (uint64_t)J->seed;
+    CK(lnk_trace(&op, &to, &J->tr));
+    J->sec_trace = lnk_now() - t;
+    t = lnk_now();
+    lnk_slq_opts so;
+    lnk_slq_opts_default(&so);
+    so.runs = o->runs;
+    so.steps = o->steps;
+    so.seed = (uint64_t)J->seed;
+    CK(lnk_slq(&op, &so, &J->slq));
+    J->sec_slq = lnk_now() - t;
+    J->hvp = lnk_hessian_n_products(h);
+    lnk_hessian_free(h);
+    t = lnk_now();
+    int nb = S->nblk;
+    J->btop = calloc((size_t)nb, sizeof(double));
+    J->bres = calloc((size_t)nb, sizeof(double));
+    J->bconv = calloc((size_t)nb, sizeof(int));
+    J->bsteps = calloc((size_t)nb, sizeof(int));
+    J->bn = calloc((size_t)nb, sizeof(size_t));
+    for (int k = 0; k < nb; k++) {
+        lnk_hessian *hb = lnk_hessian_alloc(m, th, D->chunks, D->n_chunks, S->blk[k].pat);
+        if (!hb)
+            die();
+        lnk_operator bop = lnk_hessian_operator(hb);
+        lnk_eigs_opts bo;
+        lnk_eigs_opts_default(&bo);
+        bo.k_top = 1;
+        bo.tol = o->block_tol;
+        bo.max_steps = o->block_steps;
+        bo.seed = (uint64_t)J->seed;
+        lnk_eigs_result br;
+        CK(lnk_eigs(&bop, &bo, &br));
+        J->btop[k] = br.value[0];
+        J->bres[k] = br.residual[0];
+        J->bconv[k] = br.converged[0];
+        J->bsteps[k] = br.steps;
+        J->bn[k] = bop.n;
+        J->hvp += lnk_hessian_n_products(hb);
+        lnk_eigs_result_free(&br);
+        lnk_hessian_free(hb);
+    }
+    J->sec_blocks = lnk_now() - t;
+    J->sec = lnk_now() - ts;
+    if (!o->quiet)
+        fprintf(stderr,
+                "multi30k_hessian: %s seed %d: loss %.4f top %.5g bottom %.5g trace %.5g; %ld H v "
+                "in %.0f s (eigs %.0f, trace %.0f, slq %.0f, blocks %.0f; %.2f s/Hv); %.0f s so "
+                "far\n",
+                J->pre ? "pre " : "post", J->seed, J->loss,
+                J->er.n_top ? J->er.value[0] : NAN,
+                J->er.n_bottom ? J->er.value[J->er.n_top] : NAN, J->tr.trace, J->hvp, J->sec,
+                J->sec_eigs, J->sec_trace, J->sec_slq, J->sec_blocks, J->sec / J->hvp,
+                lnk_now() - S->t0);
+    free(th);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
+static void run_grad(sched_t *S, grad_job *J)
+{
+    const opts_t *o = S->o;
+    double ts = lnk_now();
+    lnk_config c;
+    make_config(&c, o, S->D, J->pre, J->L, J->seed);
+    lnk_model *m = lnk_model_alloc(&c);
+    if (!m)
+        die();
+    size_t n = lnk_model_n_params(m);
+    double *th = malloc(sizeof(double) * n), *g = malloc(sizeof(double) * n);
+    CK(lnk_model_init_params(m, th));
+    CK(lnk_dataset_eval(m, th, S->D->chunks, S->D->n_chunks, &J->loss, g, NULL));
+    const lnk_layout *lay = lnk_model_layout(m);
+    J->w1 = malloc(sizeof(double) * 2 * J->L);
+    J->w2 = malloc(sizeof(double) * 2 * J->L);
+    for (int s = 0; s < 2; s++)
+        for (int l = 0; l < J->L; l++) {
+            char nm[64];
+            snprintf(nm, sizeof nm, "%s.%d.ffn.w1", s ? "dec" : "enc", l);
+            J->w1[s * J->L + l] = lnk_tensor_norm(m, g, lnk_layout_find(lay, nm));
+            snprintf(nm, sizeof nm, "%s.%d.ffn.w2", s ? "dec" : "enc", l);
+            J->w2[s * J->L + l] = lnk_tensor_norm(m, g, lnk_layout_find(lay, nm));
+        }
+    J->sec = lnk_now() - ts;
+    if (!o->quiet)
+        fprintf(stderr, "multi30k_hessian: grad %d-%d %s seed %d: loss %.4f, last W2 %.4g (%.1f s)\n",
+                J->L, J->L, J->pre ? "pre " : "post", J->seed, J->loss, J->w2[2 * J->L - 1],
+                J->sec);
+    free(th);
+    free(g);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
+static void *worker(void *arg)
+{
+    sched_t *S = arg;
+    lnk_set_blas_threads(1);
+    for (;;) {
+        pthread_mutex_lock(&S->mu);
+        int j = S->next++;
+        pthread_mutex_unlock(&S->mu);
+        if (j < S->n_spec)
+            run_spec(S, &S->spec[j]);
+        else if (j < S->n_spec + S->n_grad)
+            run_grad(S, &S->grad[j - S->n_spec]);
+        else
+            return NULL;
+    }
+}
+
+/* ------------------------------------------------------------ output */
+
+typedef struct {
+    lnk_afile a;
+    lnk_csv c;
+    char path[1024];
+} out_csv;
+
+static void csv_open(out_csv *o, const char *dir, const char *name, const char *const *hdr, int n)
+{
+    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
+    CK(lnk_afile_open(&o->a, o->path));
+    CK(lnk_csv_begin(&o->c, o->a.f, hdr, n));
+}
+
+static void csv_close(out_csv *o, const lnk_config *c, const char *extra, const char *start,
+                      double t0)
+{
+    lnk_csv_free(&o->c);
+    CK(lnk_afile_commit(&o->a));
+    CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
+}
+
+static double mean(const double *x, int n) { return gsl_stats_mean(x, 1, (size_t)n); }
+static double sd(const double *x, int n) { return n > 1 ? gsl_stats_sd(x, 1, (size_t)n) : 0.0; }
+static double minv(const double *x, int n)
+{
+    double m = INFINITY;
+    for (int i = 0; i < n; i++)
+        m = fmin(m, x[i]);
+    return m;
+}
+static double maxv(const double *x, int n)
+{
+    double m = -INFINITY;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, x[i]);
+    return m;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static const char *pname(int pre) { return pre ? "pre" : "post"; }
+
+/* "| name | post mean +- sd | pre mean +- sd | ratio of means | per-seed ratios min..max |" */
+static void ratio_row(FILE *f, const char *name, const double *post, const double *pre, int n)
+{
+    double r[1000];
+    for (int i = 0; i < n && i < 1000; i++)
+        r[i] = post[i] / pre[i];
+    fprintf(f, "| %s | %.4g +- %.2g | %.4g +- %.2g | %.3g | %.3g .. %.3g |\n", name,
+            mean(post, n), sd(post, n), mean(pre, n), sd(pre, n), mean(post, n) / mean(pre, n),
+            minv(r, n), maxv(r, n));
+}
+
+static void write_spec(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
+                       const char *start, double t0)
+{
+    static const char *const he[] = {"norm_pos", "seed", "which", "index", "eigenvalue",
+                                     "residual", "converged"};
+    static const char *const ht[] = {"norm_pos", "seed", "method", "probes", "trace", "stderr"};
+    static const char *const hb[] = {"norm_pos", "seed",      "block", "side",     "layer",
+                                     "kind",     "n_params",  "top_eigenvalue", "residual",
+                                     "converged", "steps"};
+    static const char *const hn[] = {"norm_pos", "seed", "run", "index", "node", "weight"};
+    out_csv fe, ft, fb, fn;
+    csv_open(&fe, o->out, "eigs.csv", he, 7);
+    csv_open(&ft, o->out, "trace.csv", ht, 6);
+    csv_open(&fb, o->out, "blocks.csv", hb, 11);
+    csv_open(&fn, o->out, "slq_nodes.csv", hn, 6);
+    for (int j = 0; j < S->n_spec; j++) {
+        spec_job *J = &S->spec[j];
+        const char *pn = pname(J->pre);
+        for (int i = 0; i < J->er.k; i++) {
+            int t = i < J->er.n_top;
+            CK(lnk_csv_str(&fe.c, pn));
+            CK(lnk_csv_int(&fe.c, J->seed));
+            CK(lnk_csv_str(&fe.c, t ? "top" : "bottom"));
+            CK(lnk_csv_int(&fe.c, t ? i : i - J->er.n_top));
+            CK(lnk_csv_double(&fe.c, J->er.value[i]));
+            CK(lnk_csv_double(&fe.c, J->er.residual[i]));
+            CK(lnk_csv_int(&fe.c, J->er.converged[i]));
+            CK(lnk_csv_end_row(&fe.c));
+        }
+        CK(lnk_csv_str(&ft.c, pn));
+        CK(lnk_csv_int(&ft.c, J->seed));
+        CK(lnk_csv_str(&ft.c, "hutchinson"));
+        CK(lnk_csv_int(&ft.c, J->tr.probes));
+        CK(lnk_csv_double(&ft.c, J->tr.trace));
+        CK(lnk_csv_double(&ft.c, J->tr.std_error));
+        CK(lnk_csv_end_row(&ft.c));
+        for (int k = 0; k < S->nblk; k++) {
+            const block_t *b = &S->blk[k];
+            CK(lnk_csv_str(&fb.c, pn));
+            CK(lnk_csv_int(&fb.c, J->seed));
+            CK(lnk_csv_str(&fb.c, b->pat));
+            CK(lnk_csv_str(&fb.c, b->side));
+            CK(lnk_csv_int(&fb.c, b->layer));
+            CK(lnk_csv_str(&fb.c, b->kind));
+            CK(lnk_csv_int(&fb.c, (long long)J->bn[k]));
+            CK(lnk_csv_double(&fb.c, J->btop[k]));
+            CK(lnk_csv_double(&fb.c, J->bres[k]));
+            CK(lnk_csv_int(&fb.c, J->bconv[k]));
+            CK(lnk_csv_int(&fb.c, J->bsteps[k]));
+            CK(lnk_csv_end_row(&fb.c));
+        }
+        lnk_slq_result *sr = &J->slq;
+        for (int r = 0; r < sr->runs; r++)
+            for (int i = sr->offset[r]; i < sr->offset[r + 1]; i++) {
+                CK(lnk_csv_str(&fn.c, pn));
+                CK(lnk_csv_int(&fn.c, J->seed));
+                CK(lnk_csv_int(&fn.c, r));
+                CK(lnk_csv_int(&fn.c, i - sr->offset[r]));
+                CK(lnk_csv_double(&fn.c, sr->node[i]));
+                CK(lnk_csv_double(&fn.c, sr->weight[i]));
+                CK(lnk_csv_end_row(&fn.c));
+            }
+    }
+    csv_close(&fe, base, extra, start, t0);
+    csv_close(&ft, base, extra, start, t0);
+    csv_close(&fb, base, extra, start, t0);
+    csv_close(&fn, base, extra, start, t0);
+}
+
+/* Density of each variant (nodes of all its seeds pooled), one sigma and one grid. */
+static double write_density(const opts_t *o, sched_t *S, const lnk_config *base,
+                            const char *extra, const char *start, double t0, double integ[2])
+{
+    int NS = o->seeds;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j < S->n_spec; j++) {
+        lo = fmin(lo, S->spec[j].slq.node_min);
+        hi = fmax(hi, S->spec[j].slq.node_max);
+    }
+    double sigma;
+    CK(lnk_sigma_from_kappa(o->kappa, o->steps, 0.05, lo, hi, &sigma));
+    double a = lo - LNK_SLQ_PAD * sigma, w = hi - lo + 2 * LNK_SLQ_PAD * sigma;
+    size_t np = (size_t)ceil(w / (sigma / 4)) + 1;
+    double *t = malloc(sizeof(double) * np), *phi = malloc(sizeof(double) * np),
+           *acc = calloc(np * 2, sizeof(double));
+    for (size_t p = 0; p < np; p++)
+        t[p] = a + w * (double)p / (double)(np - 1);
+    for (int j = 0; j < S->n_spec; j++) {
+        spec_job *J = &S->spec[j];
+        CK(lnk_slq_density(&J->slq, sigma, t, np, phi));
+        for (size_t p = 0; p < np; p++)
+            acc[J->pre * np + p] += phi[p] / NS;
+    }
+    static const char *const hd[] = {"norm_pos", "t", "density"};
+    out_csv fd;
+    csv_open(&fd, o->out, "density.csv", hd, 3);
+    for (int pre = 0; pre < 2; pre++) {
+        integ[pre] = lnk_trapezoid(t, acc + pre * np, np);
+        for (size_t p = 0; p < np; p++) {
+            CK(lnk_csv_str(&fd.c, pname(pre)));
+            CK(lnk_csv_double(&fd.c, t[p]));
+            CK(lnk_csv_double(&fd.c, acc[pre * np + p]));
+            CK(lnk_csv_end_row(&fd.c));
+        }
+    }
+    char *x = malloc(strlen(extra) + 256);
+    sprintf(x, "%.*s, \"sigma\": %.17g, \"kappa\": %.17g, \"integral_post\": %.17g, "
+               "\"integral_pre\": %.17g}",
+            (int)strlen(extra) - 1, extra, sigma, o->kappa, integ[0], integ[1]);
+    csv_close(&fd, base, x, start, t0);
+    free(x);
+    free(t);
+    free(phi);
+    free(acc);
+    return sigma;
+}
+
+/* grad job of (L, pre, seed), or NULL */
+static grad_job *find_grad(sched_t *S, int L, int pre, int seed)
+{
+    for (int j = 0; j < S->n_grad; j++)
+        if (S->grad[j].L == L && S->grad[j].pre == pre && S->grad[j].seed == seed)
+            return &S->grad[j];
+    return NULL;
+}
+
+/* mean and sd over the grad seeds of w (0: W1, 1: W2) at (L, pre, side, layer) */
+static void grad_stat(sched_t *S, int L, int pre, int side, int layer, int w, double *m,
+                      double *s)
+{
+    int G = S->o->grad_seeds;
+    double *v = calloc((size_t)G, sizeof(double));
+    for (int k = 0; k < G; k++) {
+        grad_job *J = find_grad(S, L, pre, k);
+        v[k] = (w ? J->w2 : J->w1)[side * L + layer];
+    }
+    *m = mean(v, G);
+    *s = sd(v, G);
+    free(v);
+}
+
+/* grad.csv (every seed), grad_profile.csv (seed means per layer of the --L
+ * model: Figure 3 a/b) and grad_depth.csv (seed means of the last decoder W2
+ * over depth: Figure 3 c/d). */
+static void write_grad(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
+                       const char *start, double t0)
+{
+    static const char *const hg[] = {"norm_pos", "seed", "L", "side", "layer", "tensor",
+                                     "grad_norm"};
+    out_csv fg;
+    csv_open(&fg, o->out, "grad.csv", hg, 7);
+    for (int j = 0; j < S->n_grad; j++) {
+        grad_job *J = &S->grad[j];
+        for (int s = 0; s < 2; s++)
+            for (int l = 0; l < J->L; l++)
+                for (int w = 0; w < 2; w++) {
+                    CK(lnk_csv_str(&fg.c, pname(J->pre)));
+                    CK(lnk_csv_int(&fg.c, J->seed));
+                    CK(lnk_csv_int(&fg.c, J->L));
+                    CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
+                    CK(lnk_csv_int(&fg.c, l));
+                    CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
+                    CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
+                    CK(lnk_csv_end_row(&fg.c));
+                }
+    }
+    csv_close(&fg, base, extra, start, t0);
+    /* one row per layer, one column per series (plots read columns) */
+    static const char *const hp[] = {"x", "side", "layer", "post_w1", "post_w1_sd", "post_w2",
+                                     "post_w2_sd", "pre_w1", "pre_w1_sd", "pre_w2",
+                                     "pre_w2_sd"};
+    out_csv fp;
+    csv_open(&fp, o->out, "grad_profile.csv", hp, 11);
+    int L = o->L;
+    for (int s = 0; s < 2; s++)
+        for (int l = 0; l < L; l++) {
+            CK(lnk_csv_int(&fp.c, s * L + l + 1));
+            CK(lnk_csv_str(&fp.c, s ? "dec" : "enc"));
+            CK(lnk_csv_int(&fp.c, l));
+            for (int pre = 0; pre < 2; pre++)
+                for (int w = 0; w < 2; w++) {
+                    double m, sdv;
+                    grad_stat(S, L, pre, s, l, w, &m, &sdv);
+                    CK(lnk_csv_double(&fp.c, m));
+                    CK(lnk_csv_double(&fp.c, sdv));
+                }
+            CK(lnk_csv_end_row(&fp.c));
+        }
+    csv_close(&fp, base, extra, start, t0);
+    static const char *const hd[] = {"L", "post_last_w2", "post_sd", "pre_last_w2", "pre_sd"};
+    out_csv fd;
+    csv_open(&fd, o->out, "grad_depth.csv", hd, 5);
+    for (int i = 0; i < o->n_depths; i++) {
+        int Ld = o->depths[i];
+        CK(lnk_csv_int(&fd.c, Ld));
+        for (int pre = 0; pre < 2; pre++) {
+            double m, sdv;
+            grad_stat(S, Ld, pre, 1, Ld - 1, 1, &m, &sdv);
+            CK(lnk_csv_double(&fd.c, m));
+            CK(lnk_csv_double(&fd.c, sdv));
+        }
+        CK(lnk_csv_end_row(&fd.c));
+    }
+    csv_close(&fd, base, extra, start, t0);
+}
+
+static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double sigma,
+                          const double integ[2], double wall)
+{
+    char md[1100];
+    snprintf(md, sizeof md, "%s/summary.md", o->out);
+    lnk_afile am;
+    CK(lnk_afile_open(&am, md));
+    FILE *f = am.f;
+    int NS = o->seeds, G = o->grad_seeds;
+    fprintf(f, "# Multi30k: Post-LN vs Pre-LN encoder-decoder at initialisation\n\n"
+               "seq2seq %d-%d, d = %d, h = %d, d_ff = %d, LayerNorm, Xavier; data: the first %d "
+               "pairs of %s -> %s (%d kept, %d dropped by length), V_src = %d, V_tgt = %d%s, "
+               "%zu source and %zu target tokens, %zu scored positions, %d chunks of <= %d "
+               "padded tokens (%zu in all).\n\n",
+            o->L, o->L, o->d, o->h, o->d_ff, o->sentences ? o->sentences : D->n_pairs, o->src,
+            o->tgt, D->n_pairs, D->n_dropped, D->V_src, D->V_tgt, o->joint ? " (joint)" : "",
+            D->src_tokens, D->tgt_tokens, D->n_scored, D->n_chunks, o->max_tokens, D->padded);
+    if (o->do_spec) {
+        double *q[4][2];
+        for (int a = 0; a < 4; a++)
+            for (int pre = 0; pre < 2; pre++)
+                q[a][pre] = calloc((size_t)NS, sizeof(double));
+        long hvp = 0;
+        double sec = 0;
+        for (int j = 0; j < S->n_spec; j++) {
+            spec_job *J = &S->spec[j];
+            q[0][J->pre][J->seed] = J->er.n_top ? J->er.value[0] : NAN;
+            q[1][J->pre][J->seed] = J->er.n_bottom ? J->er.value[J->er.n_top] : NAN;
+            q[2][J->pre][J->seed] = J->tr.trace;
+            q[3][J->pre][J->seed] = J->loss;
+            hvp += J->hvp;
+            sec += J->sec;
+        }
+        fprintf(f, "## Hessian of the data-set loss\n\n%d seeds (0..%d; the same seed gives both "
+                   "variants the same weights), mean +- sd over seeds; the last column is the "
+                   "range over seeds of the per-seed ratio Post / Pre.\n\n"
+                   "| quantity | Post-LN | Pre-LN | Post / Pre (means) | Post / Pre per seed |\n"
+                   "|---|---|---|---|---|\n",
+                NS, NS - 1);
+        const char *qn[4] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)",
+                             "loss at init"};
+        for (int a = 0; a < 4; a++)
+            ratio_row(f, qn[a], q[a][0], q[a][1], NS);
+        double tse[2] = {0, 0};
+        int nconv[2] = {0, 0}, ntot[2] = {0, 0};
+        for (int j = 0; j < S->n_spec; j++) {
+            spec_job *J = &S->spec[j];
+            tse[J->pre] = fmax(tse[J->pre], J->tr.std_error);
+            for (int i = 0; i < J->er.k; i++) {
+                nconv[J->pre] += J->er.converged[i];
+                ntot[J->pre]++;
+            }
+        }
+        fprintf(f, "\nTop-%d / bottom-%d eigenvalues (`eigs.csv`, at most %d Lanczos steps, "
+                   "relative tolerance %g): %d of %d (Post-LN) and %d of %d (Pre-LN) converged; "
+                   "residuals in the CSV.  Trace: %d Rademacher probes, largest standard error "
+                   "%.3g (Post-LN), %.3g (Pre-LN).\n\n",
+                o->k, o->k, o->eig_steps, o->eig_tol, nconv[0], ntot[0], nconv[1], ntot[1],
+                o->probes, tse[0], tse[1]);
+        /* groups: max over layers of the per-block top eigenvalue (mean over seeds) */
+        int nb = S->nblk;
+        double *bm = calloc((size_t)2 * nb, sizeof(double)), *bs = calloc((size_t)2 * nb, sizeof(double));
+        double *tmp = malloc(sizeof(double) * NS);
+        int bconv = 0, nrel = 0;
+        double *rel = malloc(sizeof(double) * 2 * NS * nb);
+        for (int j = 0; j < S->n_spec; j++)
+            for (int k = 0; k < nb; k++)
+                rel[nrel++] = S->spec[j].bres[k] / fabs(S->spec[j].btop[k]);
+        qsort(rel, (size_t)nrel, sizeof *rel, cmp_double);
+        for (int pre = 0; pre < 2; pre++)
+            for (int k = 0; k < nb; k++) {
+                int n = 0;
+                for (int j = 0; j < S->n_spec; j++)
+                    if (S->spec[j].pre == pre) {
+                        tmp[n++] = S->spec[j].btop[k];
+                        bconv += S->spec[j].bconv[k];
+                    }
+                bm[pre * nb + k] = mean(tmp, n);
+                bs[pre * nb + k] = sd(tmp, n);
+            }
+        static const char *const groups[][3] = {
+            {"enc", "embedding", "source embedding `src_emb`"},
+            {"enc", "self_attn", "encoder self-attention"},
+            {"enc", "ffn", "encoder FFN"},
+            {"dec", "embedding", "target embedding `tgt_emb`"},
+            {"dec", "self_attn", "decoder self-attention (causal)"},
+            {"dec", "cross_attn", "decoder cross-attention"},
+            {"dec", "ffn", "decoder FFN"},
+            {"dec", "output", "output `out.w`"}};
+        fprintf(f, "### Blocks\n\nTop eigenvalue of the Hessian restricted to each block (at "
+                   "most %d Lanczos steps; %d of %d block runs reached the relative residual "
+                   "%g; residual / value: median %.3g, largest %.3g.  A Ritz value is a lower "
+                   "bound on the block's top eigenvalue, and some eigenvalue lies within the "
+                   "residual of it).  By group, the largest over layers of the seed-mean (and "
+                   "its layer):\n\n"
+                   "| group | Post-LN | layer | Pre-LN | layer | Post / Pre |\n"
+                   "|---|---|---|---|---|---|\n",
+                o->block_steps, bconv, 2 * NS * nb, o->block_tol, rel[nrel / 2], rel[nrel - 1]);
+        free(rel);
+        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+            double best[2] = {-INFINITY, -INFINITY};
+            int bl[2] = {-1, -1};
+            for (int pre = 0; pre < 2; pre++)
+                for (int k = 0; k < nb; k++)
+                    if (!strcmp(S->blk[k].side, groups[g][0]) &&
+                        !strcmp(S->blk[k].kind, groups[g][1]) && bm[pre * nb + k] > best[pre]) {
+                        best[pre] = bm[pre * nb + k];
+                        bl[pre] = S->blk[k].layer;
+                    }
+            fprintf(f, "| %s | %.4g | %d | %.4g | %d | %.3g |\n", groups[g][2], best[0], bl[0],
+                    best[1], bl[1], best[0] / best[1]);
+        }
+        fprintf(f, "\nEvery block (mean +- sd over seeds):\n\n"
+                   "| block | parameters | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|---|\n");
+        for (int k = 0; k < nb; k++)
+            fprintf(f, "| `%s` | %zu | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", S->blk[k].pat,
+                    S->spec[0].bn[k], bm[k], bs[k], bm[nb + k], bs[nb + k], bm[k] / bm[nb + k]);
+        fprintf(f, "\nSpectral density: `density.csv` / `density.png` (SLQ %d x %d per seed, "
+                   "nodes of the %d seeds pooled; Gaussian kernel sigma = %.4g from Papyan's "
+                   "kappa = %g; integrals %.6f and %.6f).\n\n",
+                o->runs, o->steps, NS, sigma, o->kappa, integ[0], integ[1]);
+        fprintf(f, "Cost: %ld Hessian-vector products over the %d chunks in %.0f s of job time "
+                   "(%.2f s per product, one BLAS thread per job, %d jobs in parallel).\n\n",
+                hvp, D->n_chunks, sec, sec / (double)hvp, o->jobs);
+        free(bm);
+        free(bs);
+        free(tmp);
+        for (int a = 0; a < 4; a++)
+            for (int pre = 0; pre < 2; pre++)
+                free(q[a][pre]);
+    }
+    if (o->do_grad) {
+        double *v[2];
+        v[0] = malloc(sizeof(double) * G);
+        v[1] = malloc(sizeof(double) * G);
+        int L = o->L;
+        if (find_grad(S, L, 0, 0)) {
+            fprintf(f, "## Gradient norms at initialisation (Xiong et al. 2020, Figure 3)\n\n"
+                       "`||dL/dW||_F` of the data-set loss, mean +- sd over %d seeds.  (a, b): "
+                       "every layer of the %d-%d model:\n\n"
+                       "| layer | Post-LN W1 | Post-LN W2 | Pre-LN W1 | Pre-LN W2 |\n"
+                       "|---|---|---|---|---|\n",
+                    G, L, L);
+            for (int s = 0; s < 2; s++)
+                for (int l = 0; l < L; l++) {
+                    fprintf(f, "| %s %d |", s ? "dec" : "enc", l);
+                    for (int pre = 0; pre < 2; pre++)
+                        for (int w = 0; w < 2; w++) {
+                            int n = 0;
+                            for (int sd_ = 0; sd_ < G; sd_++) {
+                                grad_job *J = find_grad(S, L, pre, sd_);
+                                v[0][n++] = (w ? J->w2 : J->w1)[s * L + l];
+                            }
+                            fprintf(f, " %.4g +- %.2g |", mean(v[0], n), sd(v[0], n));
+                        }
+                    fprintf(f, "\n");
+                }
+        }
+        fprintf(f, "\n(c, d): `W2` of the last decoder layer against depth (L-L models):\n\n"
+                   "| L | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
+        for (int i = 0; i < o->n_depths; i++) {
+            int Ld = o->depths[i];
+            for (int pre = 0; pre < 2; pre++)
+                for (int s = 0; s < G; s++)
+                    v[pre][s] = find_grad(S, Ld, pre, s)->w2[2 * Ld - 1];
+            fprintf(f, "| %d | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", Ld, mean(v[0], G),
+                    sd(v[0], G), mean(v[1], G), sd(v[1], G), mean(v[0], G) / mean(v[1], G));
+        }
+        fprintf(f, "\nPlot: `grad.png` (from `grad.gp`).\n\n");
+        free(v[0]);
+        free(v[1]);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(f, "Wall time %.0f s; peak resident memory %.0f MB.\n", wall, ru.ru_maxrss / 1024.0);
+    CK(lnk_afile_commit(&am));
+}
+
+static void write_gp(const opts_t *o, double sigma)
+{
+    char gp[1100];
+    lnk_afile ag;
+    if (o->do_spec) {
+        snprintf(gp, sizeof gp, "%s/density.gp", o->out);
+        CK(lnk_afile_open(&ag, gp));
+        fprintf(ag.f,
+                "# gnuplot script: the Post-LN and Pre-LN Hessian spectral densities (SLQ)\n"
+                "set terminal pngcairo size 900,560 noenhanced\n"
+                "set output 'density.png'\n"
+                "set datafile separator ','\n"
+                "set logscale y\nset yrange [1e-6:*]\nset format y '%%.0e'\n"
+                "set xlabel 'eigenvalue'\nset ylabel 'density (log scale)'\n"
+                "set title 'Hessian spectral density at init, Multi30k seq2seq %d-%d, d=%d, "
+                "%d seeds, SLQ %dx%d, sigma=%.3g'\n"
+                "set key top right\n"
+                "plot 'density.csv' every ::1 using (strcol(1) eq 'post' ? $2 : 1/0):3 with "
+                "lines lw 2 title 'Post-LN', \\\n"
+                "     'density.csv' every ::1 using (strcol(1) eq 'pre' ? $2 : 1/0):3 with "
+                "lines lw 2 title 'Pre-LN'\n",
+                o->L, o->L, o->d, o->seeds, o->runs, o->steps, sigma);
+        CK(lnk_afile_commit(&ag));
+    }
+    if (o->do_grad) {
+        /* Figure 3: seed means with their sd as error bars */
+        snprintf(gp, sizeof gp, "%s/grad.gp", o->out);
+        CK(lnk_afile_open(&ag, gp));
+        fprintf(ag.f,
+                "# gnuplot script: Xiong et al. Figure 3 on Multi30k (grad_profile.csv, "
+                "grad_depth.csv)\n"
+                "set terminal pngcairo size 1350,430 noenhanced\n"
+                "set output 'grad.png'\n"
+                "set datafile separator ','\n"
+                "set multiplot layout 1,3\n"
+                "set xlabel 'layer (encoder 1..%d, decoder %d..%d)'\n"
+                "set ylabel '||dL/dW||_F (mean +- sd over %d seeds)'\n"
+                "set key top left\n"
+                "set xrange [0.5:%d.5]\n"
+                "set title '(a, b) W1, %d-%d model'\n"
+                "plot 'grad_profile.csv' every ::1 using 1:4:5 with yerrorlines lw 2 title "
+                "'Post-LN', '' every ::1 using 1:8:9 with yerrorlines lw 2 title 'Pre-LN'\n"
+                "set title '(a, b) W2, %d-%d model'\n"
+                "plot 'grad_profile.csv' every ::1 using 1:6:7 with yerrorlines lw 2 title "
+                "'Post-LN', '' every ::1 using 1:10:11 with yerrorlines lw 2 title 'Pre-LN'\n"
+                "set title '(c, d) W2 of the last decoder layer'\n"
+                "set xlabel 'L (L-L model)'\nset autoscale x\nset offsets 0.5, 0.5, 0, 0\n"
+                "plot 'grad_depth.csv' every ::1 using 1:2:3 with yerrorlines lw 2 title "
+                "'Post-LN', '' every ::1 using 1:4:5 with yerrorlines lw 2 title 'Pre-LN'\n"
+                "unset multiplot\n",
+                o->L, o->L + 1, 2 * o->L, o->grad_seeds, 2 * o->L, o->L, o->L, o->L, o->L);
+        CK(lnk_afile_commit(&ag));
+    }
+}
+
+/* ------------------------------------------------------------ main */
+
+static void parse_depths(opts_t *o, const char *s)
+{
+    o->n_depths = 0;
+    for (const char *p = s; *p;) {
+        char *e;
+        long v = strtol(p, &e, 10);
+        if (e == p || v < 1 || v > 256 || o->n_depths == 32 || (*e && *e != ',')) {
+            fprintf(stderr, "multi30k_hessian: --depths: expected a list like 6,8,10, got '%s'\n",
+                    s);
+            exit(2);
+        }
+        o->depths[o->n_depths++] = (int)v;
+        p = *e ? e + 1 : e;
+    }
+    if (o->n_depths == 0) {
+        fprintf(stderr, "multi30k_hessian: --depths: empty list\n");
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o = {.out = "results/multi30k",
+                .src = "../shared/data/multi30k/val.de",
+                .tgt = "../shared/data/multi30k/val.en",
+                .depths_str = "6,8,10,12,14",
+                .d = 32, .h = 4, .d_ff = 64, .L = 6, .sentences = 200, .min_count = 1,
+                .max_vocab = 0, .joint = 0, .max_len = 0, .max_tokens = 512,
+                .seeds = 3, .grad_seeds = 6, .k = 3, .eig_steps = 40, .probes = 30, .runs = 4,
+                .steps = 40, .block_steps = 10, .jobs = 2, .quiet = 0, .do_spec = 1,
+                .do_grad = 1, .kappa = 3.0, .eig_tol = 1e-6, .block_tol = 1e-3};
+    enum { O_SRC = 256, O_TGT, O_SENT, O_MINC, O_MAXV, O_JOINT, O_MAXLEN, O_MAXTOK, O_DFF,
+           O_EIGSTEPS, O_EIGTOL, O_BSTEPS, O_BTOL, O_DEPTHS, O_GSEEDS, O_PARTS, O_JOBS };
+    static struct option lo[] = {
+        {"out", 1, 0, 'o'},          {"src", 1, 0, O_SRC},          {"tgt", 1, 0, O_TGT},
+        {"sentences", 1, 0, O_SENT}, {"min-count", 1, 0, O_MINC},   {"max-vocab", 1, 0, O_MAXV},
+        {"joint-vocab", 0, 0, O_JOINT}, {"max-len", 1, 0, O_MAXLEN},
+        {"max-tokens", 1, 0, O_MAXTOK}, {"d", 1, 0, 'd'},           {"h", 1, 0, 'H'},
+        {"d-ff", 1, 0, O_DFF},       {"L", 1, 0, 'L'},              {"seeds", 1, 0, 's'},
+        {"k", 1, 0, 'k'},            {"eig-steps", 1, 0, O_EIGSTEPS}, {"eig-tol", 1, 0, O_EIGTOL},
+        {"probes", 1, 0, 'p'},       {"runs", 1, 0, 'r'},           {"steps", 1, 0, 'm'},
+        {"block-steps", 1, 0, O_BSTEPS}, {"block-tol", 1, 0, O_BTOL}, {"kappa", 1, 0, 'K'},
+        {"depths", 1, 0, O_DEPTHS},  {"grad-seeds", 1, 0, O_GSEEDS}, {"parts", 1, 0, O_PARTS},
+        {"jobs", 1, 0, O_JOBS},      {"quiet", 0, 0, 'q'},          {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'o': o.out = optarg; break;
+        case O_SRC: o.src = optarg; break;
+        case O_TGT: o.tgt = optarg; break;
+        case O_SENT: o.sentences = (int)arg_int("sentences", optarg, 0, 1 << 24); break;
+        case O_MINC: o.min_count = (int)arg_int("min-count", optarg, 1, 1 << 24); break;
+        case O_MAXV: o.max_vocab = (int)arg_int("max-vocab", optarg, 0, 1 << 24); break;
+        case O_JOINT: o.joint = 1; break;
+        case O_MAXLEN: o.max_len = (int)arg_int("max-len", optarg, 0, 1 << 20); break;
+        case O_MAXTOK: o.max_tokens = (int)arg_int("max-tokens", optarg, 2, 1 << 30); break;
+        case 'd': o.d = (int)arg_int("d", optarg, 2, 8192); break;
+        case 'H': o.h = (int)arg_int("h", optarg, 1, 1024); break;
+        case O_DFF: o.d_ff = (int)arg_int("d-ff", optarg, 1, 1 << 20); break;
+        case 'L': o.L = (int)arg_int("L", optarg, 1, 256); break;
+        case 's': o.seeds = (int)arg_int("seeds", optarg, 1, 1000); break;
+        case 'k': o.k = (int)arg_int("k", optarg, 1, 1000); break;
+        case O_EIGSTEPS: o.eig_steps = (int)arg_int("eig-steps", optarg, 2, 100000); break;
+        case O_EIGTOL: o.eig_tol = arg_pos("eig-tol", optarg, 0); break;
+        case 'p': o.probes = (int)arg_int("probes", optarg, 2, 1 << 20); break;
+        case 'r': o.runs = (int)arg_int("runs", optarg, 1, 10000); break;
+        case 'm': o.steps = (int)arg_int("steps", optarg, 2, 100000); break;
+        case O_BSTEPS: o.block_steps = (int)arg_int("block-steps", optarg, 1, 100000); break;
+        case O_BTOL: o.block_tol = arg_pos("block-tol", optarg, 0); break;
+        case 'K': o.kappa = arg_pos("kappa", optarg, 1); break;
+        case O_DEPTHS: o.depths_str = optarg; break;
+        case O_GSEEDS: o.grad_seeds = (int)arg_int("grad-seeds", optarg, 1, 1000); break;
+        case O_PARTS:
+            o.do_spec = strstr(optarg, "spectrum") != NULL;
+            o.do_grad = strstr(optarg, "grad") != NULL;
+            if (!o.do_spec && !o.do_grad) {
+                fprintf(stderr, "multi30k_hessian: --parts: expected spectrum and/or grad, got "
+                        "'%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case O_JOBS: o.jobs = (int)arg_int("jobs", optarg, 1, 64); break;
+        case 'q': o.quiet = 1; break;
+        case 'h': usage(); return 0;
+        default:
+            fprintf(stderr, "multi30k_hessian: unknown option or missing value '%s' (--help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "multi30k_hessian: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (o.d % o.h || o.d % 2) {
+        fprintf(stderr, "multi30k_hessian: --d %d must be even and a multiple of --h %d\n", o.d,
+                o.h);
+        return 2;
+    }
+    parse_depths(&o, o.depths_str);
+    char start[32], cmd[1200];
+    lnk_iso_time(start, sizeof start);
+    double t0 = lnk_now();
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.out);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "multi30k_hessian: cannot create '%s'\n", o.out);
+        return 2;
+    }
+    data_t D;
+    load_data(&o, &D);
+    if (!o.quiet)
+        fprintf(stderr, "multi30k_hessian: %d pairs (%d dropped), V_src %d, V_tgt %d, %zu scored "
+                "positions, %d chunks (largest %zu padded tokens, %zu in all)\n",
+                D.n_pairs, D.n_dropped, D.V_src, D.V_tgt, D.n_scored, D.n_chunks, D.max_chunk,
+                D.padded);
+
+    sched_t S = {.o = &o, .D = &D, .t0 = t0};
+    pthread_mutex_init(&S.mu, NULL);
+    block_t *blk = calloc((size_t)(5 * o.L + 3), sizeof *blk);
+    S.nblk = make_blocks(o.L, blk);
+    S.blk = blk;
+    if (o.do_spec) {
+        S.n_spec = 2 * o.seeds;
+        S.spec = calloc((size_t)S.n_spec, sizeof *S.spec);
+        for (int j = 0; j < S.n_spec; j++) {
+            S.spec[j].pre = j / o.seeds;
+            S.spec[j].seed = j % o.seeds;
+        }
+    }
+    if (o.do_grad) {
+        /* the --L model (Figure 3 a/b) and the depth sweep (c/d), largest first */
+        int Ls[33], nL = 0;
+        Ls[nL++] = o.L;
+        for (int i = 0; i < o.n_depths; i++) {
+            int dup = 0;
+            for (int j = 0; j < nL; j++)
+                dup |= Ls[j] == o.depths[i];
+            if (!dup)
+                Ls[nL++] = o.depths[i];
+        }
+        S.grad = calloc((size_t)nL * 2 * o.grad_seeds, sizeof *S.grad);
+        for (int i = 0; i < nL; i++)
+            for (int pre = 0; pre < 2; pre++)
+                for (int s = 0; s < o.grad_seeds; s++)
+                    S.grad[S.n_grad++] = (grad_job){.pre = pre, .seed = s, .L = Ls[i]};
+    }
+    int nth = o.jobs;
+    pthread_t th[64];
+    for (int i = 0; i < nth; i++)
+        if (pthread_create(&th[i], NULL, worker, &S) != 0) {
+            fprintf(stderr, "multi30k_hessian: cannot start thread %d\n", i);
+            return 2;
+        }
+    for (int i = 0; i < nth; i++)
+        pthread_join(th[i], NULL);
+
+    lnk_config base;
+    make_config(&base, &o, &D, 0, o.L, 0);
+    char extra[2048];
+    snprintf(extra, sizeof extra,
+             "{\"study\": \"multi30k_hessian\", \"src\": \"%s\", \"tgt\": \"%s\", "
+             "\"sentences\": %d, \"pairs\": %d, \"dropped\": %d, \"max_len\": %d, "
+             "\"min_count\": %d, \"max_vocab\": %d, \"joint_vocab\": %s, \"src_eos\": false, "
+             "\"n_scored\": %zu, \"chunks\": %d, \"max_tokens\": %d, \"padded_tokens\": %zu, "
+             "\"seeds\": %d, \"k\": %d, \"eig_steps\": %d, \"eig_tol\": %g, \"probes\": %d, "
+             "\"slq_runs\": %d, \"slq_steps\": %d, \"block_steps\": %d, \"block_tol\": %g, "
+             "\"grad_seeds\": %d, \"depths\": \"%s\", \"jobs\": %d, "
+             "\"varied\": \"norm_pos in {post, pre}, seed; L for grad.csv\"}",
+             o.src, o.tgt, o.sentences, D.n_pairs, D.n_dropped, o.max_len, o.min_count,
+             o.max_vocab, o.joint ? "true" : "false", D.n_scored, D.n_chunks, o.max_tokens,
+             D.padded, o.seeds, o.k, o.eig_steps, o.eig_tol, o.probes, o.runs, o.steps,
+             o.block_steps, o.block_tol, o.grad_seeds, o.depths_str, o.jobs);
+    double sigma = 0, integ[2] = {0, 0};
+    if (o.do_spec) {
+        write_spec(&o, &S, &base, extra, start, t0);
+        sigma = write_density(&o, &S, &base, extra, start, t0, integ);
+    }
+    if (o.do_grad)
+        write_grad(&o, &S, &base, extra, start, t0);
+    write_gp(&o, sigma);
+    write_summary(&o, &S, &D, sigma, integ, lnk_now() - t0);
+    if (!o.quiet)
+        fprintf(stderr, "multi30k_hessian: wrote %s/ in %.0f s\n", o.out, lnk_now() - t0);
+    for (int j = 0; j < S.n_spec; j++) {
+        spec_job *J = &S.spec[j];
+        lnk_eigs_result_free(&J->er);
+        lnk_slq_result_free(&J->slq);
+        free(J->btop);
+        free(J->bres);
+        free(J->bconv);
+        free(J->bsteps);
+        free(J->bn);
+    }
+    for (int j = 0; j < S.n_grad; j++) {
+        free(S.grad[j].w1);
+        free(S.grad[j].w2);
+    }
+    free(S.spec);
+    free(S.grad);
+    free(blk);
+    lnk_batches_free(D.chunks, D.n_chunks);
+    lnk_config_clear(&base);
+    return 0;
+}
