@@ -27,17 +27,8 @@
 
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
+#include "../studies/study.h"
 
-static _Noreturn void die(void)
-{
-    fprintf(stderr, "bench_multi30k: %s\n", lnk_errmsg());
-    exit(2);
-}
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
 
 static double maxrss_mb(void)
 {
@@ -54,6 +45,7 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    study_init("bench_multi30k");
     const char *src = "../shared/data/multi30k/val.de", *tgt = "../shared/data/multi30k/val.en";
     const char *sizes = "512,8,2048;512,4,1024", *pos = "post";
     int pairs = 32, repeat = 2, threads = 0;

@@ -50,18 +50,7 @@
 
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
-
-static _Noreturn void die(void)
-{
-    fprintf(stderr, "multi30k_hessian: %s\n", lnk_errmsg());
-    exit(2);
-}
-
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
+#include "study.h"
 
 typedef struct {
     const char *out, *src, *tgt, *depths_str;
@@ -99,18 +88,6 @@ static void usage(void)
         "  --parts LIST      spectrum,grad                            (spectrum,grad)\n"
         "  --jobs N          worker threads (one BLAS thread each)    (2)\n"
         "  --quiet           no progress on stderr\n");
-}
-
-static long arg_int(const char *name, const char *s, long min, long max)
-{
-    char *e;
-    long v = strtol(s, &e, 10);
-    if (*s == '\0' || *e || v < min || v > max) {
-        fprintf(stderr, "multi30k_hessian: --%s: expected an integer in [%ld, %ld], got '%s'\n",
-                name, min, max, s);
-        exit(2);
-    }
-    return v;
 }
 
 static double arg_pos(const char *name, const char *s, double min)
@@ -918,6 +895,7 @@ static void parse_depths(opts_t *o, const char *s)
 
 int main(int argc, char **argv)
 {
+    study_init("multi30k_hessian");
     opts_t o = {.out = "results/multi30k",
                 .src = "../shared/data/multi30k/val.de",
                 .tgt = "../shared/data/multi30k/val.en",
