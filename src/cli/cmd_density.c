@@ -29,17 +29,6 @@ static void help(void)
     cli_curv_print_help();
 }
 
-static int progress(void *ctx, int done, int total, double elapsed)
-{
-    double *last = ctx;
-    if (elapsed - *last >= 1.0 || done == total) {
-        *last = elapsed;
-        fprintf(stderr, "density: step %d/%d  %.1f s (about %.0f s left)\n", done, total, elapsed,
-                elapsed / done * (total - done));
-    }
-    return 0;
-}
-
 static double num(const char *opt, const char *s)
 {
     char *e;
@@ -127,10 +116,10 @@ int cmd_density(int argc, char **argv)
         cli_die("density: the kernel width is required: --sigma S (or --sigma-variance, "
                 "--sigma-kappa, --sigma-fraction)");
     so.seed = co.rng_seed;
-    double last = -1e9;
+    cli_progress prog = {"density", "step", -1e9};
     if (!co.quiet) {
-        so.progress = progress;
-        so.progress_ctx = &last;
+        so.progress = cli_progress_fn;
+        so.progress_ctx = &prog;
     }
     cli_curv s;
     cli_curv_open(&s, &co);

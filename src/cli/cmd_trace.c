@@ -21,17 +21,6 @@ static void help(void)
     cli_curv_print_help();
 }
 
-static int progress(void *ctx, int done, int total, double elapsed)
-{
-    double *last = ctx;
-    if (elapsed - *last >= 1.0 || done == total) {
-        *last = elapsed;
-        fprintf(stderr, "trace: probe %d/%d  %.1f s (about %.0f s left)\n", done, total, elapsed,
-                elapsed / done * (total - done));
-    }
-    return 0;
-}
-
 static int write_csv(FILE *f, const lnk_trace_result *r, const char *method)
 {
     static const char *const hdr[] = {"method", "probes", "trace", "stderr"};
@@ -87,10 +76,10 @@ int cmd_trace(int argc, char **argv)
     if (to.method == LNK_TRACE_HUTCHPP && to.probes < 4)
         cli_die("trace: --probes must be at least 4 with hutchpp, got %d", to.probes);
     to.seed = co.rng_seed;
-    double last = -1e9;
+    cli_progress prog = {"trace", "probe", -1e9};
     if (!co.quiet) {
-        to.progress = progress;
-        to.progress_ctx = &last;
+        to.progress = cli_progress_fn;
+        to.progress_ctx = &prog;
     }
     cli_curv s;
     cli_curv_open(&s, &co);

@@ -39,6 +39,14 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg);
 void cli_curv_print_help(void);
 void cli_curv_open(cli_curv *s, const cli_curv_opts *o);
 void cli_curv_close(cli_curv *s);
+/* Progress of a long run on stderr, at most once a second: "WHAT: UNIT done/total,
+ * elapsed, time left".  Use with lnk_progress_fn (ctx = a cli_progress). */
+typedef struct {
+    const char *what, *unit;
+    double last;
+} cli_progress;
+int cli_progress_fn(void *ctx, int done, int total, double elapsed);
+
 /* NAME.meta.json beside csv_path; extra_fields: NULL or '"k": v, ...' JSON members. */
 void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
                    const char *extra_fields);

@@ -128,3 +128,14 @@ void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, co
     if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
         cli_die_lib();
 }
+
+int cli_progress_fn(void *ctx, int done, int total, double elapsed)
+{
+    cli_progress *p = ctx;
+    if (elapsed - p->last >= 1.0 || done == total) {
+        p->last = elapsed;
+        fprintf(stderr, "%s: %s %d/%d  %.1f s (about %.0f s left)\n", p->what, p->unit, done,
+                total, elapsed, elapsed / done * (total - done));
+    }
+    return 0;
+}
