@@ -47,30 +47,6 @@ static void usage(void)
            "  --quiet          no progress on stderr\n");
 }
 
-/* A CSV with its temp file and writer. */
-typedef struct {
-    lnk_afile a;
-    lnk_csv c;
-    char path[1024];
-} out_csv;
-
-static void csv_open(out_csv *o, const char *dir, const char *name, const char *const *hdr, int n)
-{
-    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
-    CK(lnk_afile_open(&o->a, o->path));
-    study_track(&o->a);
-    CK(lnk_csv_begin(&o->c, o->a.f, hdr, n));
-}
-
-static void csv_close(out_csv *o, const lnk_config *c, const char *extra, const char *start,
-                      double t0)
-{
-    lnk_csv_free(&o->c);
-    study_untrack(&o->a);
-    CK(lnk_afile_commit(&o->a));
-    CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
-}
-
 static void make_config(lnk_config *c, const opts_t *o, int pre, int seed)
 {
     char b[32];

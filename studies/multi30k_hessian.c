@@ -375,27 +375,6 @@ static void *worker(void *arg)
 
 /* ------------------------------------------------------------ output */
 
-typedef struct {
-    lnk_afile a;
-    lnk_csv c;
-    char path[1024];
-} out_csv;
-
-static void csv_open(out_csv *o, const char *dir, const char *name, const char *const *hdr, int n)
-{
-    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
-    CK(lnk_afile_open(&o->a, o->path));
-    CK(lnk_csv_begin(&o->c, o->a.f, hdr, n));
-}
-
-static void csv_close(out_csv *o, const lnk_config *c, const char *extra, const char *start,
-                      double t0)
-{
-    lnk_csv_free(&o->c);
-    CK(lnk_afile_commit(&o->a));
-    CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
-}
-
 static double mean(const double *x, int n) { return gsl_stats_mean(x, 1, (size_t)n); }
 static double sd(const double *x, int n) { return n > 1 ? gsl_stats_sd(x, 1, (size_t)n) : 0.0; }
 static double minv(const double *x, int n)

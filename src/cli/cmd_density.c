@@ -79,14 +79,7 @@ int cmd_density(int argc, char **argv)
             else
                 cli_die("density: --start: expected rademacher or gaussian, got '%s'", optarg);
             break;
-        case O_MODE:
-            if (!strcmp(optarg, "full"))
-                so.mode = LNK_LANCZOS_FULL;
-            else if (!strcmp(optarg, "light"))
-                so.mode = LNK_LANCZOS_LIGHT;
-            else
-                cli_die("density: --mode: expected full or light, got '%s'", optarg);
-            break;
+        case O_MODE: so.mode = cli_lanczos_mode("density", optarg); break;
         case O_SIG: case O_SIGV: case O_SIGF:
             if (kind)
                 cli_die("density: give only one of --sigma, --sigma-variance, --sigma-kappa, "

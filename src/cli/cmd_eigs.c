@@ -87,14 +87,7 @@ int cmd_eigs(int argc, char **argv)
             break;
         }
         case O_MAXS: eo.max_steps = (int)cli_int("max-steps", optarg, 1, 1 << 24); break;
-        case O_MODE:
-            if (!strcmp(optarg, "full"))
-                eo.mode = LNK_LANCZOS_FULL;
-            else if (!strcmp(optarg, "light"))
-                eo.mode = LNK_LANCZOS_LIGHT;
-            else
-                cli_die("eigs: --mode: expected full or light, got '%s'", optarg);
-            break;
+        case O_MODE: eo.mode = cli_lanczos_mode("eigs", optarg); break;
         case O_VEC: vec = optarg; break;
         case 'h': help(); return 0;
         default: cli_bad_option("eigs", ch, argv);

@@ -139,3 +139,12 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed)
     }
     return 0;
 }
+
+int cli_lanczos_mode(const char *cmd, const char *arg)
+{
+    if (!strcmp(arg, "full"))
+        return LNK_LANCZOS_FULL;
+    if (!strcmp(arg, "light"))
+        return LNK_LANCZOS_LIGHT;
+    cli_die("%s: --mode: expected full or light, got '%s'", cmd, arg);
+}

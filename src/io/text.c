@@ -188,6 +188,15 @@ void lnk_text_free(lnk_text *t)
     memset(t, 0, sizeof *t);
 }
 
+/* A whole file that must be text (check_text): NUL-terminated, caller frees. */
+static int read_text(const char *path, char **buf, size_t *len)
+{
+    int st = lnk_read_file(path, buf, len);
+    if (st == LNK_OK && (st = check_text(path, *buf, *len)) != LNK_OK)
+        free(*buf);
+    return st;
+}
+
 int lnk_text_read(const char *path, lnk_text *out)
 {
     memset(out, 0, sizeof *out);
@@ -195,13 +204,9 @@ int lnk_text_read(const char *path, lnk_text *out)
         return lnk_error(LNK_EINVAL, "text: no file name");
     char *buf;
     size_t len;
-    int st = lnk_read_file(path, &buf, &len);
+    int st = read_text(path, &buf, &len);
     if (st != LNK_OK)
         return st;
-    if ((st = check_text(path, buf, len)) != LNK_OK) {
-        free(buf);
-        return st;
-    }
     size_t start = bom_len(buf, len);
     if (len == start) {
         free(buf);
@@ -486,13 +491,9 @@ int lnk_vocab_load(const char *path, lnk_vocab **out)
         return lnk_error(LNK_EINVAL, "vocabulary: no file name");
     char *buf;
     size_t len;
-    int st = lnk_read_file(path, &buf, &len);
+    int st = read_text(path, &buf, &len);
     if (st != LNK_OK)
         return st;
-    if ((st = check_text(path, buf, len)) != LNK_OK) {
-        free(buf);
-        return st;
-    }
     /* Split into lines in place; a "\r\n" end loses its '\r'. */
     size_t n_lines = 0;
     for (size_t i = 0; i < len; i++)
