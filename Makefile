@@ -1,4 +1,11 @@
 # lnkit build.  `make` builds liblnkit.a and bin/lnkit; see README.md for the rest.
+# `make MPI=1` builds the same programs with mpicc (OpenMPI) into build-mpi/:
+# lnkit and the studies then run under mpirun (include/lnkit/comm.h).
+MPI     ?= 0
+ifeq ($(MPI),1)
+BUILD   ?= build-mpi
+CC      := mpicc
+endif
 BUILD   ?= build
 SAN     ?= 0
 PKGS    := openblas jansson lapacke
@@ -11,6 +18,9 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc \
 # symbols would shadow OpenBLAS's.
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lgsl -lglpk -lm -lpthread
 CMOCKA  := $(shell pkg-config --libs cmocka 2>/dev/null)
+ifeq ($(MPI),1)
+CFLAGS  += -DLNK_MPI
+endif
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
@@ -31,6 +41,7 @@ LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
+        test-mpi run-tests-mpi bench-mpi \
         results study-grad study-geometry study-hessian study-multi30k
 all: $(LIB) $(BIN) $(STUDY_BIN)
 
@@ -39,7 +50,9 @@ deps:
 
 # The test suite also needs Debian's python3-torch: the independent reference
 # implementation (tools/ref_torch.py) that tests/test_reference.c compares with.
-TEST_PKGS := python3-torch python3-numpy
+# OpenMPI for the MPI build's tests (make test runs them; the default build
+# does not need it).
+TEST_PKGS := python3-torch python3-numpy libopenmpi-dev openmpi-bin
 deps-test:
 	bash tools/deps.sh $(TEST_PKGS)
 
@@ -79,6 +92,19 @@ $(BUILD)/bench/%: bench/%.c studies/study.h $(LIB)
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
 test: deps-test
 	$(MAKE) run-tests
+	$(MAKE) test-mpi
+
+# The MPI build and its tests (1, 2 and 3 ranks against one process); skipped
+# with a message when mpicc is not installed.
+test-mpi:
+	@if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then \
+	    $(MAKE) all && $(MAKE) MPI=1 all && \
+	    bash tests/mpi/run.sh $(BUILD) build-mpi; \
+	else echo "test-mpi: SKIPPED: mpicc/mpirun not found (make deps-test installs OpenMPI)"; fi
+
+bench-mpi: all
+	$(MAKE) MPI=1 all build-mpi/bench/bench_mpi
+	bash tools/bench_mpi.sh build build-mpi
 
 run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN)
 	LNK_BIN=$(abspath $(BIN)) bash tools/runtests.sh $(TEST_BIN)
@@ -118,4 +144,4 @@ deps-check:
 	@bash tools/deps.sh --check $(TEST_PKGS)
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-mpi bin

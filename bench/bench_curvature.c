@@ -90,7 +90,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < n; i++)
         g.d[i] = 1.0 + (double)(i % 1000) / 1000.0 + (i % 9973 == 0 ? 5.0 : 0.0);
-    lnk_operator op = {n, &g, diag_apply};
+    lnk_operator op = {n, &g, diag_apply, NULL};
 
     FILE *out = NULL;
     if (csv && !(out = fopen(csv, "w"))) {

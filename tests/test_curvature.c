@@ -46,7 +46,7 @@ static int dense_apply(void *ctx, const double *x, double *y)
 
 static lnk_operator dense_operator(dense_op *d)
 {
-    lnk_operator op = {(size_t)d->n, d, dense_apply};
+    lnk_operator op = {(size_t)d->n, d, dense_apply, NULL};
     return op;
 }
 
@@ -65,7 +65,7 @@ static int diag_apply(void *ctx, const double *x, double *y)
 
 static lnk_operator diag_operator(diag_op *g)
 {
-    lnk_operator op = {(size_t)g->n, g, diag_apply};
+    lnk_operator op = {(size_t)g->n, g, diag_apply, NULL};
     return op;
 }
 
@@ -924,7 +924,7 @@ static void test_bad_input(void **state)
     o.tol = 1e-10;
     assert_int_equal(lnk_eigs(NULL, &o, &r), LNK_EINVAL);
     assert_msg_has("NULL operator");
-    lnk_operator bad = {0, NULL, diag_apply};
+    lnk_operator bad = {0, NULL, diag_apply, NULL};
     assert_int_equal(lnk_eigs(&bad, &o, &r), LNK_EINVAL);
     assert_msg_has("n = 0");
     double zero[10] = {0};

@@ -28,12 +28,32 @@
 extern "C" {
 #endif
 
+/* Distributed vectors.  With a group, each of `size` processes holds the
+ * slice [offset, offset + n) of every vector of length n_global (op->n = n is
+ * the local length), apply maps slices to slices (it communicates inside),
+ * and every dot product and norm is a local one followed by sum(), which must
+ * add count doubles element-wise over the group and give every member the
+ * same bits (lnk_comm_sum does, in rank order).  Random vectors are those of
+ * the one-process run, sliced: all n_global values are drawn and the slice
+ * kept, so a distributed run follows the same Krylov space as a single one
+ * and agrees with it up to rounding (tests: 1e-12).  All members compute the
+ * same tridiagonal T bitwise, so they take the same decisions.  Memory per
+ * member for a basis falls as 1/size. */
+typedef struct lnk_group {
+    int rank, size;
+    size_t n_global, offset;
+    int (*sum)(void *ctx, double *x, int count);
+    void *ctx;
+} lnk_group;
+
 /* A symmetric linear operator.  apply writes y = A x (x and y do not alias)
- * and returns LNK_OK or an error status (with lnk_error's message). */
+ * and returns LNK_OK or an error status (with lnk_error's message).  group:
+ * NULL for a one-process operator, else see "Distributed vectors" above. */
 typedef struct {
     size_t n;
     void *ctx;
     int (*apply)(void *ctx, const double *x, double *y);
+    const lnk_group *group;
 } lnk_operator;
 
 /* Check that op is usable (non-NULL, apply set, 1 <= n <= INT_MAX).  what
@@ -107,6 +127,8 @@ typedef struct {
     /* settings: may be changed after alloc, before lnk_lanczos_start */
     int on_breakdown;       /* LNK_BREAKDOWN_RESTART (FULL default) or _STOP */
     double breakdown_rtol;  /* default max(n, 100) * DBL_EPSILON */
+    const lnk_group *group; /* NULL (default) or the group of a distributed operator:
+                               n is then the local slice (lnk_lanczos_distribute) */
     /* results, read-only */
     int steps;              /* j: steps done; T_j is j x j */
     double *alpha;          /* [m] diagonal of T */
@@ -134,6 +156,10 @@ lnk_lanczos *lnk_lanczos_alloc(size_t n, int max_steps, int mode);
 void lnk_lanczos_free(lnk_lanczos *w);
 /* Bytes lnk_lanczos_alloc(n, max_steps, mode) allocates (for planning). */
 size_t lnk_lanczos_bytes(size_t n, int max_steps, int mode);
+
+/* Make w work on slices of the group's vectors (w->n must be the local
+ * length); sets the breakdown default from n_global.  Before start. */
+int lnk_lanczos_distribute(lnk_lanczos *w, const lnk_group *g);
 
 /* Begin a run: v0 (n values, copied and normalised; must be finite and
  * nonzero) or, if v0 is NULL, a Gaussian vector from stream 0 of seed.  The

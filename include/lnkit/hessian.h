@@ -63,6 +63,44 @@ size_t lnk_hessian_workspace_bytes(const lnk_hessian *h);
 int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *chunks,
                      int n_chunks, double *loss, double *grad, size_t *n_scored);
 
+/* ============================================ data parallel (MPI, comm.h)
+ *
+ * Every rank holds theta and a shard of the chunks; the mean loss, its
+ * gradient and H v are the token-weighted sums over the ranks' partial sums,
+ * reduced in rank order (lnk_comm_reduce_scatter: the same bits on every
+ * rank, every run, for a given number of ranks).  Against one process the
+ * result differs only by rounding (tests: 1e-12 relative).
+ *
+ * Sharding: contiguous runs of chunks balanced by scored tokens.  rank r
+ * gets chunks [first[r], first[r+1]) (first has parts+1 entries); the cuts
+ * are the prefix-sum points nearest to r N / parts.  Ranks may get no chunk
+ * when there are fewer chunks than ranks. */
+int lnk_shard_chunks(const lnk_model *m, const lnk_batch *chunks, int n_chunks, int parts,
+                     int *first);
+
+/* The Hessian over the job: this rank's chunks (n_chunks >= 0) of a data set
+ * with n_total scored tokens in all.  In a job of one process it is
+ * lnk_hessian_alloc.  Otherwise the operator works on slices of the block
+ * vector (lnk_comm_split over the ranks; op.group set, see "Distributed
+ * vectors" in curvature.h): an apply allgathers x (8 n bytes), runs this
+ * rank's chunks, and reduce-scatters the sum (8 n bytes), n the block size;
+ * memory per rank: the model workspace + 4 block-size vectors.  A failure on
+ * any rank (fault, allocation, non-finite) makes the apply fail on every
+ * rank with "rank R: ..." (lnk_comm_agree), never a hang.  Collective. */
+lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
+                                     const lnk_batch *chunks, int n_chunks, size_t n_total,
+                                     const char *patterns);
+/* y = H_BB x for whole block vectors (length block n) on every rank
+ * (collective; for lnkit hvp and tests). */
+int lnk_hessian_apply_full(lnk_hessian *h, const double *x, double *y);
+/* This rank's slice of block vectors: [offset, offset + count). */
+void lnk_hessian_slice(const lnk_hessian *h, size_t *offset, size_t *count);
+
+/* Mean loss and gradient (full, on every rank) over the job's chunks, this
+ * rank holding n_chunks of them; n_total as above.  Collective. */
+int lnk_dataset_eval_shard(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                           int n_chunks, size_t n_total, double *loss, double *grad);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,4 +12,5 @@
 #include "lnkit/analysis.h"
 #include "lnkit/geometry.h"
 #include "lnkit/corpus.h"
+#include "lnkit/comm.h"
 #endif

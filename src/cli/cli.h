@@ -9,6 +9,14 @@
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit with the library's last message. */
 _Noreturn void cli_die_lib(void);
+/* Under mpirun (lnkit/comm.h): errors print once (rank 0, or the failing
+ * rank naming itself) and end the job with status 2.  cli_check(status) is
+ * collective: if any rank's status is not LNK_OK every rank dies with
+ * "rank R: <its message>" (for steps where ranks can fail alone: reading
+ * files, allocating, computing).  cli_root(): 1 on rank 0, which alone
+ * writes outputs and progress. */
+void cli_check(int status);
+int cli_root(void);
 
 /* Options every model command shares: --config and the config keys as flags. */
 typedef struct {
@@ -59,6 +67,10 @@ typedef struct {
 } cli_session;
 void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
               unsigned ws_flags);
+/* Several ranks: this rank's row chunks of s->b (4 P chunks, token-balanced
+ * shards) and the batch's scored-token count.  cli_open allocates no
+ * workspace then. */
+void cli_shard(cli_session *s, lnk_batch **own, int *n_own, size_t *n_total);
 void cli_close(cli_session *s);
 /* Report an unknown option / missing argument from getopt_long and exit 2. */
 _Noreturn void cli_bad_option(const char *cmd, int c, char **argv);

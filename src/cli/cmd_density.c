@@ -119,6 +119,11 @@ int cmd_density(int argc, char **argv)
     lnk_slq_result r;
     if (lnk_slq(&s.op, &so, &r) != LNK_OK)
         cli_die_lib();
+    if (!cli_root()) {
+        lnk_slq_result_free(&r);
+        cli_curv_close(&s);
+        return 0;
+    }
     double sigma = sval;
     int st = LNK_OK;
     if (kind == O_SIGV)

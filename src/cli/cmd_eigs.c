@@ -33,7 +33,7 @@ typedef struct {
 static int progress(void *ctx, const lnk_eigs_progress *p)
 {
     progress_ctx *pc = ctx;
-    if (pc->quiet || (p->elapsed - pc->last < 1.0 && p->step != p->max_steps))
+    if (pc->quiet || !cli_root() || (p->elapsed - pc->last < 1.0 && p->step != p->max_steps))
         return 0;
     pc->last = p->elapsed;
     double eta = p->elapsed / p->step * (p->max_steps - p->step);
@@ -103,9 +103,9 @@ int cmd_eigs(int argc, char **argv)
     eo.seed = co.rng_seed;
     cli_curv s;
     cli_curv_open(&s, &co);
-    if ((size_t)k > s.op.n)
-        cli_die("eigs: -k %d is larger than the operator's size %zu", k, s.op.n);
-    if (eo.max_steps < eo.k_top + eo.k_bottom && (size_t)eo.max_steps < s.op.n)
+    if ((size_t)k > s.block_n)
+        cli_die("eigs: -k %d is larger than the operator's size %zu", k, s.block_n);
+    if (eo.max_steps < eo.k_top + eo.k_bottom && (size_t)eo.max_steps < s.block_n)
         cli_die("eigs: --max-steps %d is smaller than the %d eigenpairs asked for", eo.max_steps,
                 eo.k_top + eo.k_bottom);
     progress_ctx pc = {co.quiet, -1e9};
@@ -118,6 +118,27 @@ int cmd_eigs(int argc, char **argv)
         if (!isfinite(r.value[i]) || !isfinite(r.residual[i]))
             cli_die("eigs: eigenpair %d is not finite (value %g, residual %g)", i, r.value[i],
                     r.residual[i]);
+    double *Y = r.vectors;
+    if (vec && lnk_comm_size() > 1) {
+        /* the ranks hold slices of the eigenvectors: whole ones for rank 0 */
+        int P = lnk_comm_size(), me = lnk_comm_rank();
+        size_t *cnt = malloc(sizeof(size_t) * 2 * (size_t)P), *dsp = cnt ? cnt + P : NULL;
+        Y = malloc(sizeof(double) * (size_t)(r.k > 0 ? r.k : 1) * s.block_n);
+        cli_check(cnt && Y ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %d vectors of "
+                                                "%zu", r.k, s.block_n));
+        lnk_comm_split(s.block_n, P, cnt, dsp);
+        for (int i = 0; i < r.k; i++)
+            cli_check(lnk_comm_allgather(r.vectors + (size_t)i * cnt[me], Y + (size_t)i * s.block_n,
+                                         cnt, dsp));
+        free(cnt);
+    }
+    if (!cli_root()) {
+        if (Y != r.vectors)
+            free(Y);
+        lnk_eigs_result_free(&r);
+        cli_curv_close(&s);
+        return 0;
+    }
     lnk_afile af;
     if (lnk_afile_open(&af, out) != LNK_OK)
         cli_die_lib();
@@ -141,8 +162,8 @@ int cmd_eigs(int argc, char **argv)
     }
     if (vec) {
         lnk_st_tensor t[2] = {{"values", LNK_DT_F64, 1, {r.k}, (size_t)r.k, r.value},
-                              {"vectors", LNK_DT_F64, 2, {r.k, (int64_t)s.op.n},
-                               (size_t)r.k * s.op.n, r.vectors}};
+                              {"vectors", LNK_DT_F64, 2, {r.k, (int64_t)s.block_n},
+                               (size_t)r.k * s.block_n, Y}};
         const char *meta[] = {"block", co.block ? co.block : "*", NULL};
         if (lnk_st_write(vec, t, 2, meta) != LNK_OK) {
             remove(out);
@@ -160,6 +181,8 @@ int cmd_eigs(int argc, char **argv)
         fprintf(stderr, "eigs: %d Lanczos steps, stopped by %s, %d/%d converged (tol %g), "
                 "%.2f s -> %s\n", r.steps, lnk_eigs_stop_name(r.stop), nconv, r.k, eo.tol,
                 r.elapsed, out);
+    if (Y != r.vectors)
+        free(Y);
     lnk_eigs_result_free(&r);
     cli_curv_close(&s);
     return 0;

@@ -52,10 +52,26 @@ int cmd_eval(int argc, char **argv)
     double *g = malloc(sizeof(double) * np), loss;
     if (!g)
         cli_die("out of memory");
-    if (lnk_model_eval(s.ws, s.theta, &s.b, &loss, g, &nsc) != LNK_OK)
-        cli_die_lib();
+    if (lnk_comm_size() == 1) {
+        if (lnk_model_eval(s.ws, s.theta, &s.b, &loss, g, &nsc) != LNK_OK)
+            cli_die_lib();
+    } else {
+        lnk_batch *own;
+        int n_own;
+        cli_shard(&s, &own, &n_own, &nsc);
+        if (lnk_dataset_eval_shard(s.m, s.theta, own, n_own, nsc, &loss, g) != LNK_OK)
+            cli_die_lib();
+        for (int c = 0; c < n_own; c++)
+            lnk_batch_free(&own[c]);
+        free(own);
+    }
     if (lnk_params_check_finite(s.m, g, "gradient") != LNK_OK)
         cli_die_lib();
+    if (!cli_root()) {
+        free(g);
+        cli_close(&s);
+        return 0;
+    }
     if (gout && lnk_vector_save(gout, s.m, g, LNK_VEC_NAMED) != LNK_OK)
         cli_die_lib();
     const lnk_layout *lay = lnk_model_layout(s.m);

@@ -88,6 +88,10 @@ int cmd_trace(int argc, char **argv)
         cli_die_lib();
     if (!isfinite(r.trace) || !isfinite(r.std_error))
         cli_die("trace: the estimate is not finite (%g +- %g)", r.trace, r.std_error);
+    if (!cli_root()) {
+        cli_curv_close(&s);
+        return 0;
+    }
     const char *mname = lnk_trace_method_name(to.method);
     if (out) {
         lnk_afile af;

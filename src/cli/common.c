@@ -4,18 +4,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/cli.h"
 
 void cli_die(const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("lnkit: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    exit(2);
+    int rank = lnk_comm_rank();
+    if (lnk_comm_size() == 1) {
+        fprintf(stderr, "lnkit: %s\n", msg);
+        exit(2);
+    }
+    /* Several ranks.  An error every rank meets (a bad flag, a bad file, or
+     * one agreed on by lnk_comm_agree: "rank R: ...") is printed once, by
+     * rank 0, which ends the job at once.  A rank that fails alone names
+     * itself, after a pause that lets rank 0 win when all fail alike. */
+    if (rank == 0) {
+        fprintf(stderr, "lnkit: %s\n", msg);
+    } else {
+        usleep(300000);
+        if (!strncmp(msg, "rank ", 5))
+            fprintf(stderr, "lnkit: %s\n", msg);
+        else
+            fprintf(stderr, "lnkit: rank %d: %s\n", rank, msg);
+    }
+    lnk_comm_abort(2);
 }
+
+void cli_check(int status)
+{
+    if (lnk_comm_agree(status) != LNK_OK)
+        cli_die_lib();
+}
+
+int cli_root(void) { return lnk_comm_rank() == 0; }
 
 void cli_die_lib(void) { cli_die("%s", lnk_errmsg()); }
 
@@ -139,15 +165,39 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, con
     if (!s->m)
         cli_die_lib();
     s->theta = malloc(sizeof(double) * lnk_model_n_params(s->m));
-    if (!s->theta)
-        cli_die("out of memory for %zu parameters", lnk_model_n_params(s->m));
-    if (lnk_weights_load(weights, s->m, s->theta) != LNK_OK)
-        cli_die_lib();
-    if (lnk_batch_load(batch, s->m, &s->b) != LNK_OK)
-        cli_die_lib();
+    cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters",
+                                            lnk_model_n_params(s->m)));
+    cli_check(lnk_weights_load(weights, s->m, s->theta));
+    cli_check(lnk_batch_load(batch, s->m, &s->b));
+    if (lnk_comm_size() > 1)
+        return; /* several ranks: each works on its shard (cli_shard) */
     s->ws = lnk_workspace_alloc(s->m, s->b.B, s->b.S, s->b.T, ws_flags);
     if (!s->ws)
         cli_die_lib();
+}
+
+void cli_shard(cli_session *s, lnk_batch **own, int *n_own, size_t *n_total)
+{
+    int P = lnk_comm_size(), me = lnk_comm_rank();
+    int per = (s->b.B + 4 * P - 1) / (4 * P), n = (s->b.B + per - 1) / per;
+    lnk_batch *ch = calloc((size_t)n, sizeof *ch);
+    int *first = malloc(sizeof(int) * ((size_t)P + 1));
+    if (!ch || !first)
+        cli_die("out of memory");
+    *n_total = 0;
+    for (int c = 0; c < n; c++) {
+        int r1 = (c + 1) * per < s->b.B ? (c + 1) * per : s->b.B;
+        cli_check(lnk_batch_slice(&s->b, c * per, r1, &ch[c]));
+        *n_total += lnk_batch_n_scored(s->m, &ch[c]);
+    }
+    cli_check(lnk_shard_chunks(s->m, ch, n, P, first));
+    *n_own = first[me + 1] - first[me];
+    for (int c = 0; c < n; c++)
+        if (c < first[me] || c >= first[me + 1])
+            lnk_batch_free(&ch[c]);
+    memmove(ch, ch + first[me], sizeof *ch * (size_t)*n_own);
+    *own = ch;
+    free(first);
 }
 
 void cli_close(cli_session *s)

@@ -24,9 +24,11 @@ typedef struct {
     lnk_config c;
     lnk_model *m;
     double *theta;
-    lnk_batch *chunks;
-    int n_chunks;
-    size_t n_scored;
+    lnk_batch *chunks;  /* this rank's chunks (all in a one-process run) */
+    int n_chunks;       /* chunks of the whole data set */
+    int n_own, first_own; /* this rank's: chunks[0 .. n_own) are data-set chunks first_own.. */
+    size_t n_scored;    /* scored tokens of the whole data set */
+    size_t block_n;     /* block size (op.n is this rank's slice of it) */
     lnk_hessian *h;
     lnk_operator op;
     double t0;

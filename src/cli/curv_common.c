@@ -59,24 +59,27 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
         cli_die("--weights FILE is required");
     if (!o->n_batch)
         cli_die("--batch FILE is required (repeat it for several files)");
+    int P = lnk_comm_size(), me = lnk_comm_rank();
     cli_make_config(&o->mo, &s->c);
     s->m = lnk_model_alloc(&s->c);
     if (!s->m)
         cli_die_lib();
     size_t np = lnk_model_n_params(s->m);
     s->theta = malloc(sizeof(double) * np);
-    if (!s->theta)
-        cli_die("out of memory for %zu parameters", np);
-    if (lnk_weights_load(o->weights, s->m, s->theta) != LNK_OK)
-        cli_die_lib();
+    cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));
+    cli_check(lnk_weights_load(o->weights, s->m, s->theta));
     lnk_batch *files = calloc((size_t)o->n_batch, sizeof *files);
     if (!files)
         cli_die("out of memory");
+    /* Rows per chunk: the flag, else whole files; with several ranks and no
+     * flag, each file is cut into 4 P pieces so that the token-balanced
+     * shards can be even. */
     int total = 0;
     for (int i = 0; i < o->n_batch; i++) {
-        if (lnk_batch_load(o->batch[i], s->m, &files[i]) != LNK_OK)
-            cli_die_lib();
+        cli_check(lnk_batch_load(o->batch[i], s->m, &files[i]));
         int per = o->chunk_rows ? o->chunk_rows : files[i].B;
+        if (!o->chunk_rows && P > 1)
+            per = (files[i].B + 4 * P - 1) / (4 * P);
         total += (files[i].B + per - 1) / per;
     }
     s->chunks = calloc((size_t)total, sizeof *s->chunks);
@@ -84,30 +87,49 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
         cli_die("out of memory");
     for (int i = 0; i < o->n_batch; i++) {
         int per = o->chunk_rows ? o->chunk_rows : files[i].B;
+        if (!o->chunk_rows && P > 1)
+            per = (files[i].B + 4 * P - 1) / (4 * P);
         for (int r = 0; r < files[i].B; r += per) {
             int r1 = r + per < files[i].B ? r + per : files[i].B;
-            if (lnk_batch_slice(&files[i], r, r1, &s->chunks[s->n_chunks++]) != LNK_OK)
-                cli_die_lib();
+            cli_check(lnk_batch_slice(&files[i], r, r1, &s->chunks[s->n_chunks++]));
         }
         lnk_batch_free(&files[i]);
     }
     free(files);
-    s->h = lnk_hessian_alloc(s->m, s->theta, s->chunks, s->n_chunks, o->block);
+    for (int c = 0; c < s->n_chunks; c++)
+        s->n_scored += lnk_batch_n_scored(s->m, &s->chunks[c]);
+    /* This rank's shard: keep its chunks, free the others. */
+    int *first = malloc(sizeof(int) * ((size_t)P + 1));
+    if (!first)
+        cli_die("out of memory");
+    cli_check(lnk_shard_chunks(s->m, s->chunks, s->n_chunks, P, first));
+    s->first_own = first[me];
+    s->n_own = first[me + 1] - first[me];
+    for (int c = 0; c < s->n_chunks; c++)
+        if (c < first[me] || c >= first[me + 1])
+            lnk_batch_free(&s->chunks[c]);
+    memmove(s->chunks, s->chunks + first[me], sizeof *s->chunks * (size_t)s->n_own);
+    free(first);
+    s->h = lnk_hessian_alloc_shard(s->m, s->theta, s->chunks, s->n_own, s->n_scored, o->block);
     if (!s->h)
         cli_die_lib();
     s->op = lnk_hessian_operator(s->h);
-    for (int c = 0; c < s->n_chunks; c++)
-        s->n_scored += lnk_batch_n_scored(s->m, &s->chunks[c]);
-    if (!o->quiet)
-        fprintf(stderr, "lnkit: %zu parameters, block of %zu (%d tensors), %d chunk(s), %zu scored "
-                "tokens\n", np, s->op.n, lnk_hessian_block(s->h)->n_tensors, s->n_chunks,
-                s->n_scored);
+    s->block_n = lnk_hessian_block(s->h)->n;
+    if (!o->quiet && cli_root()) {
+        fprintf(stderr, "lnkit: %zu parameters, block of %zu (%d tensors), %d chunk(s), %zu "
+                "scored tokens", np, s->block_n, lnk_hessian_block(s->h)->n_tensors,
+                s->n_chunks, s->n_scored);
+        if (P > 1)
+            fprintf(stderr, ", %d ranks (rank 0: %d chunk(s), %zu of the block)", P, s->n_own,
+                    s->op.n);
+        fputc('\n', stderr);
+    }
 }
 
 void cli_curv_close(cli_curv *s)
 {
     lnk_hessian_free(s->h);
-    for (int c = 0; c < s->n_chunks; c++)
+    for (int c = 0; c < s->n_own; c++)
         lnk_batch_free(&s->chunks[c]);
     free(s->chunks);
     free(s->theta);
@@ -118,11 +140,13 @@ void cli_curv_close(cli_curv *s)
 void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
                    const char *extra_fields)
 {
+    if (!cli_root())
+        return;
     char extra[4096];
     snprintf(extra, sizeof extra,
              "{\"command\": \"%s\", \"weights\": \"%s\", \"block\": \"%s\", \"block_size\": %zu, "
              "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld%s%s}",
-             cmd, o->weights, o->block ? o->block : "*", s->op.n, s->n_chunks, s->n_scored,
+             cmd, o->weights, o->block ? o->block : "*", s->block_n, s->n_chunks, s->n_scored,
              (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h),
              extra_fields ? ", " : "", extra_fields ? extra_fields : "");
     if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
@@ -132,6 +156,8 @@ void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, co
 int cli_progress_fn(void *ctx, int done, int total, double elapsed)
 {
     cli_progress *p = ctx;
+    if (!cli_root())
+        return 0;
     if (elapsed - p->last >= 1.0 || done == total) {
         p->last = elapsed;
         fprintf(stderr, "%s: %s %d/%d  %.1f s (about %.0f s left)\n", p->what, p->unit, done,

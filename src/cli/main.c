@@ -30,6 +30,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    if (lnk_comm_init(&argc, &argv) != LNK_OK) {
+        fprintf(stderr, "lnkit: %s\n", lnk_errmsg());
+        return 2;
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -43,8 +47,11 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!strcmp(argv[1], cmds[i].name))
-            return cmds[i].fn(argc - 1, argv + 1);
+        if (!strcmp(argv[1], cmds[i].name)) {
+            int rc = cmds[i].fn(argc - 1, argv + 1);
+            lnk_comm_finalize();
+            return rc;
+        }
     cli_die("unknown command '%s' (see lnkit --help for the commands)",
             argv[1]);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "curvature/internal.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
@@ -50,7 +51,7 @@ static int check_opts(const lnk_operator *op, const lnk_eigs_opts *o)
         return rc;
     if (!o)
         return lnk_error(LNK_EINVAL, "eigs: opts is NULL (use lnk_eigs_opts_default)");
-    size_t n = op->n;
+    size_t n = op->group ? op->group->n_global : op->n;
     if (o->k_top < 0 || (size_t)o->k_top > n)
         return lnk_error(LNK_EINVAL, "eigs: k_top = %d; expected 0 <= k_top <= n = %zu", o->k_top, n);
     if (o->k_bottom < 0 || (size_t)o->k_bottom > n)
@@ -114,8 +115,8 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
     if (rc != LNK_OK)
         return rc;
     double t0 = lnk_now();
-    size_t n = op->n;
-    int m = (size_t)o->max_steps < n ? o->max_steps : (int)n;
+    size_t n = op->n, ng = op->group ? op->group->n_global : n;
+    int m = (size_t)o->max_steps < ng ? o->max_steps : (int)ng;
     int kt = o->k_top, kb = o->k_bottom;
 
     lnk_lanczos *lz = lnk_lanczos_alloc(n, m, o->mode);
@@ -133,13 +134,15 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
         rc = lnk_error(LNK_ENOMEM, "eigs: cannot allocate the %d x %d Ritz workspace", m, m);
         goto out;
     }
-    rc = lnk_lanczos_start(lz, o->v0, o->seed);
+    rc = lnk_lanczos_distribute(lz, op->group);
+    if (rc == LNK_OK)
+        rc = lnk_lanczos_start(lz, o->v0, o->seed);
     if (rc != LNK_OK)
         goto out;
 
     pick p = {0, 0, itop, ibot, 0, 0};
     /* top and bottom lists may share values only when n < k_top + k_bottom */
-    int need = (size_t)(kt + kb) < n ? kt + kb : (int)n;
+    int need = (size_t)(kt + kb) < ng ? kt + kb : (int)ng;
     int stop = LNK_EIGS_MAXSTEPS;
     for (;;) {
         rc = lnk_lanczos_step(lz, op);
@@ -227,7 +230,7 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
             goto out;
         cblas_daxpy((int)n, -th, yi, 1, Ay, 1);
         res->value[i] = th;
-        res->residual[i] = cblas_dnrm2((int)n, Ay, 1);
+        res->residual[i] = lnk_cv_nrm2(op->group, n, Ay);
         res->bound[i] = bound_of(lz, S, idx[i]);
         res->converged[i] = res->residual[i] <= o->tol * p.scale;
         if (!isfinite(res->residual[i])) {

@@ -16,6 +16,22 @@ void lnk_cv_gaussian(gsl_rng *r, double *x, size_t n);
 /* x[i] = +-1 with probability 1/2 each, 32 signs per draw. */
 void lnk_cv_rademacher(gsl_rng *r, double *x, size_t n);
 
+/* Vector kernels on local slices that reduce over a group (NULL: one
+ * process, plain CBLAS).  A failed reduction gives NaN, which the routines
+ * report as non-finite. */
+struct lnk_group;
+double lnk_cv_dot(const struct lnk_group *g, size_t n, const double *x, const double *y);
+double lnk_cv_nrm2(const struct lnk_group *g, size_t n, const double *x);
+/* Two-pass classical Gram-Schmidt (lnk_orthogonalize) with reduced dots. */
+double lnk_cv_orthogonalize(const struct lnk_group *g, const double *V, int k, size_t n, double *x,
+                            double *h);
+/* Fill x (the local slice) with the slice of the one-process random vector:
+ * kind 0 Gaussian, 1 Rademacher; draws all n_global values. */
+void lnk_cv_random(const struct lnk_group *g, gsl_rng *r, int kind, double *x, size_t n);
+/* Unit length (group norm), largest-magnitude entry (first such over the
+ * whole vector) positive. */
+void lnk_cv_normalise_sign(const struct lnk_group *g, double *y, size_t n);
+
 /* Streams used by the routines (documented in curvature.h). */
 #define LNK_STREAM_RESTART 1u   /* Lanczos restart r uses stream 1 + r */
 

@@ -110,6 +110,21 @@ void lnk_lanczos_free(lnk_lanczos *w)
     free(w);
 }
 
+int lnk_lanczos_distribute(lnk_lanczos *w, const lnk_group *g)
+{
+    if (!w)
+        return lnk_error(LNK_EINVAL, "lanczos_distribute: NULL workspace");
+    if (g && (!g->sum || g->size < 1 || g->rank < 0 || g->rank >= g->size ||
+              g->offset + w->n > g->n_global))
+        return lnk_error(LNK_EINVAL, "lanczos_distribute: bad group (rank %d of %d, slice "
+                         "[%zu, %zu) of %zu, sum %s)", g->rank, g->size, g->offset,
+                         g->offset + w->n, g->n_global, g->sum ? "set" : "NULL");
+    w->group = g;
+    size_t n = g ? g->n_global : w->n;
+    w->breakdown_rtol = (double)(n > 100 ? n : 100) * DBL_EPSILON;
+    return LNK_OK;
+}
+
 int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed)
 {
     if (!w)
@@ -132,10 +147,10 @@ int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed)
         gsl_rng *r = lnk_cv_rng(seed, 0);
         if (!r)
             return lnk_error(LNK_ENOMEM, "lanczos_start: cannot allocate a random stream");
-        lnk_cv_gaussian(r, x, n);
+        lnk_cv_random(w->group, r, 0, x, n);
         gsl_rng_free(r);
     }
-    double nrm = cblas_dnrm2((int)n, x, 1);
+    double nrm = lnk_cv_nrm2(w->group, n, x);
     if (!(nrm > 0) || !isfinite(nrm))
         return lnk_error(LNK_EINVAL, "lanczos_start: start vector v0 has norm %g; expected a "
                          "finite nonzero vector", nrm);
@@ -177,13 +192,13 @@ static int restart_vector(lnk_lanczos *w, int j, double *x)
     gsl_rng *r = lnk_cv_rng(w->seed, LNK_STREAM_RESTART + (uint64_t)w->n_restarts);
     if (!r)
         return -1;
-    lnk_cv_gaussian(r, x, w->n);
+    lnk_cv_random(w->group, r, 0, x, w->n);
     gsl_rng_free(r);
-    double nrm0 = cblas_dnrm2((int)w->n, x, 1);
-    double nrm = lnk_orthogonalize(w->V, j, w->n, x, w->h);
+    double nrm0 = lnk_cv_nrm2(w->group, w->n, x);
+    double nrm = lnk_cv_orthogonalize(w->group, w->V, j, w->n, x, w->h);
     /* Twice more if much was removed (the new vector then lies close to the span). */
     if (nrm < 0.5 * nrm0)
-        nrm = lnk_orthogonalize(w->V, j, w->n, x, w->h);
+        nrm = lnk_cv_orthogonalize(w->group, w->V, j, w->n, x, w->h);
     if (!(nrm > 1e-8 * nrm0))
         return 0;
     cblas_dscal((int)w->n, 1.0 / nrm, x, 1);
@@ -200,6 +215,9 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
     if (op->n != w->n)
         return lnk_error(LNK_EINVAL, "lanczos_step: operator size n = %zu differs from the "
                          "workspace's n = %zu", op->n, w->n);
+    if (op->group != w->group)
+        return lnk_error(LNK_EINVAL, "lanczos_step: the operator's group differs from the "
+                         "workspace's (call lnk_lanczos_distribute before start)");
     if (!w->started)
         return lnk_error(LNK_EINVAL, "lanczos_step: no run started (call lnk_lanczos_start)");
     if (w->done)
@@ -225,14 +243,14 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
 
     if (vp)
         cblas_daxpy(ni, -w->beta[j - 1], vp, 1, x, 1);
-    double a = cblas_ddot(ni, vj, 1, x, 1);
+    double a = lnk_cv_dot(w->group, w->n, vj, x);
     cblas_daxpy(ni, -a, vj, 1, x, 1);
     double r;
     if (full) {
-        r = lnk_orthogonalize(w->V, j + 1, w->n, x, w->h);
+        r = lnk_cv_orthogonalize(w->group, w->V, j + 1, w->n, x, w->h);
         a += w->h[j]; /* the v_j part removed by the reorthogonalisation belongs to alpha */
     } else {
-        r = cblas_dnrm2(ni, x, 1);
+        r = lnk_cv_nrm2(w->group, w->n, x);
     }
     w->alpha[j] = a;
     w->steps = j + 1;
@@ -246,7 +264,7 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
         w->done = 1;
         rc = lnk_error(LNK_ENONFINITE, "lanczos_step %d: alpha = %g, beta = %g: the operator "
                        "returned non-finite values", j, a, r);
-    } else if (w->steps >= (int)w->n) {
+    } else if ((size_t)w->steps >= (w->group ? w->group->n_global : w->n)) {
         /* n orthogonal directions: the whole space is invariant (FULL; in
          * LIGHT mode the vectors may have lost orthogonality by now). */
         w->beta[j] = r;
@@ -330,16 +348,6 @@ int lnk_lanczos_ritz(const lnk_lanczos *w, double *theta, double *S)
     return tridiag_eig(w->steps, w->alpha, w->beta, theta, S);
 }
 
-/* Unit length, largest-magnitude entry positive (a reproducible sign). */
-static void normalise_sign(double *y, int n)
-{
-    double nrm = cblas_dnrm2(n, y, 1);
-    if (nrm > 0)
-        cblas_dscal(n, 1.0 / nrm, y, 1);
-    int i = (int)cblas_idamax(n, y, 1);
-    if (y[i] < 0)
-        cblas_dscal(n, -1.0, y, 1);
-}
 
 int lnk_lanczos_ritz_vectors(lnk_lanczos *w, const lnk_operator *op, const double *S,
                              const int *idx, int k, double *Y)
@@ -361,7 +369,7 @@ int lnk_lanczos_ritz_vectors(lnk_lanczos *w, const lnk_operator *op, const doubl
                 s[r] = S[(size_t)r * j + idx[i]];
             double *y = Y + (size_t)i * n;
             cblas_dgemv(CblasRowMajor, CblasTrans, j, ni, 1.0, w->V, ni, s, 1, 0.0, y, 1);
-            normalise_sign(y, ni);
+            lnk_cv_normalise_sign(w->group, y, n);
         }
         return LNK_OK;
     }
@@ -403,7 +411,7 @@ int lnk_lanczos_ritz_vectors(lnk_lanczos *w, const lnk_operator *op, const doubl
     if (rc != LNK_OK)
         return rc;
     for (int i = 0; i < k; i++)
-        normalise_sign(Y + (size_t)i * n, ni);
+        lnk_cv_normalise_sign(w->group, Y + (size_t)i * n, n);
     return LNK_OK;
 }
 

@@ -2,6 +2,7 @@
  * cblas.h: gsl_randist.h pulls in gsl_cblas.h, whose enums clash. */
 #include <gsl/gsl_randist.h>
 #include "curvature/internal.h"
+#include "lnkit/curvature.h"
 
 static uint64_t splitmix64(uint64_t x)
 {
@@ -36,5 +37,35 @@ void lnk_cv_rademacher(gsl_rng *r, double *x, size_t n)
             bits = gsl_rng_get(r); /* mt19937: 32 random bits */
         x[i] = (bits & 1u) ? 1.0 : -1.0;
         bits >>= 1;
+    }
+}
+
+void lnk_cv_random(const struct lnk_group *g, gsl_rng *r, int kind, double *x, size_t n)
+{
+    if (!g) {
+        if (kind == 0)
+            lnk_cv_gaussian(r, x, n);
+        else
+            lnk_cv_rademacher(r, x, n);
+        return;
+    }
+    /* The same draws as the one-process vector, keeping [offset, offset + n):
+     * all n_global values are drawn (RNG cost O(n_global), no memory), so a
+     * stream that goes on to the next vector is where it would be in one
+     * process. */
+    size_t end = g->n_global;
+    unsigned long bits = 0;
+    for (size_t i = 0; i < end; i++) {
+        double v;
+        if (kind == 0) {
+            v = gsl_ran_gaussian(r, 1.0);
+        } else {
+            if (i % 32 == 0)
+                bits = gsl_rng_get(r);
+            v = (bits & 1u) ? 1.0 : -1.0;
+            bits >>= 1;
+        }
+        if (i >= g->offset && i < g->offset + n)
+            x[i - g->offset] = v;
     }
 }

@@ -53,14 +53,18 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
         return lnk_error(LNK_EINVAL, "slq: mode = %d; expected LNK_LANCZOS_FULL (0) or "
                          "LNK_LANCZOS_LIGHT (1)", o->mode);
     double t0 = lnk_now();
-    size_t n = op->n;
-    int m = (size_t)o->steps < n ? o->steps : (int)n;
+    size_t n = op->n, ng = op->group ? op->group->n_global : n;
+    int m = (size_t)o->steps < ng ? o->steps : (int)ng;
     int total = o->runs * m;
 
     lnk_lanczos *lz = lnk_lanczos_alloc(n, m, o->mode);
     if (!lz)
         return LNK_ENOMEM;
     lz->on_breakdown = LNK_BREAKDOWN_STOP;
+    if ((rc = lnk_lanczos_distribute(lz, op->group)) != LNK_OK) {
+        lnk_lanczos_free(lz);
+        return rc;
+    }
     double *z = malloc(n * sizeof(double));
     double *theta = malloc((size_t)m * sizeof(double)), *S = malloc((size_t)m * m * sizeof(double));
     res->runs = o->runs;
@@ -83,10 +87,7 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
             rc = lnk_error(LNK_ENOMEM, "slq: cannot allocate a random stream");
             goto out;
         }
-        if (o->start == LNK_SLQ_RADEMACHER)
-            lnk_cv_rademacher(r, z, n);
-        else
-            lnk_cv_gaussian(r, z, n);
+        lnk_cv_random(op->group, r, o->start == LNK_SLQ_RADEMACHER, z, n);
         gsl_rng_free(r);
         if ((rc = lnk_lanczos_start(lz, z, o->seed)) != LNK_OK) /* normalises z */
             goto out;

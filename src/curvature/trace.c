@@ -76,10 +76,10 @@ static int hutchinson(ctx_t *c, lnk_trace_result *res)
         goto out;
     }
     for (int p = 0; p < N; p++) {
-        lnk_cv_rademacher(r, z, n);
+        lnk_cv_random(c->op->group, r, 1, z, n);
         if ((rc = apply(c, z, Az, &stop)) != LNK_OK)
             goto out;
-        q[p] = cblas_ddot((int)n, z, 1, Az, 1);
+        q[p] = lnk_cv_dot(c->op->group, n, z, Az);
         if (stop && p + 1 < N) {
             rc = cancelled();
             goto out;
@@ -99,8 +99,9 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
     size_t n = c->op->n;
     int N = c->o->probes, stop = 0, rc = LNK_OK, ni = (int)n;
     int s = N / 3;
-    if ((size_t)s > n)
-        s = ni;
+    size_t ng = c->op->group ? c->op->group->n_global : n;
+    if ((size_t)s > ng)
+        s = (int)ng;
     int g = N - 2 * s;
     double *Q = malloc((size_t)s * n * sizeof(double));
     double *z = malloc(n * sizeof(double)), *Az = malloc(n * sizeof(double));
@@ -112,8 +113,9 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
         goto out;
     }
     /* Q = orth(A S): column i of the column-major n x s matrix is at Q + i n. */
+    const lnk_group *grp = c->op->group;
     for (int i = 0; i < s; i++) {
-        lnk_cv_rademacher(rS, z, n);
+        lnk_cv_random(grp, rS, 1, z, n);
         if ((rc = apply(c, z, Q + (size_t)i * n, &stop)) != LNK_OK)
             goto out;
         if (stop) {
@@ -121,9 +123,26 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
             goto out;
         }
     }
-    lapack_int info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, ni, s, Q, ni, tau);
-    if (info == 0)
-        info = LAPACKE_dorgqr(LAPACK_COL_MAJOR, ni, s, s, Q, ni, tau);
+    lapack_int info = 0;
+    if (!grp) {
+        info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, ni, s, Q, ni, tau);
+        if (info == 0)
+            info = LAPACKE_dorgqr(LAPACK_COL_MAJOR, ni, s, s, Q, ni, tau);
+    } else {
+        /* distributed rows: the same span by Gram-Schmidt twice, column by
+         * column (Q may differ from Householder's in signs; the projector and
+         * tr(Q^T A Q) do not) */
+        double *hh = malloc(2 * (size_t)s * sizeof(double));
+        for (int i = 0; i < s && !info; i++) {
+            double *qi = Q + (size_t)i * n;
+            double nrm = hh ? lnk_cv_orthogonalize(grp, Q, i, n, qi, hh) : NAN;
+            if (!(nrm > 0) || !isfinite(nrm))
+                info = i + 1;
+            else
+                cblas_dscal(ni, 1.0 / nrm, qi, 1);
+        }
+        free(hh);
+    }
     if (info != 0) {
         rc = lnk_error(LNK_ENONFINITE, "trace: QR of the %zu x %d Hutch++ sketch failed (LAPACK "
                        "info %d; non-finite operator values?)", n, s, (int)info);
@@ -135,7 +154,7 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
         const double *qi = Q + (size_t)i * n;
         if ((rc = apply(c, qi, Az, &stop)) != LNK_OK)
             goto out;
-        t1 += cblas_ddot(ni, qi, 1, Az, 1);
+        t1 += lnk_cv_dot(grp, n, qi, Az);
         if (stop) {
             rc = cancelled();
             goto out;
@@ -143,11 +162,11 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
     }
     /* Hutchinson on P A P, P = I - Q Q^T: samples (P g)^T A (P g). */
     for (int p = 0; p < g; p++) {
-        lnk_cv_rademacher(rG, z, n);
-        lnk_orthogonalize(Q, s, n, z, h); /* the rows of Q^T are Q's columns */
+        lnk_cv_random(grp, rG, 1, z, n);
+        lnk_cv_orthogonalize(grp, Q, s, n, z, h); /* the rows of Q^T are Q's columns */
         if ((rc = apply(c, z, Az, &stop)) != LNK_OK)
             goto out;
-        q[p] = cblas_ddot(ni, z, 1, Az, 1);
+        q[p] = lnk_cv_dot(grp, n, z, Az);
         if (stop && p + 1 < g) {
             rc = cancelled();
             goto out;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,49 @@
 #include "lnkit/io.h"
 
 /* ------------------------------------------------------------------ lnk_afile */
+
+/* Temporary files being written, removed if the process is ended by
+ * SIGTERM, SIGINT or SIGHUP (mpirun ends the other ranks of a failed job
+ * with SIGTERM): no partial output is left behind.  The handler only calls
+ * unlink, which is async-signal-safe, then dies of the same signal. */
+#define LIVE_MAX 64
+static char *volatile live[LIVE_MAX];
+
+static void on_fatal_signal(int sig)
+{
+    for (int i = 0; i < LIVE_MAX; i++)
+        if (live[i])
+            unlink(live[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void live_add(char *tmp)
+{
+    static int installed;
+    if (!installed) {
+        static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+        for (int k = 0; k < 3; k++) {
+            struct sigaction old;
+            /* leave a handler the program installed itself alone */
+            if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+                signal(sigs[k], on_fatal_signal);
+        }
+        installed = 1;
+    }
+    for (int i = 0; i < LIVE_MAX; i++)
+        if (!live[i]) {
+            live[i] = tmp;
+            return;
+        }
+}
+
+static void live_remove(const char *tmp)
+{
+    for (int i = 0; i < LIVE_MAX; i++)
+        if (live[i] == tmp)
+            live[i] = NULL;
+}
 
 /* mkstemp creates files with mode 0600; give the final file the mode an
  * ordinary fopen would (0666 & ~umask).  umask can only be read by setting it,
@@ -68,11 +112,14 @@ int lnk_afile_open(lnk_afile *a, const char *path)
         memset(a, 0, sizeof *a);
         return lnk_error(LNK_EIO, "%s: cannot open temporary file: %s", path, strerror(e));
     }
+    live_add(a->tmp);
     return LNK_OK;
 }
 
 static void afile_release(lnk_afile *a)
 {
+    if (a->tmp)
+        live_remove(a->tmp);
     free(a->path);
     free(a->tmp);
     a->path = a->tmp = NULL;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lnkit/comm.h"
 #include "lnkit/error.h"
 #include "lnkit/hessian.h"
 
@@ -101,6 +102,11 @@ struct lnk_hessian {
     lnk_workspace *ws;
     double *v, *hv, *acc; /* full-size buffers */
     long n_products;
+    /* data parallel over several ranks (lnk_hessian_alloc_shard) */
+    int dist;
+    lnk_group group;
+    size_t *count, *displ; /* block slices of the ranks */
+    double *xb, *yb;       /* whole block vectors */
 };
 
 /* A workspace large enough for every chunk. */
@@ -138,9 +144,9 @@ static int weights(const lnk_model *m, const lnk_batch *chunks, int n, double *w
     return LNK_OK;
 }
 
-static int apply(void *ctx, const double *x, double *y)
+/* y = sum_c w_c H_c x on this process's chunks, whole block vectors. */
+static int local_apply(lnk_hessian *h, const double *x, double *y)
 {
-    lnk_hessian *h = ctx;
     const lnk_model *m = h->m;
     size_t np = lnk_model_n_params(m);
     const double *v = x;
@@ -149,14 +155,17 @@ static int apply(void *ctx, const double *x, double *y)
         lnk_block_scatter(m, &h->block, x, h->v);
         v = h->v;
     }
-    /* single chunk, full block: write straight into y */
-    double *out = (h->full && h->n_chunks == 1) ? y : h->acc;
+    /* one chunk of the whole data set, full block: write straight into y */
+    int weighted = h->n_chunks > 1 || h->dist;
+    double *out = (h->full && !weighted) ? y : h->acc;
+    if (h->n_chunks == 0)
+        memset(out, 0, sizeof(double) * np);
     for (int c = 0; c < h->n_chunks; c++) {
-        double *dst = h->n_chunks == 1 ? out : h->hv;
+        double *dst = weighted ? h->hv : out;
         int st = lnk_model_hvp(h->ws, h->theta, &h->chunks[c], v, dst, NULL, NULL);
         if (st)
             return h->n_chunks > 1 ? chunk_error(st, c) : st;
-        if (h->n_chunks > 1) {
+        if (weighted) {
             double w = h->weight[c];
             if (c == 0)
                 for (size_t i = 0; i < np; i++)
@@ -166,7 +175,6 @@ static int apply(void *ctx, const double *x, double *y)
                     out[i] += w * dst[i];
         }
     }
-    h->n_products++;
     if (out == y)
         return LNK_OK;
     if (h->full)
@@ -174,6 +182,30 @@ static int apply(void *ctx, const double *x, double *y)
     else
         lnk_block_gather(m, &h->block, out, y);
     return LNK_OK;
+}
+
+static int apply(void *ctx, const double *x, double *y)
+{
+    lnk_hessian *h = ctx;
+    if (!h->dist) {
+        int st = local_apply(h, x, y);
+        h->n_products += st == LNK_OK;
+        return st;
+    }
+    /* x is this rank's slice: the whole vector first, then the partial sum
+     * of this rank's chunks, then its slice of the rank-ordered sum.  Every
+     * rank learns of any rank's failure before the reduction (no hang). */
+    int st = lnk_comm_allgather(x, h->xb, h->count, h->displ);
+    if (st == LNK_OK)
+        st = local_apply(h, h->xb, h->yb);
+    if (st == LNK_OK && lnk_comm_fault("hvp"))
+        st = lnk_error(LNK_ENOMEM, "out of memory in H v product %ld (simulated by LNK_FAULT)",
+                       h->n_products + 1);
+    st = lnk_comm_agree(st);
+    if (st == LNK_OK)
+        st = lnk_comm_reduce_scatter(h->yb, y, h->count, h->displ);
+    h->n_products += st == LNK_OK;
+    return st;
 }
 
 lnk_hessian *lnk_hessian_alloc(const lnk_model *m, const double *theta, const lnk_batch *chunks,
@@ -222,13 +254,37 @@ void lnk_hessian_free(lnk_hessian *h)
     free(h->v);
     free(h->hv);
     free(h->acc);
+    free(h->count);
+    free(h->xb);
+    free(h->yb);
     free(h);
 }
 
 lnk_operator lnk_hessian_operator(lnk_hessian *h)
 {
-    lnk_operator op = {h->block.n, h, apply};
+    lnk_operator op = {h->block.n, h, apply, NULL};
+    if (h->dist) {
+        op.n = h->count[h->group.rank];
+        op.group = &h->group;
+    }
     return op;
+}
+
+void lnk_hessian_slice(const lnk_hessian *h, size_t *offset, size_t *count)
+{
+    *offset = h->dist ? h->displ[h->group.rank] : 0;
+    *count = h->dist ? h->count[h->group.rank] : h->block.n;
+}
+
+int lnk_hessian_apply_full(lnk_hessian *h, const double *x, double *y)
+{
+    if (!h->dist)
+        return apply(h, x, y);
+    int me = h->group.rank;
+    int st = apply(h, x + h->displ[me], y + h->displ[me]);
+    if (st == LNK_OK)
+        st = lnk_comm_allgather(y + h->displ[me], y, h->count, h->displ);
+    return st;
 }
 
 const lnk_block *lnk_hessian_block(const lnk_hessian *h) { return &h->block; }
@@ -272,5 +328,147 @@ int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *c
     free(g);
     free(w);
     lnk_workspace_free(ws);
+    return st;
+}
+
+/* ======================================================== data parallel */
+
+int lnk_shard_chunks(const lnk_model *m, const lnk_batch *chunks, int n_chunks, int parts,
+                     int *first)
+{
+    if (parts < 1 || n_chunks < 0)
+        return lnk_error(LNK_EINVAL, "shard: %d chunks over %d parts", n_chunks, parts);
+    double *cum = malloc(sizeof(double) * ((size_t)n_chunks + 1));
+    if (!cum)
+        return lnk_error(LNK_ENOMEM, "out of memory");
+    cum[0] = 0;
+    for (int c = 0; c < n_chunks; c++)
+        cum[c + 1] = cum[c] + (double)lnk_batch_n_scored(m, &chunks[c]);
+    double N = cum[n_chunks];
+    first[0] = 0;
+    for (int r = 1; r < parts; r++) {
+        double target = N * r / parts;
+        int c = first[r - 1];
+        while (c < n_chunks && cum[c + 1] <= target)
+            c++;
+        /* cum[c] <= target < cum[c+1]: cut before or after chunk c */
+        if (c < n_chunks && cum[c + 1] - target < target - cum[c])
+            c++;
+        first[r] = c;
+    }
+    first[parts] = n_chunks;
+    free(cum);
+    return LNK_OK;
+}
+
+static int comm_sum(void *ctx, double *x, int count)
+{
+    (void)ctx;
+    return lnk_comm_sum(x, (size_t)count);
+}
+
+lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
+                                     const lnk_batch *chunks, int n_chunks, size_t n_total,
+                                     const char *patterns)
+{
+    int P = lnk_comm_size(), me = lnk_comm_rank();
+    if (P == 1)
+        return lnk_hessian_alloc(m, theta, chunks, n_chunks, patterns);
+    size_t np = lnk_model_n_params(m);
+    lnk_hessian *h = calloc(1, sizeof *h);
+    int st = h ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory");
+    if (!st && lnk_comm_fault("load"))
+        st = lnk_error(LNK_EIO, "cannot load its shard of %d chunk(s) (simulated by LNK_FAULT)",
+                       n_chunks);
+    if (!st && n_total == 0)
+        st = lnk_error(LNK_EINVAL, "data set: no scored tokens");
+    if (!st) {
+        h->m = m, h->theta = theta, h->chunks = chunks, h->n_chunks = n_chunks;
+        h->dist = 1;
+        h->weight = malloc(sizeof(double) * (size_t)(n_chunks > 0 ? n_chunks : 1));
+        h->count = malloc(sizeof(size_t) * 2 * (size_t)P);
+        if (!h->weight || !h->count)
+            st = lnk_error(LNK_ENOMEM, "out of memory");
+    }
+    for (int c = 0; c < n_chunks && !st; c++) {
+        st = lnk_batch_check(m, &chunks[c]);
+        if (st)
+            st = chunk_error(st, c);
+        else
+            h->weight[c] = (double)lnk_batch_n_scored(m, &chunks[c]) / (double)n_total;
+    }
+    if (!st)
+        st = lnk_block_select(m, patterns, &h->block);
+    if (!st)
+        st = lnk_params_check_finite(m, theta, "parameters");
+    if (!st) {
+        h->full = h->block.n == np;
+        h->displ = h->count + P;
+        lnk_comm_split(h->block.n, P, h->count, h->displ);
+        if (h->count[P - 1] == 0)
+            st = lnk_error(LNK_EINVAL, "block of %zu parameters over %d ranks: fewer than one "
+                           "per rank", h->block.n, P);
+    }
+    if (!st) {
+        h->group = (lnk_group){me, P, h->block.n, h->displ[me], comm_sum, NULL};
+        h->ws = n_chunks ? ws_for(m, chunks, n_chunks, LNK_WS_HVP) : NULL;
+        h->v = malloc(sizeof(double) * np);
+        h->hv = malloc(sizeof(double) * np);
+        h->acc = malloc(sizeof(double) * np);
+        h->xb = malloc(sizeof(double) * h->block.n);
+        h->yb = malloc(sizeof(double) * h->block.n);
+        if ((n_chunks && !h->ws) || !h->v || !h->hv || !h->acc || !h->xb || !h->yb)
+            st = (n_chunks && !h->ws) ? LNK_ENOMEM
+                 : lnk_error(LNK_ENOMEM, "out of memory for the Hessian operator (%zu "
+                             "parameters)", np);
+    }
+    st = lnk_comm_agree(st);
+    if (st) {
+        lnk_hessian_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+int lnk_dataset_eval_shard(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                           int n_chunks, size_t n_total, double *loss, double *grad)
+{
+    if (lnk_comm_size() == 1)
+        return lnk_dataset_eval(m, theta, chunks, n_chunks, loss, grad, NULL);
+    size_t np = lnk_model_n_params(m);
+    int st = n_total ? LNK_OK : lnk_error(LNK_EINVAL, "data set: no scored tokens");
+    if (!st && lnk_comm_fault("load"))
+        st = lnk_error(LNK_EIO, "cannot load its shard of %d chunk(s) (simulated by LNK_FAULT)",
+                       n_chunks);
+    lnk_workspace *ws = (!st && n_chunks) ? ws_for(m, chunks, n_chunks, 0) : NULL;
+    double *g = malloc(sizeof(double) * np);
+    if (!st && ((n_chunks && !ws) || !g))
+        st = (n_chunks && !ws) ? LNK_ENOMEM : lnk_error(LNK_ENOMEM, "out of memory");
+    double L = 0;
+    if (!st)
+        memset(grad, 0, sizeof(double) * np);
+    for (int c = 0; c < n_chunks && !st; c++) {
+        double Lc;
+        st = lnk_batch_check(m, &chunks[c]);
+        if (!st)
+            st = lnk_model_eval(ws, theta, &chunks[c], &Lc, g, NULL);
+        if (st) {
+            st = chunk_error(st, c);
+            break;
+        }
+        double w = (double)lnk_batch_n_scored(m, &chunks[c]) / (double)n_total;
+        L += w * Lc;
+        for (size_t i = 0; i < np; i++)
+            grad[i] += w * g[i];
+    }
+    free(g);
+    lnk_workspace_free(ws);
+    st = lnk_comm_agree(st);
+    if (!st)
+        st = lnk_comm_sum(&L, 1);
+    if (!st)
+        st = lnk_comm_sum_long(grad, np);
+    if (!st)
+        *loss = L;
     return st;
 }

@@ -1,0 +1,86 @@
+/* Vector kernels of the curvature routines on local slices, with the dot
+ * products summed over a group for distributed operators (see "Distributed
+ * vectors" in include/lnkit/curvature.h).  Without a group they are the
+ * plain CBLAS calls. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include "curvature/internal.h"
+#include "lnkit/curvature.h"
+
+static int gsum(const lnk_group *g, double *x, int count)
+{
+    return g->sum(g->ctx, x, count);
+}
+
+double lnk_cv_dot(const lnk_group *g, size_t n, const double *x, const double *y)
+{
+    double d = cblas_ddot((int)n, x, 1, y, 1);
+    if (g && gsum(g, &d, 1) != 0)
+        return NAN;
+    return d;
+}
+
+double lnk_cv_nrm2(const lnk_group *g, size_t n, const double *x)
+{
+    if (!g)
+        return cblas_dnrm2((int)n, x, 1);
+    /* sum of squares: a distributed norm can not use dnrm2's scaling, and
+     * the model's vectors are far from overflow */
+    return sqrt(lnk_cv_dot(g, n, x, x));
+}
+
+double lnk_cv_orthogonalize(const lnk_group *g, const double *V, int k, size_t n, double *x,
+                            double *h)
+{
+    if (!g)
+        return lnk_orthogonalize(V, k, n, x, h);
+    int ni = (int)n;
+    if (k <= 0)
+        return lnk_cv_nrm2(g, n, x);
+    for (int pass = 0; pass < 2; pass++) {
+        double *c = h + pass * k;
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
+        if (gsum(g, c, k) != 0)
+            return NAN;
+        cblas_dgemv(CblasRowMajor, CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
+    }
+    for (int i = 0; i < k; i++)
+        h[i] += h[k + i];
+    return lnk_cv_nrm2(g, n, x);
+}
+
+void lnk_cv_normalise_sign(const lnk_group *g, double *y, size_t n)
+{
+    int ni = (int)n;
+    double nrm = lnk_cv_nrm2(g, n, y);
+    if (nrm > 0)
+        cblas_dscal(ni, 1.0 / nrm, y, 1);
+    int i = (int)cblas_idamax(ni, y, 1);
+    double sign = y[i] < 0 ? -1.0 : 1.0;
+    if (g) {
+        /* every member's largest |y| and its sign, in slot rank of a
+         * size-long array (zeros elsewhere: the sum is exact); the first
+         * member holding the global maximum decides, as idamax would */
+        double *slot = calloc(2 * (size_t)g->size, sizeof(double));
+        if (!slot) {
+            for (size_t t = 0; t < n; t++)
+                y[t] = NAN;
+            return;
+        }
+        slot[2 * g->rank] = fabs(y[i]);
+        slot[2 * g->rank + 1] = sign;
+        if (gsum(g, slot, 2 * g->size) != 0)
+            sign = NAN;
+        else {
+            int best = 0;
+            for (int r = 1; r < g->size; r++)
+                if (slot[2 * r] > slot[2 * best])
+                    best = r;
+            sign = slot[2 * best + 1];
+        }
+        free(slot);
+    }
+    if (sign != 1.0)
+        cblas_dscal(ni, sign, y, 1);
+}

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The MPI tests (make test-mpi): lnkit built with MPI=1 under mpirun with 1, 2
+# and 3 ranks against the one-process build, on a seq2seq and an lm model.
+#   bash tests/mpi/run.sh SERIAL_BUILD MPI_BUILD      (e.g. build build-mpi)
+# Checks: eval, H v, top-5 / bottom eigenvalues, Hutchinson and Hutch++
+# traces, SLQ nodes and weights equal the one-process results to 1e-12
+# relative (tests/mpi/compare.py); repeated runs with the same rank count are
+# bitwise identical; a rank that fails (reported error, exit without
+# finalize, SIGKILL) ends the job with a non-zero status, one message naming
+# the rank, and no output file or temporary file left behind.  Then the
+# sweep test (tests/mpi/test_sweep.sh).  Prints "tests: N passed, N failed,
+# N skipped" like tools/runtests.sh.
+set -u
+SB=${1:-build}; MB=${2:-build-mpi}
+S=$(cd "$SB" && pwd)/bin/lnkit
+M=$(cd "$MB" && pwd)/bin/lnkit
+HERE=$(cd "$(dirname "$0")" && pwd)
+CMP="python3 $HERE/compare.py"
+MR=(mpirun -q --allow-run-as-root --oversubscribe)
+export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+pass=0; fail=0; skip=0
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+bad() { fail=$((fail + 1)); echo "not ok - $*"; }
+# check NAME COMMAND...: passes if the command succeeds (its output is shown on failure)
+check() {
+    local name=$1; shift
+    local out
+    if out=$("$@" 2>&1); then ok "$name ${out:+($out)}"; else bad "$name: $out"; fi
+}
+run() { "$@" >/dev/null 2>run.err || { echo "command failed: $*"; cat run.err; return 1; }; }
+
+# --- data: a seq2seq model (one batch of 12 rows) and an lm model (two batch files)
+run "$S" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s2s.safetensors || exit 1
+run "$S" batch --synthetic --config s2s.json --batch 12 --len 7 --seed 1 -o s2s_b.safetensors || exit 1
+run "$S" init --task lm --norm-pos pre --d 16 --h 4 --L 2 --V 48 --seed 5 -o lm.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --batch 9 --len 10 --seed 2 -o lm_b1.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --batch 5 --len 6 --seed 4 -o lm_b2.safetensors || exit 1
+C2=(--config s2s.json --weights s2s.safetensors --batch s2s_b.safetensors)
+CL=(--config lm.json --weights lm.safetensors --batch lm_b1.safetensors --batch lm_b2.safetensors
+    --chunk 3 --block '*.attn.*,*emb')
+run "$S" eval "${C2[@]}" --grad-out v.safetensors || exit 1
+
+# --- one-process references
+"$S" eval "${C2[@]}" > eval.1.csv
+"$S" hvp "${C2[@]}" --vector v.safetensors -o hv.1.safetensors
+"$S" eigs "${C2[@]}" -k 5 --which both --tol 1e-10 --quiet -o eigs.1.csv --vectors vec.1.safetensors
+"$S" trace "${C2[@]}" --probes 12 --quiet > tr.1.csv
+"$S" trace "${C2[@]}" --probes 12 --method hutchpp --quiet > trpp.1.csv
+"$S" density "${C2[@]}" --runs 2 --steps 30 --sigma-fraction 0.01 --quiet -o d.1.csv --nodes n.1.csv
+"$S" eigs "${CL[@]}" -k 5 --tol 1e-10 --quiet -o eigsl.1.csv
+"$S" density "${CL[@]}" --runs 2 --steps 25 --sigma-fraction 0.01 --quiet -o dl.1.csv --nodes nl.1.csv
+
+# --- 1, 2, 3 ranks against them
+for p in 1 2 3; do
+    R=("${MR[@]}" -np $p "$M")
+    "${R[@]}" eval "${C2[@]}" > eval.$p.csv 2>err || cat err
+    check "eval, $p rank(s): loss and gradient norms" $CMP csv eval.1.csv eval.$p.csv --cols value
+    "${R[@]}" hvp "${C2[@]}" --vector v.safetensors -o hv.$p.safetensors 2>err || cat err
+    check "H v, $p rank(s)" $CMP st hv.1.safetensors hv.$p.safetensors
+    "${R[@]}" eigs "${C2[@]}" -k 5 --which both --tol 1e-10 --quiet -o eigs.$p.csv \
+        --vectors vec.$p.safetensors 2>err || cat err
+    check "top-5 and bottom-5 eigenvalues, $p rank(s)" $CMP csv eigs.1.csv eigs.$p.csv \
+        --cols which,index,eigenvalue,converged
+    check "eigenvectors, $p rank(s) (1e-9: converged vectors)" $CMP st vec.1.safetensors \
+        vec.$p.safetensors --rtol 1e-9
+    "${R[@]}" trace "${C2[@]}" --probes 12 --quiet > tr.$p.csv 2>err || cat err
+    check "Hutchinson trace, $p rank(s)" $CMP csv tr.1.csv tr.$p.csv
+    "${R[@]}" trace "${C2[@]}" --probes 12 --method hutchpp --quiet > trpp.$p.csv 2>err || cat err
+    check "Hutch++ trace, $p rank(s)" $CMP csv trpp.1.csv trpp.$p.csv
+    "${R[@]}" density "${C2[@]}" --runs 2 --steps 30 --sigma-fraction 0.01 --quiet -o d.$p.csv \
+        --nodes n.$p.csv 2>err || cat err
+    check "SLQ nodes and weights, $p rank(s)" $CMP csv n.1.csv n.$p.csv
+    "${R[@]}" eigs "${CL[@]}" -k 5 --tol 1e-10 --quiet -o eigsl.$p.csv 2>err || cat err
+    check "lm block Hessian over 2 files in chunks, top-5, $p rank(s)" $CMP csv eigsl.1.csv \
+        eigsl.$p.csv --cols which,index,eigenvalue,converged
+    "${R[@]}" density "${CL[@]}" --runs 2 --steps 25 --sigma-fraction 0.01 --quiet -o dl.$p.csv \
+        --nodes nl.$p.csv 2>err || cat err
+    check "lm block SLQ nodes, $p rank(s)" $CMP csv nl.1.csv nl.$p.csv
+done
+
+# --- the same rank count twice: bitwise
+for p in 2 3; do
+    R=("${MR[@]}" -np $p "$M")
+    "${R[@]}" eigs "${C2[@]}" -k 5 --which both --tol 1e-10 --quiet -o eigs.r$p.csv 2>/dev/null
+    "${R[@]}" hvp "${C2[@]}" --vector v.safetensors -o hv.r$p.safetensors 2>/dev/null
+    "${R[@]}" density "${C2[@]}" --runs 2 --steps 30 --sigma-fraction 0.01 --quiet -o d.r$p.csv \
+        --nodes n.r$p.csv 2>/dev/null
+    "${R[@]}" trace "${C2[@]}" --probes 12 --quiet > tr.r$p.csv 2>/dev/null
+    if cmp -s eigs.$p.csv eigs.r$p.csv && cmp -s hv.$p.safetensors hv.r$p.safetensors &&
+        cmp -s n.$p.csv n.r$p.csv && cmp -s d.$p.csv d.r$p.csv && cmp -s tr.$p.csv tr.r$p.csv; then
+        ok "$p ranks, run twice: eigs, H v, SLQ nodes, density, trace bitwise identical"
+    else
+        bad "$p ranks, run twice: outputs differ"
+    fi
+done
+
+# --- the MPI build without mpirun (a one-process job)
+"$M" eigs "${C2[@]}" -k 5 --which both --tol 1e-10 --quiet -o eigs.single.csv 2>err || cat err
+check "MPI build run without mpirun" $CMP csv eigs.1.csv eigs.single.csv --cols eigenvalue
+
+# --- faults: non-zero exit, one message naming the rank, nothing left behind
+fault() { # NAME SPEC EXPECT_REGEX [noq: mpirun without -q]
+    local name=$1 spec=$2 re=$3 mr=("${MR[@]}")
+    [ "${4:-}" = noq ] && mr=(mpirun --allow-run-as-root --oversubscribe)
+    rm -rf fdir && mkdir fdir
+    LNK_FAULT=$spec "${mr[@]}" -np 3 "$M" eigs "${C2[@]}" -k 3 --quiet -o fdir/e.csv \
+        >fdir.out 2>fdir.err
+    local rc=$? left; left=$(ls -A fdir)
+    local lines; lines=$(grep -c . fdir.err)
+    if [ $rc -ne 0 ] && [ -z "$left" ] && grep -Eq "$re" fdir.err; then
+        ok "$name: exit $rc, '$(grep -E "$re" fdir.err | head -1)', no file left"
+    else
+        bad "$name: exit $rc, files left: '$left', stderr ($lines lines): $(cat fdir.err)"
+    fi
+}
+fault "rank 1 runs out of memory in its 3rd H v" 1:hvp:error:3 '^lnkit: rank 1: out of memory'
+fault "rank 2 cannot load its shard" 2:load:error '^lnkit: rank 2: cannot load its shard'
+fault "rank 0 fails in its 2nd H v" 0:hvp:error:2 '^lnkit: rank 0: out of memory'
+fault "rank 1 exits without finalize" 1:hvp:exit:2 'rank 1'
+# without -q mpirun itself names the dead rank and the signal
+fault "rank 1 is killed (SIGKILL)" 1:hvp:kill:4 'process rank 1 .*signal 9' noq
+LNK_FAULT=1:hvp:error:3 "${MR[@]}" -np 3 "$M" eigs "${C2[@]}" -k 3 --quiet -o e.csv 2>f.err
+n=$(grep -c . f.err)
+[ "$n" -eq 1 ] && ok "a reported failure prints exactly one line" || bad "a reported failure printed $n lines: $(cat f.err)"
+# a bad file that every rank reads: the one-process message, once
+"${MR[@]}" -np 2 "$M" eigs --config s2s.json --weights nosuch.safetensors --batch s2s_b.safetensors \
+    -k 3 -o e.csv 2>f.err; rc=$?
+if [ $rc -ne 0 ] && [ "$(grep -c . f.err)" -eq 1 ] && grep -q 'nosuch.safetensors' f.err && [ ! -e e.csv ]; then
+    ok "missing weights file: exit $rc, one line: $(cat f.err)"
+else
+    bad "missing weights file: exit $rc, stderr: $(cat f.err)"
+fi
+
+# --- sweeps (studies over ranks)
+if [ -f "$HERE/test_sweep.sh" ]; then
+    out=$(bash "$HERE/test_sweep.sh" "$(cd "$OLDPWD" 2>/dev/null; cd "$(dirname "$S")/.." && pwd)" \
+          "$(cd "$(dirname "$M")/.." && pwd)" 2>&1); rc=$?
+    printf '%s\n' "$out" | grep -E '^(ok|not ok)' 
+    p=$(printf '%s\n' "$out" | sed -n 's/^tests: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\1 \2 \3/p' | tail -1)
+    if [ -n "$p" ]; then
+        set -- $p; pass=$((pass + $1)); fail=$((fail + $2)); skip=$((skip + $3))
+    fi
+    [ $rc -ne 0 ] && [ -z "$p" ] && { bad "test_sweep.sh exited $rc: $out"; }
+fi
+
+echo
+echo "tests: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
