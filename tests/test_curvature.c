@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "curvature/internal.h"
 #include "lnkit/curvature.h"
 
 #define assert_msg_has(s)                                                                   \
@@ -1109,6 +1110,211 @@ static void test_callbacks_and_errors(void **state)
     free(A), free(lam);
 }
 
+/* ------------------------------------------- distributed vectors (groups)
+ *
+ * A group of P members simulated by P threads in one process: each thread
+ * holds a slice of every vector, its sum() adds the members' values in
+ * member order through a shared buffer (barriers on both sides), and its
+ * operator allgathers x and applies its rows of A.  This exercises the
+ * distributed code paths of Lanczos, eigs, trace and SLQ without MPI (the
+ * MPI runs are tests/mpi/run.sh). */
+#include <pthread.h>
+
+#define GMAXC 1024 /* longest sum: the Gram-Schmidt coefficients (<= m + 1) */
+typedef struct {
+    int P, n;
+    const double *A;
+    pthread_barrier_t bar;
+    double *buf, *xfull;
+    size_t cnt[4], off[4];
+    int which; /* 0 eigs, 1 Hutchinson, 2 Hutch++, 3 SLQ */
+} gshared;
+
+typedef struct {
+    gshared *sh;
+    int rank;
+    lnk_group g;
+    int rc;
+    lnk_eigs_result er;
+    lnk_trace_result tr;
+    lnk_slq_result sr;
+    char msg[256];
+} gmember;
+
+static int gsum_thr(void *ctx, double *x, int count)
+{
+    gmember *m = ctx;
+    gshared *s = m->sh;
+    if (count > GMAXC)
+        return lnk_error(LNK_EINVAL, "test group: sum of %d > %d values", count, GMAXC);
+    memcpy(s->buf + (size_t)m->rank * GMAXC, x, sizeof(double) * (size_t)count);
+    pthread_barrier_wait(&s->bar);
+    for (int i = 0; i < count; i++) {
+        double v = s->buf[i];
+        for (int r = 1; r < s->P; r++)
+            v += s->buf[(size_t)r * GMAXC + i];
+        x[i] = v;
+    }
+    pthread_barrier_wait(&s->bar);
+    return LNK_OK;
+}
+
+static int gapply_thr(void *ctx, const double *x, double *y)
+{
+    gmember *m = ctx;
+    gshared *s = m->sh;
+    size_t o = s->off[m->rank], c = s->cnt[m->rank];
+    memcpy(s->xfull + o, x, sizeof(double) * c);
+    pthread_barrier_wait(&s->bar);
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)c, s->n, 1.0, s->A + o * (size_t)s->n, s->n,
+                s->xfull, 1, 0.0, y, 1);
+    pthread_barrier_wait(&s->bar);
+    return LNK_OK;
+}
+
+static void *gmember_run(void *arg)
+{
+    gmember *m = arg;
+    gshared *s = m->sh;
+    m->g = (lnk_group){m->rank, s->P, (size_t)s->n, s->off[m->rank], gsum_thr, m};
+    lnk_operator op = {s->cnt[m->rank], m, gapply_thr, &m->g};
+    if (s->which == 0) {
+        lnk_eigs_opts o;
+        lnk_eigs_opts_default(&o);
+        o.k_top = 3, o.k_bottom = 2, o.seed = 5, o.vectors = 1;
+        m->rc = lnk_eigs(&op, &o, &m->er);
+    } else if (s->which <= 2) {
+        lnk_trace_opts o;
+        lnk_trace_opts_default(&o);
+        o.method = s->which == 1 ? LNK_TRACE_HUTCHINSON : LNK_TRACE_HUTCHPP;
+        o.probes = 30, o.seed = 9;
+        m->rc = lnk_trace(&op, &o, &m->tr);
+    } else {
+        lnk_slq_opts o;
+        lnk_slq_opts_default(&o);
+        o.runs = 3, o.steps = 25, o.seed = 2;
+        m->rc = lnk_slq(&op, &o, &m->sr);
+    }
+    snprintf(m->msg, sizeof m->msg, "%s", lnk_errmsg());
+    return NULL;
+}
+
+static void test_group_simulated(void **state)
+{
+    (void)state;
+    int n = 150;
+    double *A = malloc((size_t)n * n * sizeof(double)), *B = malloc((size_t)n * n * sizeof(double));
+    tu_randn(B, (size_t)n * n, 31);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++)
+            A[(size_t)i * n + k] = (B[(size_t)i * n + k] + B[(size_t)k * n + i]) / sqrt(2.0 * n);
+    dense_op d = {n, A, 0, 0};
+    lnk_operator op1 = dense_operator(&d);
+    /* one-process references */
+    lnk_eigs_opts eo;
+    lnk_eigs_opts_default(&eo);
+    eo.k_top = 3, eo.k_bottom = 2, eo.seed = 5, eo.vectors = 1;
+    lnk_eigs_result er;
+    assert_int_equal(lnk_eigs(&op1, &eo, &er), LNK_OK);
+    lnk_trace_result tr[2];
+    for (int t = 0; t < 2; t++) {
+        lnk_trace_opts o;
+        lnk_trace_opts_default(&o);
+        o.method = t == 0 ? LNK_TRACE_HUTCHINSON : LNK_TRACE_HUTCHPP;
+        o.probes = 30, o.seed = 9;
+        assert_int_equal(lnk_trace(&op1, &o, &tr[t]), LNK_OK);
+    }
+    lnk_slq_opts so;
+    lnk_slq_opts_default(&so);
+    so.runs = 3, so.steps = 25, so.seed = 2;
+    lnk_slq_result sr;
+    assert_int_equal(lnk_slq(&op1, &so, &sr), LNK_OK);
+
+    for (int P = 2; P <= 3; P++) {
+        for (int which = 0; which < 4; which++) {
+            gshared s = {P, n, A, {{0}}, NULL, NULL, {0}, {0}, which};
+            s.buf = calloc((size_t)P * GMAXC, sizeof(double));
+            s.xfull = calloc((size_t)n, sizeof(double));
+            size_t o = 0;
+            for (int r = 0; r < P; r++) {
+                s.cnt[r] = (size_t)n / P + ((size_t)r < (size_t)n % P);
+                s.off[r] = o;
+                o += s.cnt[r];
+            }
+            pthread_barrier_init(&s.bar, NULL, (unsigned)P);
+            gmember mem[3];
+            pthread_t th[3];
+            for (int r = 0; r < P; r++) {
+                memset(&mem[r], 0, sizeof mem[r]);
+                mem[r].sh = &s, mem[r].rank = r;
+                assert_int_equal(pthread_create(&th[r], NULL, gmember_run, &mem[r]), 0);
+            }
+            for (int r = 0; r < P; r++)
+                pthread_join(th[r], NULL);
+            pthread_barrier_destroy(&s.bar);
+            for (int r = 0; r < P; r++) {
+                if (mem[r].rc != LNK_OK)
+                    fail_msg("P = %d, routine %d, member %d: %s", P, which, r, mem[r].msg);
+                if (which == 0) {
+                    assert_int_equal(mem[r].er.k, er.k);
+                    assert_int_equal(mem[r].er.steps, er.steps);
+                    for (int i = 0; i < er.k; i++) {
+                        assert_true(relerr(mem[r].er.value[i], er.value[i]) < 1e-12);
+                        /* this member's slice of each eigenvector (same sign rule) */
+                        for (size_t t = 0; t < s.cnt[r]; t++)
+                            assert_true(fabs(mem[r].er.vectors[(size_t)i * s.cnt[r] + t] -
+                                             er.vectors[(size_t)i * n + s.off[r] + t]) < 1e-9);
+                        /* every member holds the same values, bitwise */
+                        assert_true(mem[r].er.value[i] == mem[0].er.value[i]);
+                    }
+                } else if (which <= 2) {
+                    assert_true(relerr(mem[r].tr.trace, tr[which - 1].trace) < 1e-12);
+                    assert_true(relerr(mem[r].tr.std_error, tr[which - 1].std_error) < 1e-10);
+                    assert_true(mem[r].tr.trace == mem[0].tr.trace);
+                } else {
+                    int total = sr.offset[sr.runs];
+                    assert_int_equal(mem[r].sr.offset[mem[r].sr.runs], total);
+                    for (int i = 0; i < total; i++) {
+                        assert_true(fabs(mem[r].sr.node[i] - sr.node[i]) < 1e-12 * 4);
+                        assert_true(fabs(mem[r].sr.weight[i] - sr.weight[i]) < 1e-12);
+                        assert_true(mem[r].sr.node[i] == mem[0].sr.node[i]);
+                    }
+                }
+            }
+            for (int r = 0; r < P; r++)
+                if (which == 0)
+                    lnk_eigs_result_free(&mem[r].er);
+                else if (which == 3)
+                    lnk_slq_result_free(&mem[r].sr);
+            free(s.buf);
+            free(s.xfull);
+        }
+    }
+    lnk_eigs_result_free(&er);
+    lnk_slq_result_free(&sr);
+    free(A);
+    free(B);
+}
+
+/* The agreement check on T fails when a member's values differ: a "group"
+ * whose sum is the identity (member 1 of 2 never sees member 0's hash). */
+static int sum_identity(void *ctx, double *x, int count)
+{
+    (void)ctx, (void)x, (void)count;
+    return LNK_OK;
+}
+
+static void test_group_disagreement(void **state)
+{
+    (void)state;
+    double t[3] = {1, 2, 3};
+    lnk_group g = {1, 2, 6, 3, sum_identity, NULL};
+    assert_int_equal(lnk_cv_check_same(&g, t, 3, "eigs"), LNK_EINVAL);
+    assert_msg_has("rank 1's tridiagonal differs");
+    lnk_group g0 = {0, 1, 3, 0, sum_identity, NULL};
+    assert_int_equal(lnk_cv_check_same(&g0, t, 3, "eigs"), LNK_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1123,6 +1329,8 @@ int main(void)
         cmocka_unit_test(test_sigma_conventions),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_callbacks_and_errors),
+        cmocka_unit_test(test_group_simulated),
+        cmocka_unit_test(test_group_disagreement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -203,12 +203,80 @@ static void test_errors(void **s)
     lnk_config_clear(&c);
 }
 
+/* Shards: contiguous, covering, each cut at the prefix-sum point nearest to
+ * r N / P (checked against a brute-force search); lnk_comm_split; and in a
+ * one-process job the shard Hessian and data-set eval are the plain ones. */
+static void test_shards(void **s)
+{
+    (void)s;
+    lnk_config c = tu_config("d=8", "h=2", "L=1", "V=13", NULL);
+    lnk_model *m = lnk_model_alloc(&c);
+    enum { NC = 11 };
+    lnk_batch ch[NC];
+    double cum[NC + 1] = {0};
+    for (int k = 0; k < NC; k++) {
+        make_rows(m, &ch[k], 3 * k, 3 * k + 1 + k % 3, 6, 12);
+        cum[k + 1] = cum[k] + (double)lnk_batch_n_scored(m, &ch[k]);
+    }
+    for (int P = 1; P <= 14; P++) {
+        int first[16];
+        assert_int_equal(lnk_shard_chunks(m, ch, NC, P, first), LNK_OK);
+        assert_int_equal(first[0], 0);
+        assert_int_equal(first[P], NC);
+        for (int r = 1; r < P; r++) {
+            assert_true(first[r] >= first[r - 1]);
+            /* the cut minimises |cum[cut] - target| among cuts >= the previous one */
+            double target = cum[NC] * r / P, best = INFINITY;
+            for (int k = first[r - 1]; k <= NC; k++)
+                best = fmin(best, fabs(cum[k] - target));
+            if (fabs(cum[first[r]] - target) > best + 1e-9)
+                fail_msg("P = %d, cut %d at chunk %d: |%g - %g| > best %g", P, r, first[r],
+                         cum[first[r]], target, best);
+        }
+    }
+    size_t cnt[4], dsp[4];
+    lnk_comm_split(10, 4, cnt, dsp);
+    assert_true(cnt[0] == 3 && cnt[1] == 3 && cnt[2] == 2 && cnt[3] == 2);
+    assert_true(dsp[0] == 0 && dsp[1] == 3 && dsp[2] == 6 && dsp[3] == 8);
+    /* one process: the shard functions are the plain ones, bitwise */
+    assert_int_equal(lnk_comm_size(), 1);
+    size_t n = lnk_model_n_params(m), N = (size_t)cum[NC];
+    double *th = malloc(sizeof(double) * n), *v = malloc(sizeof(double) * n);
+    double *g1 = malloc(sizeof(double) * n), *g2 = malloc(sizeof(double) * n);
+    double *h1 = malloc(sizeof(double) * n), *h2 = malloc(sizeof(double) * n);
+    lnk_model_init_params(m, th);
+    tu_randn(v, n, 3);
+    double L1, L2;
+    assert_int_equal(lnk_dataset_eval(m, th, ch, NC, &L1, g1, NULL), LNK_OK);
+    assert_int_equal(lnk_dataset_eval_shard(m, th, ch, NC, N, &L2, g2), LNK_OK);
+    assert_true(L1 == L2 && !memcmp(g1, g2, sizeof(double) * n));
+    lnk_hessian *a = lnk_hessian_alloc(m, th, ch, NC, NULL);
+    lnk_hessian *b = lnk_hessian_alloc_shard(m, th, ch, NC, N, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    lnk_operator oa = lnk_hessian_operator(a);
+    assert_int_equal(oa.apply(oa.ctx, v, h1), LNK_OK);
+    assert_int_equal(lnk_hessian_apply_full(b, v, h2), LNK_OK);
+    assert_true(!memcmp(h1, h2, sizeof(double) * n));
+    size_t off, count;
+    lnk_hessian_slice(b, &off, &count);
+    assert_true(off == 0 && count == n);
+    lnk_hessian_free(a);
+    lnk_hessian_free(b);
+    for (int k = 0; k < NC; k++)
+        lnk_batch_free(&ch[k]);
+    free(th), free(v), free(g1), free(g2), free(h1), free(h2);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_is_submatrix),
         cmocka_unit_test(test_chunks_equal_one_batch),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_shards),
     };
     return cmocka_run_group_tests_name("hessian", tests, NULL, NULL);
 }

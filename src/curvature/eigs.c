@@ -189,6 +189,10 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
         }
     }
 
+    /* Distributed: every rank must have built the same T (same decisions). */
+    if ((rc = lnk_cv_check_same(op->group, lz->alpha, (size_t)lz->steps, "eigs")) != LNK_OK ||
+        (rc = lnk_cv_check_same(op->group, lz->beta, (size_t)lz->steps, "eigs")) != LNK_OK)
+        goto out;
     /* Results: Ritz vectors and explicit residuals. */
     int k = p.n_top + p.n_bottom;
     res->k = k;

@@ -32,6 +32,10 @@ void lnk_cv_random(const struct lnk_group *g, gsl_rng *r, int kind, double *x, s
  * whole vector) positive. */
 void lnk_cv_normalise_sign(const struct lnk_group *g, double *y, size_t n);
 
+/* An error unless every member of the group holds the same bits in
+ * x[0..n) (the tridiagonal T: members must take the same decisions). */
+int lnk_cv_check_same(const struct lnk_group *g, const double *x, size_t n, const char *what);
+
 /* Streams used by the routines (documented in curvature.h). */
 #define LNK_STREAM_RESTART 1u   /* Lanczos restart r uses stream 1 + r */
 

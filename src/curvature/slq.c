@@ -102,7 +102,9 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
             }
         }
         int j = lz->steps;
-        if ((rc = lnk_lanczos_ritz(lz, theta, S)) != LNK_OK)
+        if ((rc = lnk_cv_check_same(op->group, lz->alpha, (size_t)j, "slq")) != LNK_OK ||
+            (rc = lnk_cv_check_same(op->group, lz->beta, (size_t)j, "slq")) != LNK_OK ||
+            (rc = lnk_lanczos_ritz(lz, theta, S)) != LNK_OK)
             goto out;
         int off = res->offset[v];
         for (int i = 0; i < j; i++) {

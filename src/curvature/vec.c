@@ -4,8 +4,10 @@
  * plain CBLAS calls. */
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "curvature/internal.h"
+#include "lnkit/error.h"
 #include "lnkit/curvature.h"
 
 static int gsum(const lnk_group *g, double *x, int count)
@@ -83,4 +85,27 @@ void lnk_cv_normalise_sign(const lnk_group *g, double *y, size_t n)
     }
     if (sign != 1.0)
         cblas_dscal(ni, sign, y, 1);
+}
+
+int lnk_cv_check_same(const lnk_group *g, const double *x, size_t n, const char *what)
+{
+    if (!g || g->size == 1)
+        return 0;
+    /* FNV-1a of the bytes, as two 32-bit halves: exact in doubles */
+    uint64_t hsh = 0xcbf29ce484222325ull;
+    const unsigned char *b = (const unsigned char *)x;
+    for (size_t i = 0; i < n * sizeof(double); i++)
+        hsh = (hsh ^ b[i]) * 0x100000001b3ull;
+    double *slot = calloc(2 * (size_t)g->size, sizeof(double));
+    if (!slot)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", what);
+    slot[2 * g->rank] = (double)(hsh >> 32);
+    slot[2 * g->rank + 1] = (double)(hsh & 0xffffffffu);
+    int st = gsum(g, slot, 2 * g->size);
+    for (int r = 1; r < g->size && !st; r++)
+        if (slot[2 * r] != slot[0] || slot[2 * r + 1] != slot[1])
+            st = lnk_error(LNK_EINVAL, "%s: rank %d's tridiagonal differs from rank 0's: the "
+                           "group's sums are not deterministic", what, r);
+    free(slot);
+    return st;
 }

@@ -1,0 +1,271 @@
+/* Data-parallel H v and Lanczos over MPI ranks (make bench-mpi runs it with
+ * 1 rank x 2 threads and 2 ranks x 1 thread through tools/bench_mpi.sh).
+ *
+ * usage: [mpirun -np P] bench_mpi [--src F] [--tgt F] [--pairs N]
+ *            [--size D,H,DFF[,L]] [--max-tokens N] [--repeat N] [--steps N]
+ *            [--threads N] [--csv FILE]
+ *
+ * The 6-6 seq2seq model on Multi30k (default ../shared/data/multi30k/
+ * val.{de,en}, all pairs; synthetic pairs if the files are absent), Post-LN,
+ * Xavier, at a size this machine can afford (default d 64, h 4, d_ff 256),
+ * the data set cut into length-sorted chunks of at most --max-tokens padded
+ * tokens and sharded over the ranks by scored tokens.  Measured, median of
+ * --repeat after a warm-up:
+ *   t_hvp    seconds per distributed H v (all ranks, barrier to barrier);
+ *   t_comm   seconds of its communication alone: allgather of x plus the
+ *            ordered reduce-scatter of H v, 8 n bytes each way;
+ *   bytes    bytes sent per H v, summed over ranks (and per rank);
+ *   t_step   seconds per FULL Lanczos step (--steps steps), with t_orth
+ *            the distributed reorthogonalisation part;
+ *   basis_MB the Lanczos basis per rank for 80 steps (81 n / P doubles).
+ * One line of CSV per run (rank 0) to --csv (appended) and a table line on
+ * stdout. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lnkit/lnkit.h"
+
+static void die(void)
+{
+    fprintf(stderr, "bench_mpi: rank %d: %s\n", lnk_comm_rank(), lnk_errmsg());
+    lnk_comm_abort(2);
+}
+#define CK(x)                                                                                     \
+    do {                                                                                          \
+        if ((x) != LNK_OK)                                                                        \
+            die();                                                                                \
+    } while (0)
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* A synthetic parallel corpus when Multi30k is absent: n lines of 8-20
+ * tokens from a 400-word vocabulary. */
+static void synth(const char *path, int n, unsigned seed)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "bench_mpi: cannot write %s\n", path);
+        lnk_comm_abort(2);
+    }
+    unsigned s = seed;
+    for (int i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        int len = 8 + (int)((s >> 16) % 13);
+        for (int k = 0; k < len; k++) {
+            s = s * 1103515245u + 12345u;
+            fprintf(f, "%sw%u", k ? " " : "", (s >> 16) % 400);
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    CK(lnk_comm_init(&argc, &argv));
+    int P = lnk_comm_size(), me = lnk_comm_rank();
+    const char *src = "../shared/data/multi30k/val.de", *tgt = "../shared/data/multi30k/val.en";
+    const char *size = "64,4,256,6", *csv = NULL;
+    int pairs = 0, repeat = 5, steps = 20, threads = 0;
+    long max_tokens = 2048;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            if (me == 0)
+                printf("usage: [mpirun -np P] bench_mpi [--src F] [--tgt F] [--pairs N] "
+                       "[--size D,H,DFF[,L]]\n                 [--max-tokens N] [--repeat N] "
+                       "[--steps N] [--threads N] [--csv FILE]\n");
+            lnk_comm_finalize();
+            return 0;
+        }
+        if (!v) {
+            if (me == 0)
+                fprintf(stderr, "bench_mpi: option '%s' needs a value\n", a);
+            lnk_comm_abort(2);
+        }
+        i++;
+        if (!strcmp(a, "--src")) src = v;
+        else if (!strcmp(a, "--tgt")) tgt = v;
+        else if (!strcmp(a, "--pairs")) pairs = atoi(v);
+        else if (!strcmp(a, "--size")) size = v;
+        else if (!strcmp(a, "--max-tokens")) max_tokens = atol(v);
+        else if (!strcmp(a, "--repeat")) repeat = atoi(v);
+        else if (!strcmp(a, "--steps")) steps = atoi(v);
+        else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else if (!strcmp(a, "--csv")) csv = v;
+        else {
+            if (me == 0)
+                fprintf(stderr, "bench_mpi: unknown option '%s'\n", a);
+            lnk_comm_abort(2);
+        }
+    }
+    if (repeat < 1 || steps < 2 || max_tokens < 16 || pairs < 0) {
+        if (me == 0)
+            fprintf(stderr, "bench_mpi: --repeat >= 1, --steps >= 2, --max-tokens >= 16, "
+                            "--pairs >= 0 expected\n");
+        lnk_comm_abort(2);
+    }
+    if (threads > 0)
+        lnk_set_blas_threads(threads);
+    int d, h, dff, L = 6;
+    if (sscanf(size, "%d,%d,%d,%d", &d, &h, &dff, &L) < 3) {
+        if (me == 0)
+            fprintf(stderr, "bench_mpi: --size: expected D,H,DFF[,L], got '%s'\n", size);
+        lnk_comm_abort(2);
+    }
+    char sp[64], tp[64];
+    const char *data = "multi30k";
+    FILE *probe = fopen(src, "r");
+    if (probe) {
+        fclose(probe);
+    } else {
+        /* every rank writes its own copy: no shared file system assumed */
+        snprintf(sp, sizeof sp, "/tmp/lnk_bench_mpi_%d_%d.src", (int)getpid(), me);
+        snprintf(tp, sizeof tp, "/tmp/lnk_bench_mpi_%d_%d.tgt", (int)getpid(), me);
+        synth(sp, 1000, 1);
+        synth(tp, 1000, 2);
+        src = sp, tgt = tp, data = "synthetic";
+    }
+    lnk_corpus c;
+    CK(lnk_corpus_read(src, tgt, &c));
+    if (!strcmp(data, "synthetic"))
+        remove(sp), remove(tp);
+    lnk_vocab *vs, *vt;
+    CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    lnk_pairs p;
+    CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
+    if (pairs > 0 && pairs < p.n)
+        p.n = pairs; /* the first N pairs (the arrays keep their size) */
+    lnk_batch *chunks;
+    int n_chunks;
+    CK(lnk_pairs_batches(&p, (size_t)max_tokens, &chunks, &n_chunks));
+
+    lnk_config cfg;
+    lnk_config_default(&cfg);
+    char b[32];
+#define SET(k, fmt, v)                                                                            \
+    snprintf(b, sizeof b, fmt, v);                                                                \
+    CK(lnk_config_set(&cfg, k, b))
+    SET("task", "%s", "seq2seq");
+    SET("d", "%d", d);
+    SET("h", "%d", h);
+    SET("d_ff", "%d", dff);
+    SET("L", "%d", L);
+    SET("V_src", "%d", lnk_vocab_size(vs));
+    SET("V_tgt", "%d", lnk_vocab_size(vt));
+#undef SET
+    CK(lnk_config_finalize(&cfg));
+    lnk_model *m = lnk_model_alloc(&cfg);
+    if (!m)
+        die();
+    size_t n = lnk_model_n_params(m), N = 0;
+    for (int k = 0; k < n_chunks; k++)
+        N += lnk_batch_n_scored(m, &chunks[k]);
+    int *first = malloc(sizeof(int) * ((size_t)P + 1));
+    double *th = malloc(sizeof(double) * n);
+    if (!first || !th) {
+        lnk_error(LNK_ENOMEM, "out of memory (%zu parameters)", n);
+        die();
+    }
+    CK(lnk_model_init_params(m, th));
+    CK(lnk_shard_chunks(m, chunks, n_chunks, P, first));
+    size_t mine_tokens = 0;
+    for (int k = first[me]; k < first[me + 1]; k++)
+        mine_tokens += lnk_batch_n_scored(m, &chunks[k]);
+    lnk_hessian *hs = lnk_hessian_alloc_shard(m, th, chunks + first[me], first[me + 1] - first[me],
+                                              N, NULL);
+    if (!hs)
+        die();
+    lnk_operator op = lnk_hessian_operator(hs);
+    size_t off, cnt;
+    lnk_hessian_slice(hs, &off, &cnt);
+    double *x = malloc(sizeof(double) * cnt), *y = malloc(sizeof(double) * cnt);
+    double *full = malloc(sizeof(double) * n), *t = malloc(sizeof(double) * (size_t)repeat);
+    double *tc = malloc(sizeof(double) * (size_t)repeat);
+    size_t *ct = malloc(sizeof(size_t) * 2 * (size_t)P);
+    if (!x || !y || !full || !t || !tc || !ct) {
+        lnk_error(LNK_ENOMEM, "out of memory");
+        die();
+    }
+    for (size_t i = 0; i < cnt; i++)
+        x[i] = ((off + i) * 2654435761u) % 3 ? 1.0 : -1.0;
+    CK(op.apply(op.ctx, x, y)); /* warm-up */
+    double b0 = lnk_comm_bytes_sent();
+    for (int r = 0; r < repeat; r++) {
+        CK(lnk_comm_barrier());
+        double t0 = lnk_now();
+        CK(op.apply(op.ctx, x, y));
+        CK(lnk_comm_barrier());
+        t[r] = lnk_now() - t0;
+    }
+    double bytes_rank = (lnk_comm_bytes_sent() - b0) / repeat, bytes = bytes_rank;
+    CK(lnk_comm_sum(&bytes, 1));
+    /* the communication of an apply alone */
+    lnk_comm_split(n, P, ct, ct + P);
+    for (int r = 0; r < repeat; r++) {
+        CK(lnk_comm_barrier());
+        double t0 = lnk_now();
+        CK(lnk_comm_allgather(x, full, ct, ct + P));
+        CK(lnk_comm_reduce_scatter(full, y, ct, ct + P));
+        CK(lnk_comm_barrier());
+        tc[r] = lnk_now() - t0;
+    }
+    double t_hvp = median(t, repeat), t_comm = median(tc, repeat);
+    /* Lanczos, FULL reorthogonalisation on slices */
+    lnk_lanczos *lz = lnk_lanczos_alloc(cnt, steps, LNK_LANCZOS_FULL);
+    if (!lz)
+        die();
+    CK(lnk_lanczos_distribute(lz, op.group));
+    CK(lnk_lanczos_start(lz, NULL, 7));
+    CK(lnk_comm_barrier());
+    double t0 = lnk_now();
+    CK(lnk_lanczos_run(lz, &op, steps));
+    CK(lnk_comm_barrier());
+    double t_step = (lnk_now() - t0) / lz->steps, t_orth = lz->t_orth / lz->steps;
+    double basis_mb = 81.0 * (double)cnt * 8 / 1048576.0;
+    if (me == 0) {
+        printf("bench_mpi: %s, %d pairs, %d chunks (<= %ld padded tokens), %zu scored tokens "
+               "(rank 0: %zu), 6-6 d %d h %d d_ff %d, %zu parameters\n", data, p.n, n_chunks,
+               max_tokens, N, mine_tokens, d, h, dff, n);
+        printf("%5s %7s %9s %9s %12s %12s %9s %9s %9s\n", "ranks", "threads", "t_hvp_s",
+               "t_comm_s", "MB_per_hvp", "MB_per_rank", "t_step_s", "t_orth_s", "basis_MB");
+        printf("%5d %7d %9.4f %9.5f %12.2f %12.2f %9.4f %9.5f %9.1f\n", P, lnk_blas_threads(),
+               t_hvp, t_comm, bytes / 1e6, bytes_rank / 1e6, t_step, t_orth, basis_mb);
+        if (csv) {
+            FILE *f = fopen(csv, "a");
+            if (!f) {
+                fprintf(stderr, "bench_mpi: cannot append to %s\n", csv);
+                lnk_comm_abort(2);
+            }
+            fprintf(f, "%s,%d,%zu,%d,%d,%d,%zu,%d,%d,%.6f,%.6f,%.0f,%.6f,%.6f,%.3f\n", data, p.n,
+                    N, n_chunks, d, dff, n, P, lnk_blas_threads(), t_hvp, t_comm, bytes, t_step,
+                    t_orth, basis_mb);
+            fclose(f);
+        }
+    }
+    lnk_lanczos_free(lz);
+    free(x), free(y), free(full), free(t), free(tc), free(ct), free(first), free(th);
+    lnk_hessian_free(hs);
+    lnk_model_free(m);
+    lnk_config_clear(&cfg);
+    lnk_batches_free(chunks, n_chunks);
+    lnk_pairs_free(&p);
+    lnk_vocab_free(vs);
+    lnk_vocab_free(vt);
+    lnk_corpus_free(&c);
+    lnk_comm_finalize();
+    return 0;
+}
