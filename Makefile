@@ -96,10 +96,11 @@ test: deps-test
 
 # The MPI build and its tests (1, 2 and 3 ranks against one process); skipped
 # with a message when mpicc is not installed.
+MPI_BUILD ?= build-mpi
 test-mpi:
 	@if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then \
-	    $(MAKE) all && $(MAKE) MPI=1 all && \
-	    bash tests/mpi/run.sh $(BUILD) build-mpi; \
+	    $(MAKE) all && $(MAKE) MPI=1 BUILD=$(MPI_BUILD) all && \
+	    bash tests/mpi/run.sh $(BUILD) $(MPI_BUILD); \
 	else echo "test-mpi: SKIPPED: mpicc/mpirun not found (make deps-test installs OpenMPI)"; fi
 
 bench-mpi: all
@@ -111,8 +112,12 @@ run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN)
 
 check: test
 
+# The MPI tests under the sanitizers too (LeakSanitizer off there: OpenMPI's
+# own allocations at exit are not ours to free).
 check-asan: deps-test
 	$(MAKE) BUILD=build-asan SAN=1 OPT=-O1 run-tests
+	ASAN_OPTIONS=detect_leaks=0 $(MAKE) BUILD=build-asan MPI_BUILD=build-asan-mpi SAN=1 OPT=-O1 \
+	    test-mpi
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)
@@ -144,4 +149,4 @@ deps-check:
 	@bash tools/deps.sh --check $(TEST_PKGS)
 
 clean:
-	rm -rf build build-asan build-mpi bin
+	rm -rf build build-asan build-mpi build-asan-mpi bin
