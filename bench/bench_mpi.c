@@ -17,7 +17,9 @@
  *   bytes    bytes sent per H v, summed over ranks (and per rank);
  *   t_step   seconds per FULL Lanczos step (--steps steps), with t_orth
  *            the distributed reorthogonalisation part;
- *   basis_MB the Lanczos basis per rank for 80 steps (81 n / P doubles).
+ *   basis_MB the Lanczos basis per rank for 80 steps (81 n / P doubles);
+ *   imbalance the largest shard over the mean, in scored tokens and in
+ *            padded positions (B (S + T) of its chunks: what is computed).
  * One line of CSV per run (rank 0) to --csv (appended) and a table line on
  * stdout. */
 #include <math.h>
@@ -185,6 +187,20 @@ int main(int argc, char **argv)
     size_t mine_tokens = 0;
     for (int k = first[me]; k < first[me + 1]; k++)
         mine_tokens += lnk_batch_n_scored(m, &chunks[k]);
+    /* load balance: the largest shard against the mean, in scored tokens and
+     * in padded positions (what the GEMMs actually compute) */
+    double max_sc = 0, max_pad = 0, all_pad = 0;
+    for (int r = 0; r < P; r++) {
+        double sc = 0, pad = 0;
+        for (int k = first[r]; k < first[r + 1]; k++) {
+            sc += (double)lnk_batch_n_scored(m, &chunks[k]);
+            pad += (double)chunks[k].B * (chunks[k].S + chunks[k].T);
+        }
+        max_sc = sc > max_sc ? sc : max_sc;
+        max_pad = pad > max_pad ? pad : max_pad;
+        all_pad += pad;
+    }
+    double imb_sc = max_sc * P / (double)N, imb_pad = max_pad * P / all_pad;
     lnk_hessian *hs = lnk_hessian_alloc_shard(m, th, chunks + first[me], first[me + 1] - first[me],
                                               N, NULL);
     if (!hs)
@@ -240,19 +256,21 @@ int main(int argc, char **argv)
         printf("bench_mpi: %s, %d pairs, %d chunks (<= %ld padded tokens), %zu scored tokens "
                "(rank 0: %zu), 6-6 d %d h %d d_ff %d, %zu parameters\n", data, p.n, n_chunks,
                max_tokens, N, mine_tokens, d, h, dff, n);
-        printf("%5s %7s %9s %9s %12s %12s %9s %9s %9s\n", "ranks", "threads", "t_hvp_s",
-               "t_comm_s", "MB_per_hvp", "MB_per_rank", "t_step_s", "t_orth_s", "basis_MB");
-        printf("%5d %7d %9.4f %9.5f %12.2f %12.2f %9.4f %9.5f %9.1f\n", P, lnk_blas_threads(),
-               t_hvp, t_comm, bytes / 1e6, bytes_rank / 1e6, t_step, t_orth, basis_mb);
+        printf("%5s %7s %9s %9s %12s %12s %9s %9s %9s %9s\n", "ranks", "threads", "t_hvp_s",
+               "t_comm_s", "MB_per_hvp", "MB_per_rank", "t_step_s", "t_orth_s", "basis_MB",
+               "imbalance");
+        printf("%5d %7d %9.4f %9.5f %12.2f %12.2f %9.4f %9.5f %9.1f %9.3f\n", P,
+               lnk_blas_threads(), t_hvp, t_comm, bytes / 1e6, bytes_rank / 1e6, t_step, t_orth,
+               basis_mb, imb_pad);
         if (csv) {
             FILE *f = fopen(csv, "a");
             if (!f) {
                 fprintf(stderr, "bench_mpi: cannot append to %s\n", csv);
                 lnk_comm_abort(2);
             }
-            fprintf(f, "%s,%d,%zu,%d,%d,%d,%zu,%d,%d,%.6f,%.6f,%.0f,%.6f,%.6f,%.3f\n", data, p.n,
-                    N, n_chunks, d, dff, n, P, lnk_blas_threads(), t_hvp, t_comm, bytes, t_step,
-                    t_orth, basis_mb);
+            fprintf(f, "%s,%d,%zu,%d,%d,%d,%zu,%d,%d,%.6f,%.6f,%.0f,%.6f,%.6f,%.3f,%.4f,%.4f\n",
+                    data, p.n, N, n_chunks, d, dff, n, P, lnk_blas_threads(), t_hvp, t_comm, bytes,
+                    t_step, t_orth, basis_mb, imb_sc, imb_pad);
             fclose(f);
         }
     }

@@ -30,7 +30,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    study_init("demo_postpre");
+    study_start(&argc, &argv, "demo_postpre");
     const char *out = "results/demo";
     int seeds = 5, d = 64, L = 6, B = 16, T = 32, V = 500;
     static struct option opts[] = {{"out", required_argument, 0, 'o'},
@@ -65,16 +65,15 @@ int main(int argc, char **argv)
     make_dir(out);
     snprintf(p_loss, sizeof p_loss, "%s/postpre_loss.csv", out);
     snprintf(p_lay, sizeof p_lay, "%s/postpre_layers.csv", out);
-    lnk_afile fl, fy;
-    CK(lnk_afile_open(&fl, p_loss));
-    study_track(&fl);
-    CK(lnk_afile_open(&fy, p_lay));
-    study_track(&fy);
     static const char *const hl[] = {"norm_pos", "seed", "loss", "n_scored", "grad_norm_total"};
     static const char *const hy[] = {"norm_pos", "seed", "layer", "tensor", "grad_norm"};
-    lnk_csv cl, cy;
-    CK(lnk_csv_begin(&cl, fl.f, hl, 5));
-    CK(lnk_csv_begin(&cy, fy.f, hy, 5));
+    /* points (norm_pos, seed), i = pos * seeds + s, spread over the ranks of
+     * an MPI job (study.h); rank 0 writes the rows in point order */
+    out_csv fl, fy;
+    csv_sweep(&fl, out, "postpre_loss.csv", hl, 5);
+    csv_sweep(&fy, out, "postpre_layers.csv", hy, 5);
+    lnk_csv *const cl = &fl.c, *const cy = &fy.c;
+    study_buf *w2 = calloc((size_t)2 * seeds, sizeof *w2); /* per point: L x ||dL/dW2|| */
     static const char *const tens[] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo", "ffn.w1",
                                        "ffn.w2"};
     double *w2mean = calloc((size_t)2 * L, sizeof(double));
@@ -96,6 +95,11 @@ int main(int argc, char **argv)
             CK(lnk_config_finalize(&c));
             if (pos == 0 && s == 0)
                 base = c;
+            long pt = (long)pos * seeds + s;
+            if (!study_mine(pt))
+                continue;
+            csv_point(&fl, pt);
+            csv_point(&fy, pt);
             lnk_model *m = lnk_model_alloc(&c);
             if (!m)
                 die();
@@ -112,12 +116,12 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < np; i++)
                 tot += g[i] * g[i];
             const char *pn = pos ? "pre" : "post";
-            CK(lnk_csv_str(&cl, pn));
-            CK(lnk_csv_int(&cl, s));
-            CK(lnk_csv_double(&cl, loss));
-            CK(lnk_csv_int(&cl, (long long)nsc));
-            CK(lnk_csv_double(&cl, sqrt(tot)));
-            CK(lnk_csv_end_row(&cl));
+            CK(lnk_csv_str(cl, pn));
+            CK(lnk_csv_int(cl, s));
+            CK(lnk_csv_double(cl, loss));
+            CK(lnk_csv_int(cl, (long long)nsc));
+            CK(lnk_csv_double(cl, sqrt(tot)));
+            CK(lnk_csv_end_row(cl));
             const lnk_layout *lay = lnk_model_layout(m);
             for (int l = 0; l < L; l++)
                 for (size_t k = 0; k < sizeof tens / sizeof tens[0]; k++) {
@@ -125,14 +129,14 @@ int main(int argc, char **argv)
                     snprintf(nm, sizeof nm, "dec.%d.%s", l, tens[k]);
                     int i = lnk_layout_find(lay, nm);
                     double gn = lnk_tensor_norm(m, g, i);
-                    CK(lnk_csv_str(&cy, pn));
-                    CK(lnk_csv_int(&cy, s));
-                    CK(lnk_csv_int(&cy, l));
-                    CK(lnk_csv_str(&cy, tens[k]));
-                    CK(lnk_csv_double(&cy, gn));
-                    CK(lnk_csv_end_row(&cy));
+                    CK(lnk_csv_str(cy, pn));
+                    CK(lnk_csv_int(cy, s));
+                    CK(lnk_csv_int(cy, l));
+                    CK(lnk_csv_str(cy, tens[k]));
+                    CK(lnk_csv_double(cy, gn));
+                    CK(lnk_csv_end_row(cy));
                     if (k == 5)
-                        w2mean[pos * L + l] += gn / seeds;
+                        SBUF_PUT(&w2[pt], gn);
                 }
             lnk_workspace_free(ws);
             lnk_batch_free(&b);
@@ -140,21 +144,27 @@ int main(int argc, char **argv)
             free(g);
             lnk_model_free(m);
         }
-    lnk_csv_free(&cl);
-    lnk_csv_free(&cy);
-    study_untrack(&fl);
-    study_untrack(&fy);
-    CK(lnk_afile_commit(&fl));
-    CK(lnk_afile_commit(&fy));
     char extra[512];
     snprintf(extra, sizeof extra,
              "{\"study\": \"demo_postpre\", \"data\": \"synthetic lm batches, ids uniform in "
              "[4, V), batch seed 1000 + seed\", \"seeds\": %d, \"B\": %d, \"T\": %d, "
              "\"varied\": \"norm_pos in {post, pre}, seed in 0..%d\"}",
              seeds, B, T, seeds - 1);
+    csv_close(&fl, &base, extra, start, t0);
+    csv_close(&fy, &base, extra, start, t0);
+    study_gather_points(0, 2L * seeds, w2);
     double wall = lnk_now() - t0;
-    CK(lnk_meta_write(p_loss, &base, extra, start, wall));
-    CK(lnk_meta_write(p_lay, &base, extra, start, wall));
+    if (!study_root())
+        return 0; /* rank 0 prints the table */
+    for (int pos = 0; pos < 2; pos++)
+        for (int s = 0; s < seeds; s++) {
+            study_rd rd = {w2[pos * seeds + s].p, w2[pos * seeds + s].n, 0};
+            for (int l = 0; l < L; l++) {
+                double gn;
+                SRD_GET(&rd, gn);
+                w2mean[pos * L + l] += gn / seeds;
+            }
+        }
     printf("Post-LN vs Pre-LN at initialisation: lm, d=%d, h=4, d_ff=%d, L=%d, V=%d, "
            "B=%d, T=%d, %d seeds\n", d, 4 * d, L, V, B, T, seeds);
     printf("mean ||dL/dW2||_F per layer:\n  layer      Post-LN       Pre-LN\n");
@@ -162,5 +172,8 @@ int main(int argc, char **argv)
         printf("  %5d  %11.5f  %11.5f\n", l, w2mean[l], w2mean[L + l]);
     printf("wrote %s and %s (with .meta.json) in %.2f s\n", p_loss, p_lay, wall);
     free(w2mean);
+    for (int i = 0; i < 2 * seeds; i++)
+        sbuf_free(&w2[i]);
+    free(w2);
     return 0;
 }

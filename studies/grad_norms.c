@@ -25,7 +25,13 @@
  * .csv (unless --no-hidden), each with its .meta.json.  Resume: a point whose (key, seed) is already
  * in OUT is not recomputed; new rows are appended and the files rewritten
  * atomically (every --checkpoint seconds and at the end); when nothing is new
- * the files are left untouched.  Progress goes to stderr. */
+ * the files are left untouched.  Progress goes to stderr.
+ *
+ * Under mpirun (make MPI=1) the points still to compute are spread over the
+ * ranks, the j-th on rank j % P (study.h); at the end of each round of P
+ * points rank 0 decides whether a checkpoint is due, gathers the rows of the
+ * points done so far and writes them in point order: the files of a
+ * one-process run (the seconds column aside). */
 #include <fnmatch.h>
 #include <getopt.h>
 #include <math.h>
@@ -129,6 +135,7 @@ static void rs_write(rows *r, const char *path)
     lnk_afile a;
     lnk_csv c;
     CK(lnk_afile_open(&a, path));
+    study_track(&a);
     CK(lnk_csv_begin(&c, a.f, r->head, r->ncol));
     for (size_t i = 0; i < r->n; i++) {
         CK(lnk_csv_str(&c, r->cell[i]));
@@ -136,6 +143,7 @@ static void rs_write(rows *r, const char *path)
             CK(lnk_csv_end_row(&c));
     }
     lnk_csv_free(&c);
+    study_untrack(&a);
     CK(lnk_afile_commit(&a));
     r->dirty = 0;
 }
@@ -745,6 +753,16 @@ typedef struct {
     char start[32];
     double t0, last_ckpt;
     int computed, skipped;
+    /* Points to compute (not in the CSV when the run began), numbered j = 0, 1, ...
+     * in loop order; point j is rank j % P's (study.h).  Rows of points
+     * [merged, npend) are still with the rank that computed them, packed in
+     * pend[j - merged]; rank 0 appends them to main and hid in point order. */
+    keyset old;            /* (key, seed) of the rows read from the CSV */
+    char **confs;          /* keys of the configurations met so far */
+    int nconf;
+    long npend, merged;
+    study_buf *pend;
+    long cap_pend;
 } sweep;
 
 static void checkpoint(sweep *s)
@@ -780,57 +798,149 @@ static void checkpoint(sweep *s)
     s->last_ckpt = lnk_now();
 }
 
+/* A point's rows as bytes: cell counts, then the cells (NUL-terminated). */
+static void pack_rows(study_buf *b, const rows *m, const rows *h)
+{
+    uint64_t nm = m->n, nh = h->n;
+    SBUF_PUT(b, nm);
+    SBUF_PUT(b, nh);
+    for (size_t i = 0; i < m->n; i++)
+        sbuf_put(b, m->cell[i], strlen(m->cell[i]) + 1);
+    for (size_t i = 0; i < h->n; i++)
+        sbuf_put(b, h->cell[i], strlen(h->cell[i]) + 1);
+}
+
+static void unpack_rows(const study_buf *b, rows *m, rows *h)
+{
+    study_rd rd = {b->p, b->n, 0};
+    uint64_t n[2];
+    SRD_GET(&rd, n[0]);
+    SRD_GET(&rd, n[1]);
+    for (int t = 0; t < 2; t++)
+        for (uint64_t i = 0; i < n[t]; i++) {
+            const char *c = rd.p + rd.at, *e = memchr(c, 0, rd.n - rd.at);
+            if (!e)
+                fail("internal: short message between ranks");
+            rs_str(t ? h : m, c);
+            rd.at += (size_t)(e - c) + 1;
+        }
+}
+
+/* Collective: the rows of the points computed since the last merge to rank 0,
+ * in point order. */
+static void merge(sweep *s)
+{
+    if (s->npend == s->merged)
+        return;
+    study_gather_points(s->merged, s->npend, s->pend);
+    for (long j = s->merged; j < s->npend; j++) {
+        if (study_root())
+            unpack_rows(&s->pend[j - s->merged], &s->main, &s->hid);
+        sbuf_free(&s->pend[j - s->merged]);
+    }
+    s->merged = s->npend;
+}
+
+/* After every point to compute (on every rank): at the end of each round of
+ * P points, rank 0 decides whether a checkpoint is due (every point in a
+ * one-process run, as before). */
+static void point_done(sweep *s)
+{
+    s->npend++;
+    if (s->npend % study_P)
+        return;
+    int now = study_root() && lnk_now() - s->last_ckpt > s->o->checkpoint;
+    CK(lnk_comm_bcast(&now, sizeof now, 0));
+    if (!now)
+        return;
+    merge(s);
+    if (study_root())
+        checkpoint(s);
+}
+
 static void run_conf(sweep *s, const pconf *p, int idx, int total)
 {
     const opts *o = s->o;
-    keyset ks;
-    keys_build(&ks, &s->main);
+    /* a configuration met before in this run (a value given twice) has all
+     * its seeds done */
+    int seen = 0;
+    for (int i = 0; i < s->nconf && !seen; i++)
+        seen = strcmp(s->confs[i], p->key) == 0;
+    if (!seen) {
+        char **c = realloc(s->confs, sizeof(char *) * (size_t)(s->nconf + 1));
+        if (!c)
+            fail("out of memory");
+        s->confs = c;
+        s->confs[s->nconf++] = xstrdup(p->key);
+    }
     int done = 0, todo = 0;
     double t0 = lnk_now(), w2 = 0;
-    for (int k = 0; k < o->seeds; k++)
-        todo += !keys_has(&ks, p->key, o->seed0 + k);
     for (int k = 0; k < o->seeds; k++) {
         int seed = o->seed0 + k;
-        if (keys_has(&ks, p->key, seed)) {
+        if (seen || keys_has(&s->old, p->key, seed)) {
             s->skipped++;
             continue;
         }
-        presult r;
-        run_point(p, seed, o->sweep == SW_PROFILE, !o->no_hidden, &r);
+        todo++;
+        long j = s->npend;
         if (!s->have_base) {
             make_config(p, seed, &s->base);
             s->have_base = 1;
         }
-        add_rows(&s->main, &s->hid, p, seed, o->sweep == SW_PROFILE, &r);
-        /* last W2 (depth, width) or the top block's W2 (profile) for the progress line */
-        for (int i = r.nit - 1; i >= 0; i--)
-            if (strcmp(r.it[i].label, "ffn.w2") == 0) {
-                w2 += r.it[i].nom;
-                break;
+        if (study_mine(j)) {
+            if (j - s->merged >= s->cap_pend) {
+                long c = s->cap_pend ? 2 * s->cap_pend : 64;
+                study_buf *q = realloc(s->pend, sizeof *q * (size_t)c);
+                if (!q)
+                    fail("out of memory");
+                memset(q + s->cap_pend, 0, sizeof *q * (size_t)(c - s->cap_pend));
+                s->pend = q;
+                s->cap_pend = c;
             }
-        if (o->verbose)
-            fprintf(stderr, "  %s seed %d: loss %.4f, %.2f s\n", p->key, seed, r.loss, r.seconds);
-        presult_free(&r);
+            presult r;
+            run_point(p, seed, o->sweep == SW_PROFILE, !o->no_hidden, &r);
+            rows m = {.ncol = s->main.ncol, .head = s->main.head},
+                 h = {.ncol = s->hid.ncol, .head = s->hid.head};
+            add_rows(&m, &h, p, seed, o->sweep == SW_PROFILE, &r);
+            pack_rows(&s->pend[j - s->merged], &m, &h);
+            rs_free(&m);
+            rs_free(&h);
+            /* last W2 (depth, width) or the top block's W2 (profile) for the progress line */
+            for (int i = r.nit - 1; i >= 0; i--)
+                if (strcmp(r.it[i].label, "ffn.w2") == 0) {
+                    w2 += r.it[i].nom;
+                    break;
+                }
+            if (o->verbose && study_root())
+                fprintf(stderr, "  %s seed %d: loss %.4f, %.2f s\n", p->key, seed, r.loss,
+                        r.seconds);
+            presult_free(&r);
+            done++;
+        }
         s->computed++;
-        done++;
-        if (lnk_now() - s->last_ckpt > o->checkpoint)
-            checkpoint(s);
+        point_done(s);
     }
-    if (todo)
+    if (!study_root())
+        return;
+    if (todo && study_P == 1)
         fprintf(stderr, "[%s %d/%d] %s: %d seeds in %.2f s, mean ||dL/dW2(last)|| %.5g "
                 "(total %.1f s)\n", sweep_name[o->sweep], idx, total, p->key, done,
                 lnk_now() - t0, w2 / done, lnk_now() - s->t0);
+    else if (todo && done)
+        fprintf(stderr, "[%s %d/%d] %s: %d seeds over %d ranks, %d on rank 0 in %.2f s, mean "
+                "||dL/dW2(last)|| %.5g (total %.1f s)\n", sweep_name[o->sweep], idx, total,
+                p->key, todo, study_P, done, lnk_now() - t0, w2 / done, lnk_now() - s->t0);
+    else if (todo)
+        fprintf(stderr, "[%s %d/%d] %s: %d seeds on the other ranks (total %.1f s)\n",
+                sweep_name[o->sweep], idx, total, p->key, todo, lnk_now() - s->t0);
     else
         fprintf(stderr, "[%s %d/%d] %s: all %d seeds already in the CSV, skipped\n",
                 sweep_name[o->sweep], idx, total, p->key, o->seeds);
-    for (size_t i = 0; i < ks.n; i++)
-        free(ks.v[i]);
-    free(ks.v);
 }
 
 int main(int argc, char **argv)
 {
-    study_init("grad_norms");
+    study_start(&argc, &argv, "grad_norms");
     opts o;
     parse(&o, argc, argv);
     if (o.threads)
@@ -857,11 +967,12 @@ int main(int argc, char **argv)
     s.hpath = hpath;
     int prof = o.sweep == SW_PROFILE;
     rs_load(&s.main, path, prof ? H_PROFILE : H_POINT, prof ? NCOL(H_PROFILE) : NCOL(H_POINT));
-    if (!o.no_hidden)
+    if (!o.no_hidden && study_root()) /* only rank 0 writes the files */
         rs_load(&s.hid, hpath, H_HIDDEN, NCOL(H_HIDDEN));
     else
         s.hid.ncol = NCOL(H_HIDDEN), s.hid.head = H_HIDDEN;
-    if (s.main.n_old)
+    keys_build(&s.old, &s.main);
+    if (s.main.n_old && study_root())
         fprintf(stderr, "grad_norms %s: resuming %s (%zu rows)\n", sweep_name[o.sweep], path,
                 s.main.n_old);
     lnk_iso_time(s.start, sizeof s.start);
@@ -881,11 +992,21 @@ int main(int argc, char **argv)
                     pconf p = make_pconf(&o, o.settings[si], o.tasks[ti], o.pos[pi], L, d);
                     run_conf(&s, &p, ++idx, total);
                 }
-    checkpoint(&s);
-    fprintf(stderr, "grad_norms %s: computed %d points, skipped %d already in %s (%.1f s)\n",
-            sweep_name[o.sweep], s.computed, s.skipped, path, lnk_now() - s.t0);
+    merge(&s);
+    if (study_root()) {
+        checkpoint(&s);
+        fprintf(stderr, "grad_norms %s: computed %d points, skipped %d already in %s (%.1f s)\n",
+                sweep_name[o.sweep], s.computed, s.skipped, path, lnk_now() - s.t0);
+    }
     rs_free(&s.main);
     rs_free(&s.hid);
+    for (size_t i = 0; i < s.old.n; i++)
+        free(s.old.v[i]);
+    free(s.old.v);
+    for (int i = 0; i < s.nconf; i++)
+        free(s.confs[i]);
+    free(s.confs);
+    free(s.pend);
     if (s.have_base)
         lnk_config_clear(&s.base);
     return 0;

@@ -85,7 +85,7 @@ static double sd(const double *x, int n) { return n > 1 ? gsl_stats_sd(x, 1, (si
 
 int main(int argc, char **argv)
 {
-    study_init("hessian_spectrum");
+    study_start(&argc, &argv, "hessian_spectrum");
     opts_t o = {"results/hessian", NULL, 32, 4, 4, 200, 8, 24, 3, 5, 100, 10, 80, 60, 0, 3.0};
     static struct option lo[] = {
         {"out", 1, 0, 'o'},    {"d", 1, 0, 'd'},       {"h", 1, 0, 'H'},     {"L", 1, 0, 'L'},
@@ -132,11 +132,14 @@ int main(int argc, char **argv)
     static const char *const hb[] = {"norm_pos", "seed", "block", "layer", "kind",
                                      "top_eigenvalue", "residual", "converged"};
     static const char *const hn[] = {"norm_pos", "seed", "run", "index", "node", "weight"};
+    /* points (norm_pos, seed), i = pre * S + s, spread over the ranks of an
+     * MPI job (study.h): rank 0 writes the rows in point order and computes
+     * the density and the summary from every point's numbers */
     out_csv fe, ft, fb, fn;
-    csv_open(&fe, o.out, "eigs.csv", he, 7);
-    csv_open(&ft, o.out, "trace.csv", ht, 6);
-    csv_open(&fb, o.out, "blocks.csv", hb, 8);
-    csv_open(&fn, o.out, "slq_nodes.csv", hn, 6);
+    csv_sweep(&fe, o.out, "eigs.csv", he, 7);
+    csv_sweep(&ft, o.out, "trace.csv", ht, 6);
+    csv_sweep(&fb, o.out, "blocks.csv", hb, 8);
+    csv_sweep(&fn, o.out, "slq_nodes.csv", hn, 6);
 
     /* per variant and seed: top[0], bottom[0], trace; SLQ results kept for the density */
     int S = o.seeds;
@@ -169,6 +172,13 @@ int main(int argc, char **argv)
             make_config(&c, &o, pre, s);
             if (pre == 0 && s == 0)
                 base = c;
+            long pt = (long)pre * S + s;
+            if (!study_mine(pt))
+                continue;
+            csv_point(&fe, pt);
+            csv_point(&ft, pt);
+            csv_point(&fb, pt);
+            csv_point(&fn, pt);
             lnk_model *m = lnk_model_alloc(&c);
             if (!m)
                 die();
@@ -265,7 +275,7 @@ int main(int argc, char **argv)
                 lnk_eigs_result_free(&br);
                 lnk_hessian_free(hb2);
             }
-            if (!o.quiet)
+            if (!o.quiet && study_root())
                 fprintf(stderr, "hessian_spectrum: %s seed %d: top %.6g bottom %.6g trace %.6g "
                         "(%.1f s; %.0f s so far)\n", pn, s, top[pre * S + s], bot[pre * S + s],
                         trc[pre * S + s], lnk_now() - ts, lnk_now() - t0);
@@ -284,6 +294,31 @@ int main(int argc, char **argv)
     csv_close(&ft, &base, extra, start, t0);
     csv_close(&fb, &base, extra, start, t0);
     csv_close(&fn, &base, extra, start, t0);
+    /* every point's numbers to rank 0 */
+    study_buf *pb = calloc((size_t)2 * S, sizeof *pb);
+    for (int i = 0; i < 2 * S; i++)
+        if (study_mine(i)) {
+            SBUF_PUT(&pb[i], top[i]);
+            SBUF_PUT(&pb[i], bot[i]);
+            SBUF_PUT(&pb[i], trc[i]);
+            sbuf_put(&pb[i], btop + (size_t)i * nblk, sizeof(double) * (size_t)nblk);
+            study_put_slq(&pb[i], &slq[i]);
+        }
+    study_gather_points(0, 2L * S, pb);
+    for (int i = 0; i < 2 * S; i++) {
+        if (study_root() && !study_mine(i)) {
+            study_rd rd = {pb[i].p, pb[i].n, 0};
+            SRD_GET(&rd, top[i]);
+            SRD_GET(&rd, bot[i]);
+            SRD_GET(&rd, trc[i]);
+            srd_get(&rd, btop + (size_t)i * nblk, sizeof(double) * (size_t)nblk);
+            study_get_slq(&rd, &slq[i]);
+        }
+        sbuf_free(&pb[i]);
+    }
+    free(pb);
+    if (!study_root()) /* rank 0 writes the rest */
+        return 0;
 
     /* density: nodes of all seeds pooled per variant, one sigma for both (kappa on the
      * union of the node ranges), one grid */

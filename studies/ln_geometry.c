@@ -1084,7 +1084,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    study_init("ln_geometry");
+    study_start(&argc, &argv, "ln_geometry");
     study S = {"results/geometry", 100, 1, 60, 15, 0, "../shared/data/multi30k/val.en", NULL,
                {0}};
     const char *parts = "random,ortho,heads,model,maps,counts";
@@ -1112,15 +1112,11 @@ int main(int argc, char **argv)
         case 'S': S.seed = (uint64_t)arg_int("seed", optarg, 0, 1L << 40); break;
         case 'h': usage(); return 0;
         default:
-            fprintf(stderr, "ln_geometry: unknown option or missing value '%s'\n",
-                    argv[optind - 1]);
-            return 2;
+            fail("unknown option or missing value '%s'", argv[optind - 1]);
         }
     }
-    if ((S.nmax - 3) / S.nstep + 2 > 64) {
-        fprintf(stderr, "ln_geometry: too many n values (at most 62)\n");
-        return 2;
-    }
+    if ((S.nmax - 3) / S.nstep + 2 > 64)
+        fail("too many n values (at most 62)");
     static const char *const known[] = {"random", "ortho", "heads", "model", "maps", "counts"};
     int want[6] = {0};
     {
@@ -1129,15 +1125,16 @@ int main(int argc, char **argv)
             int k = 0;
             while (k < 6 && strcmp(t, known[k]))
                 k++;
-            if (k == 6) {
-                fprintf(stderr, "ln_geometry: --part: unknown part '%s' (random, ortho, heads, "
-                                "model, maps, counts)\n", t);
-                return 2;
-            }
+            if (k == 6)
+                fail("--part: unknown part '%s' (random, ortho, heads, model, maps, counts)", t);
             want[k] = 1;
         }
         free(p);
     }
+    /* Under mpirun the study is not spread over the ranks: rank 0 does all the
+     * work and writes the outputs once, the others are done. */
+    if (!study_root())
+        return 0;
     make_dir(S.out);
     lnk_set_blas_threads(1);
     double t0 = lnk_now();

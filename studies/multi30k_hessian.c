@@ -94,11 +94,8 @@ static double arg_pos(const char *name, const char *s, double min)
 {
     char *e;
     double v = strtod(s, &e);
-    if (*s == '\0' || *e || !isfinite(v) || !(v > min)) {
-        fprintf(stderr, "multi30k_hessian: --%s: expected a number > %g, got '%s'\n", name, min,
-                s);
-        exit(2);
-    }
+    if (*s == '\0' || *e || !isfinite(v) || !(v > min))
+        fail("--%s: expected a number > %g, got '%s'", name, min, s);
     return v;
 }
 
@@ -306,7 +303,7 @@ static void run_spec(sched_t *S, spec_job *J)
     }
     J->sec_blocks = lnk_now() - t;
     J->sec = lnk_now() - ts;
-    if (!o->quiet)
+    if (!o->quiet && study_root())
         fprintf(stderr,
                 "multi30k_hessian: %s seed %d: loss %.4f top %.5g bottom %.5g trace %.5g; %ld H v "
                 "in %.0f s (eigs %.0f, trace %.0f, slq %.0f, blocks %.0f; %.2f s/Hv); %.0f s so "
@@ -346,7 +343,7 @@ static void run_grad(sched_t *S, grad_job *J)
             J->w2[s * J->L + l] = lnk_tensor_norm(m, g, lnk_layout_find(lay, nm));
         }
     J->sec = lnk_now() - ts;
-    if (!o->quiet)
+    if (!o->quiet && study_root())
         fprintf(stderr, "multi30k_hessian: grad %d-%d %s seed %d: loss %.4f, last W2 %.4g (%.1f s)\n",
                 J->L, J->L, J->pre ? "pre " : "post", J->seed, J->loss, J->w2[2 * J->L - 1],
                 J->sec);
@@ -364,6 +361,8 @@ static void *worker(void *arg)
         pthread_mutex_lock(&S->mu);
         int j = S->next++;
         pthread_mutex_unlock(&S->mu);
+        if (j < S->n_spec + S->n_grad && !study_mine(j))
+            continue; /* another rank's job (MPI) */
         if (j < S->n_spec)
             run_spec(S, &S->spec[j]);
         else if (j < S->n_spec + S->n_grad)
@@ -371,6 +370,59 @@ static void *worker(void *arg)
         else
             return NULL;
     }
+}
+
+/* Collective: the results of the jobs of the other ranks (j % P) to rank 0. */
+static void gather_jobs(sched_t *S)
+{
+    int nj = S->n_spec + S->n_grad, nb = S->nblk;
+    study_buf *pb = calloc((size_t)(nj ? nj : 1), sizeof *pb);
+    if (!pb)
+        fail("out of memory");
+    for (int j = 0; j < nj; j++) {
+        if (!study_mine(j))
+            continue;
+        if (j < S->n_spec) {
+            spec_job *J = &S->spec[j];
+            SBUF_PUT(&pb[j], *J);
+            study_put_eigs(&pb[j], &J->er);
+            study_put_slq(&pb[j], &J->slq);
+            sbuf_put(&pb[j], J->btop, sizeof(double) * (size_t)nb);
+            sbuf_put(&pb[j], J->bres, sizeof(double) * (size_t)nb);
+            sbuf_put(&pb[j], J->bconv, sizeof(int) * (size_t)nb);
+            sbuf_put(&pb[j], J->bsteps, sizeof(int) * (size_t)nb);
+            sbuf_put(&pb[j], J->bn, sizeof(size_t) * (size_t)nb);
+        } else {
+            grad_job *J = &S->grad[j - S->n_spec];
+            SBUF_PUT(&pb[j], *J);
+            sbuf_put(&pb[j], J->w1, sizeof(double) * 2 * (size_t)J->L);
+            sbuf_put(&pb[j], J->w2, sizeof(double) * 2 * (size_t)J->L);
+        }
+    }
+    study_gather_points(0, nj, pb);
+    for (int j = 0; j < nj; j++) {
+        if (study_root() && !study_mine(j)) {
+            study_rd rd = {pb[j].p, pb[j].n, 0};
+            if (j < S->n_spec) {
+                spec_job *J = &S->spec[j];
+                SRD_GET(&rd, *J);
+                study_get_eigs(&rd, &J->er);
+                study_get_slq(&rd, &J->slq);
+                J->btop = srd_array(&rd, (size_t)nb, sizeof(double));
+                J->bres = srd_array(&rd, (size_t)nb, sizeof(double));
+                J->bconv = srd_array(&rd, (size_t)nb, sizeof(int));
+                J->bsteps = srd_array(&rd, (size_t)nb, sizeof(int));
+                J->bn = srd_array(&rd, (size_t)nb, sizeof(size_t));
+            } else {
+                grad_job *J = &S->grad[j - S->n_spec];
+                SRD_GET(&rd, *J);
+                J->w1 = srd_array(&rd, 2 * (size_t)J->L, sizeof(double));
+                J->w2 = srd_array(&rd, 2 * (size_t)J->L, sizeof(double));
+            }
+        }
+        sbuf_free(&pb[j]);
+    }
+    free(pb);
 }
 
 /* ------------------------------------------------------------ output */
@@ -858,23 +910,18 @@ static void parse_depths(opts_t *o, const char *s)
     for (const char *p = s; *p;) {
         char *e;
         long v = strtol(p, &e, 10);
-        if (e == p || v < 1 || v > 256 || o->n_depths == 32 || (*e && *e != ',')) {
-            fprintf(stderr, "multi30k_hessian: --depths: expected a list like 6,8,10, got '%s'\n",
-                    s);
-            exit(2);
-        }
+        if (e == p || v < 1 || v > 256 || o->n_depths == 32 || (*e && *e != ','))
+            fail("--depths: expected a list like 6,8,10, got '%s'", s);
         o->depths[o->n_depths++] = (int)v;
         p = *e ? e + 1 : e;
     }
-    if (o->n_depths == 0) {
-        fprintf(stderr, "multi30k_hessian: --depths: empty list\n");
-        exit(2);
-    }
+    if (o->n_depths == 0)
+        fail("--depths: empty list");
 }
 
 int main(int argc, char **argv)
 {
-    study_init("multi30k_hessian");
+    study_start(&argc, &argv, "multi30k_hessian");
     opts_t o = {.out = "results/multi30k",
                 .src = "../shared/data/multi30k/val.de",
                 .tgt = "../shared/data/multi30k/val.en",
@@ -930,42 +977,30 @@ int main(int argc, char **argv)
         case O_PARTS:
             o.do_spec = strstr(optarg, "spectrum") != NULL;
             o.do_grad = strstr(optarg, "grad") != NULL;
-            if (!o.do_spec && !o.do_grad) {
-                fprintf(stderr, "multi30k_hessian: --parts: expected spectrum and/or grad, got "
-                        "'%s'\n", optarg);
-                return 2;
-            }
+            if (!o.do_spec && !o.do_grad)
+                fail("--parts: expected spectrum and/or grad, got '%s'", optarg);
             break;
         case O_JOBS: o.jobs = (int)arg_int("jobs", optarg, 1, 64); break;
         case 'q': o.quiet = 1; break;
         case 'h': usage(); return 0;
         default:
-            fprintf(stderr, "multi30k_hessian: unknown option or missing value '%s' (--help)\n",
-                    argv[optind - 1]);
-            return 2;
+            fail("unknown option or missing value '%s' (--help)", argv[optind - 1]);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "multi30k_hessian: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
-    if (o.d % o.h || o.d % 2) {
-        fprintf(stderr, "multi30k_hessian: --d %d must be even and a multiple of --h %d\n", o.d,
-                o.h);
-        return 2;
-    }
+    if (optind < argc)
+        fail("unexpected argument '%s'", argv[optind]);
+    if (o.d % o.h || o.d % 2)
+        fail("--d %d must be even and a multiple of --h %d", o.d, o.h);
     parse_depths(&o, o.depths_str);
     char start[32], cmd[1200];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.out);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "multi30k_hessian: cannot create '%s'\n", o.out);
-        return 2;
-    }
+    if (study_root() && system(cmd) != 0) /* only rank 0 writes files */
+        fail("cannot create '%s'", o.out);
     data_t D;
     load_data(&o, &D);
-    if (!o.quiet)
+    if (!o.quiet && study_root())
         fprintf(stderr, "multi30k_hessian: %d pairs (%d dropped), V_src %d, V_tgt %d, %zu scored "
                 "positions, %d chunks (largest %zu padded tokens, %zu in all)\n",
                 D.n_pairs, D.n_dropped, D.V_src, D.V_tgt, D.n_scored, D.n_chunks, D.max_chunk,
@@ -1004,12 +1039,15 @@ int main(int argc, char **argv)
     int nth = o.jobs;
     pthread_t th[64];
     for (int i = 0; i < nth; i++)
-        if (pthread_create(&th[i], NULL, worker, &S) != 0) {
-            fprintf(stderr, "multi30k_hessian: cannot start thread %d\n", i);
-            return 2;
-        }
+        if (pthread_create(&th[i], NULL, worker, &S) != 0)
+            fail("cannot start thread %d", i);
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
+    /* MPI: job j ran on rank j % P; every job's results to rank 0, which
+     * writes everything */
+    gather_jobs(&S);
+    if (!study_root())
+        return 0;
 
     lnk_config base;
     make_config(&base, &o, &D, 0, o.L, 0);

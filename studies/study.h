@@ -1,24 +1,70 @@
 /* Shared helpers of the study programs (each study is one .c file):
  * errors that name the program and remove unfinished outputs, flag parsing,
- * output directories.  Call study_init(name) first in main. */
+ * output directories, CSV outputs, and sweeps spread over the ranks of an MPI
+ * job.  Call study_start(&argc, &argv, name) first in main (study_init(name)
+ * in programs that never run under mpirun).
+ *
+ * Sweeps (make MPI=1; include/lnkit/comm.h; in the default build the job is
+ * one process and all of this is trivial).  A study numbers its points
+ * (configuration x seed) 0, 1, ... in the order of its single-process loop;
+ * point i belongs to rank i % P (study_mine), so each is computed once.
+ * Rows of a sweep CSV (csv_sweep) are kept in memory, grouped by point
+ * (csv_point); csv_close gathers them to rank 0, which writes them in point
+ * order: the file of a one-process run, byte for byte (timing columns aside).
+ * Numbers that summaries need after the sweep are packed per point into a
+ * study_buf and gathered the same way (study_gather_points).  Only rank 0
+ * creates directories and files and prints progress; after the last gather
+ * the other ranks are done (study_root() is 0) and return from main.
+ *
+ * Failures.  fail() prints "NAME: message" on rank 0 (a failure every rank
+ * shares, such as a bad flag, is printed once); a rank other than 0 that
+ * fails on its own prints "NAME: rank R: message" and ends the job
+ * (lnk_comm_abort: mpirun ends the other ranks, whose unfinished temporary
+ * files are removed).  Exit status 2, no partial output.  Tests inject such
+ * a failure with LNK_FAULT="R:sweep:error" (or ":exit", comm.h): rank R
+ * fails where it hands its points over (csv_close of a sweep CSV,
+ * study_gather_points). */
 #ifndef LNK_STUDY_H
 #define LNK_STUDY_H
 
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "lnkit/lnkit.h"
+#include "lnkit/comm.h"
 
 static const char *study_name = "study";
 /* Output files being written: removed if the study fails. */
 static lnk_afile *study_files[32];
 static int study_n_files;
+/* this process: rank study_R of study_P */
+static int study_P = 1, study_R = 0;
 
 static inline void study_init(const char *name) { study_name = name; }
+
+/* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
+static inline void study_start(int *argc, char ***argv, const char *name)
+{
+    study_name = name;
+    if (lnk_comm_init(argc, argv) != LNK_OK) {
+        fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
+        exit(2);
+    }
+    atexit(lnk_comm_finalize);
+    study_P = lnk_comm_size();
+    study_R = lnk_comm_rank();
+}
+
+/* 1 on rank 0 (the one that writes files and prints). */
+static inline int study_root(void) { return study_R == 0; }
+/* 1 if sweep point i is this rank's. */
+static inline int study_mine(long i) { return i % study_P == study_R; }
 
 static inline void study_track(lnk_afile *a)
 {
@@ -33,17 +79,30 @@ static inline void study_untrack(lnk_afile *a)
             study_files[i] = study_files[--study_n_files];
 }
 
-/* "NAME: message" on stderr, remove unfinished outputs, exit 2. */
+/* "NAME: message" on stderr, remove unfinished outputs, exit 2 (see above
+ * for a job of several ranks). */
 static inline _Noreturn __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...)
 {
+    char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", study_name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
     va_end(ap);
+    if (study_R == 0)
+        fprintf(stderr, "%s: %s\n", study_name, msg ? msg : fmt);
     for (int i = 0; i < study_n_files; i++)
         lnk_afile_abort(study_files[i]);
+    if (study_P > 1) {
+        if (study_R != 0) {
+            /* a failure that rank 0 shares (a bad flag) ends the job, and
+             * this process, within this second: only a failure of this
+             * rank's own is printed */
+            usleep(1000000);
+            fprintf(stderr, "%s: rank %d: %s\n", study_name, study_R, msg ? msg : fmt);
+        }
+        lnk_comm_abort(2);
+    }
     exit(2);
 }
 
@@ -77,36 +136,328 @@ static inline double arg_num(const char *name, const char *s, double min, double
     return v;
 }
 
-/* mkdir -p dir, or fail. */
+/* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
 static inline void make_dir(const char *dir)
 {
+    if (study_R != 0)
+        return;
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
     if (strlen(dir) > 1000 || strchr(dir, '\'') || system(cmd) != 0)
         fail("cannot create directory '%s'", dir);
 }
 
-/* A study's CSV output: written to a temporary file (removed if the study
- * fails), committed with its .meta.json sidecar by study_csv_close. */
+/* ------------------------------------------------------------ byte buffers
+ * Per-point results travel between ranks as byte strings. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} study_buf;
+
+static inline void sbuf_put(study_buf *b, const void *x, size_t n)
+{
+    if (b->n + n > b->cap) {
+        size_t c = b->cap ? b->cap : 256;
+        while (c < b->n + n)
+            c *= 2;
+        char *q = realloc(b->p, c);
+        if (!q)
+            fail("out of memory (%zu bytes)", c);
+        b->p = q;
+        b->cap = c;
+    }
+    if (n)
+        memcpy(b->p + b->n, x, n);
+    b->n += n;
+}
+#define SBUF_PUT(b, v) sbuf_put((b), &(v), sizeof(v))
+
+static inline void sbuf_free(study_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+typedef struct {
+    const char *p;
+    size_t n, at;
+} study_rd;
+
+static inline void srd_get(study_rd *r, void *x, size_t n)
+{
+    if (n > r->n - r->at)
+        fail("internal: short message between ranks");
+    if (n)
+        memcpy(x, r->p + r->at, n);
+    r->at += n;
+}
+#define SRD_GET(r, v) srd_get((r), &(v), sizeof(v))
+
+/* n items of sz bytes into a new malloc'd array (NULL if n is 0). */
+static inline void *srd_array(study_rd *r, size_t n, size_t sz)
+{
+    if (n == 0)
+        return NULL;
+    if (sz && n > (r->n - r->at) / sz)
+        fail("internal: short message between ranks");
+    void *x = malloc(n * sz);
+    if (!x)
+        fail("out of memory (%zu bytes)", n * sz);
+    srd_get(r, x, n * sz);
+    return x;
+}
+
+/* LNK_FAULT="R:sweep:KIND" (tests): rank R fails here. */
+static inline void study_fault(void)
+{
+    if (lnk_comm_fault("sweep"))
+        fail("cannot hand over its points (simulated by LNK_FAULT)");
+}
+
+/* Collective.  pt[i - from] for the points i in [from, to): every rank has
+ * filled its own (study_mine); afterwards rank 0 holds all of them (the other
+ * ranks' entries replaced), the other ranks are unchanged. */
+static inline void study_gather_points(long from, long to, study_buf *pt)
+{
+    study_fault();
+    study_buf mine = {0};
+    for (long i = from; i < to; i++)
+        if (study_mine(i)) {
+            uint64_t n = pt[i - from].n;
+            SBUF_PUT(&mine, n);
+            sbuf_put(&mine, pt[i - from].p, n);
+        }
+    char *all = NULL;
+    size_t *len = malloc(sizeof(size_t) * (size_t)study_P);
+    if (!len)
+        fail("out of memory");
+    CK(lnk_comm_gather_bytes(mine.p ? mine.p : "", mine.n, &all, len, 0));
+    if (study_R == 0) {
+        size_t off = 0;
+        for (int r = 0; r < study_P; r++) {
+            study_rd rd = {all + off, len[r], 0};
+            for (long i = from; i < to; i++)
+                if (i % study_P == r) {
+                    uint64_t n;
+                    SRD_GET(&rd, n);
+                    if (n > rd.n - rd.at)
+                        fail("internal: short message between ranks");
+                    if (r != 0) {
+                        pt[i - from].n = 0;
+                        sbuf_put(&pt[i - from], rd.p + rd.at, n);
+                    }
+                    rd.at += n;
+                }
+            off += len[r];
+        }
+    }
+    free(all);
+    free(len);
+    sbuf_free(&mine);
+}
+
+/* Curvature results as bytes (the arrays the studies read; no eigenvectors). */
+static inline void study_put_eigs(study_buf *b, const lnk_eigs_result *e)
+{
+    SBUF_PUT(b, *e);
+    sbuf_put(b, e->value, sizeof(double) * (size_t)e->k);
+    sbuf_put(b, e->residual, sizeof(double) * (size_t)e->k);
+    sbuf_put(b, e->bound, e->bound ? sizeof(double) * (size_t)e->k : 0);
+    sbuf_put(b, e->converged, sizeof(int) * (size_t)e->k);
+}
+
+static inline void study_get_eigs(study_rd *r, lnk_eigs_result *e)
+{
+    SRD_GET(r, *e);
+    int has_bound = e->bound != NULL;
+    e->vectors = NULL;
+    e->value = srd_array(r, (size_t)e->k, sizeof(double));
+    e->residual = srd_array(r, (size_t)e->k, sizeof(double));
+    e->bound = has_bound ? srd_array(r, (size_t)e->k, sizeof(double)) : NULL;
+    e->converged = srd_array(r, (size_t)e->k, sizeof(int));
+}
+
+static inline void study_put_slq(study_buf *b, const lnk_slq_result *s)
+{
+    SBUF_PUT(b, *s);
+    size_t nn = (size_t)s->offset[s->runs];
+    sbuf_put(b, s->offset, sizeof(int) * (size_t)(s->runs + 1));
+    sbuf_put(b, s->node, sizeof(double) * nn);
+    sbuf_put(b, s->weight, sizeof(double) * nn);
+    sbuf_put(b, s->steps, s->steps ? sizeof(int) * (size_t)s->runs : 0);
+    sbuf_put(b, s->invariant, s->invariant ? sizeof(int) * (size_t)s->runs : 0);
+}
+
+static inline void study_get_slq(study_rd *r, lnk_slq_result *s)
+{
+    SRD_GET(r, *s);
+    int has_steps = s->steps != NULL, has_inv = s->invariant != NULL;
+    s->offset = srd_array(r, (size_t)(s->runs + 1), sizeof(int));
+    size_t nn = (size_t)s->offset[s->runs];
+    s->node = srd_array(r, nn, sizeof(double));
+    s->weight = srd_array(r, nn, sizeof(double));
+    s->steps = has_steps ? srd_array(r, (size_t)s->runs, sizeof(int)) : NULL;
+    s->invariant = has_inv ? srd_array(r, (size_t)s->runs, sizeof(int)) : NULL;
+}
+
+/* ------------------------------------------------------------ CSV outputs
+ * A study's CSV output: the rows are kept in memory and written at
+ * csv_close through a temporary file (opened at csv_open on rank 0, so an
+ * unwritable path fails before the work; removed if the study fails),
+ * committed with its .meta.json sidecar.
+ *   csv_open   rows of rank 0 only (tables rank 0 computes);
+ *   csv_sweep  rows of every rank: call csv_point(o, i) before the rows of
+ *              point i; csv_close (collective) writes the header and the
+ *              points' rows in point order (rows before the first csv_point
+ *              are rank 0's, after the header). */
+typedef struct {
+    long point;
+    size_t start;
+} study_seg;
+
 typedef struct {
     lnk_afile a;
     lnk_csv c;
     char path[1024];
+    FILE *mem;
+    char *buf;
+    size_t len;
+    int sweep;
+    study_seg *seg;
+    int nseg, capseg;
 } out_csv;
+
+static inline void csv_begin_(out_csv *o, const char *dir, const char *name,
+                              const char *const *hdr, int n, int sweep)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
+    o->sweep = sweep;
+    if (study_R == 0) {
+        CK(lnk_afile_open(&o->a, o->path));
+        study_track(&o->a);
+    }
+    o->mem = open_memstream(&o->buf, &o->len);
+    if (!o->mem)
+        fail("%s: out of memory", o->path);
+    CK(lnk_csv_begin(&o->c, o->mem, hdr, n));
+}
 
 static inline void csv_open(out_csv *o, const char *dir, const char *name,
                             const char *const *hdr, int n)
 {
-    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
-    CK(lnk_afile_open(&o->a, o->path));
-    study_track(&o->a);
-    CK(lnk_csv_begin(&o->c, o->a.f, hdr, n));
+    csv_begin_(o, dir, name, hdr, n, 0);
+}
+
+static inline void csv_sweep(out_csv *o, const char *dir, const char *name,
+                             const char *const *hdr, int n)
+{
+    csv_begin_(o, dir, name, hdr, n, 1);
+}
+
+/* The rows that follow are point i's. */
+static inline void csv_point(out_csv *o, long i)
+{
+    if (o->nseg == o->capseg) {
+        o->capseg = o->capseg ? 2 * o->capseg : 16;
+        o->seg = realloc(o->seg, sizeof *o->seg * (size_t)o->capseg);
+        if (!o->seg)
+            fail("out of memory");
+    }
+    off_t at = ftello(o->mem);
+    if (at < 0)
+        fail("%s: %s", o->path, strerror(errno));
+    o->seg[o->nseg++] = (study_seg){i, (size_t)at};
+}
+
+typedef struct {
+    long point;
+    int rank, k;
+    const char *p;
+    size_t n;
+} study_piece;
+
+static inline int study_piece_cmp(const void *a, const void *b)
+{
+    const study_piece *x = a, *y = b;
+    if (x->point != y->point)
+        return x->point < y->point ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
 }
 
 static inline void csv_close(out_csv *o, const lnk_config *c, const char *extra,
                              const char *start, double t0)
 {
     lnk_csv_free(&o->c);
+    if (fflush(o->mem) != 0)
+        fail("%s: out of memory", o->path);
+    size_t head = o->nseg ? o->seg[0].start : o->len;
+    char *all = NULL;
+    size_t *len = NULL;
+    study_piece *pc = NULL;
+    int npc = 0;
+    if (o->sweep) {
+        study_fault();
+        /* this rank's pieces: point, length, bytes */
+        study_buf mine = {0};
+        for (int k = 0; k < o->nseg; k++) {
+            int64_t pt = o->seg[k].point;
+            size_t end = k + 1 < o->nseg ? o->seg[k + 1].start : o->len;
+            uint64_t n = end - o->seg[k].start;
+            SBUF_PUT(&mine, pt);
+            SBUF_PUT(&mine, n);
+            sbuf_put(&mine, o->buf + o->seg[k].start, n);
+        }
+        len = malloc(sizeof(size_t) * (size_t)study_P);
+        if (!len)
+            fail("out of memory");
+        CK(lnk_comm_gather_bytes(mine.p ? mine.p : "", mine.n, &all, len, 0));
+        sbuf_free(&mine);
+        if (study_R == 0) {
+            size_t off = 0, cap = 0;
+            for (int r = 0; r < study_P; r++) {
+                study_rd rd = {all + off, len[r], 0};
+                for (int k = 0; rd.at < rd.n; k++) {
+                    int64_t pt;
+                    uint64_t n;
+                    SRD_GET(&rd, pt);
+                    SRD_GET(&rd, n);
+                    if (n > rd.n - rd.at)
+                        fail("internal: short message between ranks");
+                    if ((size_t)npc == cap) {
+                        cap = cap ? 2 * cap : 64;
+                        pc = realloc(pc, sizeof *pc * cap);
+                        if (!pc)
+                            fail("out of memory");
+                    }
+                    pc[npc++] = (study_piece){(long)pt, r, k, rd.p + rd.at, (size_t)n};
+                    rd.at += n;
+                }
+                off += len[r];
+            }
+            qsort(pc, (size_t)npc, sizeof *pc, study_piece_cmp);
+        }
+    } else if (study_R == 0) {
+        head = o->len;
+    }
+    if (study_R == 0) {
+        int bad = fwrite(o->buf, 1, head, o->a.f) != head;
+        for (int k = 0; k < npc && !bad; k++)
+            bad = fwrite(pc[k].p, 1, pc[k].n, o->a.f) != pc[k].n;
+        if (bad)
+            fail("%s: write failed: %s", o->path, strerror(errno));
+    }
+    free(all);
+    free(len);
+    free(pc);
+    fclose(o->mem);
+    free(o->buf);
+    free(o->seg);
+    o->mem = NULL, o->buf = NULL, o->seg = NULL;
+    if (study_R != 0)
+        return;
     study_untrack(&o->a);
     CK(lnk_afile_commit(&o->a));
     CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));

@@ -37,7 +37,8 @@
  * reports an error: a simulated out-of-memory or unreadable shard), "exit"
  * (_exit(3) without MPI_Finalize, as a crashed process) or "kill" (SIGKILL,
  * as the kernel's OOM killer).  Points: "load" (taking its shard of the data
- * set), "hvp" (an H v product of the distributed Hessian).
+ * set), "hvp" (an H v product of the distributed Hessian), "sweep" (a
+ * study rank handing over its sweep points, studies/study.h).
  */
 #ifndef LNKIT_COMM_H
 #define LNKIT_COMM_H
@@ -83,6 +84,9 @@ int lnk_comm_gather_bytes(const void *mine, size_t n, char **all, size_t *len, i
  * rank) the first failing rank's status, with lnk_errmsg() = "rank R: msg"
  * (just "msg" in a one-process job). */
 int lnk_comm_agree(int status);
+/* 1 once lnk_comm_agree has returned a failure on this rank (then it has on
+ * every rank: all can end cleanly, MPI_Finalize and exit, without abort). */
+int lnk_comm_failed(void);
 /* Barrier (for timing). */
 int lnk_comm_barrier(void);
 

@@ -17,6 +17,9 @@ _Noreturn void cli_die_lib(void);
  * writes outputs and progress. */
 void cli_check(int status);
 int cli_root(void);
+/* The end of the set-up phase (see cli_die in common.c): after it, errors
+ * come from agreed collective steps or end the job by abort. */
+void cli_setup_done(void);
 
 /* Options every model command shares: --config and the config keys as flags. */
 typedef struct {

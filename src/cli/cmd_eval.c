@@ -59,6 +59,7 @@ int cmd_eval(int argc, char **argv)
         lnk_batch *own;
         int n_own;
         cli_shard(&s, &own, &n_own, &nsc);
+        cli_setup_done();
         if (lnk_dataset_eval_shard(s.m, s.theta, own, n_own, nsc, &loss, g) != LNK_OK)
             cli_die_lib();
         for (int c = 0; c < n_own; c++)

@@ -75,6 +75,7 @@ int cmd_hvp(int argc, char **argv)
         h = lnk_hessian_alloc_shard(s.m, s.theta, own, n_own, nsc, NULL);
         if (!h)
             cli_die_lib();
+        cli_setup_done();
     }
     for (int i = 0; i < repeat; i++) {
         double t0 = lnk_now();

@@ -7,6 +7,9 @@
 #include <unistd.h>
 #include "cli/cli.h"
 
+static int setup = 1;
+void cli_setup_done(void) { setup = 0; }
+
 void cli_die(const char *fmt, ...)
 {
     char msg[2048];
@@ -19,18 +22,28 @@ void cli_die(const char *fmt, ...)
         fprintf(stderr, "lnkit: %s\n", msg);
         exit(2);
     }
-    /* Several ranks.  An error every rank meets (a bad flag, a bad file, or
-     * one agreed on by lnk_comm_agree: "rank R: ...") is printed once, by
-     * rank 0, which ends the job at once.  A rank that fails alone names
-     * itself, after a pause that lets rank 0 win when all fail alike. */
+    /* Several ranks.  While setting up (flags, files, shards) every rank's
+     * next collective step is an agreement (cli_check), so a failing rank
+     * joins it here: all learn of the failure ("rank R: ..." if it is not
+     * the same everywhere), rank 0 prints it once, and all end cleanly. */
+    if (setup && !lnk_comm_failed()) {
+        lnk_error(LNK_EINVAL, "%s", msg);
+        lnk_comm_agree(LNK_EINVAL);
+        snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+    }
+    if (lnk_comm_failed()) {
+        if (rank == 0)
+            fprintf(stderr, "lnkit: %s\n", msg);
+        lnk_comm_finalize();
+        exit(2);
+    }
+    /* A rank failing alone outside an agreement: it names itself (after a
+     * pause that lets rank 0 win if all fail alike) and ends the job. */
     if (rank == 0) {
         fprintf(stderr, "lnkit: %s\n", msg);
     } else {
         usleep(300000);
-        if (!strncmp(msg, "rank ", 5))
-            fprintf(stderr, "lnkit: %s\n", msg);
-        else
-            fprintf(stderr, "lnkit: rank %d: %s\n", rank, msg);
+        fprintf(stderr, "lnkit: rank %d: %s\n", rank, msg);
     }
     lnk_comm_abort(2);
 }

@@ -115,6 +115,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
         cli_die_lib();
     s->op = lnk_hessian_operator(s->h);
     s->block_n = lnk_hessian_block(s->h)->n;
+    cli_setup_done();
     if (!o->quiet && cli_root()) {
         fprintf(stderr, "lnkit: %zu parameters, block of %zu (%d tensors), %d chunk(s), %zu "
                 "scored tokens", np, s->block_n, lnk_hessian_block(s->h)->n_tensors,

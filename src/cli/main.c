@@ -34,6 +34,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "lnkit: %s\n", lnk_errmsg());
         return 2;
     }
+    /* Under mpirun only rank 0 speaks on stdout (--help, CSV, JSON). */
+    if (lnk_comm_rank() != 0 && !freopen("/dev/null", "w", stdout))
+        return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -95,12 +95,15 @@ int lnk_comm_gather_bytes(const void *mine, size_t n, char **all, size_t *len, i
     return LNK_OK;
 }
 int lnk_comm_agree(int status) { return status; }
+int lnk_comm_failed(void) { return 0; }
 _Noreturn void lnk_comm_abort(int code) { exit(code); }
 int lnk_comm_barrier(void) { return LNK_OK; }
 
 #else /* LNK_MPI */
 
-static int started;
+static int started, failed_together;
+
+int lnk_comm_failed(void) { return failed_together; }
 
 static int mpi_fail(int code, const char *what)
 {
@@ -388,6 +391,7 @@ int lnk_comm_agree(int status)
     free(all);
     if (first < 0)
         return LNK_OK;
+    failed_together = 1;
     /* Every rank's message, to everyone.  The same failure on every rank (a
      * bad file all read) is reported as in one process; otherwise the first
      * failing rank names itself. */
