@@ -84,7 +84,7 @@ $(BUILD)/studies/%: studies/%.c studies/study.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-$(BUILD)/bench/%: bench/%.c studies/study.h $(LIB)
+$(BUILD)/bench/%: bench/%.c bench/bench.h studies/study.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 

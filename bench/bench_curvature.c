@@ -28,6 +28,7 @@
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
+#include "bench.h"
 
 typedef struct {
     size_t n;
@@ -48,11 +49,6 @@ static void die(void)
     exit(2);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {

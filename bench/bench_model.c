@@ -27,6 +27,7 @@
 #include "lnkit/error.h"
 #include "lnkit/io.h"
 #include "lnkit/model.h"
+#include "bench.h"
 
 #define WARMUP 2
 #define DGEMM_N 2000
@@ -117,17 +118,6 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 static double maxrss_mb(void)
 {

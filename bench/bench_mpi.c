@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "lnkit/lnkit.h"
+#include "bench.h"
 
 static void die(void)
 {
@@ -41,17 +42,6 @@ static void die(void)
             die();                                                                                \
     } while (0)
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 /* A synthetic parallel corpus when Multi30k is absent: n lines of 8-20
  * tokens from a 400-word vocabulary. */
@@ -156,20 +146,7 @@ int main(int argc, char **argv)
     CK(lnk_pairs_batches(&p, (size_t)max_tokens, &chunks, &n_chunks));
 
     lnk_config cfg;
-    lnk_config_default(&cfg);
-    char b[32];
-#define SET(k, fmt, v)                                                                            \
-    snprintf(b, sizeof b, fmt, v);                                                                \
-    CK(lnk_config_set(&cfg, k, b))
-    SET("task", "%s", "seq2seq");
-    SET("d", "%d", d);
-    SET("h", "%d", h);
-    SET("d_ff", "%d", dff);
-    SET("L", "%d", L);
-    SET("V_src", "%d", lnk_vocab_size(vs));
-    SET("V_tgt", "%d", lnk_vocab_size(vt));
-#undef SET
-    CK(lnk_config_finalize(&cfg));
+    CK(bench_s2s_config(&cfg, "post", d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
     lnk_model *m = lnk_model_alloc(&cfg);
     if (!m)
         die();

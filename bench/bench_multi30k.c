@@ -27,6 +27,7 @@
 
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
+#include "bench.h"
 #include "../studies/study.h"
 
 
@@ -37,11 +38,6 @@ static double maxrss_mb(void)
     return ru.ru_maxrss / 1024.0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
@@ -120,21 +116,7 @@ int main(int argc, char **argv)
         s = strchr(s, ';');
         s = s ? s + 1 : NULL;
         lnk_config cfg;
-        lnk_config_default(&cfg);
-        char b[32];
-#define SET(k, fmt, v)                                                                            \
-    snprintf(b, sizeof b, fmt, v);                                                                \
-    CK(lnk_config_set(&cfg, k, b))
-        SET("task", "%s", "seq2seq");
-        SET("norm_pos", "%s", pos);
-        SET("d", "%d", d);
-        SET("h", "%d", h);
-        SET("d_ff", "%d", dff);
-        SET("L", "%d", L);
-        SET("V_src", "%d", lnk_vocab_size(vs));
-        SET("V_tgt", "%d", lnk_vocab_size(vt));
-#undef SET
-        CK(lnk_config_finalize(&cfg));
+        CK(bench_s2s_config(&cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
         lnk_model *m = lnk_model_alloc(&cfg);
         if (!m)
             die();

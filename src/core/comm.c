@@ -198,6 +198,31 @@ int lnk_comm_sum(double *x, size_t n)
     return LNK_OK;
 }
 
+/* Post nonblocking sends (send = 1) or receives of count doubles with peer,
+ * in segments of at most SEG (MPI counts are int); req[*nr...] gets them. */
+static int post(int send, double *buf, size_t count, int peer, int tag, MPI_Request *req, int *nr)
+{
+    for (size_t o = 0; o < count; o += SEG) {
+        int k = (int)(count - o < SEG ? count - o : SEG);
+        int rc = send ? MPI_Isend(buf + o, k, MPI_DOUBLE, peer, tag, MPI_COMM_WORLD, &req[(*nr)++])
+                      : MPI_Irecv(buf + o, k, MPI_DOUBLE, peer, tag, MPI_COMM_WORLD, &req[(*nr)++]);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (send)
+            bytes_sent += 8.0 * k;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Room for the requests of one exchange: a receive and a send per peer. */
+static MPI_Request *requests(const size_t *count, int P, size_t nm)
+{
+    size_t nseg = (size_t)P * (nm / SEG + 1);
+    for (int r = 0; r < P; r++)
+        nseg += count[r] / SEG + 1;
+    return malloc(sizeof(MPI_Request) * nseg);
+}
+
 int lnk_comm_reduce_scatter(const double *partial, double *mine, const size_t *count,
                             const size_t *displ)
 {
@@ -208,37 +233,22 @@ int lnk_comm_reduce_scatter(const double *partial, double *mine, const size_t *c
             memmove(mine, partial + displ[0], nm * sizeof(double));
         return LNK_OK;
     }
-    /* Point-to-point: send slice r to rank r; receive every rank's slice `me`
-     * into row r of recv, then add the rows in rank order. */
+    /* Every rank's slice `me` into row r of recv (send slice r to rank r),
+     * then the rows added in rank order. */
     double *recv = malloc(sizeof(double) * (nm ? nm : 1) * (size_t)P);
-    size_t nseg = (size_t)P * (nm / SEG + 1);
-    for (int r = 0; r < P; r++)
-        nseg += count[r] / SEG + 1;
-    MPI_Request *req = malloc(sizeof(MPI_Request) * nseg);
+    MPI_Request *req = requests(count, P, nm);
     if (!recv || !req) {
         free(recv), free(req);
         return lnk_error(LNK_ENOMEM, "out of memory for a reduce-scatter over %d ranks", P);
     }
+    memcpy(recv + (size_t)me * nm, partial + displ[me], nm * sizeof(double));
     int nr = 0, rc = MPI_SUCCESS;
     for (int r = 0; r < P && rc == MPI_SUCCESS; r++)
-        for (size_t o = 0; o < nm && rc == MPI_SUCCESS; o += SEG) {
-            size_t k = nm - o < SEG ? nm - o : SEG;
-            if (r == me)
-                memcpy(recv + (size_t)r * nm + o, partial + displ[me] + o, k * sizeof(double));
-            else
-                rc = MPI_Irecv(recv + (size_t)r * nm + o, (int)k, MPI_DOUBLE, r, 71,
-                               MPI_COMM_WORLD, &req[nr++]);
-        }
-    for (int r = 0; r < P && rc == MPI_SUCCESS; r++) {
-        if (r == me)
-            continue;
-        for (size_t o = 0; o < count[r] && rc == MPI_SUCCESS; o += SEG) {
-            size_t k = count[r] - o < SEG ? count[r] - o : SEG;
-            rc = MPI_Isend(partial + displ[r] + o, (int)k, MPI_DOUBLE, r, 71, MPI_COMM_WORLD,
-                           &req[nr++]);
-            bytes_sent += 8.0 * (double)k;
-        }
-    }
+        if (r != me)
+            rc = post(0, recv + (size_t)r * nm, nm, r, 71, req, &nr);
+    for (int r = 0; r < P && rc == MPI_SUCCESS; r++)
+        if (r != me) /* MPI_Isend does not write its buffer */
+            rc = post(1, (double *)partial + displ[r], count[r], r, 71, req, &nr);
     if (rc == MPI_SUCCESS)
         rc = MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) {
@@ -262,28 +272,16 @@ int lnk_comm_allgather(const double *mine, double *full, const size_t *count, co
         memmove(full + displ[me], mine, count[me] * sizeof(double));
     if (P == 1)
         return LNK_OK;
-    size_t nseg = 0;
-    for (int r = 0; r < P; r++)
-        nseg += count[r] / SEG + 1;
-    MPI_Request *req = malloc(sizeof(MPI_Request) * (nseg + (size_t)P * (count[me] / SEG + 1)));
+    MPI_Request *req = requests(count, P, count[me]);
     if (!req)
         return lnk_error(LNK_ENOMEM, "out of memory for an allgather over %d ranks", P);
     int nr = 0, rc = MPI_SUCCESS;
-    for (int r = 0; r < P && rc == MPI_SUCCESS; r++) {
-        if (r == me)
-            continue;
-        for (size_t o = 0; o < count[r] && rc == MPI_SUCCESS; o += SEG) {
-            size_t k = count[r] - o < SEG ? count[r] - o : SEG;
-            rc = MPI_Irecv(full + displ[r] + o, (int)k, MPI_DOUBLE, r, 72, MPI_COMM_WORLD,
-                           &req[nr++]);
+    for (int r = 0; r < P && rc == MPI_SUCCESS; r++)
+        if (r != me) {
+            rc = post(0, full + displ[r], count[r], r, 72, req, &nr);
+            if (rc == MPI_SUCCESS)
+                rc = post(1, full + displ[me], count[me], r, 72, req, &nr);
         }
-        for (size_t o = 0; o < count[me] && rc == MPI_SUCCESS; o += SEG) {
-            size_t k = count[me] - o < SEG ? count[me] - o : SEG;
-            rc = MPI_Isend(full + displ[me] + o, (int)k, MPI_DOUBLE, r, 72, MPI_COMM_WORLD,
-                           &req[nr++]);
-            bytes_sent += 8.0 * (double)k;
-        }
-    }
     if (rc == MPI_SUCCESS)
         rc = MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
     free(req);

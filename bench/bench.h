@@ -1,0 +1,45 @@
+/* Shared helpers of the benchmarks: medians of timings and the Multi30k
+ * seq2seq configuration (bench_multi30k, bench_mpi). */
+#ifndef LNK_BENCH_H
+#define LNK_BENCH_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include "lnkit/lnkit.h"
+
+static inline int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of t[0..n) (sorts t). */
+static inline double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* The L-L seq2seq model of the Multi30k experiment (Xavier init): a
+ * finalized config, or a status with lnk_errmsg. */
+static inline int bench_s2s_config(lnk_config *c, const char *norm_pos, int d, int h, int d_ff,
+                                   int L, int V_src, int V_tgt)
+{
+    lnk_config_default(c);
+    char v[6][32];
+    snprintf(v[0], 32, "%d", d);
+    snprintf(v[1], 32, "%d", h);
+    snprintf(v[2], 32, "%d", d_ff);
+    snprintf(v[3], 32, "%d", L);
+    snprintf(v[4], 32, "%d", V_src);
+    snprintf(v[5], 32, "%d", V_tgt);
+    const char *key[] = {"d", "h", "d_ff", "L", "V_src", "V_tgt"};
+    int st = lnk_config_set(c, "task", "seq2seq");
+    if (!st)
+        st = lnk_config_set(c, "norm_pos", norm_pos);
+    for (int i = 0; i < 6 && !st; i++)
+        st = lnk_config_set(c, key[i], v[i]);
+    return st ? st : lnk_config_finalize(c);
+}
+
+#endif
