@@ -41,7 +41,7 @@ LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
-        test-mpi run-tests-mpi bench-mpi \
+        test-mpi bench-mpi \
         results study-grad study-geometry study-hessian study-multi30k
 all: $(LIB) $(BIN) $(STUDY_BIN)
 
