@@ -363,26 +363,10 @@ int main(int argc, char **argv)
     csv_close(&fd, &base, extra2, start, t0);
 
     /* gnuplot script for the two densities on a log axis */
-    char gp[1100];
-    snprintf(gp, sizeof gp, "%s/density.gp", o.out);
-    lnk_afile ag;
-    CK(lnk_afile_open(&ag, gp));
-    fprintf(ag.f,
-            "# gnuplot script: the Post-LN and Pre-LN Hessian spectral densities (SLQ)\n"
-            "set terminal pngcairo size 900,560 noenhanced\n"
-            "set output 'density.png'\n"
-            "set datafile separator ','\n"
-            "set logscale y\nset yrange [1e-6:*]\nset format y '%%.0e'\n"
-            "set xlabel 'eigenvalue'\nset ylabel 'density (log scale)'\n"
-            "set title 'Hessian spectral density at initialisation (lm, d=%d, L=%d, %d seeds, "
-            "SLQ %dx%d, sigma=%.3g)'\n"
-            "set key top right\n"
-            "plot 'density.csv' every ::1 using (strcol(1) eq 'post' ? $2 : 1/0):3 with lines "
-            "lw 2 title 'Post-LN', \\\n"
-            "     'density.csv' every ::1 using (strcol(1) eq 'pre' ? $2 : 1/0):3 with lines "
-            "lw 2 title 'Pre-LN'\n",
-            o.d, o.L, S, o.runs, o.steps, sigma);
-    CK(lnk_afile_commit(&ag));
+    char title[256];
+    snprintf(title, sizeof title, "Hessian spectral density at initialisation (lm, d=%d, L=%d, "
+             "%d seeds, SLQ %dx%d, sigma=%.3g)", o.d, o.L, S, o.runs, o.steps, sigma);
+    study_density_gp(o.out, title);
 
     /* summary table */
     char md[1100];

@@ -852,24 +852,11 @@ static void write_gp(const opts_t *o, double sigma)
     char gp[1100];
     lnk_afile ag;
     if (o->do_spec) {
-        snprintf(gp, sizeof gp, "%s/density.gp", o->out);
-        CK(lnk_afile_open(&ag, gp));
-        fprintf(ag.f,
-                "# gnuplot script: the Post-LN and Pre-LN Hessian spectral densities (SLQ)\n"
-                "set terminal pngcairo size 900,560 noenhanced\n"
-                "set output 'density.png'\n"
-                "set datafile separator ','\n"
-                "set logscale y\nset yrange [1e-6:*]\nset format y '%%.0e'\n"
-                "set xlabel 'eigenvalue'\nset ylabel 'density (log scale)'\n"
-                "set title 'Hessian spectral density at init, Multi30k seq2seq %d-%d, d=%d, "
-                "%d seeds, SLQ %dx%d, sigma=%.3g'\n"
-                "set key top right\n"
-                "plot 'density.csv' every ::1 using (strcol(1) eq 'post' ? $2 : 1/0):3 with "
-                "lines lw 2 title 'Post-LN', \\\n"
-                "     'density.csv' every ::1 using (strcol(1) eq 'pre' ? $2 : 1/0):3 with "
-                "lines lw 2 title 'Pre-LN'\n",
-                o->L, o->L, o->d, o->seeds, o->runs, o->steps, sigma);
-        CK(lnk_afile_commit(&ag));
+        char title[256];
+        snprintf(title, sizeof title, "Hessian spectral density at init, Multi30k seq2seq "
+                 "%d-%d, d=%d, %d seeds, SLQ %dx%d, sigma=%.3g", o->L, o->L, o->d, o->seeds,
+                 o->runs, o->steps, sigma);
+        study_density_gp(o->out, title);
     }
     if (o->do_grad) {
         /* Figure 3: seed means with their sd as error bars */

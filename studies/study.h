@@ -463,4 +463,31 @@ static inline void csv_close(out_csv *o, const lnk_config *c, const char *extra,
     CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
 }
 
+/* DIR/density.gp: gnuplot script plotting density.csv (columns norm_pos,
+ * t, phi) of Post-LN and Pre-LN on a log axis into density.png. */
+static inline void study_density_gp(const char *dir, const char *title)
+{
+    char gp[1100];
+    snprintf(gp, sizeof gp, "%s/density.gp", dir);
+    lnk_afile ag;
+    CK(lnk_afile_open(&ag, gp));
+    study_track(&ag);
+    fprintf(ag.f,
+            "# gnuplot script: the Post-LN and Pre-LN Hessian spectral densities (SLQ)\n"
+            "set terminal pngcairo size 900,560 noenhanced\n"
+            "set output 'density.png'\n"
+            "set datafile separator ','\n"
+            "set logscale y\nset yrange [1e-6:*]\nset format y '%%.0e'\n"
+            "set xlabel 'eigenvalue'\nset ylabel 'density (log scale)'\n"
+            "set title '%s'\n"
+            "set key top right\n"
+            "plot 'density.csv' every ::1 using (strcol(1) eq 'post' ? $2 : 1/0):3 with lines "
+            "lw 2 title 'Post-LN', \\\n"
+            "     'density.csv' every ::1 using (strcol(1) eq 'pre' ? $2 : 1/0):3 with lines "
+            "lw 2 title 'Pre-LN'\n",
+            title);
+    study_untrack(&ag);
+    CK(lnk_afile_commit(&ag));
+}
+
 #endif
