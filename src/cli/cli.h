@@ -74,6 +74,14 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, con
  * shards) and the batch's scored-token count.  cli_open allocates no
  * workspace then. */
 void cli_shard(cli_session *s, lnk_batch **own, int *n_own, size_t *n_total);
+/* Rows per chunk of a file of B rows: chunk_rows if set, else the whole file
+ * in one process, or 4 P pieces with several ranks (so that the
+ * token-balanced shards can be even). */
+int cli_chunk_rows(int B, int chunk_rows);
+/* Keep this rank's shard of chunks[0..n) (lnk_shard_chunks): the others are
+ * freed, its own moved to the front; returns their count, *first_own (may
+ * be NULL) their first index in the data set.  Collective. */
+int cli_keep_shard(const lnk_model *m, lnk_batch *chunks, int n, int *first_own);
 void cli_close(cli_session *s);
 /* Report an unknown option / missing argument from getopt_long and exit 2. */
 _Noreturn void cli_bad_option(const char *cmd, int c, char **argv);

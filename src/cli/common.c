@@ -189,13 +189,37 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, con
         cli_die_lib();
 }
 
-void cli_shard(cli_session *s, lnk_batch **own, int *n_own, size_t *n_total)
+int cli_chunk_rows(int B, int chunk_rows)
+{
+    int P = lnk_comm_size();
+    if (chunk_rows)
+        return chunk_rows;
+    return P > 1 ? (B + 4 * P - 1) / (4 * P) : B;
+}
+
+int cli_keep_shard(const lnk_model *m, lnk_batch *chunks, int n, int *first_own)
 {
     int P = lnk_comm_size(), me = lnk_comm_rank();
-    int per = (s->b.B + 4 * P - 1) / (4 * P), n = (s->b.B + per - 1) / per;
-    lnk_batch *ch = calloc((size_t)n, sizeof *ch);
     int *first = malloc(sizeof(int) * ((size_t)P + 1));
-    if (!ch || !first)
+    if (!first)
+        cli_die("out of memory");
+    cli_check(lnk_shard_chunks(m, chunks, n, P, first));
+    int n_own = first[me + 1] - first[me];
+    for (int c = 0; c < n; c++)
+        if (c < first[me] || c >= first[me + 1])
+            lnk_batch_free(&chunks[c]);
+    memmove(chunks, chunks + first[me], sizeof *chunks * (size_t)n_own);
+    if (first_own)
+        *first_own = first[me];
+    free(first);
+    return n_own;
+}
+
+void cli_shard(cli_session *s, lnk_batch **own, int *n_own, size_t *n_total)
+{
+    int per = cli_chunk_rows(s->b.B, 0), n = (s->b.B + per - 1) / per;
+    lnk_batch *ch = calloc((size_t)n, sizeof *ch);
+    if (!ch)
         cli_die("out of memory");
     *n_total = 0;
     for (int c = 0; c < n; c++) {
@@ -203,14 +227,8 @@ void cli_shard(cli_session *s, lnk_batch **own, int *n_own, size_t *n_total)
         cli_check(lnk_batch_slice(&s->b, c * per, r1, &ch[c]));
         *n_total += lnk_batch_n_scored(s->m, &ch[c]);
     }
-    cli_check(lnk_shard_chunks(s->m, ch, n, P, first));
-    *n_own = first[me + 1] - first[me];
-    for (int c = 0; c < n; c++)
-        if (c < first[me] || c >= first[me + 1])
-            lnk_batch_free(&ch[c]);
-    memmove(ch, ch + first[me], sizeof *ch * (size_t)*n_own);
+    *n_own = cli_keep_shard(s->m, ch, n, NULL);
     *own = ch;
-    free(first);
 }
 
 void cli_close(cli_session *s)

@@ -59,7 +59,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
         cli_die("--weights FILE is required");
     if (!o->n_batch)
         cli_die("--batch FILE is required (repeat it for several files)");
-    int P = lnk_comm_size(), me = lnk_comm_rank();
+    int P = lnk_comm_size();
     cli_make_config(&o->mo, &s->c);
     s->m = lnk_model_alloc(&s->c);
     if (!s->m)
@@ -71,24 +71,17 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     lnk_batch *files = calloc((size_t)o->n_batch, sizeof *files);
     if (!files)
         cli_die("out of memory");
-    /* Rows per chunk: the flag, else whole files; with several ranks and no
-     * flag, each file is cut into 4 P pieces so that the token-balanced
-     * shards can be even. */
     int total = 0;
     for (int i = 0; i < o->n_batch; i++) {
         cli_check(lnk_batch_load(o->batch[i], s->m, &files[i]));
-        int per = o->chunk_rows ? o->chunk_rows : files[i].B;
-        if (!o->chunk_rows && P > 1)
-            per = (files[i].B + 4 * P - 1) / (4 * P);
+        int per = cli_chunk_rows(files[i].B, o->chunk_rows);
         total += (files[i].B + per - 1) / per;
     }
     s->chunks = calloc((size_t)total, sizeof *s->chunks);
     if (!s->chunks)
         cli_die("out of memory");
     for (int i = 0; i < o->n_batch; i++) {
-        int per = o->chunk_rows ? o->chunk_rows : files[i].B;
-        if (!o->chunk_rows && P > 1)
-            per = (files[i].B + 4 * P - 1) / (4 * P);
+        int per = cli_chunk_rows(files[i].B, o->chunk_rows);
         for (int r = 0; r < files[i].B; r += per) {
             int r1 = r + per < files[i].B ? r + per : files[i].B;
             cli_check(lnk_batch_slice(&files[i], r, r1, &s->chunks[s->n_chunks++]));
@@ -98,18 +91,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     free(files);
     for (int c = 0; c < s->n_chunks; c++)
         s->n_scored += lnk_batch_n_scored(s->m, &s->chunks[c]);
-    /* This rank's shard: keep its chunks, free the others. */
-    int *first = malloc(sizeof(int) * ((size_t)P + 1));
-    if (!first)
-        cli_die("out of memory");
-    cli_check(lnk_shard_chunks(s->m, s->chunks, s->n_chunks, P, first));
-    s->first_own = first[me];
-    s->n_own = first[me + 1] - first[me];
-    for (int c = 0; c < s->n_chunks; c++)
-        if (c < first[me] || c >= first[me + 1])
-            lnk_batch_free(&s->chunks[c]);
-    memmove(s->chunks, s->chunks + first[me], sizeof *s->chunks * (size_t)s->n_own);
-    free(first);
+    s->n_own = cli_keep_shard(s->m, s->chunks, s->n_chunks, &s->first_own);
     s->h = lnk_hessian_alloc_shard(s->m, s->theta, s->chunks, s->n_own, s->n_scored, o->block);
     if (!s->h)
         cli_die_lib();
