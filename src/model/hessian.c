@@ -121,21 +121,26 @@ static lnk_workspace *ws_for(const lnk_model *m, const lnk_batch *chunks, int n,
     return lnk_workspace_alloc(m, B, S, T, flags);
 }
 
-/* Check the chunks and compute their weights N_c / N. */
-static int weights(const lnk_model *m, const lnk_batch *chunks, int n, double *w, size_t *total)
+/* Check the chunks and compute their weights N_c / N.  N is their own
+ * total, or given (n_given > 0) when they are one rank's shard of a larger
+ * data set (a shard may be empty). */
+static int weights(const lnk_model *m, const lnk_batch *chunks, int n, double *w, size_t *total,
+                   size_t n_given)
 {
-    if (n < 1)
+    if (n < 1 && !n_given)
         return lnk_error(LNK_EINVAL, "data set: no chunks");
     size_t N = 0;
     for (int c = 0; c < n; c++) {
         int st = lnk_batch_check(m, &chunks[c]);
         if (st)
-            return n > 1 ? chunk_error(st, c) : st;
+            return n > 1 || n_given ? chunk_error(st, c) : st;
         size_t nc = lnk_batch_n_scored(m, &chunks[c]);
         if (w)
             w[c] = (double)nc;
         N += nc;
     }
+    if (n_given)
+        N = n_given;
     if (w)
         for (int c = 0; c < n; c++)
             w[c] /= (double)N;
@@ -208,6 +213,38 @@ static int apply(void *ctx, const double *x, double *y)
     return st;
 }
 
+/* What lnk_hessian_alloc and lnk_hessian_alloc_shard share: weights (over
+ * n_total tokens, 0: the chunks' own), block, checks, workspace, buffers. */
+static int init(lnk_hessian *h, const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                int n_chunks, const char *patterns, size_t n_total)
+{
+    h->m = m;
+    h->theta = theta;
+    h->chunks = chunks;
+    h->n_chunks = n_chunks;
+    size_t np = lnk_model_n_params(m);
+    h->weight = malloc(sizeof(double) * (size_t)(n_chunks > 0 ? n_chunks : 1));
+    if (!h->weight)
+        return lnk_error(LNK_ENOMEM, "out of memory");
+    int st = weights(m, chunks, n_chunks, h->weight, NULL, n_total);
+    if (!st)
+        st = lnk_block_select(m, patterns, &h->block);
+    if (!st)
+        st = lnk_params_check_finite(m, theta, "parameters");
+    if (st)
+        return st;
+    h->full = h->block.n == np;
+    h->ws = n_chunks ? ws_for(m, chunks, n_chunks, LNK_WS_HVP) : NULL;
+    if (n_chunks && !h->ws)
+        return LNK_ENOMEM; /* the workspace's message */
+    h->v = malloc(sizeof(double) * np);
+    h->hv = malloc(sizeof(double) * np);
+    h->acc = malloc(sizeof(double) * np);
+    if (!h->v || !h->hv || !h->acc)
+        return lnk_error(LNK_ENOMEM, "out of memory for the Hessian operator (%zu parameters)", np);
+    return LNK_OK;
+}
+
 lnk_hessian *lnk_hessian_alloc(const lnk_model *m, const double *theta, const lnk_batch *chunks,
                                int n_chunks, const char *patterns)
 {
@@ -216,28 +253,7 @@ lnk_hessian *lnk_hessian_alloc(const lnk_model *m, const double *theta, const ln
         lnk_error(LNK_ENOMEM, "out of memory");
         return NULL;
     }
-    h->m = m;
-    h->theta = theta;
-    h->chunks = chunks;
-    h->n_chunks = n_chunks;
-    size_t np = lnk_model_n_params(m);
-    h->weight = malloc(sizeof(double) * (size_t)(n_chunks > 0 ? n_chunks : 1));
-    if (!h->weight || weights(m, chunks, n_chunks, h->weight, NULL) != LNK_OK ||
-        lnk_block_select(m, patterns, &h->block) != LNK_OK ||
-        lnk_params_check_finite(m, theta, "parameters") != LNK_OK) {
-        if (!h->weight)
-            lnk_error(LNK_ENOMEM, "out of memory");
-        lnk_hessian_free(h);
-        return NULL;
-    }
-    h->full = h->block.n == np;
-    h->ws = ws_for(m, chunks, n_chunks, LNK_WS_HVP);
-    h->v = malloc(sizeof(double) * np);
-    h->hv = malloc(sizeof(double) * np);
-    h->acc = malloc(sizeof(double) * np);
-    if (!h->ws || !h->v || !h->hv || !h->acc) {
-        if (h->ws)
-            lnk_error(LNK_ENOMEM, "out of memory for the Hessian operator (%zu parameters)", np);
+    if (init(h, m, theta, chunks, n_chunks, patterns, 0) != LNK_OK) {
         lnk_hessian_free(h);
         return NULL;
     }
@@ -301,7 +317,7 @@ int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *c
     double *w = malloc(sizeof(double) * (size_t)(n_chunks > 0 ? n_chunks : 1));
     if (!w)
         return lnk_error(LNK_ENOMEM, "out of memory");
-    int st = weights(m, chunks, n_chunks, w, &N);
+    int st = weights(m, chunks, n_chunks, w, &N, 0);
     lnk_workspace *ws = st ? NULL : ws_for(m, chunks, n_chunks, 0);
     double *g = grad ? malloc(sizeof(double) * np) : NULL;
     if (!st && (!ws || (grad && !g)))
@@ -374,7 +390,6 @@ lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
     int P = lnk_comm_size(), me = lnk_comm_rank();
     if (P == 1)
         return lnk_hessian_alloc(m, theta, chunks, n_chunks, patterns);
-    size_t np = lnk_model_n_params(m);
     lnk_hessian *h = calloc(1, sizeof *h);
     int st = h ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory");
     if (!st && lnk_comm_fault("load"))
@@ -382,45 +397,24 @@ lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
                        n_chunks);
     if (!st && n_total == 0)
         st = lnk_error(LNK_EINVAL, "data set: no scored tokens");
+    if (!st)
+        st = init(h, m, theta, chunks, n_chunks, patterns, n_total);
     if (!st) {
-        h->m = m, h->theta = theta, h->chunks = chunks, h->n_chunks = n_chunks;
         h->dist = 1;
-        h->weight = malloc(sizeof(double) * (size_t)(n_chunks > 0 ? n_chunks : 1));
         h->count = malloc(sizeof(size_t) * 2 * (size_t)P);
-        if (!h->weight || !h->count)
-            st = lnk_error(LNK_ENOMEM, "out of memory");
+        h->xb = malloc(sizeof(double) * h->block.n);
+        h->yb = malloc(sizeof(double) * h->block.n);
+        if (!h->count || !h->xb || !h->yb)
+            st = lnk_error(LNK_ENOMEM, "out of memory for the Hessian operator (%zu parameters)",
+                           lnk_model_n_params(m));
     }
-    for (int c = 0; c < n_chunks && !st; c++) {
-        st = lnk_batch_check(m, &chunks[c]);
-        if (st)
-            st = chunk_error(st, c);
-        else
-            h->weight[c] = (double)lnk_batch_n_scored(m, &chunks[c]) / (double)n_total;
-    }
-    if (!st)
-        st = lnk_block_select(m, patterns, &h->block);
-    if (!st)
-        st = lnk_params_check_finite(m, theta, "parameters");
     if (!st) {
-        h->full = h->block.n == np;
         h->displ = h->count + P;
         lnk_comm_split(h->block.n, P, h->count, h->displ);
         if (h->count[P - 1] == 0)
             st = lnk_error(LNK_EINVAL, "block of %zu parameters over %d ranks: fewer than one "
                            "per rank", h->block.n, P);
-    }
-    if (!st) {
         h->group = (lnk_group){me, P, h->block.n, h->displ[me], comm_sum, NULL};
-        h->ws = n_chunks ? ws_for(m, chunks, n_chunks, LNK_WS_HVP) : NULL;
-        h->v = malloc(sizeof(double) * np);
-        h->hv = malloc(sizeof(double) * np);
-        h->acc = malloc(sizeof(double) * np);
-        h->xb = malloc(sizeof(double) * h->block.n);
-        h->yb = malloc(sizeof(double) * h->block.n);
-        if ((n_chunks && !h->ws) || !h->v || !h->hv || !h->acc || !h->xb || !h->yb)
-            st = (n_chunks && !h->ws) ? LNK_ENOMEM
-                 : lnk_error(LNK_ENOMEM, "out of memory for the Hessian operator (%zu "
-                             "parameters)", np);
     }
     st = lnk_comm_agree(st);
     if (st) {
