@@ -310,24 +310,28 @@ size_t lnk_hessian_workspace_bytes(const lnk_hessian *h)
     return lnk_workspace_bytes(h->ws) + 3 * sizeof(double) * lnk_model_n_params(h->m);
 }
 
-int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *chunks,
-                     int n_chunks, double *loss, double *grad, size_t *n_scored)
+/* Sum over the chunks of (N_c / N) (L_c, grad_c), N their own token total or
+ * n_given (a shard; it may hold no chunk, then the sums are 0). */
+static int eval_chunks(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                       int n_chunks, size_t n_given, double *loss, double *grad, size_t *n_scored)
 {
     size_t np = lnk_model_n_params(m), N;
     double *w = malloc(sizeof(double) * (size_t)(n_chunks > 0 ? n_chunks : 1));
     if (!w)
         return lnk_error(LNK_ENOMEM, "out of memory");
-    int st = weights(m, chunks, n_chunks, w, &N, 0);
-    lnk_workspace *ws = st ? NULL : ws_for(m, chunks, n_chunks, 0);
+    int st = weights(m, chunks, n_chunks, w, &N, n_given);
+    lnk_workspace *ws = st || !n_chunks ? NULL : ws_for(m, chunks, n_chunks, 0);
     double *g = grad ? malloc(sizeof(double) * np) : NULL;
-    if (!st && (!ws || (grad && !g)))
-        st = ws ? lnk_error(LNK_ENOMEM, "out of memory") : LNK_ENOMEM;
+    if (!st && ((n_chunks && !ws) || (grad && !g)))
+        st = (n_chunks && !ws) ? LNK_ENOMEM : lnk_error(LNK_ENOMEM, "out of memory");
     double L = 0;
+    if (!st && grad && !n_chunks)
+        memset(grad, 0, sizeof(double) * np);
     for (int c = 0; c < n_chunks && !st; c++) {
         double Lc;
         st = lnk_model_eval(ws, theta, &chunks[c], &Lc, g, NULL);
         if (st) {
-            st = n_chunks > 1 ? chunk_error(st, c) : st;
+            st = n_chunks > 1 || n_given ? chunk_error(st, c) : st;
             break;
         }
         L += w[c] * Lc;
@@ -345,6 +349,12 @@ int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *c
     free(w);
     lnk_workspace_free(ws);
     return st;
+}
+
+int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                     int n_chunks, double *loss, double *grad, size_t *n_scored)
+{
+    return eval_chunks(m, theta, chunks, n_chunks, 0, loss, grad, n_scored);
 }
 
 /* ======================================================== data parallel */
@@ -434,29 +444,9 @@ int lnk_dataset_eval_shard(const lnk_model *m, const double *theta, const lnk_ba
     if (!st && lnk_comm_fault("load"))
         st = lnk_error(LNK_EIO, "cannot load its shard of %d chunk(s) (simulated by LNK_FAULT)",
                        n_chunks);
-    lnk_workspace *ws = (!st && n_chunks) ? ws_for(m, chunks, n_chunks, 0) : NULL;
-    double *g = malloc(sizeof(double) * np);
-    if (!st && ((n_chunks && !ws) || !g))
-        st = (n_chunks && !ws) ? LNK_ENOMEM : lnk_error(LNK_ENOMEM, "out of memory");
     double L = 0;
     if (!st)
-        memset(grad, 0, sizeof(double) * np);
-    for (int c = 0; c < n_chunks && !st; c++) {
-        double Lc;
-        st = lnk_batch_check(m, &chunks[c]);
-        if (!st)
-            st = lnk_model_eval(ws, theta, &chunks[c], &Lc, g, NULL);
-        if (st) {
-            st = chunk_error(st, c);
-            break;
-        }
-        double w = (double)lnk_batch_n_scored(m, &chunks[c]) / (double)n_total;
-        L += w * Lc;
-        for (size_t i = 0; i < np; i++)
-            grad[i] += w * g[i];
-    }
-    free(g);
-    lnk_workspace_free(ws);
+        st = eval_chunks(m, theta, chunks, n_chunks, n_total, &L, grad, NULL);
     st = lnk_comm_agree(st);
     if (!st)
         st = lnk_comm_sum(&L, 1);
