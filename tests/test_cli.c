@@ -136,7 +136,9 @@ static void test_bad_input(void **s)
         {"init --d 30 --h 4 -o OUT", "multiple of h"},
         {"init --d -4 -o OUT", "--d"},
         {"init --norm layer -o OUT", "norm"},
-        {"init --label-smoothing 1 -o OUT", "label_smoothing"},
+        {"init --label-smoothing 1 -o OUT", "--label-smoothing"},
+        {"init --norm-pos mid -o OUT", "--norm-pos: expected one of post, pre, got 'mid'"},
+        {"init --L 1000000 -o OUT", "key 'L': 1000000"},
         {"init --frobnicate 3 -o OUT", "unknown option '--frobnicate'"},
         {"init -o", "needs a value"},
         {"init --config /nonexistent/c.json -o OUT", "/nonexistent/c.json"},
@@ -148,7 +150,7 @@ static void test_bad_input(void **s)
         {"eval --config CFG --weights /nonexistent.st --batch BATCH", "/nonexistent.st"},
         {"eval --config CFG --weights TRUNC --batch BATCH", "trunc.safetensors"},
         {"eval --config CFG --weights NANW --batch BATCH", "finite"},
-        {"eval --config CFG --weights W --batch BATCH --V-tgt 20", "n_params"},
+        {"eval --config CFG --weights W --batch BATCH --V-tgt 20", "'tgt_emb' has shape [40, 16]"},
         {"eval --weights W --batch BATCH --d 8 --h 2 --L 2 --V 40", "shape"},
         {"eval --config CFG --weights W --batch W", "tensor 'tgt' is missing"},
         {"eval --config CFG --weights W", "--batch"},
@@ -196,6 +198,47 @@ static void test_bad_input(void **s)
     }
 }
 
+/* The configuration contract from the command line (docs/MODEL.md §8): keys
+ * that do not apply are ignored, flags override a saved config and its
+ * derived keys follow them. */
+static void test_config_contract(void **s)
+{
+    (void)s;
+    char dir[600], *out;
+    snprintf(dir, sizeof dir, "%s/contract", tu_tmpdir());
+    mkdir(dir, 0777);
+    const char *L = tu_lnkit();
+    /* the issue's config initialises and evaluates */
+    int st = tu_run(&out, "cd '%s' && printf '%%s' '{\"task\":\"lm\",\"L_enc\":0,\"V_src\":0,"
+                    "\"n_classes\":0}' > i.json && '%s' init --config i.json -o i.safetensors && "
+                    "'%s' batch --synthetic --config i.json -o ib.safetensors && '%s' eval --config "
+                    "i.json --weights i.safetensors --batch ib.safetensors",
+                    dir, L, L, L);
+    if (st != 0 || !strstr(out, "\nloss,,"))
+        fail_msg("issue config: exit %d: %s", st, out);
+    free(out);
+    /* --L 12 on a saved 6-layer config builds what --L 12 alone builds, files
+     * byte for byte (the saved L_enc/L_dec 6 follow L); so does --norm-pos post
+     * on a saved Pre-LN config */
+    st = tu_run(&out, "cd '%s' && '%s' init --L 6 --norm-pos pre -o s6.safetensors && "
+                "'%s' init --config s6.json --L 12 -o s12.safetensors && "
+                "'%s' init --L 12 --norm-pos pre -o f12.safetensors && cmp s12.json f12.json && "
+                "cmp s12.safetensors f12.safetensors && grep -q '\"L_dec\": 12' s12.json && "
+                "'%s' init --config s6.json --norm-pos post -o p6.safetensors && "
+                "'%s' init --L 6 -o f6.safetensors && cmp p6.json f6.json && "
+                "cmp p6.safetensors f6.safetensors",
+                dir, L, L, L, L, L);
+    if (st != 0)
+        fail_msg("saved config + flags: exit %d: %s", st, out);
+    free(out);
+    /* a saved config whose keys were edited: the message names the key */
+    st = tu_run(&out, "cd '%s' && sed 's/\"d\": 16/\"d\": 32/' s6.json > e.json && "
+                "'%s' init --config e.json -o e.safetensors", dir, L);
+    if (st != 2 || !strstr(out, "e.json: key 'n_params'") || !strstr(out, "remove 'n_params'"))
+        fail_msg("edited config: exit %d: %s", st, out);
+    free(out);
+}
+
 static void test_help(void **s)
 {
     (void)s;
@@ -217,6 +260,7 @@ int main(void)
         cmocka_unit_test(test_eval_matches_library),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_help),
+        cmocka_unit_test(test_config_contract),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
-/* Configuration: SPEC §8 defaults, JSON files, flags, checks, round trip. */
+/* Configuration: docs/MODEL.md §8 defaults, JSON files, flags, checks, round trip,
+ * task-dependent keys, derived keys of saved files, size limits. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -39,6 +40,27 @@ static void assert_config_equal(const lnk_config *a, const lnk_config *b)
     assert_true(a->eps == b->eps);  /* bit-exact after the text round trip */
     assert_int_equal(a->tie_output, b->tie_output);
     assert_true(a->label_smoothing == b->label_smoothing);
+}
+
+/* "[\"t0\", \"t1\", ...]": a param_order of n names (malloc'd). */
+static char *order_json(int n)
+{
+    char *s = malloc(16 + (size_t)n * 16), *p = s;
+    p += sprintf(p, "[");
+    for (int i = 0; i < n; i++)
+        p += sprintf(p, "%s\"t%d\"", i ? ", " : "", i);
+    sprintf(p, "]");
+    return s;
+}
+
+/* The parameter and tensor counts of the finalized config made from kv strings. */
+static void counts_of(const char *kv, long long *np, int *nt)
+{
+    lnk_config c = tu_config(kv, NULL);
+    double p, t;
+    lnk_config_size(&c, &p, &t);
+    *np = (long long)p;
+    *nt = (int)t;
 }
 
 /* ---------------------------------------------------------------- defaults */
@@ -107,8 +129,10 @@ static void test_derived(void **state)
     assert_int_equal(c.n_classes, 20);
     assert_int_equal(c.tie_output, 1);
 
-    /* keys that do not apply are accepted and ignored (still range-checked) */
+    /* keys that do not apply are accepted and ignored */
     c = tu_config("task=lm", "V_src=7", "L_enc=9", "n_classes=3", NULL);
+    assert_int_equal(c.task, LNK_TASK_LM);
+    c = tu_config("task=lm", "V_src=0", "L_enc=abc", "n_classes=-1", NULL);
     assert_int_equal(c.task, LNK_TASK_LM);
 
     /* finalize twice is harmless */
@@ -162,23 +186,31 @@ static void test_round_trip(void **state)
     (void)state;
     lnk_config a = unusual_config();
     assert_true(a.seed == 9007199254740993ULL);  /* 2^53 + 1: not a double */
-    const char *names[] = {"tgt_emb", "dec.0.attn.wq", "out.w"};
+    /* n_params and param_order as the model has them (loading checks their counts) */
+    lnk_model *m = lnk_model_alloc(&a);
+    assert_non_null(m);
+    const lnk_layout *lay = lnk_model_layout(m);
+    const char **names = malloc(sizeof(char *) * (size_t)lay->n_tensors);
+    for (int i = 0; i < lay->n_tensors; i++)
+        names[i] = lay->t[i].name;
+    const int nn = lay->n_tensors;
+    const size_t np = lay->n_params;
     const char *path = tu_path("rt.json");
-    assert_int_equal(lnk_config_save_json(&a, path, 1234, names, 3), LNK_OK);
+    assert_int_equal(lnk_config_save_json(&a, path, np, names, nn), LNK_OK);
 
     lnk_config b;
     lnk_config_default(&b);
     assert_int_equal(lnk_config_load_json(&b, path), LNK_OK);
     assert_int_equal(lnk_config_finalize(&b), LNK_OK);
     assert_config_equal(&a, &b);
-    assert_true(b.file_n_params == 1234);
-    assert_int_equal(b.file_n_param_order, 3);
-    for (int i = 0; i < 3; i++)
+    assert_true(b.file_n_params == (long long)np);
+    assert_int_equal(b.file_n_param_order, nn);
+    for (int i = 0; i < nn; i++)
         assert_string_equal(b.file_param_order[i], names[i]);
 
     /* the file is what lnk_config_to_json gives, keys in SPEC order, enums by name */
     char *file = tu_read_file(path, NULL);
-    char *text = lnk_config_to_json(&a, 1234, names, 3);
+    char *text = lnk_config_to_json(&a, np, names, nn);
     assert_non_null(file);
     assert_non_null(text);
     assert_string_equal(file, text);
@@ -188,7 +220,7 @@ static void test_round_trip(void **state)
                            "\"V_src\": 90", "\"V_tgt\": 80", "\"n_classes\": 7",
                            "\"init\": \"theorem\"", "\"seed\": 9007199254740993", "\"eps\":",
                            "\"tie_output\": true", "\"label_smoothing\": 0.1",
-                           "\"n_params\": 1234", "\"param_order\": ["};
+                           "\"n_params\": ", "\"param_order\": ["};
     const char *prev = file;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         const char *p = strstr(file, order[i]);
@@ -199,6 +231,8 @@ static void test_round_trip(void **state)
     assert_non_null(strstr(file, "\n  \"d\": 24,\n"));  /* indented by 2 */
     free(file);
     free(text);
+    free(names);
+    lnk_model_free(m);
     lnk_config_clear(&b);
     assert_null(b.file_param_order);
 
@@ -311,7 +345,7 @@ static void test_bad_json(void **state)
         {"{\"L_dec\": -1}", LNK_EINVAL, {"key 'L_dec'", ">= 1"}},
         {"{\"V\": 3}", LNK_EINVAL, {"key 'V'", ">= 4"}},
         {"{\"V_tgt\": 2}", LNK_EINVAL, {"key 'V_tgt'", ">= 4"}},
-        {"{\"n_classes\": 0}", LNK_EINVAL, {"key 'n_classes'", ">= 1"}},
+        {"{\"task\": \"cls\", \"n_classes\": 0}", LNK_EINVAL, {"key 'n_classes'", ">= 1"}},
         {"{\"seed\": -1}", LNK_EINVAL, {"key 'seed'", ">= 0"}},
         {"{\"seed\": 1.5}", LNK_EINVAL, {"key 'seed'", "real"}},
         {"{\"eps\": -1}", LNK_EINVAL, {"key 'eps'", ">= 0", "-1"}},
@@ -335,6 +369,8 @@ static void test_bad_json(void **state)
         lnk_config_default(&c);
         lnk_error_clear();
         int st = lnk_config_parse_json(&c, cases[i].json, "bad.json");
+        if (st == LNK_OK) /* task-dependent keys are judged when the task is known */
+            st = lnk_config_finalize(&c);
         if (st != cases[i].status)
             fail_msg("%s: status %d, expected %d (%s)", cases[i].json, st, cases[i].status,
                      lnk_errmsg());
@@ -351,16 +387,21 @@ static void test_failed_parse_leaves_config(void **state)
     (void)state;
     lnk_config c;
     lnk_config_default(&c);
-    assert_int_equal(lnk_config_parse_json(&c, "{\"param_order\": [\"x\"], \"n_params\": 5}", "a"),
-                     LNK_OK);
+    long long np;
+    int nt;
+    counts_of(NULL, &np, &nt);
+    char *order = order_json(nt), js[4096];
+    snprintf(js, sizeof js, "{\"param_order\": %s, \"n_params\": %lld}", order, np);
+    assert_int_equal(lnk_config_parse_json(&c, js, "a"), LNK_OK);
     /* valid keys before the bad one must not be applied */
     assert_int_equal(lnk_config_parse_json(&c, "{\"h\": 4, \"param_order\": [\"y\", \"z\"], \"d\": 0}", "b"),
                      LNK_EINVAL);
     assert_int_equal(c.h, 2);
-    assert_int_equal(c.file_n_param_order, 1);
-    assert_string_equal(c.file_param_order[0], "x");
-    assert_true(c.file_n_params == 5);
+    assert_int_equal(c.file_n_param_order, nt);
+    assert_string_equal(c.file_param_order[0], "t0");
+    assert_true(c.file_n_params == np);
     lnk_config_clear(&c);
+    free(order);
 }
 
 static void test_missing_file(void **state)
@@ -531,7 +572,6 @@ static void test_set_errors(void **state)
         {"d", "99999999999999999999", {"--d", "out of range"}},
         {"d", "3000000000", {"--d", "2147483647"}},
         {"h", "-1", {"--h", ">= 1"}},
-        {"V-src", "3", {"--V-src", ">= 4"}},
         {"seed", "-1", {"--seed", ">= 0"}},
         {"seed", "18446744073709551615", {"--seed", "out of range"}},
         {"eps", "nan", {"--eps", "finite"}},
@@ -545,7 +585,8 @@ static void test_set_errors(void **state)
         {"foo", "1", {"--foo", "unknown", "norm_pos"}},
         {"norm_pos_x", "pre", {"--norm_pos_x", "unknown"}},
         {"n-params", "10", {"--n-params", "read-only"}},
-        {"param_order", "a", {"--param_order", "read-only"}},
+        {"param_order", "a", {"--param-order", "read-only"}},
+        {"norm_pos", "mid", {"--norm-pos: expected one of post, pre, got 'mid'"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         lnk_config c;
@@ -572,17 +613,24 @@ static void test_file_keys_stored(void **state)
     (void)state;
     lnk_config c;
     lnk_config_default(&c);
-    assert_int_equal(lnk_config_parse_json(&c,
-        "{\"d\": 8, \"n_params\": 123, \"param_order\": [\"tgt_emb\", \"out.w\"]}", "f.json"), LNK_OK);
-    assert_true(c.file_n_params == 123);
-    assert_int_equal(c.file_n_param_order, 2);
-    assert_string_equal(c.file_param_order[0], "tgt_emb");
-    assert_string_equal(c.file_param_order[1], "out.w");
+    long long np;
+    int nt;
+    counts_of("d=8", &np, &nt);
+    char *order = order_json(nt), js[4096];
+    snprintf(js, sizeof js, "{\"d\": 8, \"n_params\": %lld, \"param_order\": %s}", np, order);
+    assert_int_equal(lnk_config_parse_json(&c, js, "f.json"), LNK_OK);
+    assert_true(c.file_n_params == np);
+    assert_int_equal(c.file_n_param_order, nt);
+    assert_string_equal(c.file_param_order[0], "t0");
+    assert_string_equal(c.file_param_order[1], "t1");
     /* a second file replaces them (the old list is freed: see check-asan) */
-    assert_int_equal(lnk_config_parse_json(&c, "{\"param_order\": []}", "g.json"), LNK_OK);
-    assert_int_equal(c.file_n_param_order, 0);
-    assert_non_null(c.file_param_order);
-    assert_true(c.file_n_params == 123);
+    order[2] = 'u';
+    snprintf(js, sizeof js, "{\"param_order\": %s}", order);
+    assert_int_equal(lnk_config_parse_json(&c, js, "g.json"), LNK_OK);
+    assert_int_equal(c.file_n_param_order, nt);
+    assert_string_equal(c.file_param_order[0], "u0");
+    assert_true(c.file_n_params == np);
+    free(order);
     assert_int_equal(lnk_config_finalize(&c), LNK_OK);
     assert_int_equal(c.d, 8);
     lnk_config_clear(&c);
@@ -593,7 +641,7 @@ static void test_file_keys_stored(void **state)
 }
 
 /* A config saved with the model's n_params / param_order reloads into the
- * same model; an edited n_params is caught when the model is built. */
+ * same model; an edited n_params is caught when the file is read. */
 static void test_saved_keys_with_model(void **state)
 {
     (void)state;
@@ -629,16 +677,310 @@ static void test_saved_keys_with_model(void **state)
     at[strlen(key) - 1] = at[strlen(key) - 1] == '9' ? '8' : '9';  /* change the last digit */
     lnk_config c;
     lnk_config_default(&c);
-    assert_int_equal(lnk_config_parse_json(&c, text, "edited.json"), LNK_OK);
-    assert_int_equal(lnk_config_finalize(&c), LNK_OK);
-    assert_null(lnk_model_alloc(&c));
-    assert_msg_has(lnk_errmsg(), "n_params", NULL);
+    assert_int_equal(lnk_config_parse_json(&c, text, "edited.json"), LNK_EMISMATCH);
+    assert_msg_has(lnk_errmsg(), "edited.json", "key 'n_params'", "restore", NULL);
     free(text);
 
     lnk_config_clear(&c);
     lnk_config_clear(&b);
     free(names);
     lnk_model_free(m);
+}
+
+
+/* ------------------------------------------- task-dependent keys (issue 12) */
+
+static const char *const task_names_t[] = {"lm", "seq2seq", "cls"};
+
+/* A model can be built from c (finalized) and has the closed-form size. */
+static void assert_model_builds(const lnk_config *c, const char *what)
+{
+    lnk_model *m = lnk_model_alloc(c);
+    if (!m)
+        fail_msg("%s: %s", what, lnk_errmsg());
+    double np, nt;
+    lnk_config_size(c, &np, &nt);
+    assert_true(np == (double)lnk_model_n_params(m));
+    assert_true(nt == (double)lnk_model_layout(m)->n_tensors);
+    lnk_model_free(m);
+}
+
+/* Every task x every key that does not apply to it x JSON values of every
+ * kind: accepted and ignored; as flags too; the model builds. */
+static void test_inapplicable_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *key;
+        int applies[3]; /* lm, seq2seq, cls */
+    } keys[] = {{"L_enc", {0, 1, 1}},
+                {"L_dec", {1, 1, 0}},
+                {"V_src", {0, 1, 1}},
+                {"V_tgt", {1, 1, 0}},
+                {"n_classes", {0, 0, 1}}};
+    static const char *const values[] = {"0", "-1", "3", "1e300", "-2.5", "99999999999999999999",
+                                         "\"abc\"", "\"\"", "null", "true", "false", "[1, 2]",
+                                         "{\"a\": 1}"};
+    int n_cases = 0;
+    for (int t = 0; t < 3; t++)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            if (keys[k].applies[t])
+                continue;
+            for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+                /* the key before and after the task in the object */
+                for (int order = 0; order < 2; order++) {
+                    char js[256], what[300];
+                    if (order == 0)
+                        snprintf(js, sizeof js, "{\"task\": \"%s\", \"%s\": %s}", task_names_t[t],
+                                 keys[k].key, values[v]);
+                    else
+                        snprintf(js, sizeof js, "{\"%s\": %s, \"task\": \"%s\"}", keys[k].key,
+                                 values[v], task_names_t[t]);
+                    snprintf(what, sizeof what, "%s", js);
+                    lnk_config c;
+                    lnk_config_default(&c);
+                    if (lnk_config_parse_json(&c, js, "x.json") != LNK_OK ||
+                        lnk_config_finalize(&c) != LNK_OK)
+                        fail_msg("%s: %s", what, lnk_errmsg());
+                    assert_int_equal(c.task, t);
+                    assert_model_builds(&c, what);
+                    n_cases++;
+                }
+            }
+            /* as flags, the task given before or after the key */
+            static const char *const flag_values[] = {"0", "-1", "abc", "", "1.5"};
+            for (size_t v = 0; v < sizeof flag_values / sizeof flag_values[0]; v++) {
+                lnk_config c;
+                lnk_config_default(&c);
+                assert_int_equal(lnk_config_set(&c, keys[k].key, flag_values[v]), LNK_OK);
+                assert_int_equal(lnk_config_set(&c, "task", task_names_t[t]), LNK_OK);
+                if (lnk_config_finalize(&c) != LNK_OK)
+                    fail_msg("--task %s --%s '%s': %s", task_names_t[t], keys[k].key,
+                             flag_values[v], lnk_errmsg());
+                assert_model_builds(&c, keys[k].key);
+                n_cases++;
+            }
+        }
+    assert_int_equal(n_cases, 6 * (13 * 2 + 5));
+
+    /* the same keys where they apply: checked as before, naming the key */
+    for (int t = 0; t < 3; t++)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            if (!keys[k].applies[t])
+                continue;
+            static const char *const bad[] = {"0", "\"abc\"", "1.5", "true"};
+            for (size_t v = 0; v < sizeof bad / sizeof bad[0]; v++) {
+                char js[256], key[40];
+                snprintf(js, sizeof js, "{\"%s\": %s, \"task\": \"%s\"}", keys[k].key, bad[v],
+                         task_names_t[t]);
+                snprintf(key, sizeof key, "key '%s'", keys[k].key);
+                lnk_config c;
+                lnk_config_default(&c);
+                assert_int_equal(lnk_config_parse_json(&c, js, "y.json"), LNK_OK);
+                lnk_error_clear();
+                if (lnk_config_finalize(&c) != LNK_EINVAL)
+                    fail_msg("%s: accepted", js);
+                assert_msg_has(lnk_errmsg(), "y.json", key, "expected an integer", NULL);
+            }
+            /* a flag that changes the task makes a held value count */
+            lnk_config c;
+            lnk_config_default(&c);
+            assert_int_equal(lnk_config_set(&c, "task", t == 0 ? "cls" : "lm"), LNK_OK);
+            char js[128];
+            snprintf(js, sizeof js, "{\"%s\": 0}", keys[k].key);
+            if (keys[k].applies[t == 0 ? 2 : 0]) /* applies to both: nothing to show */
+                continue;
+            assert_int_equal(lnk_config_parse_json(&c, js, "z.json"), LNK_OK);
+            assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+            assert_int_equal(lnk_config_set(&c, "task", task_names_t[t]), LNK_OK);
+            assert_int_equal(lnk_config_finalize(&c), LNK_EINVAL);
+            assert_msg_has(lnk_errmsg(), "z.json", keys[k].key, NULL);
+            /* a valid value given later replaces the held one */
+            assert_int_equal(lnk_config_set(&c, keys[k].key, "5"), LNK_OK);
+            assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+        }
+
+    /* the case of the issue, and fields set by hand */
+    lnk_config c;
+    lnk_config_default(&c);
+    assert_int_equal(lnk_config_parse_json(&c,
+        "{\"task\":\"lm\",\"L_enc\":0,\"V_src\":0,\"n_classes\":0}", "i.json"), LNK_OK);
+    assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+    assert_model_builds(&c, "issue");
+    lnk_config_default(&c);
+    c.task = LNK_TASK_CLS;
+    c.L_dec = 0;
+    c.V_tgt = -7;
+    assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+    assert_model_builds(&c, "by hand");
+    c.L_enc = 0;
+    assert_int_equal(lnk_config_finalize(&c), LNK_EINVAL);
+    assert_msg_has(lnk_errmsg(), "'L_enc'", NULL);
+}
+
+/* --------------------------------- saved configs: flags re-derive (issue 13) */
+
+/* Save the finalized c as a model's config (with n_params, param_order). */
+static void save_with_model(const lnk_config *c, const char *path)
+{
+    lnk_model *m = lnk_model_alloc(c);
+    if (!m)
+        fail_msg("%s", lnk_errmsg());
+    const lnk_layout *lay = lnk_model_layout(m);
+    const char **names = malloc((size_t)lay->n_tensors * sizeof *names);
+    for (int i = 0; i < lay->n_tensors; i++)
+        names[i] = lay->t[i].name;
+    assert_int_equal(lnk_config_save_json(c, path, lay->n_params, names, lay->n_tensors), LNK_OK);
+    free(names);
+    lnk_model_free(m);
+}
+
+/* load path, then the flags "key=value" (NULL-terminated), finalize. */
+static int load_and_set(lnk_config *c, const char *path, ...)
+{
+    lnk_config_default(c);
+    int st = lnk_config_load_json(c, path);
+    va_list ap;
+    va_start(ap, path);
+    for (const char *kv = va_arg(ap, const char *); st == LNK_OK && kv;
+         kv = va_arg(ap, const char *)) {
+        char key[64];
+        const char *eq = strchr(kv, '=');
+        snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+        st = lnk_config_set(c, key, eq + 1);
+    }
+    va_end(ap);
+    return st == LNK_OK ? lnk_config_finalize(c) : st;
+}
+
+static void test_saved_config_flags(void **state)
+{
+    (void)state;
+    const char *path = tu_path("saved6.json");
+    lnk_config a = tu_config("norm_pos=pre", "L=6", "d=8", "h=2", "V=20", NULL);
+    save_with_model(&a, path);
+    lnk_config c;
+
+    /* --L 12 builds 12 layers although the file says L_dec 6 */
+    assert_int_equal(load_and_set(&c, path, "L=12", NULL), LNK_OK);
+    assert_int_equal(c.L_dec, 12);
+    assert_int_equal(c.L_enc, 12);
+    lnk_config want = tu_config("norm_pos=pre", "L=12", "d=8", "h=2", "V=20", NULL);
+    assert_config_equal(&c, &want);
+    assert_model_builds(&c, "--L 12");
+    lnk_config_clear(&c);
+    /* --d and --V move d_ff, V_tgt (and V_src, n_classes) along */
+    assert_int_equal(load_and_set(&c, path, "d=16", "V=40", NULL), LNK_OK);
+    assert_int_equal(c.d_ff, 64);
+    assert_int_equal(c.V_tgt, 40);
+    assert_int_equal(c.n_classes, 40);
+    assert_model_builds(&c, "--d 16 --V 40");
+    lnk_config_clear(&c);
+    /* --norm-pos post on a saved Pre-LN config: the layout follows the flag */
+    assert_int_equal(load_and_set(&c, path, "norm-pos=post", NULL), LNK_OK);
+    assert_true(c.file_n_params == -1);
+    assert_null(c.file_param_order);
+    want = tu_config("L=6", "d=8", "h=2", "V=20", NULL);
+    assert_config_equal(&c, &want);
+    assert_model_builds(&c, "--norm-pos post");
+    lnk_config_clear(&c);
+    /* no flag: the saved keys stay and are checked by the model */
+    assert_int_equal(load_and_set(&c, path, NULL), LNK_OK);
+    assert_config_equal(&c, &a);
+    assert_true(c.file_n_params >= 0);
+    assert_non_null(c.file_param_order);
+    assert_model_builds(&c, "no flag");
+    lnk_config_clear(&c);
+
+    /* a per-side value that differs from its base is a choice: it stays */
+    const char *p2 = tu_path("s2s.json");
+    lnk_config b = tu_config("task=seq2seq", "L=6", "L_dec=3", "d=8", "h=2", "V_src=30", NULL);
+    save_with_model(&b, p2);
+    assert_int_equal(load_and_set(&c, p2, "L=12", "V=50", NULL), LNK_OK);
+    assert_int_equal(c.L_enc, 12);
+    assert_int_equal(c.L_dec, 3);
+    assert_int_equal(c.V_src, 30);
+    assert_int_equal(c.V_tgt, 50);
+    assert_model_builds(&c, "seq2seq");
+    lnk_config_clear(&c);
+    /* a per-side key without its base in the file is a choice too */
+    const char *p3 = tu_path("dec_only.json");
+    tu_write_file(p3, "{\"L_dec\": 2, \"d_ff\": 64}", 24);
+    assert_int_equal(load_and_set(&c, p3, "L=4", "d=32", NULL), LNK_OK);
+    assert_int_equal(c.L_dec, 2);
+    assert_int_equal(c.d_ff, 64);
+    lnk_config_clear(&c);
+
+    /* a file edited after saving: the message names the read-only key */
+    char *text = tu_read_file(path, NULL);
+    char *at = strstr(text, "\"d\": 8");
+    assert_non_null(at);
+    at[5] = '6'; /* d 6: another shape than n_params says */
+    lnk_config_default(&c);
+    assert_int_equal(lnk_config_parse_json(&c, text, "edited.json"), LNK_EMISMATCH);
+    assert_msg_has(lnk_errmsg(), "edited.json", "'n_params'", "d 6", "remove 'n_params' and "
+                   "'param_order'", NULL);
+    lnk_config_clear(&c);
+    free(text);
+    lnk_config e;
+    lnk_config_default(&e);
+    assert_int_equal(lnk_config_parse_json(&e, "{\"param_order\": [\"tgt_emb\"]}", "po.json"),
+                     LNK_EMISMATCH);
+    assert_msg_has(lnk_errmsg(), "po.json", "'param_order'", "1 tensors", NULL);
+    lnk_config_clear(&e);
+}
+
+/* ---------------------------------------------- size limits (issue 13, item 6) */
+
+static void test_size_limits(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json, *key;
+    } cases[] = {
+        {"{\"L\": 1000000}", "key 'L': 1000000"},
+        {"{\"task\": \"seq2seq\", \"L\": 1, \"L_enc\": 384384}", "key 'L_enc': 384384"},
+        {"{\"task\": \"cls\", \"L_enc\": 70000, \"d\": 2, \"h\": 1, \"d_ff\": 1}", "key 'L_enc'"},
+        {"{\"d\": 100000}", "key 'd': 100000"},
+        {"{\"d\": 64, \"d_ff\": 2000000000}", "key 'd_ff'"},
+        {"{\"V\": 1000000000}", "key 'V': 1000000000"},
+        {"{\"task\": \"cls\", \"n_classes\": 2000000000}", "key 'n_classes'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lnk_config c;
+        lnk_config_default(&c);
+        double t0 = lnk_now();
+        assert_int_equal(lnk_config_parse_json(&c, cases[i].json, "big.json"), LNK_OK);
+        if (lnk_config_finalize(&c) != LNK_EINVAL)
+            fail_msg("%s: accepted", cases[i].json);
+        assert_true(lnk_now() - t0 < 0.5); /* closed form: nothing is built */
+        assert_msg_has(lnk_errmsg(), cases[i].key, "LNK_MAX_PARAMS", NULL);
+    }
+    /* a huge key that does not apply to the task costs nothing */
+    lnk_config c;
+    lnk_config_default(&c);
+    assert_int_equal(lnk_config_parse_json(&c, "{\"task\": \"lm\", \"L_enc\": 384384}", "x"),
+                     LNK_OK);
+    assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+    /* just under the limit is allowed; the closed form is the model's size for
+     * every task x position x norm x tie */
+    for (int t = 0; t < 3; t++)
+        for (int pos = 0; pos < 2; pos++)
+            for (int nm = 0; nm < 3; nm++)
+                for (int tie = 0; tie < 2; tie++) {
+                    char js[256];
+                    snprintf(js, sizeof js,
+                             "{\"task\": \"%s\", \"norm_pos\": \"%s\", \"norm\": \"%s\", "
+                             "\"tie_output\": %s, \"L_enc\": 2, \"L_dec\": 3, \"V_src\": 11, "
+                             "\"V_tgt\": 13, \"n_classes\": %d, \"d_ff\": 7}",
+                             task_names_t[t], pos ? "pre" : "post",
+                             nm == 0 ? "layernorm" : nm == 1 ? "rmsnorm" : "none",
+                             tie ? "true" : "false", tie ? 11 : 5);
+                    lnk_config_default(&c);
+                    assert_int_equal(lnk_config_parse_json(&c, js, "g"), LNK_OK);
+                    assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+                    assert_model_builds(&c, js);
+                }
 }
 
 int main(void)
@@ -659,6 +1001,9 @@ int main(void)
         cmocka_unit_test(test_set_errors),
         cmocka_unit_test(test_file_keys_stored),
         cmocka_unit_test(test_saved_keys_with_model),
+        cmocka_unit_test(test_inapplicable_keys),
+        cmocka_unit_test(test_saved_config_flags),
+        cmocka_unit_test(test_size_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

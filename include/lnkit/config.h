@@ -1,12 +1,33 @@
-/* lnkit: model configuration (SPEC.md section 8).
+/* lnkit: model configuration (docs/MODEL.md section 8).
  *
  * A configuration is built in three steps:
- *   lnk_config_default(&c);                 all keys unset (defaults of SPEC §8)
+ *   lnk_config_default(&c);                 all keys unset (defaults of MODEL.md §8)
  *   lnk_config_load_json(&c, path) and/or lnk_config_set(&c, key, text) for each flag
  *   lnk_config_finalize(&c);                derive defaults (d_ff = 4d, L_enc = L, ...)
- *                                           and check ranges and cross-key rules
+ *                                           and check ranges, cross-key rules and size
  * Keys that depend on others (d_ff, L_enc, L_dec, V_src, V_tgt, n_classes) hold
  * -1 until finalize; after it every field holds its resolved value.
+ *
+ * Semantics (MODEL.md §8 states them for users):
+ *  - Task-dependent keys.  L_enc, V_src apply to seq2seq and cls; L_dec, V_tgt to
+ *    lm and seq2seq; n_classes to cls.  A value of such a key that is not valid
+ *    (wrong type, out of range, any JSON value) is held until finalize, which
+ *    reports it only if the key applies to the final task: a key that does not
+ *    apply is accepted and ignored whatever its value.
+ *  - Derived keys in files.  A file that gives a derived key (d_ff, L_enc, L_dec,
+ *    V_src, V_tgt, n_classes) with the value it would derive from its base key
+ *    given in the same file (d_ff = 4 d, L_enc = L_dec = L, V_src = V_tgt = V,
+ *    n_classes = V_src) records a derived key, not a choice: the key stays unset
+ *    and follows its base, so `--config saved.json --L 12` builds 12 layers on
+ *    every side.  A value that differs from its derivation is kept as set.
+ *  - Read-only keys n_params / param_order describe the configuration the file
+ *    was saved with.  Loading checks their counts against that configuration
+ *    (the file's own keys) and names them if they disagree; lnk_config_set after
+ *    a load drops them (a flag changes the configuration, the layout follows it).
+ *    Otherwise lnk_model_alloc checks them name by name.
+ *  - Size.  finalize refuses a configuration with more than LNK_MAX_PARAMS
+ *    parameters or LNK_MAX_TENSORS tensors, computed in closed form before
+ *    anything is built, naming the key that makes it so large.
  *
  * Errors name the key (and the file), e.g.
  *   "config.json: key 'd': expected an integer >= 2, got \"abc\"".
@@ -48,9 +69,23 @@ typedef struct {
     long long file_n_params;
     char **file_param_order;
     int file_n_param_order;
+    /* Messages for invalid values of the task-dependent keys (L_enc, L_dec,
+     * V_src, V_tgt, n_classes, in that order; "" if none), reported by
+     * finalize only where the key applies to the task. */
+    char side_err[5][256];
 } lnk_config;
 
-/* All keys unset: the defaults of SPEC §8 once finalized. */
+/* Size limits checked by lnk_config_finalize (MODEL.md §8): 2^30 parameters
+ * (8 GiB for each vector of them; a curvature run holds several) and 2^20
+ * tensors (65536 blocks).  Compile-time constants: a build may raise them. */
+#ifndef LNK_MAX_PARAMS
+#define LNK_MAX_PARAMS (1LL << 30)
+#endif
+#ifndef LNK_MAX_TENSORS
+#define LNK_MAX_TENSORS (1L << 20)
+#endif
+
+/* All keys unset: the defaults of MODEL.md §8 once finalized. */
 void lnk_config_default(lnk_config *c);
 
 /* Release memory owned by c (file_param_order). Safe on a defaulted config. */
@@ -69,8 +104,15 @@ int lnk_config_parse_json(lnk_config *c, const char *text, const char *what);
 int lnk_config_set(lnk_config *c, const char *key, const char *value);
 
 /* Derive the dependent defaults and check ranges and cross-key rules
- * (d % h == 0, d even, tie_output with cls needs n_classes == V_src, ...). */
+ * (d % h == 0, d even, tie_output with cls needs n_classes == V_src, ...)
+ * and the size limits. */
 int lnk_config_finalize(lnk_config *c);
+
+/* Parameters and tensors of a finalized configuration's model (MODEL.md §6),
+ * in closed form (no allocation); the same numbers as lnk_model_n_params and
+ * the layout's n_tensors.  As doubles: exact below 2^53, and no overflow for
+ * absurd configurations.  Either pointer may be NULL. */
+void lnk_config_size(const lnk_config *c, double *n_params, double *n_tensors);
 
 /* Write the finalized configuration as JSON (every key, resolved values; plus
  * n_params and param_order when names != NULL). Atomic (temp file + rename). */
@@ -87,7 +129,7 @@ const char *lnk_norm_pos_name(lnk_norm_pos p);
 const char *lnk_norm_type_name(lnk_norm_type n);
 const char *lnk_init_name(lnk_init i);
 
-/* The list of keys (SPEC §8 order) for --help texts; NULL-terminated. */
+/* The list of keys (MODEL.md §8 order) for --help texts; NULL-terminated. */
 extern const char *const lnk_config_keys[];
 
 #ifdef __cplusplus

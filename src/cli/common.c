@@ -64,7 +64,8 @@ long cli_int(const char *opt, const char *s, long min, long max)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < min || v > max)
-        cli_die("--%s: expected an integer in [%ld, %ld], got '%s'", opt, min, max, s);
+        cli_die("%s%s: expected an integer in [%ld, %ld], got '%s'", opt[1] ? "--" : "-", opt,
+                min, max, s);
     return v;
 }
 

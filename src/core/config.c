@@ -1,7 +1,8 @@
-/* Model configuration (SPEC §8): defaults, JSON files, command-line flags,
- * derived keys and checks.  See include/lnkit/config.h.
+/* Model configuration (docs/MODEL.md §8): defaults, JSON files, command-line
+ * flags, derived keys, task-dependent keys, size limits and checks.  See
+ * include/lnkit/config.h for the semantics.
  *
- * Every key goes through one table (keys[]) and one checker (check_value), so
+ * Every key goes through one table (keys[]) and one checker (value_ok), so
  * a JSON value, a flag and a field set by hand obey the same ranges and give
  * the same wording in messages. */
 #include <errno.h>
@@ -68,6 +69,51 @@ const char *const lnk_config_keys[] = {
     "task", "norm_pos", "norm", "qk_norm", "d", "h", "d_ff", "L", "L_enc", "L_dec",
     "V", "V_src", "V_tgt", "n_classes", "init", "seed", "eps", "tie_output",
     "label_smoothing", NULL};
+
+/* The task-dependent keys, in the order of lnk_config.side_err. */
+static const int side_keys[5] = {K_L_ENC, K_L_DEC, K_V_SRC, K_V_TGT, K_N_CLASSES};
+
+/* Index of k in side_keys, or -1. */
+static int side_index(int k)
+{
+    for (int i = 0; i < 5; i++)
+        if (side_keys[i] == k)
+            return i;
+    return -1;
+}
+
+/* Does key k apply to the task?  The encoder keys (L_enc, V_src) to seq2seq
+ * and cls, the decoder keys (L_dec, V_tgt) to lm and seq2seq, n_classes to
+ * cls; every other key to every task. */
+static int applies(lnk_task task, int k)
+{
+    switch (k) {
+    case K_L_ENC:
+    case K_V_SRC: return task != LNK_TASK_LM;
+    case K_L_DEC:
+    case K_V_TGT: return task != LNK_TASK_CLS;
+    case K_N_CLASSES: return task == LNK_TASK_CLS;
+    default: return 1;
+    }
+}
+
+/* An invalid value of a task-dependent key: keep the message (the last
+ * recorded error) for finalize and leave the key unset. */
+static void defer_side(lnk_config *c, int k)
+{
+    int i = side_index(k);
+    if (i < 0)
+        return;
+    snprintf(c->side_err[i], sizeof c->side_err[0], "%s", lnk_errmsg());
+    lnk_error_clear();
+    switch (k) {
+    case K_L_ENC: c->L_enc = -1; break;
+    case K_L_DEC: c->L_dec = -1; break;
+    case K_V_SRC: c->V_src = -1; break;
+    case K_V_TGT: c->V_tgt = -1; break;
+    default: c->n_classes = -1; break;
+    }
+}
 
 /* ------------------------------------------------------------------ names */
 
@@ -211,6 +257,9 @@ static const char *expected_v(int k, int flag, int too_big, char *buf, size_t n)
 /* Store a checked value (or the key's default) into c. */
 static void store(lnk_config *c, int k, const value *v)
 {
+    int side = side_index(k);
+    if (side >= 0)
+        c->side_err[side][0] = '\0'; /* a new value replaces an invalid one */
     if (v->reset) {
         lnk_config def;
         lnk_config_default(&def);
@@ -287,12 +336,19 @@ static const char *key_list(char *buf, size_t n)
 
 /* ------------------------------------------------------------------ JSON */
 
+/* Marks a number too large for jansson, rewritten as a string (load_json). */
+#define BIG_MARK '\x01'
+
 /* "a string \"abc\"", "the integer 3", ... for wrong-type messages. */
 static const char *describe_json(const json_t *j, char *buf, size_t n)
 {
     switch (json_typeof(j)) {
     case JSON_STRING: {
         const char *s = json_string_value(j);
+        if (s[0] == BIG_MARK) { /* a number too large for jansson (load_json) */
+            snprintf(buf, n, "the number %.40s (out of range)", s + 1);
+            break;
+        }
         if (strlen(s) > 40)
             snprintf(buf, n, "a string \"%.40s...\"", s);
         else
@@ -330,7 +386,7 @@ static int json_order(lnk_config *t, const json_t *j, const char *what)
         return lnk_error(LNK_ENOMEM, "%s: key 'param_order': out of memory", what);
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(j, i);
-        if (!json_is_string(e)) {
+        if (!json_is_string(e) || json_string_value(e)[0] == BIG_MARK) {
             char gb[96];
             free_order(names, (int)n);
             return lnk_error(LNK_EINVAL, "%s: key 'param_order': element %zu: expected a string, got %s",
@@ -347,11 +403,15 @@ static int json_order(lnk_config *t, const json_t *j, const char *what)
     return LNK_OK;
 }
 
-/* One key of the file into t (a scratch copy of the caller's config). */
+static int json_value(lnk_config *t, int k, const json_t *j, const char *what);
+
+/* One key of the file into t (a scratch copy of the caller's config); *kk
+ * gets the key's index. */
 static int json_key(lnk_config *t, const char *name, const json_t *j, const char *what,
-                    char **orig_order)
+                    char **orig_order, int *kk)
 {
     int k = find_key(name);
+    *kk = k;
     if (k < 0) {
         char kb[400], hint[120] = "";
         char norm[64];
@@ -372,6 +432,17 @@ static int json_key(lnk_config *t, const char *name, const json_t *j, const char
         t->file_n_param_order = 0;
         return json_is_null(j) ? LNK_OK : json_order(t, j, what);
     }
+    int st = json_value(t, k, j, what);
+    if (st == LNK_EINVAL && side_index(k) >= 0) {
+        defer_side(t, k); /* reported by finalize if the key applies to the task */
+        return LNK_OK;
+    }
+    return st;
+}
+
+/* A value of key k (not param_order) into t. */
+static int json_value(lnk_config *t, int k, const json_t *j, const char *what)
+{
     value v = {0, 0, 0};
     if (json_is_null(j)) {
         v.reset = 1;
@@ -441,22 +512,114 @@ static void duplicate_key(const char *text, size_t len, int pos, char *out, size
     json_decref(s);
 }
 
+/* A derived key given in a file with the value it derives from its base key,
+ * also given in the file, records the derivation, not a choice: unset it, so
+ * that it follows the base when a flag changes that (`--config saved.json
+ * --L 12` on a file with "L": 6, "L_dec": 6 builds 12 decoder layers). */
+static void follow_bases(lnk_config *t, const int *given)
+{
+    if (given[K_D_FF] && given[K_D] && (long long)t->d_ff == 4LL * t->d)
+        t->d_ff = -1;
+    if (given[K_L] && given[K_L_ENC] && t->L_enc == t->L)
+        t->L_enc = -1;
+    if (given[K_L] && given[K_L_DEC] && t->L_dec == t->L)
+        t->L_dec = -1;
+    /* n_classes first: it derives from V_src as the file has it */
+    int v_src = t->V_src == -1 ? t->V : t->V_src;
+    if (given[K_N_CLASSES] && (given[K_V_SRC] || given[K_V]) && t->n_classes == v_src)
+        t->n_classes = -1;
+    if (given[K_V] && given[K_V_SRC] && t->V_src == t->V)
+        t->V_src = -1;
+    if (given[K_V] && given[K_V_TGT] && t->V_tgt == t->V)
+        t->V_tgt = -1;
+}
+
+/* n_params / param_order describe the configuration the file was saved with:
+ * check their counts against the file's own keys (with the earlier sources),
+ * so that a file edited after saving is caught here, naming the key. */
+static int check_saved_counts(const lnk_config *t, const char *what)
+{
+    if (t->file_n_params < 0 && !t->file_param_order)
+        return LNK_OK;
+    lnk_config f = *t; /* shares file_param_order: never cleared */
+    if (lnk_config_finalize(&f) != LNK_OK)
+        return LNK_OK; /* not a valid configuration alone: flags may complete it */
+    double np, nt;
+    lnk_config_size(&f, &np, &nt);
+    if (t->file_n_params >= 0 && (double)t->file_n_params != np)
+        return lnk_error(LNK_EMISMATCH,
+                         "%s: key 'n_params' is %lld but the file's keys give %.0f parameters "
+                         "(task %s, norm_pos %s, norm %s, d %d, L_enc %d, L_dec %d): the keys were "
+                         "changed after the file was saved; restore them, or remove 'n_params' "
+                         "and 'param_order'",
+                         what, t->file_n_params, np, lnk_task_name(f.task),
+                         lnk_norm_pos_name(f.norm_pos), lnk_norm_type_name(f.norm), f.d, f.L_enc,
+                         f.L_dec);
+    if (t->file_param_order && (double)t->file_n_param_order != nt)
+        return lnk_error(LNK_EMISMATCH,
+                         "%s: key 'param_order' lists %d tensors but the file's keys give %.0f: "
+                         "the keys were changed after the file was saved; restore them, or "
+                         "remove 'n_params' and 'param_order'",
+                         what, t->file_n_param_order, nt);
+    return LNK_OK;
+}
+
+/* jansson refuses numbers beyond 64-bit integers or doubles ("too big
+ * integer"), but a key that does not apply to the task must accept any JSON
+ * number.  Such a number is out of range for every key: replace it by a
+ * string holding BIG_MARK and its text (describe_json names it), and parse
+ * again.  *work (malloc'd, or NULL) holds the rewritten text. */
+static json_t *load_json(const char *text, size_t len, json_error_t *err, char **work,
+                         size_t *work_len)
+{
+    *work = NULL;
+    *work_len = len;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, err);
+    for (int tries = 0; !root && json_error_code(err) == json_error_numeric_overflow &&
+                        tries < 1000;
+         tries++) {
+        const char *t = *work ? *work : text;
+        size_t n = *work ? *work_len : len, end = (size_t)err->position, start = end;
+        while (start > 0 && strchr("0123456789+-.eE", t[start - 1]))
+            start--;
+        if (end > n || start == end)
+            break;
+        char *w = malloc(n + 16);
+        if (!w)
+            break;
+        size_t m = (size_t)sprintf(w, "%.*s\"\\u0001%.*s\"", (int)start, t, (int)(end - start),
+                                   t + start);
+        memcpy(w + m, t + end, n - end);
+        free(*work);
+        *work = w;
+        *work_len = m + n - end;
+        root = json_loadb(w, *work_len, JSON_REJECT_DUPLICATES, err);
+    }
+    return root;
+}
+
 static int parse_buf(lnk_config *c, const char *text, size_t len, const char *what)
 {
     if (!what)
         what = "config";
     json_error_t err;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
+    char *work;
+    json_t *root = load_json(text, len, &err, &work, &len);
     if (!root) {
+        int st;
         if (json_error_code(&err) == json_error_duplicate_key) {
             char key[128];
-            duplicate_key(text, len, err.position, key, sizeof key);
-            return lnk_error(LNK_EFORMAT, "%s:%d:%d: duplicate key '%s'", what, err.line,
-                             err.column, key);
+            duplicate_key(work ? work : text, len, err.position, key, sizeof key);
+            st = lnk_error(LNK_EFORMAT, "%s:%d:%d: duplicate key '%s'", what, err.line,
+                           err.column, key);
+        } else {
+            st = lnk_error(LNK_EFORMAT, "%s:%d:%d: invalid JSON: %s", what, err.line, err.column,
+                           err.text);
         }
-        return lnk_error(LNK_EFORMAT, "%s:%d:%d: invalid JSON: %s", what, err.line, err.column,
-                         err.text);
+        free(work);
+        return st;
     }
+    free(work);
     if (!json_is_object(root)) {
         char gb[96];
         int st = lnk_error(LNK_EFORMAT, "%s: expected a JSON object at the top level, got %s",
@@ -470,12 +633,19 @@ static int parse_buf(lnk_config *c, const char *text, size_t len, const char *wh
     const char *name;
     json_t *j;
     int st = LNK_OK;
+    int given[K_COUNT] = {0};
     json_object_foreach(root, name, j) {
-        st = json_key(&t, name, j, what, orig_order);
+        int k;
+        st = json_key(&t, name, j, what, orig_order, &k);
         if (st != LNK_OK)
             break;
+        given[k] = !json_is_null(j);
     }
     json_decref(root);
+    if (st == LNK_OK) {
+        follow_bases(&t, given);
+        st = check_saved_counts(&t, what);
+    }
     if (st != LNK_OK) {
         if (t.file_param_order != orig_order)
             free_order(t.file_param_order, t.file_n_param_order);
@@ -542,6 +712,17 @@ static int parse_double(const char *s, double *out)
     return 1;
 }
 
+/* A flag changes the configuration a file was saved with: its n_params and
+ * param_order (checked against that configuration when it was loaded) no
+ * longer describe the layout, which follows the new keys. */
+static void drop_saved_keys(lnk_config *c)
+{
+    free_order(c->file_param_order, c->file_n_param_order);
+    c->file_param_order = NULL;
+    c->file_n_param_order = 0;
+    c->file_n_params = -1;
+}
+
 int lnk_config_set(lnk_config *c, const char *key, const char *text)
 {
     if (!key)
@@ -562,6 +743,13 @@ int lnk_config_set(lnk_config *c, const char *key, const char *text)
         return lnk_error(LNK_EINVAL, "--%s: unknown option; configuration keys: %s", flag,
                          key_list(kb, sizeof kb));
     }
+    /* messages name the flag as --help spells it (--norm-pos, not --norm_pos) */
+    char spelled[64];
+    snprintf(spelled, sizeof spelled, "%s", keys[k].name);
+    for (char *p = spelled; *p; p++)
+        if (*p == '_')
+            *p = '-';
+    flag = spelled;
     if (k == K_N_PARAMS || k == K_PARAM_ORDER)
         return lnk_error(LNK_EINVAL,
                          "--%s: read-only key: it is written into saved configuration files and "
@@ -574,6 +762,7 @@ int lnk_config_set(lnk_config *c, const char *key, const char *text)
     value v = {0, 0, 0};
     if (strcmp(text, "null") == 0 || strcmp(text, "default") == 0) {
         v.reset = 1;
+        drop_saved_keys(c);
         store(c, k, &v);
         return LNK_OK;
     }
@@ -609,10 +798,17 @@ int lnk_config_set(lnk_config *c, const char *key, const char *text)
     int too_big = 0;
     if (ok)
         ok = value_ok(k, &v, &too_big);
-    if (!ok)
-        return lnk_error(LNK_EINVAL, "--%s: expected %s, got '%s'%s", flag,
-                         expected_v(k, 1, too_big, eb, sizeof eb), text,
-                         overflow ? " (out of range)" : "");
+    if (!ok) {
+        int st = lnk_error(LNK_EINVAL, "--%s: expected %s, got '%s'%s", flag,
+                           expected_v(k, 1, too_big, eb, sizeof eb), text,
+                           overflow ? " (out of range)" : "");
+        if (side_index(k) < 0)
+            return st;
+        drop_saved_keys(c);
+        defer_side(c, k); /* reported by finalize if the key applies to the task */
+        return LNK_OK;
+    }
+    drop_saved_keys(c);
     store(c, k, &v);
     return LNK_OK;
 }
@@ -636,29 +832,27 @@ static int check_field(int k, long long i, double r)
                      expected_v(k, 0, too_big, eb, sizeof eb), i);
 }
 
-int lnk_config_finalize(lnk_config *c)
+/* The field of an int key (-1 for a derived key still unset). */
+static int *int_field(lnk_config *c, int k)
 {
-    const struct { int k; long long i; double r; } f[] = {
-        {K_TASK, (long long)c->task, 0},   {K_NORM_POS, (long long)c->norm_pos, 0},
-        {K_NORM, (long long)c->norm, 0},   {K_QK_NORM, (long long)c->qk_norm, 0},
-        {K_D, c->d, 0},                    {K_H, c->h, 0},
-        {K_D_FF, c->d_ff, 0},              {K_L, c->L, 0},
-        {K_L_ENC, c->L_enc, 0},            {K_L_DEC, c->L_dec, 0},
-        {K_V, c->V, 0},                    {K_V_SRC, c->V_src, 0},
-        {K_V_TGT, c->V_tgt, 0},            {K_N_CLASSES, c->n_classes, 0},
-        {K_INIT, (long long)c->init, 0},   {K_TIE, c->tie_output, 0},
-        {K_EPS, 0, c->eps},                {K_LS, 0, c->label_smoothing},
-    };
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        int st = check_field(f[i].k, f[i].i, f[i].r);
-        if (st != LNK_OK)
-            return st;
+    switch (k) {
+    case K_D: return &c->d;
+    case K_H: return &c->h;
+    case K_D_FF: return &c->d_ff;
+    case K_L: return &c->L;
+    case K_L_ENC: return &c->L_enc;
+    case K_L_DEC: return &c->L_dec;
+    case K_V: return &c->V;
+    case K_V_SRC: return &c->V_src;
+    case K_V_TGT: return &c->V_tgt;
+    case K_N_CLASSES: return &c->n_classes;
+    default: return NULL;
     }
-    /* saved files hold the seed as a JSON (signed 64-bit) integer */
-    if (c->seed > (uint64_t)INT64_MAX)
-        return lnk_error(LNK_EINVAL, "config: key 'seed': expected an integer from 0 to %lld, got %llu",
-                         (long long)INT64_MAX, (unsigned long long)c->seed);
+}
 
+/* The derived keys still unset take their defaults (d_ff = 4 d, ...). */
+static int derive(lnk_config *c)
+{
     if (c->d_ff == -1) {
         if (c->d > INT_MAX / 4)
             return lnk_error(LNK_EINVAL, "config: key 'd_ff': default 4 d overflows (d %d)", c->d);
@@ -674,10 +868,122 @@ int lnk_config_finalize(lnk_config *c)
         c->V_tgt = c->V;
     if (c->n_classes == -1)
         c->n_classes = c->V_src;
+    return LNK_OK;
+}
+
+void lnk_config_size(const lnk_config *c, double *n_params, double *n_tensors)
+{
+    double d = c->d, ff = c->d_ff;
+    int ln = c->norm == LNK_NORM_LAYERNORM, rms = c->norm == LNK_NORM_RMSNORM;
+    double norm = ln ? 2 * d : rms ? d : 0, norm_t = ln ? 2 : rms ? 1 : 0;
+    double attn = 4 * d * d + 4 * d, ffn = 2 * d * ff + ff + d;
+    int final = c->norm_pos == LNK_POS_PRE && c->norm != LNK_NORM_NONE;
+    double p = 0, t = 0;
+    if (c->task != LNK_TASK_LM) { /* src_emb, encoder blocks [attn, norm1, ffn, norm2] */
+        p += (double)c->V_src * d + (double)c->L_enc * (attn + ffn + 2 * norm) + final * norm;
+        t += 1 + (double)c->L_enc * (8 + 4 + 2 * norm_t) + final * norm_t;
+    }
+    if (c->task != LNK_TASK_CLS) { /* tgt_emb, decoder blocks (+ xattn, norm3 in seq2seq) */
+        int x = c->task == LNK_TASK_SEQ2SEQ;
+        p += (double)c->V_tgt * d +
+             (double)c->L_dec * (attn + ffn + 2 * norm + x * (attn + norm)) + final * norm;
+        t += 1 + (double)c->L_dec * (8 + 4 + 2 * norm_t + x * (8 + norm_t)) + final * norm_t;
+    }
+    if (!c->tie_output) { /* out.w */
+        p += d * (c->task == LNK_TASK_CLS ? c->n_classes : c->V_tgt);
+        t += 1;
+    }
+    if (n_params)
+        *n_params = p;
+    if (n_tensors)
+        *n_tensors = t;
+}
+
+/* A configuration over the size limits: name the key whose value makes it so
+ * (the one whose reset to its default shrinks the model most). */
+static int size_error(const lnk_config *raw, double np, double nt)
+{
+    static const int cand[] = {K_D, K_D_FF, K_L, K_L_ENC, K_L_DEC, K_V, K_V_SRC, K_V_TGT,
+                               K_N_CLASSES};
+    lnk_config def;
+    lnk_config_default(&def);
+    int best = -1;
+    double best_size = np + nt;
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+        int k = cand[i];
+        if (!applies(raw->task, k))
+            continue;
+        lnk_config t = *raw;
+        *int_field(&t, k) = *int_field(&def, k);
+        double p, n;
+        if (derive(&t) != LNK_OK)
+            continue;
+        lnk_config_size(&t, &p, &n);
+        if (p + n < best_size) {
+            best_size = p + n;
+            best = k;
+        }
+    }
+    char who[64] = "config";
+    if (best >= 0)
+        snprintf(who, sizeof who, "config: key '%s'", keys[best].name);
+    char val[32] = "";
+    if (best >= 0)
+        snprintf(val, sizeof val, " %d", *int_field((lnk_config *)raw, best));
+    return lnk_error(LNK_EINVAL,
+                     "%s:%s gives a model of %.0f parameters in %.0f tensors; the limits are "
+                     "%lld parameters (LNK_MAX_PARAMS, 8 GiB per vector) and %ld tensors "
+                     "(LNK_MAX_TENSORS)",
+                     who, val, np, nt, (long long)LNK_MAX_PARAMS, (long)LNK_MAX_TENSORS);
+}
+
+int lnk_config_finalize(lnk_config *c)
+{
+    int st = check_field(K_TASK, (long long)c->task, 0);
+    if (st != LNK_OK)
+        return st;
+    /* an invalid value of a task-dependent key counts only if the key applies */
+    for (int i = 0; i < 5; i++)
+        if (c->side_err[i][0] && applies(c->task, side_keys[i]))
+            return lnk_error(LNK_EINVAL, "%s", c->side_err[i]);
+    const struct { int k; long long i; double r; } f[] = {
+        {K_NORM_POS, (long long)c->norm_pos, 0},
+        {K_NORM, (long long)c->norm, 0},   {K_QK_NORM, (long long)c->qk_norm, 0},
+        {K_D, c->d, 0},                    {K_H, c->h, 0},
+        {K_D_FF, c->d_ff, 0},              {K_L, c->L, 0},
+        {K_L_ENC, c->L_enc, 0},            {K_L_DEC, c->L_dec, 0},
+        {K_V, c->V, 0},                    {K_V_SRC, c->V_src, 0},
+        {K_V_TGT, c->V_tgt, 0},            {K_N_CLASSES, c->n_classes, 0},
+        {K_INIT, (long long)c->init, 0},   {K_TIE, c->tie_output, 0},
+        {K_EPS, 0, c->eps},                {K_LS, 0, c->label_smoothing},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (!applies(c->task, f[i].k)) {
+            /* a key that does not apply is ignored: an invalid value set by
+             * hand is dropped (the key derives from its base) */
+            value v = {0, f[i].i, 0};
+            int too_big;
+            if (f[i].i != -1 && !value_ok(f[i].k, &v, &too_big))
+                *int_field(c, f[i].k) = -1;
+            continue;
+        }
+        st = check_field(f[i].k, f[i].i, f[i].r);
+        if (st != LNK_OK)
+            return st;
+    }
+    /* saved files hold the seed as a JSON (signed 64-bit) integer */
+    if (c->seed > (uint64_t)INT64_MAX)
+        return lnk_error(LNK_EINVAL, "config: key 'seed': expected an integer from 0 to %lld, got %llu",
+                         (long long)INT64_MAX, (unsigned long long)c->seed);
+
+    lnk_config raw = *c; /* before derivation, to name the key of a size error */
+    st = derive(c);
+    if (st != LNK_OK)
+        return st;
 
     if (c->d % 2 != 0)
         return lnk_error(LNK_EINVAL,
-                         "config: key 'd': must be even (sinusoidal position table, SPEC §2), got %d",
+                         "config: key 'd': must be even (sinusoidal position table, MODEL.md §2), got %d",
                          c->d);
     if (c->d % c->h != 0)
         return lnk_error(LNK_EINVAL, "config: keys 'd' and 'h': d must be a multiple of h (d %d, h %d)",
@@ -687,6 +993,10 @@ int lnk_config_finalize(lnk_config *c)
                          "config: keys 'tie_output' and 'n_classes': task cls with tie_output needs "
                          "n_classes == V_src (n_classes %d, V_src %d)",
                          c->n_classes, c->V_src);
+    double np, nt;
+    lnk_config_size(c, &np, &nt);
+    if (np > (double)LNK_MAX_PARAMS || nt > (double)LNK_MAX_TENSORS)
+        return size_error(&raw, np, nt);
     return LNK_OK;
 }
 
