@@ -1,4 +1,6 @@
-# lnkit build.  `make` builds liblnkit.a and bin/lnkit; see README.md for the rest.
+# lnkit build.  `make` builds liblnkit.a, liblnkit.so and bin/lnkit; see README.md
+# for the rest.  `make install` (PREFIX, DESTDIR) installs them with the headers,
+# lnkit.pc and the man pages.
 # `make MPI=1` builds the same programs with mpicc (OpenMPI) into build-mpi/:
 # lnkit and the studies then run under mpirun (include/lnkit/comm.h).
 MPI     ?= 0
@@ -12,12 +14,15 @@ PKGS    := openblas jansson lapacke
 CC      ?= cc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Iinclude -Isrc -I$(BUILD)/gen \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # GSL is linked by hand: its pkg-config file adds -lgslcblas, whose cblas_*
-# symbols would shadow OpenBLAS's.
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lgsl -lglpk -lm -lpthread
-CMOCKA  := $(shell pkg-config --libs cmocka 2>/dev/null)
+# symbols would shadow OpenBLAS's.  Recursive (=), not :=, so that pkg-config
+# is asked when a program is linked, after `make deps` has installed the
+# packages in the same run (a fresh machine's first `make demo`).
+LIBS_PRIVATE = -lgsl -lglpk -lm -lpthread
+LDLIBS  = $(shell pkg-config --libs $(PKGS) 2>/dev/null) $(LIBS_PRIVATE)
+CMOCKA  = $(shell pkg-config --libs cmocka 2>/dev/null)
 ifeq ($(MPI),1)
 CFLAGS  += -DLNK_MPI
 endif
@@ -39,11 +44,19 @@ STUDY_SRC:= $(wildcard studies/*.c)
 STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
+# The shared library: liblnkit.so.MAJOR.MINOR.PATCH, soname liblnkit.so.MAJOR.MINOR
+# while the major version is 0 (no ABI promise between 0.x releases).
+VERSION  := $(shell sed -n 's/^\#define LNK_VERSION "\(.*\)"/\1/p' include/lnkit/io.h)
+SOVER    := $(word 1,$(subst ., ,$(VERSION))).$(word 2,$(subst ., ,$(VERSION)))
+SONAME   := liblnkit.so.$(SOVER)
+SOLIB    := $(BUILD)/liblnkit.so.$(VERSION)
+MAN_SRC  := $(wildcard man/*.1)
+MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
-        test-mpi bench-mpi \
-        results study-grad study-geometry study-hessian study-multi30k
-all: $(LIB) $(BIN) $(STUDY_BIN)
+        test-mpi bench-mpi install uninstall test-install test-readme test-fresh-root FORCE \
+        results study-grad study-geometry study-hessian study-multi30k study-demo
+all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
 deps:
 	bash tools/deps.sh
@@ -63,9 +76,48 @@ $(BUILD)/%.o: %.c
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
 
+# Library objects are position-independent: the same objects make the static
+# and the shared library.
+$(LIB_OBJ): CFLAGS += -fPIC
+
+# Objects are rebuilt when the compiler flags change (a stamp of them), e.g.
+# after -fPIC came in or with another OPT.
+$(BUILD)/gen/cflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CC) $(CFLAGS) pic-lib' > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(LIB_OBJ) $(CLI_OBJ): $(BUILD)/gen/cflags
+
+# The commit the library is built from (sidecars, --version): rewritten only
+# when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
+# tracked files differ from the commit; "unknown" outside a git checkout.
+$(BUILD)/gen/commit.h: FORCE
+	@mkdir -p $(dir $@)
+	@c=unknown; \
+	if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ]; then \
+	    c=$$(git rev-parse HEAD 2>/dev/null || echo unknown); \
+	    if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then c=$$c-dirty; fi; \
+	fi; \
+	echo "#define LNK_GIT_COMMIT \"$$c\"" > $@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/src/io/provenance.o: $(BUILD)/gen/commit.h
+
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+$(SOLIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS) $(LIB_OBJ) $(LDLIBS) -o $@
+$(BUILD)/$(SONAME): $(SOLIB)
+	ln -sf $(notdir $<) $@
+$(BUILD)/liblnkit.so: $(BUILD)/$(SONAME)
+	ln -sf $(notdir $<) $@
+
+# Man pages: the configuration flags every model command shares are one
+# fragment (man/config-flags.roff) put in place of the line '.\" @CONFIG_FLAGS@'.
+$(BUILD)/man/%.1: man/%.1 man/config-flags.roff
+	@mkdir -p $(dir $@)
+	sed -e '/^\.\\" @CONFIG_FLAGS@/{r man/config-flags.roff' -e 'd}' $< > $@
 
 $(BIN): $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
@@ -93,6 +145,19 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h studies/study.h $(LIB)
 test: deps-test
 	$(MAKE) run-tests
 	$(MAKE) test-mpi
+	$(MAKE) test-install
+	$(MAKE) test-readme
+
+# make install into a temporary DESTDIR, the example built against the
+# installed lnkit.pc (shared and static), checked against `lnkit eigs`; the
+# man pages against every command's --help; make uninstall leaves nothing.
+test-install: all
+	bash tests/test_install.sh $(BUILD)
+
+# The README's command-line walk-through, extracted from README.md and run as
+# written in an empty folder (every exit status checked).
+test-readme: all
+	bash tests/test_readme.sh $(BUILD)
 
 # The MPI build and its tests (1, 2 and 3 ranks against one process); skipped
 # with a message when mpicc is not installed.
@@ -126,27 +191,76 @@ bench-torch: all $(BENCH_BIN)
 	bash tools/bench_torch.sh $(BUILD)
 
 # The main job: Post-LN vs Pre-LN loss and per-layer gradient norms on
-# built-in synthetic data, CSV + .meta.json under results/demo/.
-demo: deps all
-	$(BUILD)/studies/demo_postpre --out results/demo
+# built-in synthetic data, CSV + .meta.json under out/demo/ (git-ignored, so
+# that running it leaves the checkout clean); `make study-demo` regenerates
+# the committed reference copy in results/demo/.
+DEMO_OUT ?= out/demo
+demo: deps
+	$(MAKE) all
+	$(BUILD)/studies/demo_postpre --out $(DEMO_OUT)
 
 # Studies: each regenerates its part of results/ (CSV + .meta.json, tables, plots).
-study-grad: deps all
+study-grad: deps
+	$(MAKE) all
 	bash tools/study_grad.sh $(BUILD)
 
-study-geometry: deps all
+study-geometry: deps
+	$(MAKE) all
 	bash tools/study_geometry.sh $(BUILD)
 
-study-hessian: deps all
+study-hessian: deps
+	$(MAKE) all
 	bash tools/study_hessian.sh $(BUILD)
 
-study-multi30k: deps all
+study-multi30k: deps
+	$(MAKE) all
 	bash tools/study_multi30k.sh $(BUILD)
 
-results: study-grad study-geometry study-hessian study-multi30k
+study-demo: deps
+	$(MAKE) all
+	$(BUILD)/studies/demo_postpre --out results/demo
+
+results: study-demo study-grad study-geometry study-hessian study-multi30k
 
 deps-check:
 	@bash tools/deps.sh --check $(TEST_PKGS)
 
+# Installation: PREFIX (default /usr/local) and DESTDIR (staging) as usual.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
+PCDIR   ?= $(LIBDIR)/pkgconfig
+CMDS    := init batch eval hvp eigs trace density select params vector
+
+$(BUILD)/lnkit.pc: lnkit.pc.in include/lnkit/io.h Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' -e 's|@LIBS_PRIVATE@|$(LIBS_PRIVATE)|' \
+	    $< > $@
+
+install: all $(BUILD)/lnkit.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR)/lnkit \
+	    $(DESTDIR)$(PCDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/lnkit
+	install -m 644 include/lnkit/*.h $(DESTDIR)$(INCDIR)/lnkit/
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/liblnkit.a
+	install -m 755 $(SOLIB) $(DESTDIR)$(LIBDIR)/liblnkit.so.$(VERSION)
+	ln -sf liblnkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/liblnkit.so
+	install -m 644 $(BUILD)/lnkit.pc $(DESTDIR)$(PCDIR)/lnkit.pc
+	install -m 644 $(MAN_OUT) $(DESTDIR)$(MANDIR)/man1/
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/lnkit $(DESTDIR)$(LIBDIR)/liblnkit.a \
+	    $(DESTDIR)$(LIBDIR)/liblnkit.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	    $(DESTDIR)$(LIBDIR)/liblnkit.so $(DESTDIR)$(PCDIR)/lnkit.pc \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_SRC))) \
+	    $(addprefix $(DESTDIR)$(INCDIR)/lnkit/,$(notdir $(wildcard include/lnkit/*.h)))
+	-rmdir $(DESTDIR)$(INCDIR)/lnkit 2>/dev/null
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
 clean:
-	rm -rf build build-asan build-mpi build-asan-mpi bin
+	rm -rf build build-asan build-mpi build-asan-mpi bin out

@@ -5,7 +5,7 @@
  *            [--size D,H,DFF[,L]] [--max-tokens N] [--repeat N] [--steps N]
  *            [--threads N] [--csv FILE]
  *
- * The 6-6 seq2seq model on Multi30k (default ../shared/data/multi30k/
+ * The 6-6 seq2seq model on Multi30k (default data/multi30k/
  * val.{de,en}, all pairs; synthetic pairs if the files are absent), Post-LN,
  * Xavier, at a size this machine can afford (default d 64, h 4, d_ff 256),
  * the data set cut into length-sorted chunks of at most --max-tokens padded
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 {
     CK(lnk_comm_init(&argc, &argv));
     int P = lnk_comm_size(), me = lnk_comm_rank();
-    const char *src = "../shared/data/multi30k/val.de", *tgt = "../shared/data/multi30k/val.en";
+    const char *src = "data/multi30k/val.de", *tgt = "data/multi30k/val.en";
     const char *size = "64,4,256,6", *csv = NULL;
     int pairs = 0, repeat = 5, steps = 20, threads = 0;
     long max_tokens = 2048;

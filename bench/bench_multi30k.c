@@ -5,7 +5,7 @@
  * usage: bench_multi30k [--src F] [--tgt F] [--pairs N] [--repeat N]
  *                       [--sizes D,H,DFF[,L];...] [--norm-pos post|pre] [--threads N]
  *
- * Defaults: ../shared/data/multi30k/val.{de,en}, separate vocabularies (min
+ * Defaults: data/multi30k/val.{de,en}, separate vocabularies (min
  * count 1), N = 32 pairs (the first 32 lines of the files), sizes
  * "512,8,2048;512,4,1024" (6-6: Vaswani base and Xiong's IWSLT setting),
  * Post-LN, Xavier init, 1 warm-up and --repeat 2 timed products.
@@ -42,7 +42,7 @@ static double maxrss_mb(void)
 int main(int argc, char **argv)
 {
     study_init("bench_multi30k");
-    const char *src = "../shared/data/multi30k/val.de", *tgt = "../shared/data/multi30k/val.en";
+    const char *src = "data/multi30k/val.de", *tgt = "data/multi30k/val.en";
     const char *sizes = "512,8,2048;512,4,1024", *pos = "post";
     int pairs = 32, repeat = 2, threads = 0;
     for (int i = 1; i < argc; i++) {

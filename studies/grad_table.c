@@ -156,6 +156,7 @@ static int load_sweep(const char *name, int by_L, lnk_csvdata *t, sweepdata *s)
     if (!exists(pth(name)))
         return 0;
     CK(lnk_csvdata_read(pth(name), t));
+    study_input(pth(name));
     memset(s, 0, sizeof *s);
     int jx = col(t, by_L ? "L" : "d"), jo = col(t, by_L ? "d" : "L"), jv = col(t, stat_col),
         js = col(t, "seed"), jt = col(t, "seconds"), jk = col(t, "key"), jtask = col(t, "task");
@@ -1173,6 +1174,7 @@ static void profile(const lnk_csvdata *t)
 int main(int argc, char **argv)
 {
     study_init("grad_table");
+    lnk_prov_args(argc, argv);
     static struct option lo[] = {{"dir", 1, 0, 'd'}, {"stat", 1, 0, 's'}, {"help", 0, 0, 'h'},
                                  {0, 0, 0, 0}};
     int ch;
@@ -1255,18 +1257,21 @@ int main(int argc, char **argv)
     if (exists(pth("depth_hidden.csv"))) {
         lnk_csvdata t;
         CK(lnk_csvdata_read(pth("depth_hidden.csv"), &t));
+        study_input(pth("depth_hidden.csv"));
         lemma2(&t);
         lnk_csvdata_free(&t);
     }
     if (exists(pth("depth_hidden.csv"))) {
         lnk_csvdata t;
         CK(lnk_csvdata_read(pth("depth_hidden.csv"), &t));
+        study_input(pth("depth_hidden.csv"));
         final_norm_table(&t);
         lnk_csvdata_free(&t);
     }
     if (exists(pth("width_hidden.csv"))) {
         lnk_csvdata t;
         CK(lnk_csvdata_read(pth("width_hidden.csv"), &t));
+        study_input(pth("width_hidden.csv"));
         bounded_table(&t);
         lnk_csvdata_free(&t);
     }
@@ -1274,12 +1279,14 @@ int main(int argc, char **argv)
     if (hsrc) {
         lnk_csvdata t;
         CK(lnk_csvdata_read(pth(hsrc), &t));
+        study_input(pth(hsrc));
         hidden_table(&t, "profile");
         lnk_csvdata_free(&t);
     }
     if (exists(pth("profile.csv"))) {
         lnk_csvdata t;
         CK(lnk_csvdata_read(pth("profile.csv"), &t));
+        study_input(pth("profile.csv"));
         profile(&t);
         lnk_csvdata_free(&t);
     }

@@ -481,6 +481,7 @@ static int load_text(const study *S, int B, int max_len, dataset *ds)
     lnk_text t;
     lnk_vocab *v;
     CK(lnk_text_read(S->text, &t));
+    study_input(S->text);
     const lnk_text *tp = &t;
     CK(lnk_vocab_build(&tp, 1, 1, 0, &v));
     CK(lnk_text_lm_batch(&t, v, 0, B, max_len, &ds->lm));
@@ -1078,14 +1079,14 @@ static void usage(void)
            "  --n-max N     largest n                                 (60)\n"
            "  --d-max D     heat-map d = 3..D                         (15)\n"
            "  --text FILE   real text (one sentence a line)           "
-           "(../shared/data/multi30k/val.en)\n"
+           "(data/multi30k/val.en)\n"
            "  --seed S      seed of the random keys                   (0)\n");
 }
 
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "ln_geometry");
-    study S = {"results/geometry", 100, 1, 60, 15, 0, "../shared/data/multi30k/val.en", NULL,
+    study S = {"results/geometry", 100, 1, 60, 15, 0, "data/multi30k/val.en", NULL,
                {0}};
     const char *parts = "random,ortho,heads,model,maps,counts";
     static struct option opts[] = {{"out", required_argument, 0, 'o'},

@@ -3,7 +3,7 @@
  * (German -> English validation pairs): the Hessian of the mean loss over the
  * data set, and Xiong et al.'s Figure 3 gradient norms on the same data.
  *
- * Data.  --src/--tgt (default ../shared/data/multi30k/val.{de,en}, relative to
+ * Data.  --src/--tgt (default data/multi30k/val.{de,en}, relative to
  * the repository), the first --sentences pairs (0 = all 1014), vocabularies
  * built from those pairs (separate by default; --joint-vocab), rows as in
  * include/lnkit/corpus.h (src = source tokens, tgt = <bos> y <eos>), cut into
@@ -65,7 +65,7 @@ static void usage(void)
 {
     printf(
         "usage: multi30k_hessian [options]\n"
-        "  --src F --tgt F   parallel text   (../shared/data/multi30k/val.de, val.en)\n"
+        "  --src F --tgt F   parallel text   (data/multi30k/val.de, val.en)\n"
         "  --out DIR         output directory                         (results/multi30k)\n"
         "  --sentences N     first N pairs, 0 = all                   (200)\n"
         "  --min-count N     vocabulary minimum count                 (1)\n"
@@ -111,6 +111,8 @@ static void load_data(const opts_t *o, data_t *D)
 {
     lnk_corpus c;
     CK(lnk_corpus_read(o->src, o->tgt, &c));
+    study_input(o->src);
+    study_input(o->tgt);
     if (o->sentences > 0 && o->sentences < c.src.n_lines) /* a prefix: the texts are freed by */
         c.src.n_lines = c.tgt.n_lines = o->sentences;     /* their pools, not per line */
     lnk_vocab *vs, *vt;
@@ -910,8 +912,8 @@ int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "multi30k_hessian");
     opts_t o = {.out = "results/multi30k",
-                .src = "../shared/data/multi30k/val.de",
-                .tgt = "../shared/data/multi30k/val.en",
+                .src = "data/multi30k/val.de",
+                .tgt = "data/multi30k/val.en",
                 .depths_str = "6,8,10,12,14",
                 .d = 32, .h = 4, .d_ff = 64, .L = 6, .sentences = 200, .min_count = 1,
                 .max_vocab = 0, .joint = 0, .max_len = 0, .max_tokens = 512,

@@ -52,6 +52,7 @@ static inline void study_init(const char *name) { study_name = name; }
 static inline void study_start(int *argc, char ***argv, const char *name)
 {
     study_name = name;
+    lnk_prov_args(*argc, *argv); /* the command line, exactly, for every sidecar */
     if (lnk_comm_init(argc, argv) != LNK_OK) {
         fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
         exit(2);
@@ -108,6 +109,13 @@ static inline _Noreturn __attribute__((format(printf, 1, 2))) void fail(const ch
 
 /* Fail with the library's last message. */
 static inline _Noreturn void die(void) { fail("%s", lnk_errmsg()); }
+
+/* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
+static inline void study_input(const char *path)
+{
+    if (lnk_prov_input(path) != LNK_OK)
+        die();
+}
 
 #define CK(x)                                                                                     \
     do {                                                                                          \

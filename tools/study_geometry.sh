@@ -11,7 +11,7 @@ bin=$build/studies/ln_geometry
 [ -x "$bin" ] || { echo "study_geometry.sh: $bin not found (run make)" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "study_geometry.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 2; }
 out=results/geometry
-text=${LNK_GEOMETRY_TEXT:-../shared/data/multi30k/val.en}
+text=${LNK_GEOMETRY_TEXT:-data/multi30k/val.en}
 args=${LNK_GEOMETRY_ARGS:-}
 mkdir -p "$out"
 tmp=$(mktemp -d "$out/.run.XXXXXX")

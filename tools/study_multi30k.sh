@@ -7,7 +7,7 @@
 #
 #   bash tools/study_multi30k.sh [BUILD_DIR] [study options...]
 #
-# The data folder is ../shared/data/multi30k (relative to the repository) or
+# The data folder is data/multi30k (shipped in the repository) or
 # $LNK_DATA/multi30k when LNK_DATA is set; --src/--tgt among the options
 # override it.  MULTI30K_OUT overrides the output directory.  Extra options go
 # to the study program (e.g. --sentences 0 --d 64 --d-ff 128 for a larger run;
@@ -18,7 +18,7 @@ shift || true
 P=$BUILD/studies/multi30k_hessian
 OUT=${MULTI30K_OUT:-results/multi30k}
 DATA=${LNK_DATA:+$LNK_DATA/multi30k}
-DATA=${DATA:-../shared/data/multi30k}
+DATA=${DATA:-data/multi30k}
 [ -x "$P" ] || { echo "study_multi30k: $P not built (run make all)" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "study_multi30k: gnuplot not found (make deps)" >&2; exit 2; }
 data_args=()

@@ -13,4 +13,6 @@
 #include "lnkit/geometry.h"
 #include "lnkit/corpus.h"
 #include "lnkit/comm.h"
+#include "lnkit/provenance.h"
+#include "lnkit/sha256.h"
 #endif

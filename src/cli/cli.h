@@ -30,8 +30,13 @@ typedef struct {
     int threads;       /* 0 = OpenBLAS default */
 } cli_model_opts;
 
+/* --quiet: nothing on stderr but errors.  Every command accepts it; notes
+ * (what was written, hints) go through cli_say, which respects it. */
+extern int cli_quiet;
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Append the long options of the config keys (--d, --norm-pos, --norm_pos, ...)
- * and --config/--threads to opts (which must have room); returns the new count.
+ * and --config/--threads/--quiet to opts (which must have room); returns the new count.
  * Their getopt values are >= CLI_KEY_BASE. */
 #define CLI_KEY_BASE 1000
 int cli_add_model_options(struct option *opts, int n);
@@ -41,9 +46,14 @@ int cli_model_option(cli_model_opts *mo, int val, const char *arg);
 void cli_make_config(const cli_model_opts *mo, lnk_config *c);
 /* Print the config flags with their defaults (for --help). */
 void cli_print_model_help(void);
+/* The same, with seed_help as the meaning of --seed (batch: the synthetic ids' seed). */
+void cli_print_model_help_seed(const char *seed_help);
 
 /* path with a trailing ".safetensors" (if any) replaced by suffix; malloc'd, dies on OOM. */
 char *cli_sibling_path(const char *path, const char *suffix);
+
+/* Record an input file for the sidecars (path, size, SHA-256) or die. */
+void cli_input(const char *path);
 
 /* Parse a positive integer option value or die naming the option. */
 long cli_int(const char *opt, const char *s, long min, long max);
@@ -57,6 +67,8 @@ int cmd_eigs(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_density(int argc, char **argv);
 int cmd_select(int argc, char **argv);
+int cmd_params(int argc, char **argv);
+int cmd_vector(int argc, char **argv);
 
 
 

@@ -23,7 +23,6 @@ static void help(void)
            "  --vocab V              synthetic vocabulary (same as --V)       (32)\n"
            "  --batch B              rows (text: 0 = all lines)               (synthetic 8, text 0)\n"
            "  --len T                synthetic positions per row              (16)\n"
-           "  --seed S               synthetic stream seed                    (0)\n"
            "  --text FILE            whitespace-tokenised text\n"
            "  --vocab-in FILE        use this vocabulary instead of building one\n"
            "  --vocab-out FILE       where the vocabulary is written          (BATCH.vocab)\n"
@@ -31,10 +30,10 @@ static void help(void)
            "  --max-vocab N          vocabulary size limit, 0 = none          (0)\n"
            "  --max-len N            truncate lines to N tokens, 0 = none     (0)\n"
            "  --first N              first line used (0-based)                (0)\n\n");
-    cli_print_model_help();
+    cli_print_model_help_seed("seed of the synthetic ids");
 }
 
-enum { O_SYN = 1, O_VOCAB, O_BATCH, O_LEN, O_SEED2, O_TEXT, O_VIN, O_VOUT, O_MINC, O_MAXV,
+enum { O_SYN = 1, O_VOCAB, O_BATCH, O_LEN, O_TEXT, O_VIN, O_VOUT, O_MINC, O_MAXV,
        O_MAXLEN, O_FIRST };
 
 int cmd_batch(int argc, char **argv)
@@ -127,18 +126,18 @@ int cmd_batch(int argc, char **argv)
             char *vp = vout ? NULL : cli_sibling_path(out, ".vocab");
             if (lnk_vocab_save(v, vout ? vout : vp) != LNK_OK)
                 cli_die_lib();
-            fprintf(stderr, "lnkit batch: vocabulary of %d tokens -> %s\n", lnk_vocab_size(v),
+            cli_say("lnkit batch: vocabulary of %d tokens -> %s\n", lnk_vocab_size(v),
                     vout ? vout : vp);
             free(vp);
         }
-        fprintf(stderr, "lnkit batch: use --V %d (or larger) with this batch\n",
+        cli_say("lnkit batch: use --V %d (or larger) with this batch\n",
                 lnk_vocab_size(v));
         lnk_vocab_free(v);
         lnk_text_free(&t);
     }
     if (lnk_batch_save(out, &b) != LNK_OK)
         cli_die_lib();
-    fprintf(stderr, "lnkit batch: B = %d%s -> %s\n", b.B, b.tgt ? " (tgt rows)" : " (src rows)",
+    cli_say("lnkit batch: B = %d%s -> %s\n", b.B, b.tgt ? " (tgt rows)" : " (src rows)",
             out);
     lnk_batch_free(&b);
     return 0;

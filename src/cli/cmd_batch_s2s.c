@@ -32,16 +32,17 @@ static void help(void)
            "  --max-vocab N          vocabulary size limit, 0 = none              (0)\n"
            "  --max-len N            sentence tokens per side, 0 = no limit       (0)\n"
            "  --truncate             truncate longer pairs to --max-len (default: drop them)\n"
-           "  --src-eos              append <eos> to the source rows (fairseq); SPEC §4 has\n"
+           "  --src-eos              append <eos> to the source rows (fairseq); MODEL.md §4 has\n"
            "                         the source tokens alone (default)\n"
            "  --keep-order           rows in file order instead of by length\n"
            "  --max-tokens N         print (and record in the file's metadata) the largest\n"
            "                         --chunk ROWS whose chunks all hold at most N padded\n"
-           "                         tokens, B x max(S, T)\n");
+           "                         tokens, B x max(S, T)\n"
+           "  --quiet                nothing on stderr but errors\n");
 }
 
 enum { O_SRC = 1, O_TGT, O_VSRC, O_VTGT, O_JOINT, O_MINC, O_MAXV, O_MAXLEN, O_TRUNC, O_SEOS,
-       O_KEEP, O_MAXTOK };
+       O_KEEP, O_MAXTOK, O_QUIET };
 
 int cmd_batch_s2s(int argc, char **argv)
 {
@@ -55,7 +56,8 @@ int cmd_batch_s2s(int argc, char **argv)
         {"max-vocab", required_argument, NULL, O_MAXV},
         {"max-len", required_argument, NULL, O_MAXLEN}, {"truncate", no_argument, NULL, O_TRUNC},
         {"src-eos", no_argument, NULL, O_SEOS},        {"keep-order", no_argument, NULL, O_KEEP},
-        {"max-tokens", required_argument, NULL, O_MAXTOK}, {0, 0, 0, 0}};
+        {"max-tokens", required_argument, NULL, O_MAXTOK},
+        {"quiet", no_argument, NULL, O_QUIET},         {0, 0, 0, 0}};
     const char *out = NULL, *src = NULL, *tgt = NULL, *vsrc_in = NULL, *vtgt_in = NULL;
     int joint = 0, min_count = 1, max_vocab = 0, keep = 0;
     long max_tokens = 0;
@@ -79,6 +81,7 @@ int cmd_batch_s2s(int argc, char **argv)
         case O_SEOS: po.src_eos = 1; break;
         case O_KEEP: keep = 1; break;
         case O_MAXTOK: max_tokens = cli_int("max-tokens", optarg, 1, 1L << 40); break;
+        case O_QUIET: cli_quiet = 1; break;
         default: cli_bad_option("batch", ch, argv);
         }
     }
@@ -189,23 +192,23 @@ int cmd_batch_s2s(int argc, char **argv)
     if (lnk_st_write(out, t, 2, meta) != LNK_OK)
         cli_die_lib();
 
-    fprintf(stderr, "lnkit batch: %d pairs of %d", p.n, p.n_lines);
+    cli_say("lnkit batch: %d pairs of %d", p.n, p.n_lines);
     if (po.max_len)
-        fprintf(stderr, " (%d dropped, %d truncated by --max-len %d)", p.n_dropped,
+        cli_say(" (%d dropped, %d truncated by --max-len %d)", p.n_dropped,
                 p.n_truncated, po.max_len);
-    fprintf(stderr, "; src [%d, %d], tgt [%d, %d], %zu + %zu tokens (%zu + %zu <unk>), %zu "
+    cli_say("; src [%d, %d], tgt [%d, %d], %zu + %zu tokens (%zu + %zu <unk>), %zu "
             "scored positions -> %s\n", b.B, b.S, b.B, b.T, p.src_tokens, p.tgt_tokens,
             p.src_unk, p.tgt_unk, p.n_scored, out);
     if (!vsrc_in)
-        fprintf(stderr, "lnkit batch: source vocabulary of %d tokens -> %s\n",
+        cli_say("lnkit batch: source vocabulary of %d tokens -> %s\n",
                 lnk_vocab_size(vs), vsp);
     if (!vtgt_in)
-        fprintf(stderr, "lnkit batch: target vocabulary of %d tokens -> %s\n",
+        cli_say("lnkit batch: target vocabulary of %d tokens -> %s\n",
                 lnk_vocab_size(vt), vtp);
-    fprintf(stderr, "lnkit batch: use --task seq2seq --V-src %d --V-tgt %d (or larger)\n",
+    cli_say("lnkit batch: use --task seq2seq --V-src %d --V-tgt %d (or larger)\n",
             lnk_vocab_size(vs), lnk_vocab_size(vt));
     if (chunk > 0)
-        fprintf(stderr, "lnkit batch: --chunk %d keeps every chunk within --max-tokens %ld\n",
+        cli_say("lnkit batch: --chunk %d keeps every chunk within --max-tokens %ld\n",
                 chunk, max_tokens);
     free(vsp);
     free(vtp);

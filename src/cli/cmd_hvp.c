@@ -100,7 +100,7 @@ int cmd_hvp(int argc, char **argv)
     if (repeat > 1) {
         qsort(t, (size_t)repeat, sizeof *t, cmp);
         double med = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
-        fprintf(stderr, "lnkit hvp: median %.6f s per product over %d (min %.6f, max %.6f)\n",
+        cli_say("lnkit hvp: median %.6f s per product over %d (min %.6f, max %.6f)\n",
                 med, repeat, t[0], t[repeat - 1]);
     }
     free(v);

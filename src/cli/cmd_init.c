@@ -67,7 +67,7 @@ int cmd_init(int argc, char **argv)
         remove(out); /* all or nothing */
         cli_die_lib();
     }
-    fprintf(stderr, "lnkit init: %zu parameters (%d tensors) -> %s, config -> %s\n", np,
+    cli_say("lnkit init: %zu parameters (%d tensors) -> %s, config -> %s\n", np,
             lay->n_tensors, out, cpath);
     free(names);
     free(cpath);

@@ -1,4 +1,4 @@
-/* lnkit select: which keys of a set are selectable (SPEC.md section 7): some
+/* lnkit select: which keys of a set are selectable (docs/MODEL.md §7): some
  * query makes the key the strict argmax of q.k, i.e. it lies outside the convex
  * hull of the other keys.  Reads keys from CSV, optionally normalises them. */
 #include <errno.h>
@@ -12,10 +12,11 @@
 static void help(void)
 {
     printf("usage: lnkit select --keys K.csv [--norm none|center|scale|layernorm|rmsnorm]\n"
-           "                    [--eps E] [--tol T]\n\n"
+           "                    [--eps E] [--tol T] [-o SEL.csv]\n\n"
            "Read keys from K.csv (one key a row, comma-separated numbers, an optional\n"
            "header row), apply the norm to each key, and write CSV index,selectable to\n"
-           "standard output: index from 0, selectable 1 if some query q makes the key\n"
+           "standard output (or to SEL.csv, with SEL.meta.json): index from 0,\n"
+           "selectable 1 if some query q makes the key\n"
            "the strict argmax of q.k (it lies outside the convex hull of the other keys),\n"
            "0 if not (duplicate keys are unselectable).  Decided by a linear program.\n\n"
            "  --keys FILE     keys, CSV                                     (required)\n"
@@ -23,7 +24,10 @@ static void help(void)
            "                  layernorm, rmsnorm (no gain or bias)          (none)\n"
            "  --eps E         epsilon of layernorm and rmsnorm              (1e-5)\n"
            "  --tol T         relative l1 distance to the hull of the other keys above\n"
-           "                  which a key counts as selectable              (1e-9)\n");
+           "                  which a key counts as selectable              (%g)\n"
+           "  -o, --output FILE  write the CSV here (+ .meta.json) instead of stdout\n"
+           "  --quiet         nothing on stderr but errors\n",
+           LNK_GEOM_SEL_TOL);
 }
 
 static char *trim(char *s)
@@ -150,20 +154,29 @@ int cmd_select(int argc, char **argv)
                                    {"norm", required_argument, NULL, 'n'},
                                    {"eps", required_argument, NULL, 'e'},
                                    {"tol", required_argument, NULL, 't'},
+                                   {"output", required_argument, NULL, 'o'},
+                                   {"quiet", no_argument, NULL, 'q'},
                                    {"help", no_argument, NULL, 'h'},
                                    {0, 0, 0, 0}};
-    const char *kpath = NULL;
+    const char *kpath = NULL, *out = NULL;
+    const char *norm_name = "none";
+    char start[32];
+    lnk_iso_time(start, sizeof start);
+    double t0 = lnk_now();
     lnk_geom_norm norm = LNK_GEOM_NONE;
     double eps = 1e-5, tol = LNK_GEOM_SEL_TOL;
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
         switch (ch) {
         case 'k': kpath = optarg; break;
         case 'n':
             if (lnk_geom_norm_parse(optarg, &norm) != LNK_OK)
                 cli_die("select: --%s", lnk_errmsg());
+            norm_name = optarg;
             break;
+        case 'o': out = optarg; break;
+        case 'q': cli_quiet = 1; break;
         case 'e': eps = parse_pos("eps", optarg, 1); break;
         case 't': tol = parse_pos("tol", optarg, 0); break;
         case 'h': help(); return 0;
@@ -177,6 +190,7 @@ int cmd_select(int argc, char **argv)
     double *K;
     int n, d;
     read_keys(kpath, &K, &n, &d);
+    cli_input(kpath);
     if (lnk_geom_apply(norm, K, K, n, d, 1, eps) != LNK_OK)
         cli_die_lib();
     int *sel = malloc(sizeof(int) * (size_t)n);
@@ -185,18 +199,39 @@ int cmd_select(int argc, char **argv)
     if (lnk_geom_selectable(K, n, d, tol, sel, NULL) != LNK_OK)
         cli_die("%s: %s", kpath, lnk_errmsg());
     static const char *const hdr[] = {"index", "selectable"};
+    lnk_afile af;
+    if (out && lnk_afile_open(&af, out) != LNK_OK)
+        cli_die_lib();
     lnk_csv csv;
-    int st = lnk_csv_begin(&csv, stdout, hdr, 2);
+    int st = lnk_csv_begin(&csv, out ? af.f : stdout, hdr, 2), n_sel = 0;
     for (int i = 0; !st && i < n; i++) {
         st = lnk_csv_int(&csv, i);
         st = st ? st : lnk_csv_int(&csv, sel[i]);
         st = st ? st : lnk_csv_end_row(&csv);
+        n_sel += sel[i];
     }
     lnk_csv_free(&csv);
-    if (st)
-        cli_die_lib();
-    if (fflush(stdout) != 0)
-        cli_die("select: could not write to standard output");
+    if (out) {
+        if (st || lnk_afile_commit(&af) != LNK_OK) {
+            lnk_afile_abort(&af);
+            cli_die_lib();
+        }
+        char extra[512];
+        snprintf(extra, sizeof extra,
+                 "{\"command\": \"select\", \"norm\": \"%s\", \"eps\": %.17g, \"tol\": %.17g, "
+                 "\"keys\": %d, \"dim\": %d, \"selectable\": %d}",
+                 norm_name, eps, tol, n, d, n_sel);
+        if (lnk_meta_write(out, NULL, extra, start, lnk_now() - t0) != LNK_OK) {
+            remove(out);
+            cli_die_lib();
+        }
+        cli_say("select: %d of %d keys selectable -> %s\n", n_sel, n, out);
+    } else {
+        if (st)
+            cli_die_lib();
+        if (fflush(stdout) != 0)
+            cli_die("select: could not write to standard output");
+    }
     free(sel);
     free(K);
     return 0;

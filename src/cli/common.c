@@ -6,8 +6,20 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "lnkit/provenance.h"
 
 static int setup = 1;
+int cli_quiet = 0;
+
+void cli_say(const char *fmt, ...)
+{
+    if (cli_quiet || !cli_root())
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
 void cli_setup_done(void) { setup = 0; }
 
 void cli_die(const char *fmt, ...)
@@ -69,6 +81,12 @@ long cli_int(const char *opt, const char *s, long min, long max)
     return v;
 }
 
+void cli_input(const char *path)
+{
+    if (lnk_prov_input(path) != LNK_OK)
+        cli_die_lib();
+}
+
 char *cli_sibling_path(const char *path, const char *suffix)
 {
     size_t L = strlen(path), ls = strlen(".safetensors");
@@ -100,6 +118,7 @@ int cli_add_model_options(struct option *opts, int n)
     }
     opts[n++] = (struct option){"config", required_argument, NULL, CLI_KEY_BASE - 1};
     opts[n++] = (struct option){"threads", required_argument, NULL, CLI_KEY_BASE - 2};
+    opts[n++] = (struct option){"quiet", no_argument, NULL, CLI_KEY_BASE - 3};
     return n;
 }
 
@@ -111,6 +130,10 @@ int cli_model_option(cli_model_opts *mo, int val, const char *arg)
     }
     if (val == CLI_KEY_BASE - 2) {
         mo->threads = (int)cli_int("threads", arg, 1, 1024);
+        return 1;
+    }
+    if (val == CLI_KEY_BASE - 3) {
+        cli_quiet = 1;
         return 1;
     }
     if (val >= CLI_KEY_BASE && val < CLI_KEY_BASE + 64) {
@@ -128,18 +151,24 @@ void cli_make_config(const cli_model_opts *mo, lnk_config *c)
     lnk_config_default(c);
     if (mo->config_path && lnk_config_load_json(c, mo->config_path) != LNK_OK)
         cli_die_lib();
+    if (mo->config_path)
+        cli_input(mo->config_path);
     for (int i = 0; i < mo->n_set; i++)
         if (lnk_config_set(c, mo->set_key[i], mo->set_val[i]) != LNK_OK)
             cli_die_lib();
     if (lnk_config_finalize(c) != LNK_OK)
         cli_die_lib();
+    lnk_prov_seed("init", c->seed);
     if (mo->threads > 0)
         lnk_set_blas_threads(mo->threads);
 }
 
-void cli_print_model_help(void)
+void cli_print_model_help(void) { cli_print_model_help_seed("initialisation seed"); }
+
+void cli_print_model_help_seed(const char *seed_help)
 {
-    printf("Model configuration (SPEC.md section 8; flags override --config):\n"
+    printf("Model configuration (docs/MODEL.md section 8; flags override --config, and\n"
+           "the per-side keys a saved config derived from L, V, d follow those flags):\n"
            "  --config FILE          configuration JSON                       (none)\n"
            "  --task lm|seq2seq|cls                                           (lm)\n"
            "  --norm-pos post|pre                                             (post)\n"
@@ -151,11 +180,15 @@ void cli_print_model_help(void)
            "  --V N                  vocabulary; --V-src, --V-tgt per side    (32)\n"
            "  --n-classes N          cls output classes                       (V)\n"
            "  --init xavier|xavier_normal|theorem                             (xavier)\n"
-           "  --seed N               initialisation seed                      (0)\n"
+           "  --seed N               %-40s (0)\n"
            "  --eps X                norm epsilon                             (1e-5)\n"
            "  --tie-output true|false                                         (false)\n"
            "  --label-smoothing A    0 <= A < 1                               (0)\n"
-           "  --threads N            BLAS threads                             (OpenBLAS default)\n");
+           "  --threads N            BLAS threads                             (OpenBLAS default)\n"
+           "  --quiet                nothing on stderr but errors\n"
+           "Keys of sides the task does not have (--L-enc, --V-src for lm; --L-dec, --V-tgt\n"
+           "for cls; --n-classes outside cls) are accepted and ignored.\n",
+           seed_help);
 }
 
 void cli_bad_option(const char *cmd, int c, char **argv)

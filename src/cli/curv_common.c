@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/curv.h"
+#include "lnkit/provenance.h"
 
 int cli_curv_add_options(struct option *opts, int n)
 {
@@ -31,7 +32,7 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
     case CURV_CHUNK: o->chunk_rows = (int)cli_int("chunk", arg, 1, 1L << 24); return 1;
     case CURV_BLOCK: o->block = arg; return 1;
     case CURV_RNG: o->rng_seed = (uint64_t)cli_int("rng-seed", arg, 0, 0x7fffffffL); return 1;
-    case CURV_QUIET: o->quiet = 1; return 1;
+    case CURV_QUIET: o->quiet = cli_quiet = 1; return 1;
     }
     return 0;
 }
@@ -45,8 +46,7 @@ void cli_curv_print_help(void)
            "                         token-weighted sum over chunks             (whole files)\n"
            "  --block PATTERNS       comma-separated globs on tensor names, e.g.\n"
            "                         'dec.5.ffn.w2' or '*.attn.*'               (all parameters)\n"
-           "  --rng-seed N           seed of the start vectors / probes         (0)\n"
-           "  --quiet                no progress on stderr\n\n");
+           "  --rng-seed N           seed of the start vectors / probes         (0)\n\n");
     cli_print_model_help();
 }
 
@@ -68,6 +68,11 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     s->theta = malloc(sizeof(double) * np);
     cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));
     cli_check(lnk_weights_load(o->weights, s->m, s->theta));
+    /* inputs (path, size, SHA-256) and seeds for the sidecar */
+    cli_input(o->weights);
+    for (int i = 0; i < o->n_batch; i++)
+        cli_input(o->batch[i]);
+    lnk_prov_seed("rng", o->rng_seed);
     lnk_batch *files = calloc((size_t)o->n_batch, sizeof *files);
     if (!files)
         cli_die("out of memory");

@@ -1,14 +1,16 @@
 /* lnkit: command-line entry point; dispatches to the subcommands. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "lnkit/provenance.h"
 
 static const struct {
     const char *name;
     int (*fn)(int, char **);
     const char *help;
 } cmds[] = {
-    {"init", cmd_init, "initialise weights (SPEC §5) and write them with their config"},
+    {"init", cmd_init, "initialise weights (MODEL.md §5) and write them with their config"},
     {"batch", cmd_batch, "make a batch file: synthetic ids or whitespace-tokenised text"},
     {"eval", cmd_eval, "loss and every tensor's gradient Frobenius norm on a batch"},
     {"hvp", cmd_hvp, "exact Hessian-vector product H v on a batch"},
@@ -16,16 +18,23 @@ static const struct {
     {"trace", cmd_trace, "Hessian trace with standard error (Hutchinson, Hutch++)"},
     {"density", cmd_density, "Hessian spectral density (stochastic Lanczos quadrature)"},
     {"select", cmd_select, "which keys are selectable by some query (convex hull, exact LP)"},
+    {"params", cmd_params, "the model's tensors: shapes, counts, offsets, --block groups"},
+    {"vector", cmd_vector, "make a vector for hvp: random, ones, or a saved gradient"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: lnkit COMMAND [OPTIONS]   (lnkit COMMAND --help for its options)\n\n"
                "lnkit %s: exact gradients and Hessian-vector products of the transformers\n"
-               "of SPEC.md at initialisation.\n\nCommands:\n", LNK_VERSION);
+               "of docs/MODEL.md at initialisation.\n\nCommands:\n", LNK_VERSION);
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
-    fprintf(f, "\nErrors print one line 'lnkit: ...' on stderr and exit with status 2.\n");
+    fprintf(f, "\nOptions:\n"
+               "  --help                 this list\n"
+               "  --version              version, git commit, compiler, BLAS library, its kernel\n"
+               "                         and threads, LAPACK, GSL, GLPK, jansson\n"
+               "\nErrors print one line 'lnkit: ...' on stderr and exit with status 2.\n"
+               "man lnkit, man lnkit-COMMAND: the manual pages.\n");
 }
 
 int main(int argc, char **argv)
@@ -46,9 +55,14 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("lnkit %s\n", LNK_VERSION);
+        char *v = lnk_version_text();
+        if (!v)
+            cli_die("out of memory");
+        fputs(v, stdout);
+        free(v);
         return 0;
     }
+    lnk_prov_args(argc, argv); /* the command line, exactly, for the sidecars */
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name)) {
             int rc = cmds[i].fn(argc - 1, argv + 1);

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include <cblas.h>
-#include <gsl/gsl_version.h>
 #include <jansson.h>
 
 #include "lnkit/config.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
+#include "io/provenance_json.h"
 
 /* ------------------------------------------------------------------ lnk_afile */
 
@@ -372,16 +372,11 @@ int lnk_meta_write(const char *csv_path, const lnk_config *cfg, const char *extr
         st = lnk_error(LNK_ENONFINITE, "%s: key 'wall_seconds': %g is not finite", path, wall_seconds);
         goto done;
     }
-    json_t *ver = json_object();
-    const char *ob = openblas_get_config();
-    int bad = jset(root, "config", jcfg) | jset(root, "seed", jseed) | jset(root, "versions", ver);
-    if (ver)
-        bad |= jset(ver, "lnkit", json_string(LNK_VERSION)) |
-               jset(ver, "openblas", json_string(ob ? ob : "unknown")) |
-               jset(ver, "gsl", json_string(gsl_version)) |
-               jset(ver, "jansson", json_string(JANSSON_VERSION));
-    bad |= jset(root, "threads", json_integer(lnk_blas_threads())) |
-           jset(root, "start_time", start_iso ? json_string(start_iso) : json_null()) |
+    int bad = jset(root, "config", jcfg) | jset(root, "seed", jseed);
+    /* command line, inputs with checksums, seeds, git commit, versions,
+     * threads, ranks: one record for every sidecar (provenance.c) */
+    bad |= lnk_prov_json(root);
+    bad |= jset(root, "start_time", start_iso ? json_string(start_iso) : json_null()) |
            jset(root, "wall_seconds", json_real(wall_seconds));
     if (bad) {
         st = lnk_error(LNK_ENOMEM, "%s: cannot build the JSON (out of memory or bad UTF-8 in start time)", path);

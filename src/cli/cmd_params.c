@@ -1,0 +1,209 @@
+/* lnkit params: what a model is made of: its tensors in the flat order of
+ * docs/MODEL.md §6 (shape, count, offset) and the parameter groups that
+ * --block accepts, from a configuration alone (no weights needed). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+
+static void help(void)
+{
+    printf("usage: lnkit params [--config C.json] [config flags] [--block PATTERNS]\n"
+           "                    [--csv | --json]\n\n"
+           "List the model's tensors in the flat order of the parameter vector (docs/MODEL.md\n"
+           "section 6): index, name, shape, count and offset in the vector; then the groups\n"
+           "that --block of eigs/trace/density accepts (comma-separated shell globs on the\n"
+           "names; '*' also matches dots), each with its tensor and parameter counts.  With\n"
+           "--block, only the tensors of that block are listed, with the block's size.\n\n"
+           "  --block PATTERNS       list only this block, e.g. '*.attn.*' or 'dec.5.*'\n"
+           "                         (all parameters)\n"
+           "  --csv                  CSV kind,name,shape,count,offset (kind tensor or\n"
+           "                         group) instead of the table\n"
+           "  --json                 JSON {n_params, n_tensors, tensors, groups} instead\n\n");
+    cli_print_model_help();
+}
+
+/* The groups worth naming: the whole model, each block of each stack, each
+ * kind of sub-layer across blocks, W2 (Xiong et al.'s W^{2,l}), embeddings,
+ * final norms and the output layer.  Patterns matching nothing are skipped. */
+static int make_groups(const lnk_model *m, char ***out)
+{
+    const lnk_config *c = lnk_model_config(m);
+    int cap = 16 + c->L_enc + c->L_dec, n = 0;
+    char **g = calloc((size_t)cap, sizeof *g);
+    if (!g)
+        cli_die("out of memory");
+    static const char *const fixed[] = {"*", "*_emb", "*.attn.*", "*.xattn.*", "*.ffn.*",
+                                        "*.ffn.w2", "*.norm*", "*final_norm.*", "out.w"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        g[n++] = strdup(fixed[i]);
+    if (c->task != LNK_TASK_LM)
+        for (int l = 0; l < c->L_enc; l++)
+            if (asprintf(&g[n++], "enc.%d.*", l) < 0)
+                cli_die("out of memory");
+    if (c->task != LNK_TASK_CLS)
+        for (int l = 0; l < c->L_dec; l++)
+            if (asprintf(&g[n++], "dec.%d.*", l) < 0)
+                cli_die("out of memory");
+    *out = g;
+    return n;
+}
+
+static void shape_text(const lnk_tensor_info *t, char *buf, size_t n, int csv)
+{
+    if (t->ndim == 2)
+        snprintf(buf, n, csv ? "%dx%d" : "[%d, %d]", t->shape[0], t->shape[1]);
+    else
+        snprintf(buf, n, csv ? "%d" : "[%d]", t->shape[0]);
+}
+
+int cmd_params(int argc, char **argv)
+{
+    enum { O_BLOCK = 1, O_CSV, O_JSON };
+    struct option opts[96] = {{"block", required_argument, NULL, O_BLOCK},
+                              {"csv", no_argument, NULL, O_CSV},
+                              {"json", no_argument, NULL, O_JSON},
+                              {"help", no_argument, NULL, 'h'}};
+    int n = cli_add_model_options(opts, 4);
+    opts[n] = (struct option){0, 0, 0, 0};
+    cli_model_opts mo = {0};
+    const char *block = NULL;
+    int csv = 0, json = 0, ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (cli_model_option(&mo, ch, optarg))
+            continue;
+        switch (ch) {
+        case O_BLOCK: block = optarg; break;
+        case O_CSV: csv = 1; break;
+        case O_JSON: json = 1; break;
+        case 'h': help(); return 0;
+        default: cli_bad_option("params", ch, argv);
+        }
+    }
+    if (optind < argc)
+        cli_die("params: unexpected argument '%s'", argv[optind]);
+    if (csv && json)
+        cli_die("params: give at most one of --csv and --json");
+    lnk_config c;
+    cli_make_config(&mo, &c);
+    lnk_model *m = lnk_model_alloc(&c);
+    if (!m)
+        cli_die_lib();
+    const lnk_layout *lay = lnk_model_layout(m);
+    lnk_block sel;
+    if (lnk_block_select(m, block, &sel) != LNK_OK)
+        cli_die("params: --block: %s", lnk_errmsg());
+    char **groups = NULL;
+    int n_groups = block ? 0 : make_groups(m, &groups);
+    lnk_block *gb = calloc((size_t)n_groups + 1, sizeof *gb);
+    int *ok = calloc((size_t)n_groups + 1, sizeof *ok);
+    if (!gb || !ok)
+        cli_die("out of memory");
+    for (int i = 0; i < n_groups; i++)
+        ok[i] = lnk_block_select(m, groups[i], &gb[i]) == LNK_OK;
+    lnk_error_clear();
+
+    char shape[48];
+    if (json) {
+        json_t *o = json_object(), *ts = json_array(), *gs = json_array();
+        json_object_set_new(o, "task", json_string(lnk_task_name(c.task)));
+        json_object_set_new(o, "n_params", json_integer((json_int_t)lay->n_params));
+        json_object_set_new(o, "n_tensors", json_integer(lay->n_tensors));
+        if (block) {
+            json_object_set_new(o, "block", json_string(block));
+            json_object_set_new(o, "block_params", json_integer((json_int_t)sel.n));
+        }
+        for (int k = 0; k < sel.n_tensors; k++) {
+            const lnk_tensor_info *t = &lay->t[sel.tensor[k]];
+            json_t *e = json_object(), *sh = json_array();
+            for (int d = 0; d < t->ndim; d++)
+                json_array_append_new(sh, json_integer(t->shape[d]));
+            json_object_set_new(e, "index", json_integer(sel.tensor[k]));
+            json_object_set_new(e, "name", json_string(t->name));
+            json_object_set_new(e, "shape", sh);
+            json_object_set_new(e, "count", json_integer((json_int_t)t->size));
+            json_object_set_new(e, "offset", json_integer((json_int_t)t->offset));
+            json_array_append_new(ts, e);
+        }
+        for (int i = 0; i < n_groups; i++) {
+            if (!ok[i])
+                continue;
+            json_t *e = json_object();
+            json_object_set_new(e, "pattern", json_string(groups[i]));
+            json_object_set_new(e, "tensors", json_integer(gb[i].n_tensors));
+            json_object_set_new(e, "count", json_integer((json_int_t)gb[i].n));
+            json_array_append_new(gs, e);
+        }
+        json_object_set_new(o, "tensors", ts);
+        json_object_set_new(o, "groups", gs);
+        char *txt = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (!txt)
+            cli_die("out of memory");
+        puts(txt);
+        free(txt);
+        json_decref(o);
+    } else if (csv) {
+        static const char *const hdr[] = {"kind", "name", "shape", "count", "offset"};
+        lnk_csv f;
+        int st = lnk_csv_begin(&f, stdout, hdr, 5);
+        for (int k = 0; !st && k < sel.n_tensors; k++) {
+            const lnk_tensor_info *t = &lay->t[sel.tensor[k]];
+            shape_text(t, shape, sizeof shape, 1);
+            st = lnk_csv_str(&f, "tensor");
+            st = st ? st : lnk_csv_str(&f, t->name);
+            st = st ? st : lnk_csv_str(&f, shape);
+            st = st ? st : lnk_csv_int(&f, (long long)t->size);
+            st = st ? st : lnk_csv_int(&f, (long long)t->offset);
+            st = st ? st : lnk_csv_end_row(&f);
+        }
+        for (int i = 0; !st && i < n_groups; i++) {
+            if (!ok[i])
+                continue;
+            st = lnk_csv_str(&f, "group");
+            st = st ? st : lnk_csv_str(&f, groups[i]);
+            st = st ? st : lnk_csv_str(&f, "");
+            st = st ? st : lnk_csv_int(&f, (long long)gb[i].n);
+            st = st ? st : lnk_csv_str(&f, "");
+            st = st ? st : lnk_csv_end_row(&f);
+        }
+        lnk_csv_free(&f);
+        if (st)
+            cli_die_lib();
+    } else {
+        printf("%s model (%s, %s): %zu parameters in %d tensors", lnk_task_name(c.task),
+               lnk_norm_pos_name(c.norm_pos), lnk_norm_type_name(c.norm), lay->n_params,
+               lay->n_tensors);
+        if (block)
+            printf("; block '%s': %zu parameters in %d tensors", block, sel.n, sel.n_tensors);
+        printf("\n\n%5s  %-24s %-14s %12s %12s\n", "index", "tensor", "shape", "count", "offset");
+        for (int k = 0; k < sel.n_tensors; k++) {
+            const lnk_tensor_info *t = &lay->t[sel.tensor[k]];
+            shape_text(t, shape, sizeof shape, 0);
+            printf("%5d  %-24s %-14s %12zu %12zu\n", sel.tensor[k], t->name, shape, t->size,
+                   t->offset);
+        }
+        if (n_groups) {
+            printf("\nGroups for --block (comma-separated globs on the names above):\n");
+            printf("  %-20s %8s %12s\n", "pattern", "tensors", "count");
+            for (int i = 0; i < n_groups; i++)
+                if (ok[i])
+                    printf("  %-20s %8d %12zu\n", groups[i], gb[i].n_tensors, gb[i].n);
+        }
+    }
+    if (fflush(stdout) != 0)
+        cli_die("params: could not write to standard output");
+    for (int i = 0; i < n_groups; i++) {
+        if (ok[i])
+            lnk_block_free(&gb[i]);
+        free(groups[i]);
+    }
+    free(groups);
+    free(gb);
+    free(ok);
+    lnk_block_free(&sel);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+    return 0;
+}
