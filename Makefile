@@ -113,11 +113,11 @@ $(BUILD)/$(SONAME): $(SOLIB)
 $(BUILD)/liblnkit.so: $(BUILD)/$(SONAME)
 	ln -sf $(notdir $<) $@
 
-# Man pages: the configuration flags every model command shares are one
-# fragment (man/config-flags.roff) put in place of the line '.\" @CONFIG_FLAGS@'.
-$(BUILD)/man/%.1: man/%.1 man/config-flags.roff
+# Man pages: options that several commands share are fragments
+# (man/NAME.roff) put in place of the lines '.\" @INCLUDE NAME@'.
+$(BUILD)/man/%.1: man/%.1 $(wildcard man/*.roff) tools/manpage.awk
 	@mkdir -p $(dir $@)
-	sed -e '/^\.\\" @CONFIG_FLAGS@/{r man/config-flags.roff' -e 'd}' $< > $@
+	awk -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
 
 $(BIN): $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
@@ -232,13 +232,15 @@ LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 PCDIR   ?= $(LIBDIR)/pkgconfig
-CMDS    := init batch eval hvp eigs trace density select params vector
 
-$(BUILD)/lnkit.pc: lnkit.pc.in include/lnkit/io.h Makefile
+# Made at every make run (PREFIX may differ from the last one), rewritten
+# only when it changes.
+$(BUILD)/lnkit.pc: lnkit.pc.in FORCE
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	@sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+	    -e 's|@INCDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCDIR))|' \
 	    -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(PKGS)|' -e 's|@LIBS_PRIVATE@|$(LIBS_PRIVATE)|' \
-	    $< > $@
+	    $< > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 install: all $(BUILD)/lnkit.pc
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR)/lnkit \

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch (float64) benchmark of the SPEC.md transformer, to set lnkit's timings against.
+"""PyTorch (float64) benchmark of the docs/MODEL.md transformer, to set lnkit's timings against.
 
 usage: /usr/bin/python3 bench/bench_torch.py [--threads N] [--repeat R] [--repeat-b R]
                                              [--configs a,b] [--csv FILE]
@@ -8,7 +8,7 @@ Task lm, LayerNorm, Post-LN and Pre-LN, two sizes:
   a: d=128 h=4 L=6 d_ff=512  V=1000 B=16 T=32
   b: d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32
 T is the number of input positions (the tgt rows hold T+1 tokens: <bos>=2 then ids uniform
-in [4, V), no padding).  Xavier-uniform init (SPEC section 5 default), float64.
+in [4, V), no padding).  Xavier-uniform init (MODEL.md section 5 default), float64.
 Timed, each as the median over R runs after one warm-up:
   fwd_s   the loss (forward only, no autograd graph);
   grad_s  loss + backward;
@@ -35,7 +35,7 @@ SIZES = {
 
 
 def xavier_init(layout, d, gen):
-    """SPEC section 5 default: matrices U(-a, a), a = sqrt(6/(in+out)); embeddings
+    """MODEL.md section 5 default: matrices U(-a, a), a = sqrt(6/(in+out)); embeddings
     N(0, 1/d); biases 0; norm gains 1."""
     parts = []
     for name, shape in layout:

@@ -208,7 +208,7 @@ static void test_round_trip(void **state)
     for (int i = 0; i < nn; i++)
         assert_string_equal(b.file_param_order[i], names[i]);
 
-    /* the file is what lnk_config_to_json gives, keys in SPEC order, enums by name */
+    /* the file is what lnk_config_to_json gives, keys in MODEL.md §8 order, enums by name */
     char *file = tu_read_file(path, NULL);
     char *text = lnk_config_to_json(&a, np, names, nn);
     assert_non_null(file);

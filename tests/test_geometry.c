@@ -1,4 +1,4 @@
-/* LayerNorm geometry (SPEC.md section 7, include/lnkit/geometry.h):
+/* LayerNorm geometry (docs/MODEL.md section 7, include/lnkit/geometry.h):
  *   1. norms: LN outputs have cos to 1 below 1e-12 and norm sqrt(d) (eps = 0), LN = S(P);
  *      per-head slices of a full-width LN are not centred, of a per-head LN they are;
  *      statistics (cos, norm ratio, angle folded into [0, 90]);
@@ -84,7 +84,7 @@ static void test_layernorm_sphere(void **state)
             for (int i = 0; i < d; i++)
                 assert_true(fabs(z[i] - y[i]) <= 1e-13 * (1 + fabs(y[i])));
             assert_true(fabs(lnk_geom_angle_ones(y, d) - 90) < 1e-9);
-            /* with eps: ||LN(x)|| = sqrt(d var/(var + eps)) (SPEC section 7) */
+            /* with eps: ||LN(x)|| = sqrt(d var/(var + eps)) (MODEL.md section 7) */
             double mu = 0, var = 0, eps = 0.3;
             for (int i = 0; i < d; i++)
                 mu += x[i] / d;

@@ -1,4 +1,4 @@
-/* Analytic and reproducibility tests of the model of SPEC.md.
+/* Analytic and reproducibility tests of the model of docs/MODEL.md.
  *   1. the row-norm kernel: LayerNorm rows are centred with norm sqrt(n var/(var+eps)),
  *      RMSNorm rows have norm sqrt(n ms/(ms+eps)), y = g xhat + b exactly;
  *   2. theorem init (Wq = Wk = 0): every attention row is uniform over its allowed keys;
@@ -7,7 +7,7 @@
  *   4. causality: changing the last input token leaves every earlier attention row and
  *      every earlier prediction bitwise unchanged;
  *   5. loss ln C with zero output weights (and the exact output-layer gradient there);
- *      an independent scalar re-implementation of the loss written from SPEC.md (lm, cls,
+ *      an independent scalar re-implementation of the loss written from docs/MODEL.md (lm, cls,
  *      seq2seq; Post/Pre; layernorm/rmsnorm/none; qk_norm; label smoothing; tie_output);
  *   6. determinism of init, eval and hvp; agreement across OpenBLAS thread counts;
  *   7. initialisation statistics (ranges, variances within 5 standard errors).
@@ -581,7 +581,7 @@ static void test_loss_zero_output(void **state)
                 assert_int_equal(lnk_model_eval(ws, f.th, &bt, &L, g, &N), LNK_OK);
                 int C = c->task == LNK_TASK_CLS ? c->n_classes : c->V_tgt;
                 assert_int_equal(nw, (size_t)c->d * C);
-                /* count the scored positions from the batch, as SPEC §4 defines them */
+                /* count the scored positions from the batch, as MODEL.md §4 defines them */
                 size_t Nw = 0;
                 if (c->task == LNK_TASK_CLS) {
                     for (int i = 0; i < bt.B * bt.S; i++)
@@ -632,10 +632,10 @@ static void test_loss_zero_output(void **state)
             }
 }
 
-/* ------------------------- 5b. an independent scalar reference of SPEC §2-4, all tasks */
+/* ------------------------- 5b. an independent scalar reference of MODEL.md §2-4, all tasks */
 
-/* Written from SPEC.md alone: plain loops over one sequence at a time, no BLAS, no lnkit
- * kernels; parameters are looked up by their SPEC §6 names. */
+/* Written from docs/MODEL.md alone: plain loops over one sequence at a time, no BLAS, no lnkit
+ * kernels; parameters are looked up by their MODEL.md §6 names. */
 #define RT 16 /* max positions */
 #define RD 8  /* max width */
 #define RF 32 /* max ffn width */
@@ -662,7 +662,7 @@ static const double *rp(const refm *r, const char *fmt, ...)
     return i < 0 ? NULL : r->th + lay->t[i].offset;
 }
 
-/* SPEC §2 norms on one vector of n entries: LayerNorm g (x - mu)/sqrt(var + eps) + b,
+/* MODEL.md §2 norms on one vector of n entries: LayerNorm g (x - mu)/sqrt(var + eps) + b,
  * RMSNorm g x / sqrt(mean(x^2) + eps) (g = NULL: 1, b = NULL: 0). */
 static void ref_norm(const refm *r, int type, double *y, const double *x, int n, const double *g,
                      const double *b)
@@ -694,7 +694,7 @@ static void ref_bnorm(const refm *r, double *y, const double *x, const char *pre
     ref_norm(r, r->norm, y, x, r->d, g, b);
 }
 
-/* SPEC §2 MHA(Xq, Xkv, mask) of one sequence with the tensors "<pre>.<l>.<an>.*":
+/* MODEL.md §2 MHA(Xq, Xkv, mask) of one sequence with the tensors "<pre>.<l>.<an>.*":
  * key s is masked when kid[s] is <pad>, or s > t when causal. */
 static void ref_mha(const refm *r, const char *pre, int l, const char *an, double out[RT][RD],
                     double Xq[RT][RD], int Tq, double Xkv[RT][RD], const int64_t *kid, int Tk,
@@ -770,7 +770,7 @@ static void ref_mha(const refm *r, const char *pre, int l, const char *an, doubl
         }
 }
 
-/* SPEC §2 FFN(x) = ReLU(x W1 + b1) W2 + b2 on one vector. */
+/* MODEL.md §2 FFN(x) = ReLU(x W1 + b1) W2 + b2 on one vector. */
 static void ref_ffn(const refm *r, const char *pre, int l, double *out, const double *x)
 {
     const double *w1 = rp(r, "%s.%d.ffn.w1", pre, l), *b1 = rp(r, "%s.%d.ffn.b1", pre, l);
@@ -791,7 +791,7 @@ static void ref_ffn(const refm *r, const char *pre, int l, double *out, const do
     }
 }
 
-/* SPEC §2 embedding sqrt(d) E[x_t] + PE_t of one sequence. */
+/* MODEL.md §2 embedding sqrt(d) E[x_t] + PE_t of one sequence. */
 static void ref_embed(const refm *r, const char *E_name, double X[RT][RD], const int64_t *ids,
                       int T)
 {
@@ -806,7 +806,7 @@ static void ref_embed(const refm *r, const char *E_name, double X[RT][RD], const
         }
 }
 
-/* SPEC §3: one stack over one sequence, X updated in place.  With M (the encoder output,
+/* MODEL.md §3: one stack over one sequence, X updated in place.  With M (the encoder output,
  * key ids mid) each block has cross-attention between self-attention and FFN. */
 static void ref_stack(const refm *r, const char *pre, int L, double X[RT][RD],
                       const int64_t *ids, int T, int causal, double M[RT][RD],
@@ -853,7 +853,7 @@ static void ref_stack(const refm *r, const char *pre, int L, double X[RT][RD],
         }
 }
 
-/* SPEC §4: the mean loss of a batch. */
+/* MODEL.md §4: the mean loss of a batch. */
 static double ref_loss(const refm *r, const lnk_batch *bt, size_t *nscored)
 {
     const lnk_config *c = lnk_model_config(r->m);

@@ -1,5 +1,5 @@
-/* lnkit against an independent implementation of SPEC.md: tools/ref_torch.py
- * (PyTorch, float64, written from SPEC.md alone; H v by double backward).
+/* lnkit against an independent implementation of docs/MODEL.md: tools/ref_torch.py
+ * (PyTorch, float64, written from docs/MODEL.md alone; H v by double backward).
  * For each configuration: weights from lnk_model_init_params (with gains and
  * biases perturbed so that every tensor matters), a batch with padding, a
  * random v; loss, gradient and H v must agree to rounding.  Skipped with a

@@ -599,7 +599,7 @@ static void test_weights_roundtrip(void **state)
         fail_msg("%s", lnk_errmsg());
     assert_memory_equal(back, x->theta, x->n * sizeof *back);
 
-    /* written in SPEC order with the layout's shapes */
+    /* written in MODEL.md §6 order with the layout's shapes */
     lnk_st_file *f;
     assert_int_equal(lnk_st_read(path, &f), LNK_OK);
     assert_int_equal(f->n, lay->n_tensors);

@@ -1,14 +1,14 @@
 #!/usr/bin/python3
-"""Independent PyTorch (float64) reference of the transformer of /work/shared/SPEC.md.
+"""Independent PyTorch (float64) reference of the transformer of docs/MODEL.md.
 
-Written from SPEC.md only (not from the C sources), to cross-check lnkit's loss,
+Written from the model contract only (docs/MODEL.md §1-§9; not from the C sources), to cross-check lnkit's loss,
 gradient and Hessian-vector products.
 
 usage:
   /usr/bin/python3 tools/ref_torch.py --config C.json --weights W.safetensors \
       --batch B.safetensors [--vector v.safetensors] [--dense-hessian] -o out.safetensors
 
-out.safetensors holds "loss" F64 [1], "grad" F64 [n_params] (flat, SPEC section 6
+out.safetensors holds "loss" F64 [1], "grad" F64 [n_params] (flat, MODEL.md section 6
 order), "hv" F64 [n_params] when --vector is given, "hessian" F64 [n, n] with
 --dense-hessian.  Errors print "ref_torch: <message>" and exit 2.
 """
@@ -102,7 +102,7 @@ def st_write(path, tensors, metadata=None):
 
 
 # ---------------------------------------------------------------------------
-# configuration (SPEC section 8)
+# configuration (MODEL.md section 8)
 
 _CHOICES = {"task": ("lm", "seq2seq", "cls"), "norm_pos": ("post", "pre"),
             "norm": ("layernorm", "rmsnorm", "none"),
@@ -182,7 +182,7 @@ def resolve_config(obj):
 
 
 # ---------------------------------------------------------------------------
-# parameter layout (SPEC section 6)
+# parameter layout (MODEL.md section 6)
 
 def _norm_params(c, prefix):
     d = c["d"]
@@ -208,7 +208,7 @@ def _ffn_params(c, prefix):
 
 
 def param_layout(c):
-    """[(name, shape)] in the flat order of SPEC section 6."""
+    """[(name, shape)] in the flat order of MODEL.md section 6."""
     d = c["d"]
     lay = []
     if c["has_enc"]:
@@ -272,7 +272,7 @@ def flatten_named(tensors, layout, what):
 
 
 # ---------------------------------------------------------------------------
-# model (SPEC sections 2-4)
+# model (MODEL.md sections 2-4)
 
 def sinusoidal_pe(T, d, dtype=torch.float64):
     pe = np.zeros((T, d))
@@ -449,7 +449,7 @@ def check_batch(c, batch):
 
 
 def loss_fn(c, p, tb):
-    """Scalar loss of SPEC section 4. p: {name: tensor}; tb: output of check_batch."""
+    """Scalar loss of MODEL.md section 4. p: {name: tensor}; tb: output of check_batch."""
     src, tin, labels, scored = tb
     if c["task"] == "cls":
         z = encoder(c, p, src)

@@ -341,7 +341,7 @@ def test_pe():
 
 
 # ---------------------------------------------------------------------------
-# parameter counts vs hand formula, names of SPEC section 6
+# parameter counts vs hand formula, names of MODEL.md section 6
 
 def test_layout():
     for cfg in CONFIGS + [{"task": "seq2seq", "d": 16, "h": 4, "L_enc": 3, "L_dec": 2,
@@ -383,7 +383,7 @@ def test_layout():
         ["dec.0.norm2.g", "dec.0.norm2.b", "dec.0.ffn.w1", "dec.0.ffn.b1", "dec.0.ffn.w2",
          "dec.0.ffn.b2", "dec.0.norm3.g", "dec.0.norm3.b", "dec.final_norm.g",
          "dec.final_norm.b", "out.w"]
-    check("layout order seq2seq pre (SPEC 6)", names == want)
+    check("layout order seq2seq pre (MODEL.md §6)", names == want)
     c = R.resolve_config({"task": "lm", "L": 1})
     names = [nm for nm, _ in R.param_layout(c)]
     check("layout lm: no enc/src_emb, norms renumbered",

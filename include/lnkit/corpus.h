@@ -1,4 +1,4 @@
-/* lnkit: parallel corpora for the seq2seq task (SPEC §4): two whitespace-
+/* lnkit: parallel corpora for the seq2seq task (MODEL.md §4): two whitespace-
  * tokenised text files, vocabularies, id rows, and batches by token count.
  *
  * Files.  Line i of the source file translates line i of the target file.
@@ -7,10 +7,10 @@
  * offset; lnk_corpus_read adds the check that both files have the same
  * number of lines (the message names both files and both counts).
  *
- * Rows (our reading of SPEC §4).  The decoder reads <bos> y_1 .. y_n and
+ * Rows (the reading of MODEL.md §4).  The decoder reads <bos> y_1 .. y_n and
  * predicts y_1 .. y_n <eos>, so the stored tgt row is
  *     tgt = <bos> ids(target line) <eos>          (n + 2 ids).
- * SPEC says only "the encoder reads the source": the src row is the source
+ * MODEL.md §4 says only "the encoder reads the source": the src row is the source
  * tokens themselves,
  *     src = ids(source line)                      (m ids; no <bos>, no <eos>),
  * which is also what lnk_batch_synthetic makes for seq2seq.  fairseq appends

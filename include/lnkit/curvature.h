@@ -355,7 +355,7 @@ const char *lnk_trace_method_name(int method);
 
 /* ======================================================= spectral density
  *
- * Stochastic Lanczos quadrature (SPEC §7).  For each run v < n_v a start
+ * Stochastic Lanczos quadrature (MODEL.md §7).  For each run v < n_v a start
  * vector z_v (Rademacher or Gaussian entries, stream v of seed, so run v does
  * not depend on n_v) normalised to unit length; m Lanczos steps with
  * LNK_BREAKDOWN_STOP (an invariant subspace ends the run early: its

@@ -1,11 +1,11 @@
-/* lnkit: LayerNorm geometry of keys and queries (SPEC.md section 7; Brody, Alon,
+/* lnkit: LayerNorm geometry of keys and queries (docs/MODEL.md section 7; Brody, Alon,
  * Yahav 2023, "On the Expressivity Role of LayerNorm in Transformers' Attention").
  *
  * LayerNorm without gain and bias is a projection followed by a scaling:
  *   P(x) = x - (<x,1>/d) 1                 (onto the hyperplane orthogonal to 1)
  *   S(x) = sqrt(d) x / ||x||               (onto the sphere of radius sqrt(d))
  *   LN(x) = S(P(x)) when eps = 0;  RMSNorm(x) = S(x) when eps = 0.
- * With eps > 0 the norms are those of SPEC §2: (x - mu)/sqrt(var + eps) and
+ * With eps > 0 the norms are those of MODEL.md §2: (x - mu)/sqrt(var + eps) and
  * x/sqrt(mean(x^2) + eps).  A per-head variant applies the norm to each of the
  * h slices of width d/h on its own (what qk_norm does after the projections).
  *

@@ -9,11 +9,11 @@
  * so memory is bounded by a chunk, not by the data set.  Uneven chunks give
  * the exact mean.  Cost: one H v costs one HVP pass per chunk.
  *
- * Blocks.  A block is the set of tensors (SPEC §6 names) matched by any of a
+ * Blocks.  A block is the set of tensors (MODEL.md §6 names) matched by any of a
  * comma-separated list of shell glob patterns (fnmatch: "dec.5.ffn.w2",
  * "*.attn.*", "dec.3.*").  The block Hessian is H restricted to those
  * coordinates, H_BB = P^T H P with P the coordinate injection; its operator
- * acts on vectors of the block's size (the tensors concatenated in SPEC order).
+ * acts on vectors of the block's size (the tensors concatenated in MODEL.md §6 order).
  */
 #ifndef LNKIT_HESSIAN_H
 #define LNKIT_HESSIAN_H

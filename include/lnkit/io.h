@@ -4,7 +4,7 @@
  * temporary file beside the target and renamed over it only when complete, so
  * a failure never leaves a partly written file under the final name.
  *
- * CSV (SPEC §9): header row, one observation a row, '.' decimal point, doubles
+ * CSV (MODEL.md §9): header row, one observation a row, '.' decimal point, doubles
  * as %.17g, fields quoted only when they contain ',', '"' or a newline.
  * A non-finite double is refused (LNK_ENONFINITE naming the column).
  *

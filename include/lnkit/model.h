@@ -1,8 +1,8 @@
-/* lnkit: the transformer of SPEC.md, its loss, exact gradient and exact
+/* lnkit: the transformer of docs/MODEL.md, its loss, exact gradient and exact
  * Hessian-vector product.
  *
  * Parameters live in one flat double vector theta of length n_params, the
- * concatenation of the named tensors of SPEC §6 in that order (row-major).
+ * concatenation of the named tensors of MODEL.md §6 in that order (row-major).
  * Gradients, tangents v and products H v use the same layout.
  *
  * Math.  The loss is L(theta) = (1/N) sum_{scored positions} l_t with
@@ -19,7 +19,7 @@
  * the primal weight gradients unless asked for them).  Memory: every activation
  * of the batch, twice for hvp; O(B h T^2) for attention maps per layer.
  *
- * Batches (SPEC §4): lm reads tgt [B, T+1] (input tgt[:, :-1], labels
+ * Batches (MODEL.md §4): lm reads tgt [B, T+1] (input tgt[:, :-1], labels
  * tgt[:, 1:]); cls reads src [B, S] and labels [B, S]; seq2seq both src and tgt.
  * PAD = 0 keys are masked in every attention and PAD labels are not scored.
  */
@@ -52,7 +52,7 @@ typedef struct {
 typedef struct {
     size_t n_params;
     int n_tensors;
-    lnk_tensor_info *t;       /* SPEC §6 order; t[i].offset increasing */
+    lnk_tensor_info *t;       /* MODEL.md §6 order; t[i].offset increasing */
 } lnk_layout;
 
 typedef struct lnk_model lnk_model;
@@ -69,7 +69,7 @@ size_t lnk_model_n_params(const lnk_model *m);
 /* Index of a tensor by name, or -1. */
 int lnk_layout_find(const lnk_layout *lay, const char *name);
 
-/* Initialise theta (n_params doubles) as SPEC §5 with the config's init and seed.
+/* Initialise theta (n_params doubles) as MODEL.md §5 with the config's init and seed.
  * Each tensor draws from its own GSL mt19937 stream seeded from (seed, tensor
  * name), so a tensor's values do not depend on which other tensors exist. */
 int lnk_model_init_params(const lnk_model *m, double *theta);

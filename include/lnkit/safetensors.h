@@ -63,7 +63,7 @@ int lnk_st_write(const char *path, const lnk_st_tensor *t, int n, const char *co
 int lnk_weights_load(const char *path, const lnk_model *m, double *theta);
 int lnk_weights_save(const char *path, const lnk_model *m, const double *theta);
 
-/* Vectors (SPEC §8): either one tensor "v" of shape [n_params] (layout
+/* Vectors (MODEL.md §8): either one tensor "v" of shape [n_params] (layout
  * LNK_VEC_FLAT) or the named tensors of the layout (LNK_VEC_NAMED). */
 enum { LNK_VEC_FLAT = 0, LNK_VEC_NAMED = 1 };
 int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout_kind);

@@ -10,7 +10,7 @@ static void help(void)
     printf("usage: lnkit density --config C.json --weights W --batch B [--runs N] [--steps M]\n"
            "                     (--sigma S | --sigma-variance V | --sigma-kappa K |\n"
            "                      --sigma-fraction F) -o DENSITY.csv [--nodes NODES.csv]\n\n"
-           "Spectral density (SPEC.md section 7) of the Hessian (or a block): N runs of M\n"
+           "Spectral density (docs/MODEL.md section 7) of the Hessian (or a block): N runs of M\n"
            "Lanczos steps from unit random vectors; nodes = Ritz values, weights = squared\n"
            "first components; phi(t) = (1/N) sum tau N(t; lambda, sigma^2) on a grid covering\n"
            "all nodes +- 6 sigma.  DENSITY.csv: t,density; NODES.csv: run,index,node,weight.\n\n"

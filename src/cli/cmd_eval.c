@@ -12,7 +12,7 @@ static void help(void)
            "Print the loss, the number of scored tokens and ||dL/dW||_F of every tensor\n"
            "(and of all parameters together) as CSV with columns quantity,tensor,value\n"
            "(or as JSON with --json).\n\n"
-           "  --weights FILE         weights (safetensors, SPEC.md section 6)   (required)\n"
+           "  --weights FILE         weights (safetensors, MODEL.md §6)        (required)\n"
            "  --batch FILE           batch (safetensors)                       (required)\n"
            "  --json                 JSON instead of CSV                       (CSV)\n"
            "  --grad-out FILE        also write the gradient (named tensors)   (none)\n\n");

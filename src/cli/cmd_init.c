@@ -9,7 +9,7 @@ static void help(void)
 {
     printf("usage: lnkit init [--config C.json] [config flags] -o WEIGHTS.safetensors\n"
            "                  [--config-out C.json]\n\n"
-           "Initialise the parameters (SPEC.md section 5) and write them, and the resolved\n"
+           "Initialise the parameters (docs/MODEL.md section 5) and write them, and the resolved\n"
            "configuration (default: WEIGHTS with .safetensors replaced by .json).\n\n"
            "  -o, --output FILE      weights file to write                    (required)\n"
            "  --config-out FILE      configuration to write                   (WEIGHTS.json)\n\n");

@@ -1,4 +1,4 @@
-/* Spectral density by stochastic Lanczos quadrature (SPEC §7), the density on
+/* Spectral density by stochastic Lanczos quadrature (MODEL.md §7), the density on
  * a grid, kernel-width conventions and CSV output.  See
  * include/lnkit/curvature.h. */
 #include <float.h>

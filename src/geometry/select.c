@@ -1,4 +1,4 @@
-/* Selectability of keys (SPEC.md section 7): is k_i the strict argmax of q.k for
+/* Selectability of keys (docs/MODEL.md section 7): is k_i the strict argmax of q.k for
  * some query q, i.e. is k_i outside the convex hull of the other keys?  Decided
  * per key by the l1-distance LP described in include/lnkit/geometry.h, solved
  * with GLPK and checked in double precision through its primal (a hull point)

@@ -1,5 +1,5 @@
 /* safetensors files: a validating reader, an atomic writer, and the
- * model-aware helpers for weights, vectors and batches (SPEC §6, §8).
+ * model-aware helpers for weights, vectors and batches (MODEL.md §6, §8).
  * See include/lnkit/safetensors.h for the format and the checks. */
 #include <errno.h>
 #include <limits.h>
@@ -658,7 +658,7 @@ static int load_named(const char *path, const lnk_st_file *f, const lnk_model *m
     return LNK_OK;
 }
 
-/* Write theta as the named tensors of the layout (SPEC §6 order). */
+/* Write theta as the named tensors of the layout (MODEL.md §6 order). */
 static int save_named(const char *path, const lnk_model *m, const double *theta, const char *what)
 {
     const lnk_layout *lay = lnk_model_layout(m);

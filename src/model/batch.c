@@ -1,4 +1,4 @@
-/* Batches: validation against the model (SPEC §4), scored-token counts and
+/* Batches: validation against the model (MODEL.md §4), scored-token counts and
  * deterministic synthetic batches. */
 #include <gsl/gsl_rng.h>
 #include <stdlib.h>

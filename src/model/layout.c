@@ -1,5 +1,5 @@
-/* The model's structure and its flat parameter layout (SPEC §6), and the
- * seeded initialisation (SPEC §5). */
+/* The model's structure and its flat parameter layout (MODEL.md §6), and the
+ * seeded initialisation (MODEL.md §5). */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>

@@ -295,7 +295,7 @@ static void stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sb, int T, 
 
 /* ------------------------------------------------------------ the passes */
 
-/* Fill the stacks' ids/masks and the labels from the batch (SPEC §4). */
+/* Fill the stacks' ids/masks and the labels from the batch (MODEL.md §4). */
 static void load_batch(lnk_workspace *ws, const lnk_batch *bt)
 {
     const lnk_model *m = ws->m;
