@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "testutil.h"
+#include "lnkit/geometry.h"
 
 /* No file of the directory other than those listed may exist (no temp files). */
 static int count_files(const char *dir)
@@ -239,11 +240,216 @@ static void test_config_contract(void **s)
     free(out);
 }
 
+
+/* Every command takes --quiet and then prints nothing on stderr; without it
+ * init, batch and hvp say what they wrote.  batch --help lists --seed once;
+ * messages spell flags as --help does. */
+static void test_quiet_and_help(void **s)
+{
+    (void)s;
+    setup_files();
+    char dir[600], *out;
+    snprintf(dir, sizeof dir, "%s/quiet", tu_tmpdir());
+    mkdir(dir, 0777);
+    const char *L = tu_lnkit(), *C = tu_path("w.json"), *W = tu_path("w.safetensors"),
+               *B = tu_path("b.safetensors");
+    char keys[700];
+    snprintf(keys, sizeof keys, "%s/keys.csv", dir);
+    tu_write_file(keys, "1,0\n0,1\n0.2,0.2\n", 16);
+    const char *cmds[] = {
+        "init --d 8 --h 2 --L 1 --V 12 -o q.safetensors",
+        "batch --synthetic --config q.json --batch 2 --len 3 -o qb.safetensors",
+        "batch --text t.txt -o qt.safetensors",
+        "batch --src t.txt --tgt t.txt -o qs.safetensors",
+        "eval --config CFG --weights W --batch B",
+        "vector --config CFG --random -o v.safetensors",
+        "hvp --config CFG --weights W --batch B --vector v.safetensors -o hv.safetensors --repeat 3",
+        "eigs --config CFG --weights W --batch B -k 1 -o e.csv",
+        "trace --config CFG --weights W --batch B --probes 4",
+        "density --config CFG --weights W --batch B --runs 2 --steps 5 --sigma 0.1 -o d.csv",
+        "params --config CFG",
+        "select --keys KEYS -o sel.csv",
+    };
+    tu_write_file(tu_path("quiet/t.txt"), "a b c\nb c\n", 10);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char cmd[2000], *o = cmd;
+        for (const char *a = cmds[i]; *a;) {
+            if (!strncmp(a, "CFG", 3)) { o += sprintf(o, "%s", C); a += 3; }
+            else if (!strncmp(a, "KEYS", 4)) { o += sprintf(o, "%s", keys); a += 4; }
+            else if (a[0] == 'W' && (a[1] == ' ' || !a[1])) { o += sprintf(o, "%s", W); a += 1; }
+            else if (a[0] == 'B' && (a[1] == ' ' || !a[1])) { o += sprintf(o, "%s", B); a += 1; }
+            else *o++ = *a++;
+        }
+        *o = 0;
+        int st = tu_run(&out, "cd '%s' && '%s' %s --quiet 2>&1 >/dev/null", dir, L, cmd);
+        if (st != 0 || out[0])
+            fail_msg("lnkit %s --quiet: exit %d, stderr '%s'", cmd, st, out);
+        free(out);
+        if (i < 3 || i == 6) { /* these speak when not quiet */
+            st = tu_run(&out, "cd '%s' && '%s' %s 2>&1 >/dev/null", dir, L, cmd);
+            if (st != 0 || !out[0])
+                fail_msg("lnkit %s: exit %d, nothing on stderr", cmd, st);
+            free(out);
+        }
+    }
+    /* batch --help: one --seed line */
+    assert_int_equal(tu_run(&out, "'%s' batch --help | grep -c '^ *--seed'", L), 0);
+    assert_int_equal(atoi(out), 1);
+    free(out);
+}
+
+/* lnkit params agrees with the library's layout and blocks; lnkit vector
+ * makes the vectors it says (reproducible random, ones, the gradient that
+ * eval writes), restricted to a block and normalised on request. */
+static void test_params_vector(void **s)
+{
+    (void)s;
+    setup_files();
+    char dir[600], *out;
+    snprintf(dir, sizeof dir, "%s/pv", tu_tmpdir());
+    mkdir(dir, 0777);
+    const char *L = tu_lnkit(), *C = tu_path("w.json"), *W = tu_path("w.safetensors"),
+               *B = tu_path("b.safetensors");
+    lnk_config c;
+    lnk_config_default(&c);
+    assert_int_equal(lnk_config_load_json(&c, C), LNK_OK);
+    assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+    lnk_model *m = lnk_model_alloc(&c);
+    assert_non_null(m);
+    const lnk_layout *lay = lnk_model_layout(m);
+    size_t n = lay->n_params;
+
+    /* params --csv: every tensor, its shape, count and offset; the groups' sizes */
+    assert_int_equal(tu_run(&out, "'%s' params --config '%s' --csv", L, C), 0);
+    char row[200];
+    for (int i = 0; i < lay->n_tensors; i++) {
+        const lnk_tensor_info *t = &lay->t[i];
+        if (t->ndim == 2)
+            snprintf(row, sizeof row, "\ntensor,%s,%dx%d,%zu,%zu\n", t->name, t->shape[0],
+                     t->shape[1], t->size, t->offset);
+        else
+            snprintf(row, sizeof row, "\ntensor,%s,%d,%zu,%zu\n", t->name, t->shape[0], t->size,
+                     t->offset);
+        if (!strstr(out, row))
+            fail_msg("params --csv lacks '%s'", row + 1);
+    }
+    const char *groups[] = {"*", "*.attn.*", "*.ffn.w2", "dec.1.*", "out.w"};
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        lnk_block blk;
+        assert_int_equal(lnk_block_select(m, groups[g], &blk), LNK_OK);
+        snprintf(row, sizeof row, "\ngroup,%s,,%zu,\n", groups[g], blk.n);
+        if (!strstr(out, row))
+            fail_msg("params --csv lacks '%s'", row + 1);
+        lnk_block_free(&blk);
+    }
+    free(out);
+    assert_int_equal(tu_run(&out, "'%s' params --config '%s' --block 'nothing.*'", L, C), 2);
+    assert_non_null(strstr(out, "--block"));
+    free(out);
+
+    /* vector: random reproducible, ones, block, normalize, gradient = eval's */
+    int st = tu_run(&out, "cd '%s' && L='%s' C='%s' W='%s' B='%s' && "
+                    "$L vector --config $C --random --rng-seed 3 -o r1.safetensors --quiet && "
+                    "$L vector --config $C --random --rng-seed 3 -o r2.safetensors --quiet && "
+                    "$L vector --config $C --random --rng-seed 4 -o r3.safetensors --quiet && "
+                    "cmp r1.safetensors r2.safetensors && ! cmp -s r1.safetensors r3.safetensors && "
+                    "$L vector --config $C --ones --flat -o ones.safetensors --quiet && "
+                    "$L vector --config $C --random --rademacher --block '*.ffn.*' --normalize "
+                    "-o blk.safetensors --quiet && "
+                    "$L vector --config $C --gradient --weights $W --batch $B -o g.safetensors "
+                    "--quiet && "
+                    "$L eval --config $C --weights $W --batch $B --grad-out ge.safetensors --quiet "
+                    ">/dev/null && cmp g.safetensors ge.safetensors",
+                    dir, L, C, W, B);
+    if (st != 0)
+        fail_msg("vector commands: exit %d: %s", st, out);
+    free(out);
+    double *v = malloc(sizeof(double) * n);
+    int kind;
+    char p[700];
+    snprintf(p, sizeof p, "%s/ones.safetensors", dir);
+    assert_int_equal(lnk_vector_load(p, m, v, &kind), LNK_OK);
+    assert_int_equal(kind, LNK_VEC_FLAT);
+    for (size_t i = 0; i < n; i++)
+        assert_true(v[i] == 1.0);
+    snprintf(p, sizeof p, "%s/r1.safetensors", dir);
+    assert_int_equal(lnk_vector_load(p, m, v, &kind), LNK_OK);
+    assert_int_equal(kind, LNK_VEC_NAMED);
+    double mean = 0, var = 0;
+    for (size_t i = 0; i < n; i++)
+        mean += v[i] / (double)n;
+    for (size_t i = 0; i < n; i++)
+        var += (v[i] - mean) * (v[i] - mean) / (double)n;
+    /* N(0, 1) entries: mean within 5 standard errors, variance within 10% */
+    assert_true(fabs(mean) < 5 / sqrt((double)n));
+    assert_true(fabs(var - 1) < 0.1);
+    snprintf(p, sizeof p, "%s/blk.safetensors", dir);
+    assert_int_equal(lnk_vector_load(p, m, v, &kind), LNK_OK);
+    lnk_block blk;
+    assert_int_equal(lnk_block_select(m, "*.ffn.*", &blk), LNK_OK);
+    double nrm = 0;
+    size_t in_block = 0;
+    for (int i = 0; i < lay->n_tensors; i++) {
+        int sel = 0;
+        for (int k = 0; k < blk.n_tensors; k++)
+            sel |= blk.tensor[k] == i;
+        for (size_t j = 0; j < lay->t[i].size; j++) {
+            double x = v[lay->t[i].offset + j];
+            if (!sel)
+                assert_true(x == 0.0);
+            else {
+                assert_true(fabs(fabs(x) - 1 / sqrt((double)blk.n)) < 1e-15);
+                in_block++;
+            }
+            nrm += x * x;
+        }
+    }
+    assert_int_equal(in_block, blk.n);
+    assert_true(fabs(sqrt(nrm) - 1) < 1e-12);
+    lnk_block_free(&blk);
+    /* exactly one source; --weights/--batch only with --gradient */
+    const char *bad[] = {"", "--random --ones", "--gradient", "--ones --weights x",
+                         "--rademacher"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        st = tu_run(&out, "cd '%s' && '%s' vector --config '%s' %s -o bad.safetensors", dir, L, C,
+                    bad[i]);
+        if (st != 2 || strncmp(out, "lnkit: vector: ", 15) || strchr(out, '\n') != out + strlen(out) - 1)
+            fail_msg("vector %s: exit %d: %s", bad[i], st, out);
+        free(out);
+    }
+    free(v);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
+/* select -o writes the CSV of stdout and a sidecar; the default --tol is
+ * the study's 1e-12 (LNK_GEOM_SEL_TOL). */
+static void test_select_output(void **s)
+{
+    (void)s;
+    char dir[600], *a, *b;
+    snprintf(dir, sizeof dir, "%s/sel", tu_tmpdir());
+    mkdir(dir, 0777);
+    tu_write_file(tu_path("sel/k.csv"), "x,y\n1,0\n0,1\n-1,0\n0,-1\n0,0\n", 26);
+    const char *L = tu_lnkit();
+    assert_int_equal(tu_run(&a, "cd '%s' && '%s' select --keys k.csv 2>/dev/null", dir, L), 0);
+    assert_int_equal(tu_run(&b, "cd '%s' && '%s' select --keys k.csv -o s.csv --quiet && cat s.csv "
+                            "&& test -s s.meta.json", dir, L), 0);
+    assert_string_equal(a, b);
+    assert_string_equal(a, "index,selectable\n0,1\n1,1\n2,1\n3,1\n4,0\n");
+    free(a);
+    free(b);
+    assert_int_equal(tu_run(&a, "'%s' select --help", L), 0);
+    assert_non_null(strstr(a, "(1e-12)"));
+    assert_true(LNK_GEOM_SEL_TOL == 1e-12);
+    free(a);
+}
+
 static void test_help(void **s)
 {
     (void)s;
-    const char *cmds[] = {"", "init", "batch", "eval", "hvp"};
-    for (int i = 0; i < 5; i++) {
+    const char *cmds[] = {"", "init", "batch", "eval", "hvp", "params", "vector"};
+    for (int i = 0; i < 7; i++) {
         char *out;
         int st = tu_run(&out, "'%s' %s --help", tu_lnkit(), cmds[i]);
         assert_int_equal(st, 0);
@@ -261,6 +467,9 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_config_contract),
+        cmocka_unit_test(test_quiet_and_help),
+        cmocka_unit_test(test_params_vector),
+        cmocka_unit_test(test_select_output),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

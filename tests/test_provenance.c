@@ -157,7 +157,7 @@ static void test_sidecar_record(void **state)
     assert_int_equal(tu_run(&out, "sha256sum '%s'", in), 0);
     assert_memory_equal(json_string_value(json_object_get(e, "sha256")), out, 64);
     free(out);
-    json_t *sd = json_object_get(j, "seeds");
+    json_t *sd = json_object_get(j, "named_seeds");
     assert_int_equal(json_integer_value(json_object_get(sd, "rng")), 9);
     assert_int_equal(json_integer_value(json_object_get(sd, "init")), 3);
     assert_commit_form(json_string_value(json_object_get(j, "git_commit")));
@@ -227,7 +227,7 @@ static void test_cli_sidecar(void **state)
                          atoll(strchr(out, '\n') + 1));
         free(out);
     }
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "seeds"), "rng")), 4);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "named_seeds"), "rng")), 4);
     assert_int_equal(json_integer_value(json_object_get(j, "threads")), 1);
     assert_commit_form(json_string_value(json_object_get(j, "git_commit")));
     json_decref(j);

@@ -9,7 +9,7 @@
  *   "command_line"  [argv[0], argv[1], ...], exactly as given
  *   "cwd"           the working directory the paths are relative to
  *   "inputs"        [{"path", "bytes", "sha256"}, ...] in the order recorded
- *   "seeds"         {"name": value, ...}
+ *   "named_seeds"   {"name": value, ...} (a study may add its own "seeds")
  *   "git_commit"    the commit the library was built from, with "-dirty" if
  *                   tracked files differed from it, "unknown" without git
  *   "versions"      {"lnkit", "compiler", "openblas", "openblas_core",

@@ -218,7 +218,7 @@ int lnk_prov_json(json_t *root)
     if (!getcwd(cwd, sizeof cwd))
         snprintf(cwd, sizeof cwd, "unknown");
     bad |= jset(root, "command_line", cl) | jset(root, "cwd", jstr(cwd)) |
-           jset(root, "inputs", in) | jset(root, "seeds", sd) |
+           jset(root, "inputs", in) | jset(root, "named_seeds", sd) |
            jset(root, "git_commit", json_string(lnk_git_commit())) | jset(root, "versions", ver);
     if (ver) {
         bad |= jset(ver, "lnkit", json_string(LNK_VERSION)) |
