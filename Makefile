@@ -100,6 +100,7 @@ $(BUILD)/gen/commit.h: FORCE
 	echo "#define LNK_GIT_COMMIT \"$$c\"" > $@.tmp; \
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 $(BUILD)/src/io/provenance.o: $(BUILD)/gen/commit.h
+FORCE:
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -153,6 +154,12 @@ test: deps-test
 # man pages against every command's --help; make uninstall leaves nothing.
 test-install: all
 	bash tests/test_install.sh $(BUILD)
+
+# The README's two commands on a fresh Debian 12 root (debootstrap) from a
+# plain clone of the committed HEAD; needs root.  .ci/run runs it; not part
+# of make test.  FRESH_ROOT, FRESH_BASE, FRESH_LOG: see tools/fresh-root.sh.
+test-fresh-root:
+	bash tools/fresh-root.sh
 
 # The README's command-line walk-through, extracted from README.md and run as
 # written in an empty folder (every exit status checked).
