@@ -46,6 +46,9 @@ int cmd_eval(int argc, char **argv)
     }
     if (optind < argc)
         cli_die("eval: unexpected argument '%s'", argv[optind]);
+    cli_file outs[1] = {{gout, "--grad-out"}},
+             ins[3] = {{mo.config_path, "--config"}, {wpath, "--weights"}, {bpath, "--batch"}};
+    cli_check_outputs("eval", outs, 1, ins, 3);
     cli_session s;
     cli_open(&s, &mo, wpath, bpath, 0);
     size_t np = lnk_model_n_params(s.m), nsc = 0;
