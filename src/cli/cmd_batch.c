@@ -102,6 +102,7 @@ int cmd_batch(int argc, char **argv)
     cli_check_outputs("batch", outs, 2, ins, 3);
     cli_outputs_begin(); /* the batch and its vocabulary: both or neither */
     lnk_batch b;
+    int nv = 0;
     if (syn) {
         if (B == 0)
             cli_die("batch: --batch must be >= 1 for synthetic batches");
@@ -133,19 +134,20 @@ int cmd_batch(int argc, char **argv)
             cli_die("batch: --first %d but %s has %d lines", first, text, t.n_lines);
         if (lnk_text_lm_batch(&t, v, first, B < 0 ? 0 : (int)B, max_len, &b) != LNK_OK)
             cli_die_lib();
-        if (vp) {
-            if (lnk_vocab_save(v, vp) != LNK_OK)
-                cli_die_lib();
-            fprintf(stderr, "lnkit batch: vocabulary of %d tokens -> %s\n", lnk_vocab_size(v), vp);
-        }
-        fprintf(stderr, "lnkit batch: use --V %d (or larger) with this batch\n",
-                lnk_vocab_size(v));
+        if (vp && lnk_vocab_save(v, vp) != LNK_OK)
+            cli_die_lib();
+        nv = lnk_vocab_size(v);
         lnk_vocab_free(v);
         lnk_text_free(&t);
     }
     if (lnk_batch_save(out, &b) != LNK_OK)
         cli_die_lib();
     cli_outputs_commit();
+    /* what was written, once it is */
+    if (vp)
+        fprintf(stderr, "lnkit batch: vocabulary of %d tokens -> %s\n", nv, vp);
+    if (text)
+        fprintf(stderr, "lnkit batch: use --V %d (or larger) with this batch\n", nv);
     free(vp);
     fprintf(stderr, "lnkit batch: B = %d%s -> %s\n", b.B, b.tgt ? " (tgt rows)" : " (src rows)",
             out);

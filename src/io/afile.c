@@ -90,7 +90,8 @@ static int fault_hit(int point)
  * on the list when the handler reads it. */
 #define LIVE_MAX 256
 static char *_Atomic live[LIVE_MAX];
-static atomic_int busy, dying;
+static atomic_int busy, dying; /* dying: 0, or why */
+enum { DYING_SIGNAL = 1, DYING_EXIT = 2 };
 static const int fatal_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE};
 #define N_FATAL 4
 
@@ -107,9 +108,15 @@ static int crit_enter(sigset_t *old)
     fatal_set(&s);
     pthread_sigmask(SIG_BLOCK, &s, old);
     atomic_fetch_add(&busy, 1);
-    if (atomic_load(&dying)) {
+    int d = atomic_load(&dying);
+    if (d) {
         atomic_fetch_sub(&busy, 1);
         pthread_sigmask(SIG_SETMASK, old, NULL);
+        /* a fatal signal is being handled in another thread, which ends the
+         * process in a moment: wait for it rather than report an error */
+        struct timespec ts = {0, 1000000};
+        for (int k = 0; d == DYING_SIGNAL && k < 10000; k++)
+            nanosleep(&ts, NULL);
         return -1;
     }
     return 0;
@@ -133,7 +140,7 @@ static void remove_live(void)
 static void on_fatal_signal(int sig)
 {
     int e = errno;
-    atomic_store(&dying, 1);
+    atomic_store(&dying, DYING_SIGNAL);
     /* a critical section in another thread lasts microseconds; wait at most 5 s */
     struct timespec ts = {0, 100000};
     for (int k = 0; k < 50000 && atomic_load(&busy) > 0; k++)
@@ -146,7 +153,7 @@ static void on_fatal_signal(int sig)
 
 static void at_exit(void)
 {
-    atomic_store(&dying, 1);
+    atomic_store(&dying, DYING_EXIT);
     remove_live();
 }
 
@@ -191,15 +198,20 @@ static void live_drop(const char *p)
             atomic_store(&live[i], NULL);
 }
 
-/* Remove a temporary file and take it off the list. */
-static void tmp_remove(const char *p)
+/* Take a temporary file off the list, removing it (unlink_it) or not (it
+ * was renamed), and free its name.  While the process is terminating the
+ * name stays listed and allocated: the handler or the exit clean-up reads
+ * it, so it must never be freed while listed. */
+static void tmp_release(char *p, int unlink_it)
 {
     sigset_t old;
-    if (crit_enter(&old) != 0)
-        return; /* the signal handler removes it */
-    unlink(p);
+    if (!p || crit_enter(&old) != 0)
+        return;
+    if (unlink_it)
+        unlink(p);
     live_drop(p);
     crit_leave(&old);
+    free(p);
 }
 
 /* ---------------------------------------------- open output files by FILE* */
@@ -540,8 +552,8 @@ int lnk_afile_open(lnk_afile *a, const char *path)
     if (!f) {
         free(ck);
         close(fd);
-        if (a->tmp)
-            tmp_remove(a->tmp);
+        tmp_release(a->tmp, 1);
+        a->tmp = NULL;
         return afile_fail(a, lnk_error(LNK_ENOMEM, "%s: out of memory", path));
     }
     *ck = (cookie){fd, 0};
@@ -658,8 +670,10 @@ static void group_free(void)
 void lnk_output_group_abort(void)
 {
     pthread_mutex_lock(&grp_lock);
-    for (int i = 0; i < grp.n; i++)
-        tmp_remove(grp.p[i].tmp);
+    for (int i = 0; i < grp.n; i++) {
+        tmp_release(grp.p[i].tmp, 1);
+        grp.p[i].tmp = NULL;
+    }
     group_free();
     pthread_mutex_unlock(&grp_lock);
 }
@@ -674,6 +688,9 @@ int lnk_output_group_commit(void)
     fault_hit(FP_SYNCED);
     sigset_t old;
     if (crit_enter(&old) != 0) {
+        for (int i = 0; i < grp.n; i++)
+            grp.p[i].tmp = NULL; /* still listed: the signal handler removes them */
+        group_free();
         pthread_mutex_unlock(&grp_lock);
         return lnk_error(LNK_EIO, "output group: the process is terminating");
     }
@@ -681,9 +698,8 @@ int lnk_output_group_commit(void)
     int st = LNK_OK, k;
     for (k = 0; k < grp.n; k++) {
         pending *p = &grp.p[k];
-        int fail = 0, e = 0;
-        if (fault.point == FP_RENAME && fault.err && fault.hits + 1 == fault.n) {
-            fault.hits++;
+        int fire = fault.point == FP_RENAME && ++fault.hits == fault.n, fail = 0, e = 0;
+        if (fire && fault.err) { /* test: this rename fails */
             fail = 1;
             e = fault.err;
         } else if (rename_one(p->tmp, p->final, &p->how) != 0) {
@@ -695,8 +711,8 @@ int lnk_output_group_commit(void)
                            "output files was written)", p->path, p->tmp, strerror(e), grp.n);
             break;
         }
-        if (fault.point == FP_RENAME && !fault.err)
-            fault_hit(FP_RENAME);
+        if (fire) /* test: a signal in the middle of the renames */
+            kill(getpid(), SIGTERM);
     }
     if (st != LNK_OK) {
         /* undo the renames done, newest first: the old files come back */
@@ -734,8 +750,8 @@ int lnk_afile_commit(lnk_afile *a)
     int e;
     if (close_file(a, &e)) {
         int st = lnk_error(LNK_EIO, "%s: write failed: %s", a->path, strerror(e));
-        if (a->tmp)
-            tmp_remove(a->tmp);
+        tmp_release(a->tmp, 1);
+        a->tmp = NULL;
         afile_release(a);
         return st;
     }
@@ -751,7 +767,8 @@ int lnk_afile_commit(lnk_afile *a)
             pending *np = realloc(grp.p, sizeof *np * (size_t)nc);
             if (!np) {
                 pthread_mutex_unlock(&grp_lock);
-                tmp_remove(a->tmp);
+                tmp_release(a->tmp, 1);
+                a->tmp = NULL;
                 int st = lnk_error(LNK_ENOMEM, "%s: out of memory", a->path);
                 afile_release(a);
                 return st;
@@ -768,9 +785,10 @@ int lnk_afile_commit(lnk_afile *a)
     pthread_mutex_unlock(&grp_lock);
     sigset_t old;
     int st = LNK_OK;
-    if (crit_enter(&old) != 0)
+    if (crit_enter(&old) != 0) {
         st = lnk_error(LNK_EIO, "%s: the process is terminating", a->path);
-    else {
+        a->tmp = NULL; /* still listed: the signal handler removes it */
+    } else {
         if (rename(a->tmp, a->final) != 0) {
             e = errno;
             st = lnk_error(LNK_EIO, "%s: cannot rename %s to it: %s", a->path, a->tmp, strerror(e));
@@ -792,8 +810,8 @@ void lnk_afile_abort(lnk_afile *a)
         __fpurge(a->f); /* nothing more reaches a device or FIFO */
         fclose(a->f);
     }
-    if (a->tmp)
-        tmp_remove(a->tmp);
+    tmp_release(a->tmp, 1);
+    a->tmp = NULL;
     afile_release(a);
 }
 
