@@ -6,7 +6,8 @@
  *     temporary file PATH.tmp.XXXXXX beside it, flushed and fsync'd, then
  *     renamed over PATH, so PATH is the old file or the complete new one,
  *     never a part.  A replaced file keeps its permission bits; a read-only
- *     file (no write bit) is refused, not replaced.
+ *     file (no write bit, or not writable by this user) is refused, not
+ *     replaced.
  *   - a character device or a FIFO (/dev/null, a named pipe, /dev/stdout on
  *     a pipe or terminal): written in place, never created, truncated or
  *     replaced; a write error is reported (ENOSPC on /dev/full).  No sidecar

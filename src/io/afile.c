@@ -391,7 +391,9 @@ static int resolve(const char *path, target *t)
         if (!S_ISREG(sb.st_mode))
             return lnk_error(LNK_EIO, "%s: is %s; an output must be a regular file, a character "
                              "device or a FIFO", path, kind_name(sb.st_mode));
-        if ((sb.st_mode & 0222) == 0)
+        /* a file we may not write is not ours to replace (root may write
+         * anything: the mode says whether it was meant to be kept) */
+        if ((sb.st_mode & 0222) == 0 || access(path, W_OK) != 0)
             return lnk_error(LNK_EIO, "%s: exists and is read-only (mode %04o): not replaced "
                              "(remove it or make it writable)", path, (unsigned)(sb.st_mode & 07777));
         t->mode = sb.st_mode & 07777;
