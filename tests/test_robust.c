@@ -176,24 +176,14 @@ static void test_messages_one_line(void **s)
     } cases[] = {
         {"init --config k.json -o x.safetensors", "'d\\n_ff'"},
         {"init --config v.json -o x.safetensors", "\\x1b[31mred\\n"},
-        {"eval --config CFG --weights t.safetensors --batch B", "'a\\nb\\x1b[2J'"},
+        {"eval --config @CFG --weights t.safetensors --batch @B", "'a\\nb\\x1b[2J'"},
         {"init --d 4 --h 2 --L 1 --V 6 -o 'a\nb/x'", "a\\nb"},
         {"frob$(printf '\\033')[31m", "frob\\x1b[31m"},
         {"init --norm \"$(printf 'x\\ny')\" -o x.safetensors", "x\\ny"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char cmd[1024], *o = cmd;
-        for (const char *a = cases[i].cmd; *a;) {
-            if (!strncmp(a, "CFG", 3)) {
-                o += sprintf(o, "'%s'", CFG);
-                a += 3;
-            } else if (!strncmp(a, "B", 1) && (a[1] == 0 || a[1] == ' ')) {
-                o += sprintf(o, "'%s'", B);
-                a += 1;
-            } else
-                *o++ = *a++;
-        }
-        *o = 0;
+        char cmd[4096];
+        expand(cmd, sizeof cmd, cases[i].cmd);
         char *err;
         int st = tu_run(&err, "cd '%s' && '%s' %s 2>&1 >/dev/null", d, tu_lnkit(), cmd);
         assert_int_equal(st, 2);
@@ -363,13 +353,25 @@ static const group_case groups[] = {
      "m.safetensors m.src.vocab m.tgt.vocab "},
 };
 
-/* cmd with MODEL replaced by the model flags and @ by the test's folder. */
+/* cmd with MODEL replaced by the model flags, @CFG, @W, @B by the model's
+ * files (quoted) and @/ by the test's folder. */
 static void expand(char *buf, size_t n, const char *cmd)
 {
     size_t w = 0;
+    char q[700];
     for (const char *a = cmd; *a && w + 1 < n;) {
         const char *rep = NULL;
-        if (!strncmp(a, "MODEL", 5))
+        static const char *const tok[3] = {"@CFG", "@W", "@B"};
+        const char *file[3] = {CFG, W, B};
+        for (int k = 0; k < 3 && !rep; k++)
+            if (!strncmp(a, tok[k], strlen(tok[k]))) {
+                snprintf(q, sizeof q, "'%s'", file[k]);
+                rep = q;
+                a += strlen(tok[k]);
+            }
+        if (rep)
+            ;
+        else if (!strncmp(a, "MODEL", 5))
             rep = model_args, a += 5;
         else if (*a == '@')
             rep = tu_tmpdir(), a++;
@@ -888,37 +890,20 @@ static void test_outputs_checked_first(void **s)
     const char *d = fresh("first");
     /* the weights do not exist either: the output's message comes first, so
      * nothing was read or computed before it */
-    const char *M = "--config CFG --weights nosuch.safetensors --batch B";
+#define M "--config @CFG --weights nosuch.safetensors --batch @B"
     const char *cmds[] = {
-        "eigs MODEL -o nodir/x.csv", "trace MODEL -o nodir/x.csv",
-        "density MODEL --sigma 1 -o nodir/x.csv", "density MODEL --sigma 1 -o x.csv --nodes nodir/n.csv",
-        "eigs MODEL -o x.csv --vectors nodir/v.safetensors", "hvp MODEL --vector V -o nodir/x.st",
-        "eval MODEL --grad-out nodir/g.st", "init --d 4 --h 2 -o nodir/w.safetensors",
+        "eigs " M " -o nodir/x.csv", "trace " M " -o nodir/x.csv",
+        "density " M " --sigma 1 -o nodir/x.csv", "density " M " --sigma 1 -o x.csv --nodes nodir/n.csv",
+        "eigs " M " -o x.csv --vectors nodir/v.safetensors", "hvp " M " --vector @W -o nodir/x.st",
+        "eval " M " --grad-out nodir/g.st", "init --d 4 --h 2 -o nodir/w.safetensors",
         "init --d 4 --h 2 -o w.safetensors --config-out nodir/w.json",
         "batch --synthetic -o nodir/b.st", "batch --text nosuch.txt -o nodir/b.st",
         "batch --text nosuch.txt -o b.st --vocab-out nodir/v", "batch --src a --tgt b -o nodir/m.st",
     };
+#undef M
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
-        char cmd[2048], m[1024], *o = m, *out;
-        for (const char *a = M; *a;) {
-            if (!strncmp(a, "CFG", 3)) {
-                o += sprintf(o, "'%s'", CFG);
-                a += 3;
-            } else if (*a == 'B' && a[1] == 0) {
-                o += sprintf(o, "'%s'", B);
-                a++;
-            } else
-                *o++ = *a++;
-        }
-        *o = 0;
-        const char *mm = strstr(cmds[i], "MODEL"), *vv = strstr(cmds[i], " V ");
-        if (mm && vv)
-            snprintf(cmd, sizeof cmd, "%.*s%s%.*s '%s' %s", (int)(mm - cmds[i]), cmds[i], m,
-                     (int)(vv - mm - 5), mm + 5, W, vv + 3);
-        else if (mm)
-            snprintf(cmd, sizeof cmd, "%.*s%s%s", (int)(mm - cmds[i]), cmds[i], m, mm + 5);
-        else
-            snprintf(cmd, sizeof cmd, "%s", cmds[i]);
+        char cmd[4096], *out;
+        expand(cmd, sizeof cmd, cmds[i]);
         int st = tu_run(&out, "cd '%s' && '%s' %s 2>&1 >/dev/null", d, tu_lnkit(), cmd);
         if (st != 2)
             fail_msg("%s: exit %d (%s)", cmd, st, out);
