@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,27 @@ static void assert_one_line(const char *err, const char *word, const char *what)
             fail_msg("%s: control character 0x%02x in the message '%s'", what, *p, err);
 }
 
+static void expand(char *buf, size_t n, const char *cmd);
+
+/* The shell command (printf format; expand's tokens: LNKIT, MODEL, @CFG, @W,
+ * @B, @/) run in dir must exit 2 with one line on stderr containing word. */
+static __attribute__((format(printf, 3, 4))) void expect_error(const char *dir, const char *word,
+                                                               const char *fmt, ...)
+{
+    char *raw, cmd[8192], *err;
+    va_list ap;
+    va_start(ap, fmt);
+    assert_true(vasprintf(&raw, fmt, ap) >= 0);
+    va_end(ap);
+    expand(cmd, sizeof cmd, raw);
+    int st = tu_run(&err, "cd '%s' && %s 2>&1 >/dev/null", dir, cmd);
+    if (st != 2)
+        fail_msg("%s: exit %d, expected 2 (%s)", raw, st, err);
+    assert_one_line(err, word, raw);
+    free(err);
+    free(raw);
+}
+
 static int file_kind(const char *path)
 {
     struct stat sb;
@@ -118,8 +140,6 @@ static int make_dev(const char *path, int minor)
     unlink(path);
     return mknod(path, S_IFCHR | 0666, makedev(1, minor)) == 0;
 }
-
-static void expand(char *buf, size_t n, const char *cmd);
 
 /* ------------------------------------------------------ 7. one-line messages */
 
@@ -181,15 +201,8 @@ static void test_messages_one_line(void **s)
         {"frob$(printf '\\033')[31m", "frob\\x1b[31m"},
         {"init --norm \"$(printf 'x\\ny')\" -o x.safetensors", "x\\ny"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        char cmd[4096];
-        expand(cmd, sizeof cmd, cases[i].cmd);
-        char *err;
-        int st = tu_run(&err, "cd '%s' && '%s' %s 2>&1 >/dev/null", d, tu_lnkit(), cmd);
-        assert_int_equal(st, 2);
-        assert_one_line(err, cases[i].word, cmd);
-        free(err);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        expect_error(d, cases[i].word, "LNKIT %s", cases[i].cmd);
 }
 
 /* ------------------------------------------- 1. devices, FIFOs, links as -o */
@@ -207,17 +220,13 @@ static void test_device_outputs(void **s)
         return;
     }
     /* /dev/full: ENOSPC is exit 2; the node stays; no full.json beside it */
-    int st = tu_run(&out, "cd '%s' && '%s' init --d 4 --h 2 --L 1 --V 6 --d-ff 4 -o full 2>&1", d,
-                    tu_lnkit());
-    assert_int_equal(st, 2);
-    assert_one_line(out, "No space left on device", "init -o full");
-    assert_non_null(strstr(out, "full"));
-    free(out);
+    expect_error(d, "full: write failed: No space left on device",
+                 "LNKIT init --d 4 --h 2 --L 1 --V 6 --d-ff 4 -o full");
     assert_int_equal(file_kind(full), 'c');
     assert_entries(d, "full null ", "init -o full");
     /* hvp --repeat -o null: the usual timing run; the node stays a device */
-    st = tu_run(&out, "cd '%s' && '%s' hvp %s --vector '%s' --repeat 3 -o null 2>&1", d, tu_lnkit(),
-                model_args, W);
+    int st = tu_run(&out, "cd '%s' && '%s' hvp %s --vector '%s' --repeat 3 -o null 2>&1", d,
+                    tu_lnkit(), model_args, W);
     assert_int_equal(st, 0);
     assert_non_null(strstr(out, "median"));
     free(out);
@@ -245,19 +254,13 @@ static void test_device_outputs(void **s)
     free(out);
     assert_entries(d, "c.json full null ", "init -o null --config-out c.json");
     /* eigs into full: exit 2 naming the file, the node stays */
-    st = tu_run(&out, "cd '%s' && '%s' eigs %s -k 2 --quiet -o full 2>&1", d, tu_lnkit(), model_args);
-    assert_int_equal(st, 2);
-    assert_one_line(out, "full: write failed: No space left on device", "eigs -o full");
-    free(out);
+    expect_error(d, "full: write failed: No space left on device", "LNKIT eigs MODEL -k 2 --quiet -o full");
     assert_int_equal(file_kind(full), 'c');
     /* a block device is refused */
     char blk[600];
     snprintf(blk, sizeof blk, "%s/blk", d);
     if (mknod(blk, S_IFBLK | 0600, makedev(7, 200)) == 0) {
-        st = tu_run(&out, "cd '%s' && '%s' init --d 4 --h 2 --L 1 --V 6 -o blk 2>&1", d, tu_lnkit());
-        assert_int_equal(st, 2);
-        assert_one_line(out, "is a block device", "init -o blk");
-        free(out);
+        expect_error(d, "is a block device", "LNKIT init --d 4 --h 2 --L 1 --V 6 -o blk");
         unlink(blk);
     }
 }
@@ -371,7 +374,11 @@ static void expand(char *buf, size_t n, const char *cmd)
             }
         if (rep)
             ;
-        else if (!strncmp(a, "MODEL", 5))
+        else if (!strncmp(a, "LNKIT", 5)) {
+            snprintf(q, sizeof q, "'%s'", tu_lnkit());
+            rep = q;
+            a += 5;
+        } else if (!strncmp(a, "MODEL", 5))
             rep = model_args, a += 5;
         else if (*a == '@')
             rep = tu_tmpdir(), a++;
@@ -684,7 +691,7 @@ static void test_bounded_inputs(void **s)
     (void)s;
     setup_model();
     const char *d = fresh("bound");
-    char zero[600], urand[600], *out;
+    char zero[600], urand[600];
     snprintf(zero, sizeof zero, "%s/zero", d);
     snprintf(urand, sizeof urand, "%s/urandom", d);
     /* our own /dev/zero and /dev/urandom nodes (read only), else the system's */
@@ -708,47 +715,28 @@ static void test_bounded_inputs(void **s)
     c[n++].word = "a safetensors file must be a regular file";
     snprintf(c[n].cmd, 1024, "select --keys %s", Z);
     c[n++].word = "NUL byte";
-    for (int i = 0; i < n; i++) {
-        int st = tu_run(&out, "cd '%s' && timeout 20 '%s' %s 2>&1 >/dev/null", d, tu_lnkit(), c[i].cmd);
-        if (st != 2)
-            fail_msg("%s: exit %d (%s)", c[i].cmd, st, out);
-        assert_one_line(out, c[i].word, c[i].cmd);
-        free(out);
-    }
-    /* urandom: stopped at the first NUL or invalid UTF-8 byte, within the first block */
+    /* (each within 20 s: a read that grew without bound would not end) */
+    for (int i = 0; i < n; i++)
+        expect_error(d, c[i].word, "timeout 20 LNKIT %s", c[i].cmd);
     /* a NUL byte in a text: its offset */
     tu_write_file(tu_path("bound/nul.txt"), "a b\nc \0d\n", 9);
-    int st = tu_run(&out, "cd '%s' && '%s' batch --text nul.txt -o o.safetensors 2>&1", d, tu_lnkit());
-    assert_int_equal(st, 2);
-    assert_one_line(out, "nul.txt: not a text file: NUL byte at byte offset 6 (line 2)", "NUL");
-    free(out);
+    expect_error(d, "nul.txt: not a text file: NUL byte at byte offset 6 (line 2)",
+                 "LNKIT batch --text nul.txt -o o.safetensors");
     /* size limits: a regular file above it is refused unread, naming the limit */
-    st = tu_run(&out, "cd '%s' && head -c 17000000 /dev/zero | tr '\\0' ' ' > big.json && "
-                "'%s' init --config big.json -o o.safetensors 2>&1", d, tu_lnkit());
-    assert_int_equal(st, 2);
-    assert_one_line(out, "configuration of 17000000 bytes (16.21 MiB) is larger than the limit of "
-                    "16777216 bytes (16 MiB)", "big config");
-    free(out);
-    st = tu_run(&out, "cd '%s' && yes 'a b c' | head -c 5000 > t.txt && "
-                "'%s' batch --text t.txt --max-input 4K -o o.safetensors 2>&1", d, tu_lnkit());
-    assert_int_equal(st, 2);
-    assert_one_line(out, "is larger than the limit of 4096 bytes", "--max-input");
-    free(out);
-    st = tu_run(&out, "cd '%s' && '%s' batch --text t.txt --max-input 8K -o o.safetensors 2>&1", d,
-                tu_lnkit());
+    expect_error(d, "configuration of 17000000 bytes (16.21 MiB) is larger than the limit of "
+                 "16777216 bytes (16 MiB)", "head -c 17000000 /dev/zero | tr '\\0' ' ' > big.json "
+                 "&& LNKIT init --config big.json -o o.safetensors");
+    expect_error(d, "is larger than the limit of 4096 bytes", "yes 'a b c' | head -c 5000 > t.txt && "
+                 "LNKIT batch --text t.txt --max-input 4K -o o.safetensors");
+    char *out;
+    int st = tu_run(&out, "cd '%s' && '%s' batch --text t.txt --max-input 8K -o o.safetensors 2>&1", d,
+                    tu_lnkit());
     assert_int_equal(st, 0);
     free(out);
     /* a FIFO (process substitution) is read up to the limit */
-    st = tu_run(&out, "cd '%s' && rm -f p && mkfifo p && (yes 'a b c' > p &) && timeout 20 "
-                "'%s' batch --text p --max-input 64K -o o2.safetensors 2>&1", d, tu_lnkit());
-    assert_int_equal(st, 2);
-    assert_one_line(out, "stopped reading it (a FIFO)", "FIFO over the limit");
-    free(out);
-    st = tu_run(&out, "cd '%s' && '%s' batch --text x.txt --max-input 12Q -o o.safetensors 2>&1", d,
-                tu_lnkit());
-    assert_int_equal(st, 2);
-    assert_one_line(out, "--max-input", "bad size");
-    free(out);
+    expect_error(d, "stopped reading it (a FIFO)", "rm -f p && mkfifo p && (yes 'a b c' > p &) && "
+                 "timeout 20 LNKIT batch --text p --max-input 64K -o o2.safetensors");
+    expect_error(d, "--max-input", "LNKIT batch --text x.txt --max-input 12Q -o o.safetensors");
     assert_int_equal(has_temp(d), 0);
 }
 
@@ -760,14 +748,11 @@ static void test_eigs_ends_and_summary(void **s)
     setup_model();
     const char *d = fresh("ends");
     char *out;
-    int st = tu_run(&out, "cd '%s' && '%s' eigs %s -k 100 --which both --quiet -o e.csv 2>&1", d,
-                    tu_lnkit(), model_args);
-    assert_int_equal(st, 2);
-    assert_one_line(out, "-k 100 --which both asks for 200 eigenpairs, but the model has 184", "2k > n");
-    free(out);
+    expect_error(d, "-k 100 --which both asks for 200 eigenpairs, but the model has 184",
+                 "LNKIT eigs MODEL -k 100 --which both --quiet -o e.csv");
     assert_entries(d, "", "2k > n");
     /* 2k = n: all 184 eigenvalues, each once */
-    st = tu_run(&out, "cd '%s' && '%s' eigs %s -k 92 --which both --quiet -o e.csv && "
+    int st = tu_run(&out, "cd '%s' && '%s' eigs %s -k 92 --which both --quiet -o e.csv && "
                 "tail -n +2 e.csv | cut -d, -f1 | sort | uniq -c && awk -F, 'NR > 1 && $1 == \"top\" "
                 "{ if (t == \"\" || $3 < t) t = $3 } NR > 1 && $1 == \"bottom\" { if (b == \"\" || "
                 "$3 > b) b = $3 } END { print (t >= b) ? \"disjoint\" : \"overlap\" }' e.csv", d,
@@ -798,27 +783,16 @@ static void test_density_outputs(void **s)
     (void)s;
     setup_model();
     const char *d = fresh("dens");
-    char *out;
-    char b[4096];
-    expand(b, sizeof b, "density MODEL --runs 1 --steps 5 --sigma 0.1 --quiet");
-    int st = tu_run(&out, "cd '%s' && '%s' %s --nodes X -o X 2>&1", d, tu_lnkit(), b);
-    assert_int_equal(st, 2);
-    assert_one_line(out, "-o X and --nodes X are the same file", "--nodes X -o X");
-    free(out);
-    st = tu_run(&out, "cd '%s' && ln -s X Y && '%s' %s --nodes Y -o X 2>&1", d, tu_lnkit(), b);
-    assert_int_equal(st, 2);
-    assert_one_line(out, "are the same file", "--nodes link-to-X -o X");
-    free(out);
-    st = tu_run(&out, "cd '%s' && '%s' %s --nodes d.meta.json -o d.csv 2>&1", d, tu_lnkit(), b);
-    assert_int_equal(st, 2);
-    assert_one_line(out, "the sidecar of -o d.meta.json are the same file", "nodes = sidecar");
-    free(out);
+#define DENSITY "LNKIT density MODEL --runs 1 --steps 5 --sigma 0.1 --quiet"
+    expect_error(d, "-o X and --nodes X are the same file", DENSITY " --nodes X -o X");
+    expect_error(d, "are the same file", "ln -s X Y && " DENSITY " --nodes Y -o X");
+    expect_error(d, "the sidecar of -o d.meta.json are the same file",
+                 DENSITY " --nodes d.meta.json -o d.csv");
     assert_entries(d, "Y ", "same file");
     /* a write failure names the file (not "CSV: write failed") */
-    st = tu_run(&out, "cd '%s' && LNK_OUTPUT_FAULT=write:EIO:10 '%s' %s -o d.csv 2>&1", d, tu_lnkit(), b);
-    assert_int_equal(st, 2);
-    assert_one_line(out, "d.csv: write failed: Input/output error", "density write failure");
-    free(out);
+    expect_error(d, "d.csv: write failed: Input/output error",
+                 "LNK_OUTPUT_FAULT=write:EIO:10 " DENSITY " -o d.csv");
+#undef DENSITY
     assert_entries(d, "Y ", "write failure");
 }
 
@@ -830,21 +804,12 @@ static void test_task_mismatch(void **s)
     setup_model();
     write_corpus();
     const char *d = fresh("task");
-    char *out;
-    int st = tu_run(&out, "cd '%s' && '%s' batch --src ../corpus.de --tgt ../corpus.en -o m.safetensors "
-                    ">/dev/null 2>&1 && '%s' eval --config '%s' --weights '%s' --batch m.safetensors 2>&1",
-                    d, tu_lnkit(), tu_lnkit(), CFG, W);
-    assert_int_equal(st, 2);
-    assert_one_line(out, "m.safetensors: the file is a seq2seq data file (metadata task 'seq2seq') but "
-                    "the model's task is lm", "lm model on seq2seq data");
-    free(out);
-    /* the same for eigs and a synthetic seq2seq batch; and a cls model on lm data */
-    st = tu_run(&out, "cd '%s' && '%s' batch --synthetic --task seq2seq --V 6 -o s.safetensors "
-                ">/dev/null 2>&1 && '%s' eigs --config '%s' --weights '%s' --batch s.safetensors -o e.csv "
-                "2>&1", d, tu_lnkit(), tu_lnkit(), CFG, W);
-    assert_int_equal(st, 2);
-    assert_one_line(out, "seq2seq data file", "eigs on seq2seq");
-    free(out);
+    expect_error(d, "m.safetensors: the file is a seq2seq data file (metadata task 'seq2seq') but "
+                 "the model's task is lm", "LNKIT batch --src @/corpus.de --tgt @/corpus.en "
+                 "-o m.safetensors 2>/dev/null && LNKIT eval --config @CFG --weights @W --batch m.safetensors");
+    /* the same for eigs and a synthetic seq2seq batch */
+    expect_error(d, "seq2seq data file", "LNKIT batch --synthetic --task seq2seq --V 6 -o s.safetensors "
+                 "2>/dev/null && LNKIT eigs --config @CFG --weights @W --batch s.safetensors -o e.csv");
     /* a cls model on lm data */
     lnk_config cc = tu_config("task=cls", "d=4", "h=2", "L=1", "V=6", "d_ff=4", NULL);
     lnk_model *mc = lnk_model_alloc(&cc);
@@ -902,14 +867,8 @@ static void test_outputs_checked_first(void **s)
     };
 #undef M
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
-        char cmd[4096], *out;
-        expand(cmd, sizeof cmd, cmds[i]);
-        int st = tu_run(&out, "cd '%s' && '%s' %s 2>&1 >/dev/null", d, tu_lnkit(), cmd);
-        if (st != 2)
-            fail_msg("%s: exit %d (%s)", cmd, st, out);
-        assert_one_line(out, "folder 'nodir' does not exist", cmd);
-        free(out);
-        assert_entries(d, "", cmd);
+        expect_error(d, "folder 'nodir' does not exist", "LNKIT %s", cmds[i]);
+        assert_entries(d, "", cmds[i]);
     }
     /* an output that is an input is refused; the input stays */
     char *out;
