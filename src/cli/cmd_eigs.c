@@ -103,7 +103,8 @@ int cmd_eigs(int argc, char **argv)
     eo.seed = co.rng_seed;
     /* the outputs can be written: checked before the hours of work */
     char *meta = cli_meta_path(out);
-    cli_file outs[3] = {{out, "-o"}, {vec, "--vectors"}, {meta, "the sidecar of -o"}}, ins[CLI_MAX_FILES];
+    cli_file outs[3] = {{out, "-o"}, {vec, "--vectors"}, {meta, "the sidecar of -o"}},
+             ins[CLI_MAX_FILES];
     cli_check_outputs("eigs", outs, 3, ins, cli_curv_inputs(&co, ins));
     free(meta);
     cli_curv s;

@@ -395,7 +395,8 @@ static int resolve(const char *path, target *t)
          * anything: the mode says whether it was meant to be kept) */
         if ((sb.st_mode & 0222) == 0 || access(path, W_OK) != 0)
             return lnk_error(LNK_EIO, "%s: exists and is read-only (mode %04o): not replaced "
-                             "(remove it or make it writable)", path, (unsigned)(sb.st_mode & 07777));
+                             "(remove it or make it writable)", path,
+                             (unsigned)(sb.st_mode & 07777));
         t->mode = sb.st_mode & 07777;
         t->final = realpath(path, NULL); /* also right for /dev/stdout, /proc/self/fd/N */
     } else if (errno == ENOENT) {
