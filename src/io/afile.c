@@ -128,8 +128,14 @@ static void crit_leave(const sigset_t *old)
     pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+/* The process that listed the files: a child made by fork() that exits or
+ * is signalled must not remove its parent's temporary files. */
+static pid_t owner;
+
 static void remove_live(void)
 {
+    if (getpid() != owner)
+        return;
     for (int i = 0; i < LIVE_MAX; i++) {
         char *p = atomic_load(&live[i]);
         if (p)
@@ -161,6 +167,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init(void)
 {
+    owner = getpid();
     fault_parse();
     sigset_t block;
     fatal_set(&block);
