@@ -30,6 +30,12 @@ ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
+# FUZZ=1: the library for the libFuzzer targets (make fuzz), with Debian's clang.
+ifeq ($(FUZZ),1)
+CC      := clang
+CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+           -fno-sanitize-recover=undefined
+endif
 
 LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c src/analysis/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -54,6 +60,7 @@ MAN_SRC  := $(wildcard man/*.1)
 MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
+        fuzz fuzz-build \
         test-mpi bench-mpi install uninstall test-install test-readme test-fresh-root FORCE \
         results study-grad study-geometry study-hessian study-multi30k study-demo
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
@@ -191,6 +198,26 @@ check-asan: deps-test
 	ASAN_OPTIONS=detect_leaks=0 $(MAKE) BUILD=build-asan MPI_BUILD=build-asan-mpi SAN=1 OPT=-O1 \
 	    test-mpi
 
+# Fuzzing (not part of make test): a libFuzzer target for every reader
+# (tests/fuzz/fuzz_*.c: safetensors and the model-aware loaders, config JSON,
+# text, vocabulary, parallel corpus, CSV), built with clang under ASan + UBSan
+# into build-fuzz/, each run FUZZ_SECONDS from the seed corpus
+# tests/fuzz/seeds/TARGET/ (valid and malformed files; the corpus it grows
+# stays in build-fuzz/).  Prints executions and findings per target; fails if
+# any target found something (the inputs are kept in build-fuzz/findings/).
+FUZZ_SECONDS ?= 60
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+fuzz:
+	bash tools/deps.sh clang libclang-rt-14-dev
+	$(MAKE) fuzz-build
+	bash tools/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+fuzz-build:
+	$(MAKE) FUZZ=1 BUILD=build-fuzz OPT=-O1 $(FUZZ_BIN)
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(LIB) $(LDLIBS) -o $@
+
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)
 
@@ -272,4 +299,4 @@ uninstall:
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 clean:
-	rm -rf build build-asan build-mpi build-asan-mpi bin out
+	rm -rf build build-asan build-mpi build-asan-mpi build-fuzz bin out

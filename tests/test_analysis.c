@@ -206,6 +206,12 @@ static void test_csv_reader(void **state)
     assert_int_equal(lnk_csvdata_parse("x,y\n", "h.csv", &t), LNK_OK);
     assert_int_equal((int)t.nrow, 0);
     lnk_csvdata_free(&t);
+    /* a text that ends just after a ',' (found by the fuzzer: the record leaked) */
+    assert_int_equal(lnk_csvdata_parse("a,b\n1,", "end.csv", &t), LNK_OK);
+    assert_int_equal(t.nrow, 1);
+    assert_string_equal(lnk_csvdata_str(&t, 0, 1), "");
+    lnk_csvdata_free(&t);
+    assert_int_equal(lnk_csvdata_parse("a,b\n1,2,", "end.csv", &t), LNK_EFORMAT);
     assert_int_equal(lnk_csvdata_parse("a,b\n1,2\n3\n", "bad.csv", &t), LNK_EFORMAT);
     assert_msg_has("bad.csv: line 3: 1 fields, the header has 2");
     assert_int_equal(lnk_csvdata_parse("a,b\n1,\"open\n", "q.csv", &t), LNK_EFORMAT);

@@ -211,9 +211,9 @@ static void test_config_contract(void **s)
     const char *L = tu_lnkit();
     /* the issue's config initialises and evaluates */
     int st = tu_run(&out, "cd '%s' && printf '%%s' '{\"task\":\"lm\",\"L_enc\":0,\"V_src\":0,"
-                    "\"n_classes\":0}' > i.json && '%s' init --config i.json -o i.safetensors && "
-                    "'%s' batch --synthetic --config i.json -o ib.safetensors && '%s' eval --config "
-                    "i.json --weights i.safetensors --batch ib.safetensors",
+                    "\"n_classes\":0}' > ic.json && '%s' init --config ic.json -o i.safetensors && "
+                    "'%s' batch --synthetic --config ic.json -o ib.safetensors && '%s' eval --config "
+                    "ic.json --weights i.safetensors --batch ib.safetensors",
                     dir, L, L, L);
     if (st != 0 || !strstr(out, "\nloss,,"))
         fail_msg("issue config: exit %d: %s", st, out);
@@ -234,7 +234,7 @@ static void test_config_contract(void **s)
     free(out);
     /* a saved config whose keys were edited: the message names the key */
     st = tu_run(&out, "cd '%s' && sed 's/\"d\": 16/\"d\": 32/' s6.json > e.json && "
-                "'%s' init --config e.json -o e.safetensors", dir, L);
+                "'%s' init --config e.json -o ex.safetensors", dir, L);
     if (st != 2 || !strstr(out, "e.json: key 'n_params'") || !strstr(out, "remove 'n_params'"))
         fail_msg("edited config: exit %d: %s", st, out);
     free(out);

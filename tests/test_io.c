@@ -106,21 +106,29 @@ static void test_afile_failures(void **state)
     assert_null(a.f);
     lnk_afile_abort(&a);                          /* safe on a failed open */
 
-    /* rename fails (the final name is a non-empty directory): no temp file left */
+    /* the final name is a folder: refused at once, nothing created */
     const char *dir = fresh_dir("renamefail");
     char *target = join(dir, "target");
     assert_int_equal(mkdir(target, 0700), 0);
-    char *inner = join(target, "x");
-    tu_write_file(inner, "x", 1);
-    assert_int_equal(lnk_afile_open(&a, target), LNK_OK);
-    fputs("data", a.f);
-    assert_int_equal(lnk_afile_commit(&a), LNK_EIO);
+    assert_int_equal(lnk_afile_open(&a, target), LNK_EIO);
     assert_msg_has(target);
+    assert_msg_has("is a folder");
     assert_int_equal(count_entries(dir), 1);      /* only the directory */
+    /* rename fails (the name became a non-empty folder meanwhile): no temp file left */
+    char *target2 = join(dir, "target2");
+    assert_int_equal(lnk_afile_open(&a, target2), LNK_OK);
+    fputs("data", a.f);
+    assert_int_equal(mkdir(target2, 0700), 0);
+    char *inner = join(target2, "x");
+    tu_write_file(inner, "x", 1);
+    assert_int_equal(lnk_afile_commit(&a), LNK_EIO);
+    assert_msg_has(target2);
+    assert_int_equal(count_entries(dir), 2);      /* only the two folders */
     assert_null(a.f);
     lnk_afile_abort(&a);
     free(inner);
     free(target);
+    free(target2);
 }
 
 /* -------------------------------------------------------------------- CSV */

@@ -785,7 +785,8 @@ static void test_batches(void **state)
     assert_msg_has("F64");
     free(dt);
 
-    /* no tgt at all (an lm needs it); a tensor the task does not use is ignored */
+    /* no tgt at all (an lm needs it); a batch tensor the task does not use means
+     * a data file of another task: refused, naming both tasks */
     t = (lnk_st_tensor){.name = "src", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b.B, b.T},
                         .numel = (size_t)b.B * (size_t)b.T, .data = b.tgt};
     assert_int_equal(lnk_st_write(bad, &t, 1, NULL), LNK_OK);
@@ -795,9 +796,11 @@ static void test_batches(void **state)
     lnk_st_tensor two[2] = {t, t};
     two[1].name = "tgt";
     assert_int_equal(lnk_st_write(bad, two, 2, NULL), LNK_OK);
-    assert_int_equal(lnk_batch_load(bad, x->m, &c), LNK_OK);
-    assert_null(c.src);
-    lnk_batch_free(&c);
+    assert_int_equal(lnk_batch_load(bad, x->m, &c), LNK_EMISMATCH);
+    assert_msg_has("'src'");
+    assert_msg_has("seq2seq");
+    assert_msg_has("task lm");
+    assert_null(c.tgt);
 
     /* 1-D tgt */
     t.name = "tgt";

@@ -286,9 +286,11 @@ typedef struct {
 void lnk_eigs_opts_default(lnk_eigs_opts *o);
 
 /* Pairs 0..n_top-1 are the top ones, largest first (index i = rank i);
- * pairs n_top..k-1 the bottom ones, smallest first.  n_top < k_top or
- * n_bottom < k_bottom only if fewer Ritz values were found (an invariant
- * subspace smaller than asked for, or LIGHT mode with ghosts at max_steps). */
+ * pairs n_top..k-1 the bottom ones, smallest first.  The two lists never
+ * share a Ritz value: when fewer than k_top + k_bottom were found (n <
+ * k_top + k_bottom, an invariant subspace smaller than asked for, or LIGHT
+ * mode with ghosts at max_steps), top takes up to k_top of them and bottom
+ * the rest. */
 typedef struct {
     int k, n_top, n_bottom;
     double *value;            /* [k] Ritz values */

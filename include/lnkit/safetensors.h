@@ -44,13 +44,22 @@ typedef struct {
     int n;
     lnk_st_tensor *t;  /* in the order of their data offsets */
     char *path;
+    int n_meta;        /* "__metadata__": n_meta keys meta[2i], values meta[2i+1] */
+    char **meta;
 } lnk_st_file;
+
+/* The file must be a regular file (not a FIFO or device: its size bounds
+ * everything read) and its header at most LNK_ST_HEADER_LIMIT bytes (as the
+ * reference implementation). */
+#define LNK_ST_HEADER_LIMIT 100000000
 
 /* Read and validate a file.  On error *out is NULL. */
 int lnk_st_read(const char *path, lnk_st_file **out);
 void lnk_st_free(lnk_st_file *f);
 /* Tensor by name or NULL. */
 const lnk_st_tensor *lnk_st_get(const lnk_st_file *f, const char *name);
+/* Metadata value of key or NULL. */
+const char *lnk_st_meta(const lnk_st_file *f, const char *key);
 
 /* Write n tensors (in the given order, data contiguous), atomically.
  * metadata: NULL or a NULL-terminated list of key, value, key, value, ... strings. */
@@ -70,7 +79,12 @@ int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout
 int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int layout_kind);
 
 /* Batches: "src", "tgt" (I64 [B, len]) and "labels" (I64 [B, S]) as the task
- * needs; checked with lnk_batch_check. */
+ * needs; checked with lnk_batch_check.  The writer records the task its
+ * arrays make (labels: cls; src and tgt: seq2seq; tgt: lm) in the metadata
+ * as "task".  The loader refuses a file made for another task than the
+ * model's, naming both: by its metadata "task", or (files without it) by a
+ * batch array that the model's task does not use (src or labels for lm,
+ * tgt for cls, labels for seq2seq). */
 int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b);
 int lnk_batch_save(const char *path, const lnk_batch *b);
 

@@ -129,6 +129,23 @@ int lnk_csvdata_parse(const char *text, const char *what, lnk_csvdata *t)
             line++;
         }
     }
+    if (!st && nf > 0) {
+        /* the text ends just after a ',': the record's last field is empty */
+        char *f = strdup("");
+        if (!f || push(&all, f)) {
+            free(f);
+            st = lnk_error(LNK_ENOMEM, "%s: out of memory", t->what);
+        } else {
+            nf++;
+            if (row == 0)
+                t->ncol = (int)nf;
+            if ((int)nf != t->ncol)
+                st = lnk_error(LNK_EFORMAT, "%s: line %zu: %zu fields, the header has %d",
+                               t->what, line, nf, t->ncol);
+            else
+                row++;
+        }
+    }
     if (st) {
         for (size_t i = 0; i < all.n; i++)
             free(all.v[i]);

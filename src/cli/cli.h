@@ -95,6 +95,31 @@ int cli_chunk_rows(int B, int chunk_rows);
  * be NULL) their first index in the data set.  Collective. */
 int cli_keep_shard(const lnk_model *m, lnk_batch *chunks, int n, int *first_own);
 void cli_close(cli_session *s);
+/* Files (files.c).  A file named on the command line and the
+ * option that named it, for messages. */
+#define CLI_MAX_FILES 80
+typedef struct {
+    const char *path; /* NULL: not used */
+    const char *flag; /* "-o", "--vectors", "sidecar of -o", ... */
+} cli_file;
+/* Before any work (collective): every output can be written (its folder
+ * exists and is writable; not a folder, block device or read-only file),
+ * the outputs that are files are distinct, and none is one of the inputs.
+ * Dies with "CMD: FLAG PATH: problem" otherwise. */
+void cli_check_outputs(const char *cmd, const cli_file *out, int n_out, const cli_file *in,
+                       int n_in);
+/* A sidecar's path: given (if not NULL), else out's name with suffix
+ * (cli_sibling_path); NULL when out is a device or FIFO (no sidecar beside
+ * /dev/null).  malloc'd. */
+char *cli_sidecar_path(const char *out, const char *given, const char *suffix);
+/* NAME.meta.json of a CSV output (NULL for a device or FIFO), malloc'd. */
+char *cli_meta_path(const char *csv);
+/* Group commit of the command's outputs (rank 0): all appear or none. */
+void cli_outputs_begin(void);
+void cli_outputs_commit(void);
+/* --max-input SIZE (4096, 512M, 2G): the size limit of text inputs. */
+void cli_max_input(const char *opt, const char *s);
+
 /* Report an unknown option / missing argument from getopt_long and exit 2. */
 _Noreturn void cli_bad_option(const char *cmd, int c, char **argv);
 #endif

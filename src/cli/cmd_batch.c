@@ -29,12 +29,14 @@ static void help(void)
            "  --min-count N          minimum token count to enter the vocab   (1)\n"
            "  --max-vocab N          vocabulary size limit, 0 = none          (0)\n"
            "  --max-len N            truncate lines to N tokens, 0 = none     (0)\n"
-           "  --first N              first line used (0-based)                (0)\n\n");
+           "  --first N              first line used (0-based)                (0)\n"
+           "  --max-input SIZE       size limit of the text and vocabulary files\n"
+           "                         (bytes, or with K, M, G)                 (1G)\n\n");
     cli_print_model_help_seed("seed of the synthetic ids");
 }
 
 enum { O_SYN = 1, O_VOCAB, O_BATCH, O_LEN, O_TEXT, O_VIN, O_VOUT, O_MINC, O_MAXV,
-       O_MAXLEN, O_FIRST };
+       O_MAXLEN, O_FIRST, O_MAXIN };
 
 int cmd_batch(int argc, char **argv)
 {
@@ -51,8 +53,9 @@ int cmd_batch(int argc, char **argv)
         {"min-count", required_argument, NULL, O_MINC},
         {"max-vocab", required_argument, NULL, O_MAXV},
         {"max-len", required_argument, NULL, O_MAXLEN},
-        {"first", required_argument, NULL, O_FIRST}};
-    int n = cli_add_model_options(opts, 13);
+        {"first", required_argument, NULL, O_FIRST},
+        {"max-input", required_argument, NULL, O_MAXIN}};
+    int n = cli_add_model_options(opts, 14);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_model_opts mo = {0};
     const char *out = NULL, *text = NULL, *vin = NULL, *vout = NULL;
@@ -81,6 +84,7 @@ int cmd_batch(int argc, char **argv)
         case O_MAXV: max_vocab = (int)cli_int("max-vocab", optarg, 0, 1L << 30); break;
         case O_MAXLEN: max_len = (int)cli_int("max-len", optarg, 0, 1L << 24); break;
         case O_FIRST: first = (int)cli_int("first", optarg, 0, 1L << 30); break;
+        case O_MAXIN: cli_max_input("max-input", optarg); break;
         default: cli_bad_option("batch", ch, argv);
         }
     }
@@ -90,7 +94,14 @@ int cmd_batch(int argc, char **argv)
         cli_die("batch: -o BATCH.safetensors is required");
     if (syn == !!text)
         cli_die("batch: give exactly one of --synthetic and --text FILE");
+    /* a built vocabulary goes beside -o (none beside a device or FIFO) */
+    char *vp = text && !vin ? cli_sidecar_path(out, vout, ".vocab") : NULL;
+    cli_file outs[2] = {{out, "-o"}, {vp, vout ? "--vocab-out" : "the vocabulary beside -o"}},
+             ins[3] = {{mo.config_path, "--config"}, {text, "--text"}, {vin, "--vocab-in"}};
+    cli_check_outputs("batch", outs, 2, ins, 3);
+    cli_outputs_begin(); /* the batch and its vocabulary: both or neither */
     lnk_batch b;
+    int nv = 0;
     if (syn) {
         if (B == 0)
             cli_die("batch: --batch must be >= 1 for synthetic batches");
@@ -122,21 +133,21 @@ int cmd_batch(int argc, char **argv)
             cli_die("batch: --first %d but %s has %d lines", first, text, t.n_lines);
         if (lnk_text_lm_batch(&t, v, first, B < 0 ? 0 : (int)B, max_len, &b) != LNK_OK)
             cli_die_lib();
-        if (!vin) {
-            char *vp = vout ? NULL : cli_sibling_path(out, ".vocab");
-            if (lnk_vocab_save(v, vout ? vout : vp) != LNK_OK)
-                cli_die_lib();
-            cli_say("lnkit batch: vocabulary of %d tokens -> %s\n", lnk_vocab_size(v),
-                    vout ? vout : vp);
-            free(vp);
-        }
-        cli_say("lnkit batch: use --V %d (or larger) with this batch\n",
-                lnk_vocab_size(v));
+        if (vp && lnk_vocab_save(v, vp) != LNK_OK)
+            cli_die_lib();
+        nv = lnk_vocab_size(v);
         lnk_vocab_free(v);
         lnk_text_free(&t);
     }
     if (lnk_batch_save(out, &b) != LNK_OK)
         cli_die_lib();
+    cli_outputs_commit();
+    /* what was written, once it is */
+    if (vp)
+        cli_say("lnkit batch: vocabulary of %d tokens -> %s\n", nv, vp);
+    if (text)
+        cli_say("lnkit batch: use --V %d (or larger) with this batch\n", nv);
+    free(vp);
     cli_say("lnkit batch: B = %d%s -> %s\n", b.B, b.tgt ? " (tgt rows)" : " (src rows)",
             out);
     lnk_batch_free(&b);

@@ -38,11 +38,13 @@ static void help(void)
            "  --max-tokens N         print (and record in the file's metadata) the largest\n"
            "                         --chunk ROWS whose chunks all hold at most N padded\n"
            "                         tokens, B x max(S, T)\n"
+           "  --max-input SIZE       size limit of each text and vocabulary file\n"
+           "                         (bytes, or with K, M, G)                     (1G)\n"
            "  --quiet                nothing on stderr but errors\n");
 }
 
 enum { O_SRC = 1, O_TGT, O_VSRC, O_VTGT, O_JOINT, O_MINC, O_MAXV, O_MAXLEN, O_TRUNC, O_SEOS,
-       O_KEEP, O_MAXTOK, O_QUIET };
+       O_KEEP, O_MAXTOK, O_MAXIN, O_QUIET };
 
 int cmd_batch_s2s(int argc, char **argv)
 {
@@ -57,6 +59,7 @@ int cmd_batch_s2s(int argc, char **argv)
         {"max-len", required_argument, NULL, O_MAXLEN}, {"truncate", no_argument, NULL, O_TRUNC},
         {"src-eos", no_argument, NULL, O_SEOS},        {"keep-order", no_argument, NULL, O_KEEP},
         {"max-tokens", required_argument, NULL, O_MAXTOK},
+        {"max-input", required_argument, NULL, O_MAXIN},
         {"quiet", no_argument, NULL, O_QUIET},         {0, 0, 0, 0}};
     const char *out = NULL, *src = NULL, *tgt = NULL, *vsrc_in = NULL, *vtgt_in = NULL;
     int joint = 0, min_count = 1, max_vocab = 0, keep = 0;
@@ -81,6 +84,7 @@ int cmd_batch_s2s(int argc, char **argv)
         case O_SEOS: po.src_eos = 1; break;
         case O_KEEP: keep = 1; break;
         case O_MAXTOK: max_tokens = cli_int("max-tokens", optarg, 1, 1L << 40); break;
+        case O_MAXIN: cli_max_input("max-input", optarg); break;
         case O_QUIET: cli_quiet = 1; break;
         default: cli_bad_option("batch", ch, argv);
         }
@@ -96,6 +100,14 @@ int cmd_batch_s2s(int argc, char **argv)
                 "--vocab-src/--vocab-tgt");
     if (po.truncate && po.max_len == 0)
         cli_die("batch: --truncate needs --max-len N");
+    /* vocabularies beside the output, unless given (none beside a device or FIFO) */
+    char *vsp = vsrc_in ? NULL : cli_sidecar_path(out, NULL, ".src.vocab");
+    char *vtp = vtgt_in ? NULL : cli_sidecar_path(out, NULL, ".tgt.vocab");
+    cli_file outs[3] = {{out, "-o"}, {vsp, "the source vocabulary beside -o"},
+                        {vtp, "the target vocabulary beside -o"}},
+             ins[4] = {{src, "--src"}, {tgt, "--tgt"}, {vsrc_in, "--vocab-src"},
+                       {vtgt_in, "--vocab-tgt"}};
+    cli_check_outputs("batch", outs, 3, ins, 4);
 
     lnk_corpus c;
     if (lnk_corpus_read(src, tgt, &c) != LNK_OK)
@@ -144,11 +156,11 @@ int cmd_batch_s2s(int argc, char **argv)
                     max_tokens, p.line[i] + 1, l, S, T);
     }
 
-    /* vocabularies beside the output, unless given */
-    char *vsp = cli_sibling_path(out, ".src.vocab"), *vtp = cli_sibling_path(out, ".tgt.vocab");
-    if (!vsrc_in && lnk_vocab_save(vs, vsp) != LNK_OK)
+    /* the data set and its vocabularies: all or none */
+    cli_outputs_begin();
+    if (vsp && lnk_vocab_save(vs, vsp) != LNK_OK)
         cli_die_lib();
-    if (!vtgt_in && lnk_vocab_save(vt, vtp) != LNK_OK)
+    if (vtp && lnk_vocab_save(vt, vtp) != LNK_OK)
         cli_die_lib();
 
     char n_pairs[24], n_drop[24], n_trunc[24], vsz[24], vtz[24], nsc[24], chk[24];
@@ -175,8 +187,8 @@ int cmd_batch_s2s(int argc, char **argv)
     KV("n_scored", nsc);
     KV("V_src", vsz);
     KV("V_tgt", vtz);
-    KV("vocab_src", vsrc_in ? vsrc_in : vsp);
-    KV("vocab_tgt", vtgt_in ? vtgt_in : vtp);
+    KV("vocab_src", vsrc_in ? vsrc_in : vsp ? vsp : "");
+    KV("vocab_tgt", vtgt_in ? vtgt_in : vtp ? vtp : "");
     KV("joint_vocab", joint ? "true" : "false");
     KV("src_eos", po.src_eos ? "true" : "false");
     KV("order", keep ? "file" : "length");
@@ -191,6 +203,7 @@ int cmd_batch_s2s(int argc, char **argv)
          .numel = (size_t)b.B * b.T, .data = b.tgt}};
     if (lnk_st_write(out, t, 2, meta) != LNK_OK)
         cli_die_lib();
+    cli_outputs_commit();
 
     cli_say("lnkit batch: %d pairs of %d", p.n, p.n_lines);
     if (po.max_len)
@@ -199,10 +212,10 @@ int cmd_batch_s2s(int argc, char **argv)
     cli_say("; src [%d, %d], tgt [%d, %d], %zu + %zu tokens (%zu + %zu <unk>), %zu "
             "scored positions -> %s\n", b.B, b.S, b.B, b.T, p.src_tokens, p.tgt_tokens,
             p.src_unk, p.tgt_unk, p.n_scored, out);
-    if (!vsrc_in)
+    if (vsp)
         cli_say("lnkit batch: source vocabulary of %d tokens -> %s\n",
                 lnk_vocab_size(vs), vsp);
-    if (!vtgt_in)
+    if (vtp)
         cli_say("lnkit batch: target vocabulary of %d tokens -> %s\n",
                 lnk_vocab_size(vt), vtp);
     cli_say("lnkit batch: use --task seq2seq --V-src %d --V-tgt %d (or larger)\n",

@@ -109,6 +109,11 @@ int cmd_density(int argc, char **argv)
         cli_die("density: the kernel width is required: --sigma S (or --sigma-variance, "
                 "--sigma-kappa, --sigma-fraction)");
     so.seed = co.rng_seed;
+    char *meta = cli_meta_path(out);
+    cli_file outs[3] = {{out, "-o"}, {nodes, "--nodes"}, {meta, "the sidecar of -o"}},
+             ins[CLI_MAX_FILES];
+    cli_check_outputs("density", outs, 3, ins, cli_curv_inputs(&co, ins));
+    free(meta);
     cli_progress prog = {"density", "step", -1e9};
     if (!co.quiet) {
         so.progress = cli_progress_fn;
@@ -148,12 +153,11 @@ int cmd_density(int argc, char **argv)
     if (!(fabs(integral - 1) < 1e-6))
         cli_die("density: the density integrates to %.12g, not 1 (grid of %zu points): this is "
                 "a bug, please report it", integral, np);
+    cli_outputs_begin(); /* density, nodes and sidecar: all or none */
     if (lnk_density_write(out, t, phi, np) != LNK_OK)
         cli_die_lib();
-    if (nodes && lnk_slq_write_nodes(&r, nodes) != LNK_OK) {
-        remove(out);
+    if (nodes && lnk_slq_write_nodes(&r, nodes) != LNK_OK)
         cli_die_lib();
-    }
     char extra[768];
     snprintf(extra, sizeof extra,
              "\"runs\": %d, \"steps\": %d, \"start\": \"%s\", \"mode\": \"%s\", \"sigma\": %.17g, "
@@ -165,6 +169,7 @@ int cmd_density(int argc, char **argv)
              "sigma-kappa" : "sigma-fraction", sval, np, integral, r.node_min, r.node_max,
              nodes ? nodes : "");
     cli_curv_meta(&s, &co, out, "density", extra);
+    cli_outputs_commit();
     if (!co.quiet)
         fprintf(stderr, "density: %d runs x %d steps, nodes in [%.6g, %.6g], sigma %.6g, %zu grid "
                 "points, integral %.12f -> %s\n", so.runs, so.steps, r.node_min, r.node_max, sigma,

@@ -101,10 +101,20 @@ int cmd_eigs(int argc, char **argv)
     eo.k_bottom = strcmp(which, "top") ? k : 0;
     eo.vectors = vec != NULL;
     eo.seed = co.rng_seed;
+    /* the outputs can be written: checked before the hours of work */
+    char *meta = cli_meta_path(out);
+    cli_file outs[3] = {{out, "-o"}, {vec, "--vectors"}, {meta, "the sidecar of -o"}},
+             ins[CLI_MAX_FILES];
+    cli_check_outputs("eigs", outs, 3, ins, cli_curv_inputs(&co, ins));
+    free(meta);
     cli_curv s;
     cli_curv_open(&s, &co);
     if ((size_t)k > s.block_n)
         cli_die("eigs: -k %d is larger than the operator's size %zu", k, s.block_n);
+    if (eo.k_top && eo.k_bottom && 2 * (size_t)k > s.block_n)
+        cli_die("eigs: -k %d --which both asks for %d eigenpairs, but the %s has %zu: the two "
+                "ends would overlap; use -k %zu or less, or --which top|bottom", k, 2 * k,
+                co.block ? "block" : "model", s.block_n, s.block_n / 2);
     if (eo.max_steps < eo.k_top + eo.k_bottom && (size_t)eo.max_steps < s.block_n)
         cli_die("eigs: --max-steps %d is smaller than the %d eigenpairs asked for", eo.max_steps,
                 eo.k_top + eo.k_bottom);
@@ -139,6 +149,8 @@ int cmd_eigs(int argc, char **argv)
         cli_curv_close(&s);
         return 0;
     }
+    /* the CSV, the vectors and the sidecar appear together or not at all */
+    cli_outputs_begin();
     lnk_afile af;
     if (lnk_afile_open(&af, out) != LNK_OK)
         cli_die_lib();
@@ -165,10 +177,8 @@ int cmd_eigs(int argc, char **argv)
                               {"vectors", LNK_DT_F64, 2, {r.k, (int64_t)s.block_n},
                                (size_t)r.k * s.block_n, Y}};
         const char *meta[] = {"block", co.block ? co.block : "*", NULL};
-        if (lnk_st_write(vec, t, 2, meta) != LNK_OK) {
-            remove(out);
+        if (lnk_st_write(vec, t, 2, meta) != LNK_OK)
             cli_die_lib();
-        }
     }
     char extra[512];
     snprintf(extra, sizeof extra,
@@ -177,10 +187,25 @@ int cmd_eigs(int argc, char **argv)
              k, which, eo.tol, eo.max_steps, eo.mode == LNK_LANCZOS_FULL ? "full" : "light",
              r.steps, lnk_eigs_stop_name(r.stop), nconv, r.scale);
     cli_curv_meta(&s, &co, out, "eigs", extra);
-    if (!co.quiet)
-        fprintf(stderr, "eigs: %d Lanczos steps, stopped by %s, %d/%d converged (tol %g), "
-                "%.2f s -> %s\n", r.steps, lnk_eigs_stop_name(r.stop), nconv, r.k, eo.tol,
-                r.elapsed, out);
+    cli_outputs_commit();
+    if (!co.quiet) {
+        /* "stopped by tol" means the residual bounds of the Ritz pairs met tol; the
+         * converged column is the explicit residual test, which rounding can fail */
+        fprintf(stderr, "eigs: %d Lanczos steps, stopped by %s, %d/%d converged by their "
+                "explicit residual ||Hv - lv|| <= tol max|l| (tol %g), %.2f s -> %s\n", r.steps,
+                r.stop == LNK_EIGS_TOL ? "tol (residual bounds)" : lnk_eigs_stop_name(r.stop),
+                nconv, r.k, eo.tol, r.elapsed, out);
+        if (r.stop == LNK_EIGS_TOL && nconv < r.k) {
+            double lo = INFINITY;
+            for (int i = 0; i < r.k; i++)
+                if (!r.converged[i] && r.residual[i] < lo)
+                    lo = r.residual[i];
+            fprintf(stderr, "eigs: %d pair(s) met tol by their residual bound but not by the "
+                    "explicit residual (the smallest of theirs is %.3g max|l|): rounding in "
+                    "double precision is above tol %g; a larger --tol makes the two agree\n",
+                    r.k - nconv, r.scale > 0 ? lo / r.scale : lo, eo.tol);
+        }
+    }
     if (Y != r.vectors)
         free(Y);
     lnk_eigs_result_free(&r);

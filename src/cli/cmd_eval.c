@@ -46,6 +46,9 @@ int cmd_eval(int argc, char **argv)
     }
     if (optind < argc)
         cli_die("eval: unexpected argument '%s'", argv[optind]);
+    cli_file outs[1] = {{gout, "--grad-out"}},
+             ins[3] = {{mo.config_path, "--config"}, {wpath, "--weights"}, {bpath, "--batch"}};
+    cli_check_outputs("eval", outs, 1, ins, 3);
     cli_session s;
     cli_open(&s, &mo, wpath, bpath, 0);
     size_t np = lnk_model_n_params(s.m), nsc = 0;
@@ -73,8 +76,12 @@ int cmd_eval(int argc, char **argv)
         cli_close(&s);
         return 0;
     }
-    if (gout && lnk_vector_save(gout, s.m, g, LNK_VEC_NAMED) != LNK_OK)
-        cli_die_lib();
+    if (gout) {
+        cli_outputs_begin();
+        if (lnk_vector_save(gout, s.m, g, LNK_VEC_NAMED) != LNK_OK)
+            cli_die_lib();
+        cli_outputs_commit();
+    }
     const lnk_layout *lay = lnk_model_layout(s.m);
     double tot = 0;
     for (size_t i = 0; i < np; i++)

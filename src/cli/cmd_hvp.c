@@ -57,6 +57,10 @@ int cmd_hvp(int argc, char **argv)
         cli_die("hvp: --vector FILE is required");
     if (!out)
         cli_die("hvp: -o HV.safetensors is required");
+    cli_file outs[1] = {{out, "-o"}},
+             ins[4] = {{mo.config_path, "--config"}, {wpath, "--weights"}, {bpath, "--batch"},
+                       {vpath, "--vector"}};
+    cli_check_outputs("hvp", outs, 1, ins, 4);
     cli_session s;
     cli_open(&s, &mo, wpath, bpath, LNK_WS_HVP);
     size_t np = lnk_model_n_params(s.m);

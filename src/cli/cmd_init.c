@@ -12,7 +12,8 @@ static void help(void)
            "Initialise the parameters (docs/MODEL.md section 5) and write them, and the resolved\n"
            "configuration (default: WEIGHTS with .safetensors replaced by .json).\n\n"
            "  -o, --output FILE      weights file to write                    (required)\n"
-           "  --config-out FILE      configuration to write                   (WEIGHTS.json)\n\n");
+           "  --config-out FILE      configuration to write                   (WEIGHTS.json)\n"
+           "                         (-o a device or FIFO, e.g. /dev/null: none unless given)\n\n");
     cli_print_model_help();
 }
 
@@ -41,6 +42,11 @@ int cmd_init(int argc, char **argv)
         cli_die("init: unexpected argument '%s'", argv[optind]);
     if (!out)
         cli_die("init: -o WEIGHTS.safetensors is required");
+    /* no WEIGHTS.json beside a device or FIFO unless --config-out names one */
+    char *cpath = cli_sidecar_path(out, cfg_out, ".json");
+    cli_file outs[2] = {{out, "-o"}, {cpath, cfg_out ? "--config-out" : "the config beside -o"}},
+             ins[1] = {{mo.config_path, "--config"}};
+    cli_check_outputs("init", outs, 2, ins, 1);
     lnk_config c;
     cli_make_config(&mo, &c);
     lnk_model *m = lnk_model_alloc(&c);
@@ -52,23 +58,20 @@ int cmd_init(int argc, char **argv)
         cli_die("out of memory for %zu parameters", np);
     if (lnk_model_init_params(m, theta) != LNK_OK)
         cli_die_lib();
-    char *cpath = cfg_out ? strdup(cfg_out) : cli_sibling_path(out, ".json");
-    if (!cpath)
-        cli_die("out of memory");
     const lnk_layout *lay = lnk_model_layout(m);
     const char **names = malloc(sizeof(char *) * lay->n_tensors);
     if (!names)
         cli_die("out of memory");
     for (int i = 0; i < lay->n_tensors; i++)
         names[i] = lay->t[i].name;
+    cli_outputs_begin(); /* weights and config: both or neither */
     if (lnk_weights_save(out, m, theta) != LNK_OK)
         cli_die_lib();
-    if (lnk_config_save_json(&c, cpath, np, names, lay->n_tensors) != LNK_OK) {
-        remove(out); /* all or nothing */
+    if (cpath && lnk_config_save_json(&c, cpath, np, names, lay->n_tensors) != LNK_OK)
         cli_die_lib();
-    }
+    cli_outputs_commit();
     cli_say("lnkit init: %zu parameters (%d tensors) -> %s, config -> %s\n", np,
-            lay->n_tensors, out, cpath);
+            lay->n_tensors, out, cpath ? cpath : "(none beside a device or FIFO)");
     free(names);
     free(cpath);
     free(theta);

@@ -187,6 +187,10 @@ int cmd_select(int argc, char **argv)
         cli_die("select: unexpected argument '%s'", argv[optind]);
     if (!kpath)
         cli_die("select: --keys K.csv is required (see lnkit select --help)");
+    char *meta = out ? cli_meta_path(out) : NULL;
+    cli_file outs[2] = {{out, "-o"}, {meta, "the sidecar of -o"}}, ins[1] = {{kpath, "--keys"}};
+    cli_check_outputs("select", outs, 2, ins, 1);
+    free(meta);
     double *K;
     int n, d;
     read_keys(kpath, &K, &n, &d);
@@ -200,6 +204,8 @@ int cmd_select(int argc, char **argv)
         cli_die("%s: %s", kpath, lnk_errmsg());
     static const char *const hdr[] = {"index", "selectable"};
     lnk_afile af;
+    if (out)
+        cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
     if (out && lnk_afile_open(&af, out) != LNK_OK)
         cli_die_lib();
     lnk_csv csv;
@@ -221,10 +227,9 @@ int cmd_select(int argc, char **argv)
                  "{\"command\": \"select\", \"norm\": \"%s\", \"eps\": %.17g, \"tol\": %.17g, "
                  "\"keys\": %d, \"dim\": %d, \"selectable\": %d}",
                  norm_name, eps, tol, n, d, n_sel);
-        if (lnk_meta_write(out, NULL, extra, start, lnk_now() - t0) != LNK_OK) {
-            remove(out);
+        if (lnk_meta_write(out, NULL, extra, start, lnk_now() - t0) != LNK_OK)
             cli_die_lib();
-        }
+        cli_outputs_commit();
         cli_say("select: %d of %d keys selectable -> %s\n", n_sel, n, out);
     } else {
         if (st)

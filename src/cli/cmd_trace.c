@@ -76,6 +76,12 @@ int cmd_trace(int argc, char **argv)
     if (to.method == LNK_TRACE_HUTCHPP && to.probes < 4)
         cli_die("trace: --probes must be at least 4 with hutchpp, got %d", to.probes);
     to.seed = co.rng_seed;
+    if (out) {
+        char *meta = cli_meta_path(out);
+        cli_file outs[2] = {{out, "-o"}, {meta, "the sidecar of -o"}}, ins[CLI_MAX_FILES];
+        cli_check_outputs("trace", outs, 2, ins, cli_curv_inputs(&co, ins));
+        free(meta);
+    }
     cli_progress prog = {"trace", "probe", -1e9};
     if (!co.quiet) {
         to.progress = cli_progress_fn;
@@ -94,6 +100,7 @@ int cmd_trace(int argc, char **argv)
     }
     const char *mname = lnk_trace_method_name(to.method);
     if (out) {
+        cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
         lnk_afile af;
         if (lnk_afile_open(&af, out) != LNK_OK)
             cli_die_lib();
@@ -105,6 +112,7 @@ int cmd_trace(int argc, char **argv)
         snprintf(extra, sizeof extra, "\"method\": \"%s\", \"probes\": %d, \"sketch\": %d",
                  mname, r.probes, r.sketch);
         cli_curv_meta(&s, &co, out, "trace", extra);
+        cli_outputs_commit();
     }
     if (json) {
         json_t *o = json_object();

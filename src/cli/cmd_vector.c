@@ -96,6 +96,11 @@ int cmd_vector(int argc, char **argv)
         cli_die("vector: --weights and --batch go with --gradient");
     if (!out)
         cli_die("vector: -o V.safetensors is required");
+    cli_file outs[1] = {{out, "-o"}}, ins[2 + MAX_BATCH] = {{mo.config_path, "--config"},
+                                                           {wpath, "--weights"}};
+    for (int i = 0; i < n_batch; i++)
+        ins[2 + i] = (cli_file){bpath[i], "--batch"};
+    cli_check_outputs("vector", outs, 1, ins, 2 + n_batch);
     lnk_config c;
     cli_make_config(&mo, &c);
     lnk_model *m = lnk_model_alloc(&c);
@@ -168,8 +173,10 @@ int cmd_vector(int argc, char **argv)
         for (size_t i = 0; i < np; i++)
             v[i] /= nrm;
     }
+    cli_outputs_begin();
     if (cli_root() && lnk_vector_save(out, m, v, flat ? LNK_VEC_FLAT : LNK_VEC_NAMED) != LNK_OK)
         cli_die_lib();
+    cli_outputs_commit();
     cli_say("lnkit vector: %zu entries (%zu in the block), norm %.6g -> %s\n", np, sel.n,
             normalize ? 1.0 : nrm, out);
     free(v);

@@ -29,6 +29,11 @@ void cli_die(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* nothing half-written stays behind (the temporary files of this rank) */
+    lnk_output_abort_all();
+    /* one line: control characters of names and values escaped (lnk_error) */
+    lnk_error(LNK_EINVAL, "%s", msg);
+    snprintf(msg, sizeof msg, "%s", lnk_errmsg());
     int rank = lnk_comm_rank();
     if (lnk_comm_size() == 1) {
         fprintf(stderr, "lnkit: %s\n", msg);

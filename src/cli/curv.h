@@ -52,6 +52,9 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed);
 /* The value of --mode full|light, or die naming cmd. */
 int cli_lanczos_mode(const char *cmd, const char *arg);
 
+/* The input files of o (config, weights, batches) into in[]; returns the count. */
+int cli_curv_inputs(const cli_curv_opts *o, cli_file *in);
+
 /* NAME.meta.json beside csv_path; extra_fields: NULL or '"k": v, ...' JSON members. */
 void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
                    const char *extra_fields);

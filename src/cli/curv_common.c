@@ -50,6 +50,16 @@ void cli_curv_print_help(void)
     cli_print_model_help();
 }
 
+int cli_curv_inputs(const cli_curv_opts *o, cli_file *in)
+{
+    int n = 0;
+    in[n++] = (cli_file){o->mo.config_path, "--config"};
+    in[n++] = (cli_file){o->weights, "--weights"};
+    for (int i = 0; i < o->n_batch; i++)
+        in[n++] = (cli_file){o->batch[i], "--batch"};
+    return n;
+}
+
 void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
 {
     memset(s, 0, sizeof *s);

@@ -39,6 +39,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* before any output file exists: a fatal signal removes the temporary ones */
+    lnk_output_init();
     if (lnk_comm_init(&argc, &argv) != LNK_OK) {
         fprintf(stderr, "lnkit: %s\n", lnk_errmsg());
         return 2;

@@ -670,7 +670,7 @@ int lnk_config_load_json(lnk_config *c, const char *path)
         return lnk_error(LNK_EINVAL, "config: no file name");
     char *buf;
     size_t len;
-    int rs = lnk_read_file(path, &buf, &len);
+    int rs = lnk_read_text_file(path, LNK_CONFIG_LIMIT, "configuration", &buf, &len);
     if (rs != LNK_OK)
         return rs;
     int st = parse_buf(c, buf, len, path);

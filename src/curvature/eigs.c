@@ -90,8 +90,9 @@ static void select_pairs(int j, const double *theta, const int *flag, int k_top,
     for (int i = 0; i < j; i++)
         if (flag[i] == LNK_RITZ_GOOD)
             good[ng++] = i;
+    /* the two ends never share a Ritz value: bottom takes what top leaves */
     p->n_top = k_top < ng ? k_top : ng;
-    p->n_bottom = k_bottom < ng ? k_bottom : ng;
+    p->n_bottom = k_bottom < ng - p->n_top ? k_bottom : ng - p->n_top;
     for (int i = 0; i < p->n_top; i++)
         p->itop[i] = good[ng - 1 - i];
     for (int i = 0; i < p->n_bottom; i++)
@@ -141,7 +142,7 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
         goto out;
 
     pick p = {0, 0, itop, ibot, 0, 0};
-    /* top and bottom lists may share values only when n < k_top + k_bottom */
+    /* with n < k_top + k_bottom, bottom gets the n - k_top values left */
     int need = (size_t)(kt + kb) < ng ? kt + kb : (int)ng;
     int stop = LNK_EIGS_MAXSTEPS;
     for (;;) {

@@ -1,9 +1,9 @@
-/* Output files: atomic writes (temp file + rename), CSV (RFC 4180), timing,
- * BLAS threads and the NAME.meta.json sidecar.  See include/lnkit/io.h. */
+/* CSV (RFC 4180), timing, BLAS threads and the NAME.meta.json sidecar.
+ * Atomic output files are in afile.c, whole-file reads in input.c.  See
+ * include/lnkit/io.h. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,151 +19,6 @@
 #include "lnkit/io.h"
 #include "io/provenance_json.h"
 
-/* ------------------------------------------------------------------ lnk_afile */
-
-/* Temporary files being written, removed if the process is ended by
- * SIGTERM, SIGINT or SIGHUP (mpirun ends the other ranks of a failed job
- * with SIGTERM): no partial output is left behind.  The handler only calls
- * unlink, which is async-signal-safe, then dies of the same signal. */
-#define LIVE_MAX 64
-static char *volatile live[LIVE_MAX];
-
-static void on_fatal_signal(int sig)
-{
-    for (int i = 0; i < LIVE_MAX; i++)
-        if (live[i])
-            unlink(live[i]);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void live_add(char *tmp)
-{
-    static int installed;
-    if (!installed) {
-        static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
-        for (int k = 0; k < 3; k++) {
-            struct sigaction old;
-            /* leave a handler the program installed itself alone */
-            if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
-                signal(sigs[k], on_fatal_signal);
-        }
-        installed = 1;
-    }
-    for (int i = 0; i < LIVE_MAX; i++)
-        if (!live[i]) {
-            live[i] = tmp;
-            return;
-        }
-}
-
-static void live_remove(const char *tmp)
-{
-    for (int i = 0; i < LIVE_MAX; i++)
-        if (live[i] == tmp)
-            live[i] = NULL;
-}
-
-/* mkstemp creates files with mode 0600; give the final file the mode an
- * ordinary fopen would (0666 & ~umask).  umask can only be read by setting it,
- * so read it once. */
-static mode_t file_mode(void)
-{
-    static int known = 0;
-    static mode_t mode = 0644;
-    if (!known) {
-        mode_t u = umask(022);
-        umask(u);
-        mode = 0666 & ~u;
-        known = 1;
-    }
-    return mode;
-}
-
-int lnk_afile_open(lnk_afile *a, const char *path)
-{
-    memset(a, 0, sizeof *a);
-    if (!path || !path[0])
-        return lnk_error(LNK_EINVAL, "output file: empty path");
-    a->path = strdup(path);
-    if (!a->path || asprintf(&a->tmp, "%s.tmp.XXXXXX", path) < 0) {
-        free(a->path);
-        memset(a, 0, sizeof *a);
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-    }
-    int fd = mkstemp(a->tmp);
-    if (fd < 0) {
-        int e = errno;
-        int st = lnk_error(LNK_EIO, "%s: cannot create temporary file %s: %s", path, a->tmp,
-                           strerror(e));
-        free(a->path);
-        free(a->tmp);
-        memset(a, 0, sizeof *a);
-        return st;
-    }
-    if (fchmod(fd, file_mode()) != 0) { /* keep 0600: not worth failing for */ }
-    a->f = fdopen(fd, "wb");
-    if (!a->f) {
-        int e = errno;
-        close(fd);
-        unlink(a->tmp);
-        free(a->path);
-        free(a->tmp);
-        memset(a, 0, sizeof *a);
-        return lnk_error(LNK_EIO, "%s: cannot open temporary file: %s", path, strerror(e));
-    }
-    live_add(a->tmp);
-    return LNK_OK;
-}
-
-static void afile_release(lnk_afile *a)
-{
-    if (a->tmp)
-        live_remove(a->tmp);
-    free(a->path);
-    free(a->tmp);
-    a->path = a->tmp = NULL;
-    a->f = NULL;
-}
-
-int lnk_afile_commit(lnk_afile *a)
-{
-    if (!a->f || !a->tmp || !a->path)
-        return lnk_error(LNK_EINVAL, "%s: file is not open", a->path ? a->path : "output file");
-    errno = 0;
-    int bad = fflush(a->f) != 0 || ferror(a->f);
-    int e = errno ? errno : EIO;
-    if (fclose(a->f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    a->f = NULL;
-    if (bad) {
-        int st = lnk_error(LNK_EIO, "%s: write failed: %s", a->path, strerror(e));
-        unlink(a->tmp);
-        afile_release(a);
-        return st;
-    }
-    if (rename(a->tmp, a->path) != 0) {
-        e = errno;
-        int st = lnk_error(LNK_EIO, "%s: cannot rename %s to it: %s", a->path, a->tmp, strerror(e));
-        unlink(a->tmp);
-        afile_release(a);
-        return st;
-    }
-    afile_release(a);
-    return LNK_OK;
-}
-
-void lnk_afile_abort(lnk_afile *a)
-{
-    if (a->f)
-        fclose(a->f);
-    if (a->tmp)
-        unlink(a->tmp);
-    afile_release(a);
-}
-
 /* ------------------------------------------------------------------------ CSV */
 
 static const char *col_name(const lnk_csv *c, int j)
@@ -178,7 +33,7 @@ static int csv_next(lnk_csv *c)
         return lnk_error(LNK_EINVAL, "CSV: row has more than %d fields (header has %d columns)",
                          c->ncol, c->ncol);
     if (c->col > 0 && fputc(',', c->f) == EOF)
-        return lnk_error(LNK_EIO, "CSV: write failed: %s", strerror(errno));
+        return lnk_error(LNK_EIO, "%s: write failed: %s", lnk_output_name(c->f), strerror(errno));
     c->col++;
     return LNK_OK;
 }
@@ -199,7 +54,7 @@ static int csv_put(FILE *f, const char *s)
         r = fputs(s, f);
     }
     if (r == EOF)
-        return lnk_error(LNK_EIO, "CSV: write failed: %s", strerror(errno));
+        return lnk_error(LNK_EIO, "%s: write failed: %s", lnk_output_name(f), strerror(errno));
     return LNK_OK;
 }
 
@@ -267,7 +122,7 @@ int lnk_csv_end_row(lnk_csv *c)
         return lnk_error(LNK_EINVAL, "CSV: row has %d fields, header has %d columns (next missing: '%s')",
                          c->col, c->ncol, col_name(c, c->col));
     if (fputc('\n', c->f) == EOF)
-        return lnk_error(LNK_EIO, "CSV: write failed: %s", strerror(errno));
+        return lnk_error(LNK_EIO, "%s: write failed: %s", lnk_output_name(c->f), strerror(errno));
     c->col = 0;
     return LNK_OK;
 }
@@ -308,8 +163,7 @@ void lnk_set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
 
 /* ------------------------------------------------------------- meta sidecar */
 
-/* NAME.csv -> NAME.meta.json; anything else gets ".meta.json" appended. */
-static char *meta_path(const char *csv_path)
+char *lnk_meta_path(const char *csv_path)
 {
     size_t n = strlen(csv_path);
     if (n >= 4 && strcmp(csv_path + n - 4, ".csv") == 0)
@@ -331,7 +185,10 @@ int lnk_meta_write(const char *csv_path, const lnk_config *cfg, const char *extr
 {
     if (!csv_path || !csv_path[0])
         return lnk_error(LNK_EINVAL, "meta: empty output path");
-    char *path = meta_path(csv_path);
+    /* beside a device or FIFO (-o /dev/null) there is no place for a sidecar */
+    if (lnk_output_kind(csv_path) == LNK_OUT_STREAM)
+        return LNK_OK;
+    char *path = lnk_meta_path(csv_path);
     if (!path)
         return lnk_error(LNK_ENOMEM, "%s: out of memory", csv_path);
     int st = LNK_OK;
@@ -431,42 +288,4 @@ done:
     json_decref(root);
     free(path);
     return st;
-}
-
-/* Whole file into a malloc'd buffer, NUL-terminated (see io.h). */
-int lnk_read_file(const char *path, char **out, size_t *out_len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lnk_error(LNK_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0, k;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-    }
-    while ((k = fread(buf + len, 1, cap - 1 - len, f)) > 0) {
-        len += k;
-        if (len == cap - 1) {
-            char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return lnk_error(LNK_EIO, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    if (out_len)
-        *out_len = len;
-    return LNK_OK;
 }

@@ -86,6 +86,9 @@ void lnk_st_free(lnk_st_file *f)
         free(f->t[i].data);
     }
     free(f->t);
+    for (int i = 0; i < 2 * f->n_meta; i++)
+        free(f->meta[i]);
+    free(f->meta);
     free(f->path);
     free(f);
 }
@@ -95,6 +98,14 @@ const lnk_st_tensor *lnk_st_get(const lnk_st_file *f, const char *name)
     for (int i = 0; f && i < f->n; i++)
         if (strcmp(f->t[i].name, name) == 0)
             return &f->t[i];
+    return NULL;
+}
+
+const char *lnk_st_meta(const lnk_st_file *f, const char *key)
+{
+    for (int i = 0; f && key && i < f->n_meta; i++)
+        if (strcmp(f->meta[2 * i], key) == 0)
+            return f->meta[2 * i + 1];
     return NULL;
 }
 
@@ -282,7 +293,9 @@ int lnk_st_read(const char *path, lnk_st_file **out)
         goto done;
     }
     if (!S_ISREG(sb.st_mode)) {
-        st = lnk_error(LNK_EIO, "%s: not a regular file", path);
+        st = lnk_error(LNK_EIO, "%s: is %s; a safetensors file must be a regular file", path,
+                       S_ISDIR(sb.st_mode) ? "a folder" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                       : S_ISCHR(sb.st_mode) ? "a character device" : "not a regular file");
         goto done;
     }
     uint64_t fsize = (uint64_t)sb.st_size;
@@ -303,6 +316,11 @@ int lnk_st_read(const char *path, lnk_st_file **out)
         st = lnk_error(LNK_EFORMAT, "%s: header length %llu goes beyond the end of the file "
                        "(%llu bytes after the length field)", path, (unsigned long long)hlen,
                        (unsigned long long)(fsize - 8));
+        goto done;
+    }
+    if (hlen > LNK_ST_HEADER_LIMIT) {
+        st = lnk_error(LNK_EFORMAT, "%s: header length %llu is larger than the limit of %d bytes",
+                       path, (unsigned long long)hlen, LNK_ST_HEADER_LIMIT);
         goto done;
     }
     uint64_t buflen = fsize - 8 - hlen;
@@ -420,6 +438,23 @@ int lnk_st_read(const char *path, lnk_st_file **out)
         st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
         goto done;
     }
+    json_t *md = json_object_get(root, "__metadata__");
+    if (md && json_object_size(md) > 0) {
+        if (!(f->meta = calloc(2 * json_object_size(md), sizeof *f->meta))) {
+            st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+            goto done;
+        }
+        json_object_foreach(md, key, val) {
+            int i = f->n_meta;
+            f->meta[2 * i] = strdup(key);
+            f->meta[2 * i + 1] = strdup(json_string_value(val));
+            f->n_meta++;
+            if (!f->meta[2 * i] || !f->meta[2 * i + 1]) {
+                st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+                goto done;
+            }
+        }
+    }
     for (int i = 0; i < n; i++)
         f->t[i] = ent[i].t;
     f->n = n;
@@ -429,9 +464,8 @@ int lnk_st_read(const char *path, lnk_st_file **out)
 
 done:
     if (f) {
-        free(f->path);
-        free(f->t);
-        free(f);
+        f->n = 0; /* the tensors are still ent's */
+        lnk_st_free(f);
     }
     if (ent) {
         /* parse_entry may have failed after filling ent[n] without a name: n counts named ones */
@@ -816,12 +850,43 @@ int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b)
     int need_lab = task == LNK_TASK_CLS;
     lnk_st_tensor *src = NULL, *tgt = NULL, *lab = NULL;
     char a[160], c[160];
+    /* A data file made for another task gives an answer to another question
+     * (an lm scoring only the tgt rows of a seq2seq data set): refused. */
+    const char *ft = lnk_st_meta(f, "task");
+    if (ft) {
+        if (strcmp(ft, "lm") && strcmp(ft, "seq2seq") && strcmp(ft, "cls")) {
+            st = lnk_error(LNK_EMISMATCH, "%s: metadata 'task' is '" NM "', expected lm, seq2seq "
+                           "or cls", path, ft);
+            goto done;
+        }
+        if (strcmp(ft, tn)) {
+            st = lnk_error(LNK_EMISMATCH, "%s: the file is a %s data file (metadata task '%s') but "
+                           "the model's task is %s: use a %s model (--task %s) or a %s data file",
+                           path, ft, ft, tn, ft, ft, tn);
+            goto done;
+        }
+    }
     if (need_src && (st = batch_tensor(path, f, "src", tn, &src)))
         goto done;
     if (need_tgt && (st = batch_tensor(path, f, "tgt", tn, &tgt)))
         goto done;
     if (need_lab && (st = batch_tensor(path, f, "labels", tn, &lab)))
         goto done;
+    if (!ft) {
+        static const char *const role[3] = {"src", "tgt", "labels"};
+        int used[3] = {need_src, need_tgt, need_lab};
+        for (int r = 0; r < 3; r++)
+            if (!used[r] && lnk_st_get(f, role[r])) {
+                int has_s = lnk_st_get(f, "src") != NULL, has_t = lnk_st_get(f, "tgt") != NULL;
+                const char *looks = lnk_st_get(f, "labels") ? "cls" : has_s && has_t ? "seq2seq"
+                                    : has_t ? "lm" : "cls";
+                st = lnk_error(LNK_EMISMATCH, "%s: the file has a tensor '%s', which the model's "
+                               "task %s does not use: it looks like a %s data file; use a %s model "
+                               "(--task %s) or a %s data file", path, role[r], tn, looks, looks,
+                               looks, tn);
+                goto done;
+            }
+    }
     if (src && tgt && src->shape[0] != tgt->shape[0]) {
         st = lnk_error(LNK_EMISMATCH, "%s: tensors 'src' and 'tgt' have %lld and %lld rows; the batch "
                        "size B must agree", path, (long long)src->shape[0], (long long)tgt->shape[0]);
@@ -879,5 +944,8 @@ int lnk_batch_save(const char *path, const lnk_batch *b)
     }
     if (n == 0)
         return lnk_error(LNK_EINVAL, "%s: batch has no src, tgt or labels array", path);
-    return lnk_st_write(path, t, n, NULL);
+    /* the task the arrays make, for the loader's check */
+    const char *meta[3] = {"task", b->labels ? "cls" : b->src && b->tgt ? "seq2seq"
+                                   : b->tgt ? "lm" : "cls", NULL};
+    return lnk_st_write(path, t, n, meta);
 }

@@ -1,0 +1,842 @@
+/* Output files that appear whole or not at all (see include/lnkit/io.h):
+ * temporary file + rename for regular files, in-place writes for devices
+ * and FIFOs, group commits for the several outputs of one command, clean-up
+ * of temporary files on fatal signals and at exit, and the test-only fault
+ * hook LNK_OUTPUT_FAULT. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdio_ext.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lnkit/error.h"
+#include "lnkit/io.h"
+
+/* ------------------------------------------------------------- fault hook */
+
+/* LNK_OUTPUT_FAULT (tests only; read once, never on a computing path):
+ *   write:ENOSPC:B  (or EIO, EFBIG)  writes to output files fail with that
+ *                   error once B bytes have been written in all
+ *   create:term:N   SIGTERM to the process right after the N-th temporary
+ *                   file is created (inside the creation's critical section)
+ *   write:term:B    SIGTERM once B bytes have been written
+ *   synced:term     SIGTERM when a group's files are written and synced,
+ *                   before the first rename
+ *   rename:term:N   SIGTERM after the N-th rename of a group commit
+ *   rename:EIO:N    the N-th rename of a group commit fails (roll-back)
+ * N counts from 1 (default 1), B from 0 (default 0). */
+enum { FP_NONE, FP_CREATE, FP_WRITE, FP_SYNCED, FP_RENAME };
+static struct {
+    int point;
+    int err;        /* errno to fail with, or 0 = send SIGTERM */
+    long long n;    /* hit number or byte budget */
+    long long hits; /* hits so far / bytes so far */
+} fault;
+
+static void fault_parse(void)
+{
+    const char *s = getenv("LNK_OUTPUT_FAULT");
+    if (!s || !*s)
+        return;
+    char point[16] = "", action[16] = "";
+    long long n = -1;
+    if (sscanf(s, "%15[a-z]:%15[A-Za-z]:%lld", point, action, &n) < 2)
+        return;
+    static const char *const pts[] = {"", "create", "write", "synced", "rename"};
+    for (int i = 1; i < 5; i++)
+        if (!strcmp(point, pts[i]))
+            fault.point = i;
+    if (!strcmp(action, "term"))
+        fault.err = 0;
+    else if (!strcmp(action, "ENOSPC"))
+        fault.err = ENOSPC;
+    else if (!strcmp(action, "EIO"))
+        fault.err = EIO;
+    else if (!strcmp(action, "EFBIG"))
+        fault.err = EFBIG;
+    else
+        fault.point = FP_NONE;
+    fault.n = n >= 0 ? n : (fault.point == FP_WRITE ? 0 : 1);
+}
+
+/* At a counted point: 1 if the fault fires now (a signal is sent here). */
+static int fault_hit(int point)
+{
+    if (fault.point != point || ++fault.hits != fault.n)
+        return 0;
+    if (fault.err == 0)
+        kill(getpid(), SIGTERM);
+    return 1;
+}
+
+/* ------------------------------------------------- temporary files, signals */
+
+/* Temporary files that exist now: removed by a fatal signal (SIGTERM,
+ * SIGINT, SIGHUP, SIGPIPE) and at exit.  Every change of this list and every
+ * rename phase happens in a critical section: the calling thread blocks the
+ * fatal signals, and `busy` tells a handler running in another thread (the
+ * process has BLAS threads) to wait.  The handler sets `dying` first and a
+ * critical section that sees it does nothing, so (sequentially consistent
+ * atomics) either the handler sees the section and waits for it, or the
+ * section sees the handler: a temporary file cannot be created without being
+ * on the list when the handler reads it. */
+#define LIVE_MAX 256
+static char *_Atomic live[LIVE_MAX];
+static atomic_int busy, dying; /* dying: 0, or why */
+enum { DYING_SIGNAL = 1, DYING_EXIT = 2 };
+static const int fatal_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE};
+#define N_FATAL 4
+
+static void fatal_set(sigset_t *s)
+{
+    sigemptyset(s);
+    for (int k = 0; k < N_FATAL; k++)
+        sigaddset(s, fatal_sigs[k]);
+}
+
+static int crit_enter(sigset_t *old)
+{
+    sigset_t s;
+    fatal_set(&s);
+    pthread_sigmask(SIG_BLOCK, &s, old);
+    atomic_fetch_add(&busy, 1);
+    int d = atomic_load(&dying);
+    if (d) {
+        atomic_fetch_sub(&busy, 1);
+        pthread_sigmask(SIG_SETMASK, old, NULL);
+        /* a fatal signal is being handled in another thread, which ends the
+         * process in a moment: wait for it rather than report an error */
+        struct timespec ts = {0, 1000000};
+        for (int k = 0; d == DYING_SIGNAL && k < 10000; k++)
+            nanosleep(&ts, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static void crit_leave(const sigset_t *old)
+{
+    atomic_fetch_sub(&busy, 1);
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* The process that listed the files: a child made by fork() that exits or
+ * is signalled must not remove its parent's temporary files. */
+static pid_t owner;
+
+static void remove_live(void)
+{
+    if (getpid() != owner)
+        return;
+    for (int i = 0; i < LIVE_MAX; i++) {
+        char *p = atomic_load(&live[i]);
+        if (p)
+            unlink(p);
+    }
+}
+
+static void on_fatal_signal(int sig)
+{
+    int e = errno;
+    atomic_store(&dying, DYING_SIGNAL);
+    /* a critical section in another thread lasts microseconds; wait at most 5 s */
+    struct timespec ts = {0, 100000};
+    for (int k = 0; k < 50000 && atomic_load(&busy) > 0; k++)
+        nanosleep(&ts, NULL);
+    remove_live();
+    signal(sig, SIG_DFL);
+    errno = e;
+    raise(sig);
+}
+
+static void at_exit(void)
+{
+    atomic_store(&dying, DYING_EXIT);
+    remove_live();
+}
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init(void)
+{
+    owner = getpid();
+    fault_parse();
+    sigset_t block;
+    fatal_set(&block);
+    for (int k = 0; k < N_FATAL; k++) {
+        struct sigaction old, sa;
+        /* leave alone a signal that is ignored or that the program handles */
+        if (sigaction(fatal_sigs[k], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+            (old.sa_flags & SA_SIGINFO))
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal_signal;
+        sa.sa_mask = block;
+        sigaction(fatal_sigs[k], &sa, NULL);
+    }
+    atexit(at_exit);
+}
+
+void lnk_output_init(void) { pthread_once(&init_once, init); }
+
+/* Put p on the list (critical section held); -1 if full. */
+static int live_add(char *p)
+{
+    for (int i = 0; i < LIVE_MAX; i++) {
+        char *expect = NULL;
+        if (atomic_compare_exchange_strong(&live[i], &expect, p))
+            return 0;
+    }
+    return -1;
+}
+
+static void live_drop(const char *p)
+{
+    for (int i = 0; i < LIVE_MAX; i++)
+        if (atomic_load(&live[i]) == p)
+            atomic_store(&live[i], NULL);
+}
+
+/* Take a temporary file off the list, removing it (unlink_it) or not (it
+ * was renamed), and free its name.  While the process is terminating the
+ * name stays listed and allocated: the handler or the exit clean-up reads
+ * it, so it must never be freed while listed. */
+static void tmp_release(char *p, int unlink_it)
+{
+    sigset_t old;
+    if (!p || crit_enter(&old) != 0)
+        return;
+    if (unlink_it)
+        unlink(p);
+    live_drop(p);
+    crit_leave(&old);
+    free(p);
+}
+
+/* ---------------------------------------------- open output files by FILE* */
+
+/* For messages of writers that see only the FILE* (the CSV writer). */
+typedef struct {
+    FILE *f;
+    char *path;
+} named;
+static named open_files[LIVE_MAX];
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void name_add(FILE *f, char *path)
+{
+    pthread_mutex_lock(&open_lock);
+    for (int i = 0; i < LIVE_MAX; i++)
+        if (!open_files[i].f) {
+            open_files[i] = (named){f, path};
+            break;
+        }
+    pthread_mutex_unlock(&open_lock);
+}
+
+static void name_drop(FILE *f)
+{
+    pthread_mutex_lock(&open_lock);
+    for (int i = 0; i < LIVE_MAX; i++)
+        if (open_files[i].f == f)
+            open_files[i] = (named){NULL, NULL};
+    pthread_mutex_unlock(&open_lock);
+}
+
+const char *lnk_output_name(const FILE *f)
+{
+    if (f == stdout)
+        return "standard output";
+    const char *p = NULL;
+    pthread_mutex_lock(&open_lock);
+    for (int i = 0; i < LIVE_MAX && !p; i++)
+        if (f && open_files[i].f == f)
+            p = open_files[i].path;
+    pthread_mutex_unlock(&open_lock);
+    return p ? p : "output file";
+}
+
+/* ------------------------------------------------------------ write cookie */
+
+/* The FILE* of an output writes through this cookie: write(2) on the file
+ * descriptor, the first error kept for the message, and the fault hook. */
+typedef struct {
+    int fd;
+    int err;
+} cookie;
+
+static ssize_t ck_write(void *c, const char *buf, size_t n)
+{
+    cookie *k = c;
+    size_t done = 0;
+    while (done < n) {
+        size_t want = n - done;
+        if (fault.point == FP_WRITE) {
+            long long left = fault.n - fault.hits;
+            if (left <= 0) {
+                if (fault.err) {
+                    k->err = errno = fault.err;
+                    return (ssize_t)done;
+                }
+                if (fault.hits == fault.n) { /* once */
+                    fault.hits++;
+                    kill(getpid(), SIGTERM);
+                }
+            } else if ((long long)want > left)
+                want = (size_t)left;
+        }
+        ssize_t w = write(k->fd, buf + done, want);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            k->err = errno;
+            return (ssize_t)done; /* 0 = error for stdio */
+        }
+        if (w == 0) {
+            k->err = errno = EIO;
+            return (ssize_t)done;
+        }
+        done += (size_t)w;
+        if (fault.point == FP_WRITE && fault.hits < fault.n)
+            fault.hits += w;
+    }
+    return (ssize_t)done;
+}
+
+static int ck_close(void *c)
+{
+    cookie *k = c;
+    int r = 0;
+    if (k->fd >= 0 && close(k->fd) != 0 && errno != EINTR) {
+        k->err = k->err ? k->err : errno;
+        r = -1;
+    }
+    free(k);
+    return r;
+}
+
+/* ---------------------------------------------------------- output targets */
+
+/* Where a path leads: a regular file (existing or to be created) that is
+ * replaced by rename, or a device or FIFO written in place.  Symbolic links
+ * are followed: the link stays, the file it leads to is written. */
+typedef struct {
+    int kind;      /* LNK_OUT_FILE or LNK_OUT_STREAM */
+    int exists;
+    mode_t mode;   /* of an existing regular file */
+    char *final;   /* the regular file's path after following links (malloc'd) */
+} target;
+
+static const char *kind_name(mode_t m)
+{
+    return S_ISDIR(m) ? "a folder" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket"
+         : S_ISCHR(m) ? "a character device" : S_ISFIFO(m) ? "a FIFO" : "not a regular file";
+}
+
+/* The path a chain of symbolic links ends at (the last one may be dangling). */
+static char *follow_links(const char *path)
+{
+    char *p = strdup(path);
+    for (int hops = 0; p && hops < 40; hops++) {
+        struct stat sb;
+        if (lstat(p, &sb) != 0 || !S_ISLNK(sb.st_mode))
+            return p;
+        char buf[PATH_MAX];
+        ssize_t n = readlink(p, buf, sizeof buf - 1);
+        if (n < 0)
+            return p;
+        buf[n] = '\0';
+        char *next = NULL;
+        if (buf[0] == '/')
+            next = strdup(buf);
+        else {
+            const char *slash = strrchr(p, '/');
+            int dl = slash ? (int)(slash - p + 1) : 0;
+            if (asprintf(&next, "%.*s%s", dl, p, buf) < 0)
+                next = NULL;
+        }
+        free(p);
+        p = next;
+    }
+    return p;
+}
+
+/* The folder of a path ("." if none), malloc'd. */
+static char *dir_of(const char *p)
+{
+    const char *slash = strrchr(p, '/');
+    if (!slash)
+        return strdup(".");
+    if (slash == p)
+        return strdup("/");
+    return strndup(p, (size_t)(slash - p));
+}
+
+static int resolve(const char *path, target *t)
+{
+    memset(t, 0, sizeof *t);
+    if (!path || !path[0])
+        return lnk_error(LNK_EINVAL, "output file: empty path");
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        t->exists = 1;
+        if (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)) {
+            t->kind = LNK_OUT_STREAM;
+            if (access(path, W_OK) != 0)
+                return lnk_error(LNK_EIO, "%s: cannot write to this %s: %s", path,
+                                 kind_name(sb.st_mode) + 2, strerror(errno));
+            return LNK_OK;
+        }
+        if (!S_ISREG(sb.st_mode))
+            return lnk_error(LNK_EIO, "%s: is %s; an output must be a regular file, a character "
+                             "device or a FIFO", path, kind_name(sb.st_mode));
+        /* a file we may not write is not ours to replace (root may write
+         * anything: the mode says whether it was meant to be kept) */
+        if ((sb.st_mode & 0222) == 0 || access(path, W_OK) != 0)
+            return lnk_error(LNK_EIO, "%s: exists and is read-only (mode %04o): not replaced "
+                             "(remove it or make it writable)", path,
+                             (unsigned)(sb.st_mode & 07777));
+        t->mode = sb.st_mode & 07777;
+        t->final = realpath(path, NULL); /* also right for /dev/stdout, /proc/self/fd/N */
+    } else if (errno == ENOENT) {
+        t->final = follow_links(path);
+    } else if (errno == ENOTDIR) {
+        return lnk_error(LNK_EIO, "%s: a component of the path is not a folder", path);
+    } else {
+        return lnk_error(LNK_EIO, "%s: %s", path, strerror(errno));
+    }
+    if (!t->final)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    t->kind = LNK_OUT_FILE;
+    char *dir = dir_of(t->final);
+    int st = LNK_OK;
+    if (!dir)
+        st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    else if (stat(dir, &sb) != 0)
+        st = lnk_error(LNK_EIO, "%s: folder '%s' %s", path, dir,
+                       errno == ENOENT ? "does not exist" : strerror(errno));
+    else if (!S_ISDIR(sb.st_mode))
+        st = lnk_error(LNK_EIO, "%s: '%s' is not a folder", path, dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        st = lnk_error(LNK_EIO, "%s: cannot create files in folder '%s': %s", path, dir,
+                       strerror(errno));
+    free(dir);
+    if (st != LNK_OK) {
+        free(t->final);
+        t->final = NULL;
+    }
+    return st;
+}
+
+int lnk_output_check(const char *path, int *kind)
+{
+    target t;
+    int st = resolve(path, &t);
+    if (st == LNK_OK && kind)
+        *kind = t.kind;
+    free(t.final);
+    return st;
+}
+
+int lnk_output_kind(const char *path)
+{
+    struct stat sb;
+    if (path && stat(path, &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)))
+        return LNK_OUT_STREAM;
+    return LNK_OUT_FILE;
+}
+
+int lnk_output_same(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea || eb)
+        return 0;
+    /* neither exists yet: the same folder and the same name */
+    char *fa = follow_links(a), *fb = follow_links(b);
+    int same = 0;
+    if (fa && fb) {
+        char *da = dir_of(fa), *db = dir_of(fb);
+        const char *na = strrchr(fa, '/'), *nb = strrchr(fb, '/');
+        na = na ? na + 1 : fa;
+        nb = nb ? nb + 1 : fb;
+        struct stat xa, xb;
+        same = da && db && !strcmp(na, nb) && stat(da, &xa) == 0 && stat(db, &xb) == 0 &&
+               xa.st_dev == xb.st_dev && xa.st_ino == xb.st_ino;
+        free(da);
+        free(db);
+    }
+    free(fa);
+    free(fb);
+    return same;
+}
+
+/* ------------------------------------------------------------------- afile */
+
+/* mkstemp creates files with mode 0600; a new file gets the mode an ordinary
+ * fopen would give it (0666 & ~umask), a replaced file keeps its own. */
+static mode_t new_file_mode(void)
+{
+    static atomic_int known;
+    static mode_t mode = 0644;
+    if (!atomic_load(&known)) {
+        mode_t u = umask(022);
+        umask(u);
+        mode = 0666 & ~u;
+        atomic_store(&known, 1);
+    }
+    return mode;
+}
+
+static int afile_fail(lnk_afile *a, int st)
+{
+    free(a->path);
+    free(a->tmp);
+    free(a->final);
+    memset(a, 0, sizeof *a);
+    return st;
+}
+
+int lnk_afile_open(lnk_afile *a, const char *path)
+{
+    memset(a, 0, sizeof *a);
+    lnk_output_init();
+    target t;
+    int st = resolve(path, &t);
+    if (st != LNK_OK)
+        return st;
+    a->path = strdup(path);
+    a->final = t.final;
+    if (!a->path)
+        return afile_fail(a, lnk_error(LNK_ENOMEM, "%s: out of memory", path));
+    int fd = -1;
+    if (t.kind == LNK_OUT_STREAM) {
+        /* a device or FIFO: written in place, never created, truncated or replaced */
+        fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+            return afile_fail(a, lnk_error(LNK_EIO, "%s: cannot open for writing: %s", path,
+                                           strerror(errno)));
+        struct stat sb;
+        if (fstat(fd, &sb) != 0 || !(S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode))) {
+            close(fd); /* it changed under us: do not write into a regular file in place */
+            return afile_fail(a, lnk_error(LNK_EIO, "%s: changed while being opened; try again",
+                                           path));
+        }
+        a->stream = 1;
+    } else {
+        if (asprintf(&a->tmp, "%s.tmp.XXXXXX", a->final) < 0) {
+            a->tmp = NULL;
+            return afile_fail(a, lnk_error(LNK_ENOMEM, "%s: out of memory", path));
+        }
+        /* created and listed in one critical section: a signal cannot come between */
+        sigset_t old;
+        if (crit_enter(&old) != 0)
+            return afile_fail(a, lnk_error(LNK_EIO, "%s: the process is terminating", path));
+        int e = 0;
+        if (live_add(a->tmp) != 0)
+            e = EMFILE;
+        else if ((fd = mkostemp(a->tmp, O_CLOEXEC)) < 0) {
+            e = errno;
+            live_drop(a->tmp);
+        } else
+            fault_hit(FP_CREATE);
+        crit_leave(&old);
+        if (fd < 0)
+            return afile_fail(a, lnk_error(LNK_EIO, "%s: cannot create a temporary file in its "
+                                           "folder: %s", path, strerror(e)));
+        if (fchmod(fd, t.exists ? t.mode : new_file_mode()) != 0) { /* keep 0600 */ }
+    }
+    cookie *ck = malloc(sizeof *ck);
+    cookie_io_functions_t io = {NULL, ck_write, NULL, ck_close};
+    FILE *f = ck ? fopencookie(ck, "w", io) : NULL;
+    if (!f) {
+        free(ck);
+        close(fd);
+        tmp_release(a->tmp, 1);
+        a->tmp = NULL;
+        return afile_fail(a, lnk_error(LNK_ENOMEM, "%s: out of memory", path));
+    }
+    *ck = (cookie){fd, 0};
+    setvbuf(f, NULL, _IOFBF, 1 << 16);
+    a->f = f;
+    a->fd = fd;
+    a->ck = ck;
+    name_add(f, a->path);
+    return LNK_OK;
+}
+
+/* ------------------------------------------------------------- group commit */
+
+/* A group: files written and synced, waiting for their renames. */
+typedef struct {
+    char *tmp, *final, *path;
+    int how; /* after the rename: see rename_one */
+} pending;
+static struct {
+    int active, n, cap;
+    pending *p;
+} grp;
+static pthread_mutex_t grp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int lnk_output_group_begin(void)
+{
+    lnk_output_init();
+    pthread_mutex_lock(&grp_lock);
+    int was = grp.active;
+    grp.active = 1;
+    pthread_mutex_unlock(&grp_lock);
+    return was ? lnk_error(LNK_EINVAL, "output group: a group is already open") : LNK_OK;
+}
+
+/* Close the FILE, keep the first error; 0 if all went well. */
+static int close_file(lnk_afile *a, int *err)
+{
+    cookie *ck = a->ck;
+    errno = 0;
+    int bad = fflush(a->f) != 0 || ferror(a->f);
+    *err = ck->err ? ck->err : errno ? errno : EIO;
+    if (!bad && !a->stream && fsync(a->fd) != 0) {
+        bad = 1;
+        *err = errno;
+    }
+    name_drop(a->f);
+    ck->fd = -1; /* closed here, where its error can be seen */
+    if (close(a->fd) != 0 && !bad && errno != EINTR) {
+        bad = 1;
+        *err = errno;
+    }
+    fclose(a->f);
+    a->f = NULL;
+    a->ck = NULL;
+    return bad;
+}
+
+static void afile_release(lnk_afile *a)
+{
+    free(a->path);
+    free(a->tmp);
+    free(a->final);
+    memset(a, 0, sizeof *a);
+}
+
+/* The folder of path synced (a rename is durable once its folder is). */
+static void sync_dir(const char *path)
+{
+    char *d = dir_of(path);
+    int fd = d ? open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        if (fsync(fd) != 0) { /* not every file system can: not an error */ }
+        close(fd);
+    }
+    free(d);
+}
+
+enum { HOW_NEW = 1, HOW_SWAPPED, HOW_PLAIN };
+
+/* Rename tmp over final so that it can be undone: onto a new name without
+ * replacing, or exchanged with the existing file (whose old content then
+ * sits under tmp); a plain rename where the file system has neither. */
+static int rename_one(const char *tmp, const char *final, int *how)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0) {
+        *how = HOW_NEW;
+        return 0;
+    }
+    if (errno == EEXIST) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) == 0) {
+            *how = HOW_SWAPPED;
+            return 0;
+        }
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return -1;
+    *how = HOW_PLAIN;
+    return rename(tmp, final);
+}
+
+static void group_free(void)
+{
+    for (int i = 0; i < grp.n; i++) {
+        free(grp.p[i].tmp);
+        free(grp.p[i].final);
+        free(grp.p[i].path);
+    }
+    free(grp.p);
+    grp.p = NULL;
+    grp.n = grp.cap = 0;
+    grp.active = 0;
+}
+
+void lnk_output_group_abort(void)
+{
+    pthread_mutex_lock(&grp_lock);
+    for (int i = 0; i < grp.n; i++) {
+        tmp_release(grp.p[i].tmp, 1);
+        grp.p[i].tmp = NULL;
+    }
+    group_free();
+    pthread_mutex_unlock(&grp_lock);
+}
+
+int lnk_output_group_commit(void)
+{
+    pthread_mutex_lock(&grp_lock);
+    if (!grp.active) {
+        pthread_mutex_unlock(&grp_lock);
+        return lnk_error(LNK_EINVAL, "output group: no group is open");
+    }
+    fault_hit(FP_SYNCED);
+    sigset_t old;
+    if (crit_enter(&old) != 0) {
+        for (int i = 0; i < grp.n; i++)
+            grp.p[i].tmp = NULL; /* still listed: the signal handler removes them */
+        group_free();
+        pthread_mutex_unlock(&grp_lock);
+        return lnk_error(LNK_EIO, "output group: the process is terminating");
+    }
+    /* The renames: one critical section, so a signal cannot cut the group. */
+    int st = LNK_OK, k;
+    for (k = 0; k < grp.n; k++) {
+        pending *p = &grp.p[k];
+        int fire = fault.point == FP_RENAME && ++fault.hits == fault.n, fail = 0, e = 0;
+        if (fire && fault.err) { /* test: this rename fails */
+            fail = 1;
+            e = fault.err;
+        } else if (rename_one(p->tmp, p->final, &p->how) != 0) {
+            fail = 1;
+            e = errno;
+        }
+        if (fail) {
+            st = lnk_error(LNK_EIO, "%s: cannot rename %s to it: %s (none of this command's %d "
+                           "output files was written)", p->path, p->tmp, strerror(e), grp.n);
+            break;
+        }
+        if (fire) /* test: a signal in the middle of the renames */
+            kill(getpid(), SIGTERM);
+    }
+    if (st != LNK_OK) {
+        /* undo the renames done, newest first: the old files come back */
+        for (int i = k - 1; i >= 0; i--) {
+            pending *p = &grp.p[i];
+            if (p->how == HOW_SWAPPED)
+                renameat2(AT_FDCWD, p->tmp, AT_FDCWD, p->final, RENAME_EXCHANGE);
+            else
+                unlink(p->final);
+        }
+        for (int i = 0; i < grp.n; i++)
+            unlink(grp.p[i].tmp);
+    } else {
+        for (int i = 0; i < grp.n; i++)
+            if (grp.p[i].how == HOW_SWAPPED)
+                unlink(grp.p[i].tmp); /* the replaced content */
+    }
+    for (int i = 0; i < grp.n; i++)
+        live_drop(grp.p[i].tmp);
+    crit_leave(&old);
+    if (st == LNK_OK)
+        for (int i = 0; i < grp.n; i++)
+            sync_dir(grp.p[i].final);
+    group_free();
+    pthread_mutex_unlock(&grp_lock);
+    return st;
+}
+
+/* ----------------------------------------------------------- commit, abort */
+
+int lnk_afile_commit(lnk_afile *a)
+{
+    if (!a->f || !a->path)
+        return lnk_error(LNK_EINVAL, "%s: file is not open", a->path ? a->path : "output file");
+    int e;
+    if (close_file(a, &e)) {
+        int st = lnk_error(LNK_EIO, "%s: write failed: %s", a->path, strerror(e));
+        tmp_release(a->tmp, 1);
+        a->tmp = NULL;
+        afile_release(a);
+        return st;
+    }
+    if (a->stream) {
+        afile_release(a);
+        return LNK_OK;
+    }
+    pthread_mutex_lock(&grp_lock);
+    if (grp.active) {
+        /* in a group: the rename waits for lnk_output_group_commit */
+        if (grp.n == grp.cap) {
+            int nc = grp.cap ? 2 * grp.cap : 8;
+            pending *np = realloc(grp.p, sizeof *np * (size_t)nc);
+            if (!np) {
+                pthread_mutex_unlock(&grp_lock);
+                tmp_release(a->tmp, 1);
+                a->tmp = NULL;
+                int st = lnk_error(LNK_ENOMEM, "%s: out of memory", a->path);
+                afile_release(a);
+                return st;
+            }
+            grp.p = np;
+            grp.cap = nc;
+        }
+        grp.p[grp.n++] = (pending){a->tmp, a->final, a->path, 0};
+        a->tmp = a->final = a->path = NULL; /* the group owns them now (still listed) */
+        pthread_mutex_unlock(&grp_lock);
+        afile_release(a);
+        return LNK_OK;
+    }
+    pthread_mutex_unlock(&grp_lock);
+    sigset_t old;
+    int st = LNK_OK;
+    if (crit_enter(&old) != 0) {
+        st = lnk_error(LNK_EIO, "%s: the process is terminating", a->path);
+        a->tmp = NULL; /* still listed: the signal handler removes it */
+    } else {
+        if (rename(a->tmp, a->final) != 0) {
+            e = errno;
+            st = lnk_error(LNK_EIO, "%s: cannot rename %s to it: %s", a->path, a->tmp, strerror(e));
+            unlink(a->tmp);
+        }
+        live_drop(a->tmp);
+        crit_leave(&old);
+        if (st == LNK_OK)
+            sync_dir(a->final);
+    }
+    afile_release(a);
+    return st;
+}
+
+void lnk_afile_abort(lnk_afile *a)
+{
+    if (a->f) {
+        name_drop(a->f);
+        __fpurge(a->f); /* nothing more reaches a device or FIFO */
+        fclose(a->f);
+    }
+    tmp_release(a->tmp, 1);
+    a->tmp = NULL;
+    afile_release(a);
+}
+
+void lnk_output_abort_all(void)
+{
+    lnk_output_group_abort();
+    sigset_t old;
+    if (crit_enter(&old) != 0)
+        return;
+    for (int i = 0; i < LIVE_MAX; i++) {
+        char *p = atomic_load(&live[i]);
+        if (p) {
+            unlink(p);
+            atomic_store(&live[i], NULL);
+        }
+    }
+    crit_leave(&old);
+}
