@@ -52,6 +52,10 @@ static void die(void)
 
 int main(int argc, char **argv)
 {
+    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
+        fprintf(stderr, "bench_curvature: %s\n", lnk_errmsg());
+        return 2;
+    }
     size_t n = 6800000;
     int M = 80, threads = 2;
     const char *csv = NULL;

@@ -18,6 +18,10 @@ static void die(void)
 
 int main(int argc, char **argv)
 {
+    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
+        fprintf(stderr, "bench_lanczos: %s\n", lnk_errmsg());
+        return 2;
+    }
     int threads = 0, steps = 80;
     const char *pos = "post";
     for (int i = 1; i < argc; i++) {

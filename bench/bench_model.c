@@ -371,6 +371,10 @@ static void print_table(const result *r, int nr, double dgemm)
 
 int main(int argc, char **argv)
 {
+    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
+        fprintf(stderr, "bench_model: %s\n", lnk_errmsg());
+        return 2;
+    }
     int threads = 0, repeat = 10;
     const char *which = "all", *csv = NULL;
     for (int i = 1; i < argc; i++) {
@@ -409,6 +413,7 @@ int main(int argc, char **argv)
            "median of %d runs after %d warm-ups\n",
            LNK_VERSION, openblas_get_num_threads(), threads > 0 ? "--threads" : "OpenBLAS default",
            repeat, WARMUP);
+    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), lnk_blas_note());
 
     /* smallest config first and DGEMM last, so that ru_maxrss after a config is
      * (to allocator slack) that config's own peak. */
@@ -429,8 +434,9 @@ int main(int argc, char **argv)
     cpu_mark mark = cpu_now();
     double w0 = lnk_now(), dgemm = dgemm_rate(DGEMM_N);
     double other = other_load(mark, lnk_now() - w0);
-    printf("DGEMM %dx%dx%d: %.2f GFLOP/s (median of %d after 1 warm-up; other processes %.0f%% "
-           "of the CPUs)\n", DGEMM_N, DGEMM_N, DGEMM_N, dgemm, DGEMM_REPEAT, 100 * other);
+    printf("DGEMM %dx%dx%d: %.2f GFLOP/s on OpenBLAS kernel %s (median of %d after 1 warm-up; "
+           "other processes %.0f%% of the CPUs)\n", DGEMM_N, DGEMM_N, DGEMM_N, dgemm,
+           lnk_blas_kernel(), DGEMM_REPEAT, 100 * other);
     print_table(res, nr, dgemm);
     if (csv)
         write_csv(&csv_file, res, nr, dgemm);

@@ -30,6 +30,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* the best OpenBLAS kernel first: this may re-exec the program */
+    if (lnk_blas_setup() != LNK_OK)
+        cli_die_lib();
     if (lnk_comm_init(&argc, &argv) != LNK_OK) {
         fprintf(stderr, "lnkit: %s\n", lnk_errmsg());
         return 2;
@@ -47,6 +50,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--version")) {
         printf("lnkit %s\n", LNK_VERSION);
+        printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), lnk_blas_note());
         return 0;
     }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
