@@ -121,6 +121,11 @@ lnk_workspace *lnk_workspace_alloc(const lnk_model *m, int B, int S, int T, unsi
 void lnk_workspace_free(lnk_workspace *ws);
 /* Bytes held by the workspace. */
 size_t lnk_workspace_bytes(const lnk_workspace *ws);
+/* Bytes lnk_workspace_alloc(m, B, S, T, flags) would allocate, counted without
+ * allocating (SIZE_MAX if the count overflows or the shape is invalid).  A
+ * workspace is refused when this exceeds lnk_memory_limit() (lnkit/memory.h)
+ * or a row count exceeds the CBLAS int range. */
+size_t lnk_workspace_plan(const lnk_model *m, int B, int S, int T, unsigned flags);
 
 /* Loss and (if grad != NULL) its gradient at theta on batch b.
  * grad is overwritten (n_params doubles).  n_scored (may be NULL) receives the

@@ -248,11 +248,11 @@ static int too_big(const lnk_model *m, int B, int S, int T, size_t bytes, size_t
                          "= %d heads exceeds %d rows (the CBLAS int range)", B, S, T, Tq, c->h,
                          INT_MAX);
     return lnk_error(LNK_ENOMEM, "workspace: B = %d, S = %d, T = %d needs %s (an attention map "
-                     "is B x h x T x T = %d x %d x %zu x %zu doubles = %s), more than the %s "
-                     "this process may use (lnkit/memory.h; LNK_MEM_LIMIT_MB); use shorter "
-                     "rows or fewer rows per chunk", B, S, T, lnk_bytes_str(bytes, b1, sizeof b1),
-                     B, c->h, Tq, Tq, lnk_bytes_str(mul(map, 8), b2, sizeof b2),
-                     lnk_bytes_str(limit, b3, sizeof b3));
+                     "is B x h x %zu x %zu positions = %d x %d x %zu x %zu doubles = %s), more "
+                     "than the %s this process may use (the machine's memory, or "
+                     "LNK_MEM_LIMIT_MB); use shorter rows or fewer rows per chunk", B, S, T,
+                     lnk_bytes_str(bytes, b1, sizeof b1), Tq, Tq, B, c->h, Tq, Tq,
+                     lnk_bytes_str(mul(map, 8), b2, sizeof b2), lnk_bytes_str(limit, b3, sizeof b3));
 }
 
 static size_t plan_primal(const lnk_model *m, int B, int S, int T, int adj)
@@ -362,10 +362,41 @@ size_t lnk_workspace_bytes(const lnk_workspace *ws)
 
 void lnk_workspace_use(lnk_workspace *ws, lnk_primal *pr) { ws->pr = pr ? pr : ws->own; }
 
+/* Bytes of both parts of a workspace (the tangent part only with hvp). */
+static size_t plan_workspace(const lnk_model *m, int B, int S, int T, int hvp)
+{
+    size_t bytes = plan_primal(m, B, S, T, hvp);
+    if (hvp) {
+        lnk_workspace w;
+        memset(&w, 0, sizeof w);
+        w.m = m;
+        w.mem.plan = 1;
+        int st = build_tangent(&w, (size_t)B, (size_t)S, (size_t)T);
+        bytes = st || w.mem.oom ? SIZE_MAX : add(bytes, w.mem.bytes);
+        arena_free(&w.mem);
+    }
+    return bytes;
+}
+
+size_t lnk_workspace_plan(const lnk_model *m, int B, int S, int T, unsigned flags)
+{
+    if (check_shape(m, B, S, T))
+        return SIZE_MAX;
+    return plan_workspace(m, B, S, T, (flags & LNK_WS_HVP) != 0);
+}
+
 lnk_workspace *lnk_workspace_alloc(const lnk_model *m, int B, int S, int T, unsigned flags)
 {
     if (check_shape(m, B, S, T))
         return NULL;
+    int hvp = (flags & LNK_WS_HVP) != 0;
+    /* plan both parts, refuse what cannot fit, then allocate */
+    size_t bytes = plan_workspace(m, B, S, T, hvp), limit = lnk_memory_limit();
+    int rows = !rows_fit(m, (size_t)B, (size_t)S, (size_t)T);
+    if (rows || bytes > limit) {
+        too_big(m, B, S, T, bytes, limit, rows);
+        return NULL;
+    }
     lnk_workspace *ws = calloc(1, sizeof *ws);
     if (!ws) {
         lnk_error(LNK_ENOMEM, "out of memory allocating the workspace");
@@ -375,24 +406,9 @@ lnk_workspace *lnk_workspace_alloc(const lnk_model *m, int B, int S, int T, unsi
     ws->Bmax = B;
     ws->Smax = S;
     ws->Tmax = T;
-    ws->hvp = (flags & LNK_WS_HVP) != 0;
-    /* plan both parts, refuse what cannot fit, then allocate */
-    size_t bytes = plan_primal(m, B, S, T, ws->hvp);
-    if (ws->hvp) {
-        ws->mem.plan = 1;
-        int st = build_tangent(ws, (size_t)B, (size_t)S, (size_t)T);
-        bytes = st || ws->mem.oom ? SIZE_MAX : add(bytes, ws->mem.bytes);
-        arena_free(&ws->mem);
-    }
-    size_t limit = lnk_memory_limit();
-    int rows = !rows_fit(m, (size_t)B, (size_t)S, (size_t)T);
-    if (rows || bytes > limit) {
-        too_big(m, B, S, T, bytes, limit, rows);
-        free(ws);
-        return NULL;
-    }
-    ws->own = primal_make(m, B, S, T, ws->hvp);
-    if (ws->own && ws->hvp && (build_tangent(ws, (size_t)B, (size_t)S, (size_t)T) || ws->mem.oom)) {
+    ws->hvp = hvp;
+    ws->own = primal_make(m, B, S, T, hvp);
+    if (ws->own && hvp && (build_tangent(ws, (size_t)B, (size_t)S, (size_t)T) || ws->mem.oom)) {
         lnk_primal_free(ws->own);
         ws->own = NULL;
     }
