@@ -41,7 +41,7 @@ LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
-        test-mpi bench-mpi \
+        test-mpi bench-mpi bench-peer \
         results study-grad study-geometry study-hessian study-multi30k
 all: $(LIB) $(BIN) $(STUDY_BIN)
 
@@ -124,6 +124,10 @@ bench: all $(BENCH_BIN)
 
 bench-torch: all $(BENCH_BIN)
 	bash tools/bench_torch.sh $(BUILD)
+
+# lnkit against PyTorch + SciPy eigsh on config (b), and the Multi30k full-size product
+bench-peer: all $(BENCH_BIN)
+	bash tools/bench_peer.sh $(BUILD)
 
 # The main job: Post-LN vs Pre-LN loss and per-layer gradient norms on
 # built-in synthetic data, CSV + .meta.json under results/demo/.

@@ -73,7 +73,8 @@ size_t lnk_hessian_workspace_bytes(const lnk_hessian *h);
 
 /* Memory (bytes) for the kept primal passes of the chunks (see above):
  * LNK_HESSIAN_CACHE_AUTO (the default) is half the memory available at the
- * first product (lnk_memory_available); 0 recomputes every pass.  Only before
+ * first product (lnk_memory_available), divided by the job's number of ranks
+ * (they may share a machine); 0 recomputes every pass.  Only before
  * the first product (else LNK_EINVAL). */
 #define LNK_HESSIAN_CACHE_AUTO ((size_t)-1)
 int lnk_hessian_set_cache(lnk_hessian *h, size_t bytes);

@@ -160,7 +160,7 @@ static int weights(const lnk_model *m, const lnk_batch *chunks, int n, double *w
 }
 
 /* Which chunks keep their primal pass, at the first product: with a budget
- * of B bytes (auto: half of the memory available now), chunks in order get a
+ * of B bytes (auto: half of the memory available now over the job's ranks), chunks in order get a
  * primal state of their own while the sum of their sizes fits in B; the
  * others share the workspace's, whose pass is then recomputed in every
  * product unless only one chunk uses it.  A single chunk always keeps its
@@ -170,8 +170,8 @@ static void plan_cache(lnk_hessian *h)
     h->cache_planned = 1;
     h->own_holds = -1;
     size_t budget = h->cache_budget;
-    if (budget == LNK_HESSIAN_CACHE_AUTO)
-        budget = lnk_memory_available() / 2;
+    if (budget == LNK_HESSIAN_CACHE_AUTO) /* ranks may share the machine: each its share */
+        budget = lnk_memory_available() / 2 / (size_t)lnk_comm_size();
     h->reuse = budget > 0;
     if (!h->reuse || h->n_chunks < 2) {
         h->n_cached = h->reuse ? h->n_chunks : 0;
