@@ -56,6 +56,9 @@ void cli_set_cache(lnk_hessian *h, int set, long mb);
 /* --cache-mb's value, or die. */
 long cli_cache_mb(const char *arg);
 
+/* The value of --reorth partial|always, or die naming cmd. */
+int cli_reorth(const char *cmd, const char *arg);
+
 /* The value of --mode full|light, or die naming cmd. */
 int cli_lanczos_mode(const char *cmd, const char *arg);
 

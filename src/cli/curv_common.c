@@ -165,6 +165,15 @@ void cli_set_cache(lnk_hessian *h, int set, long mb)
         cli_die_lib();
 }
 
+int cli_reorth(const char *cmd, const char *arg)
+{
+    if (!strcmp(arg, "partial"))
+        return LNK_REORTH_PARTIAL;
+    if (!strcmp(arg, "always"))
+        return LNK_REORTH_ALWAYS;
+    cli_die("%s: --reorth: expected partial or always, got '%s'", cmd, arg);
+}
+
 int cli_lanczos_mode(const char *cmd, const char *arg)
 {
     if (!strcmp(arg, "full"))
