@@ -277,12 +277,13 @@ static void test_cli(void **s)
     (void)s;
     char *out;
     const char *L = tu_lnkit(), *d = tu_tmpdir();
-    int st = tu_run(&out, "cd '%s' && '%s' init --task seq2seq --d 16 --h 2 --L 1 --V 30 -o w.safetensors "
-                    "&& '%s' batch --synthetic --task seq2seq --vocab 30 --batch 9 --len 8 "
-                    "--seed 4 -o b.safetensors", d, L, L);
+    int st = tu_run(&out, "cd '%s' && '%s' init --task seq2seq --d 16 --h 2 --L 1 --V 30 "
+                    "-o w.safetensors && '%s' batch --synthetic --task seq2seq --vocab 30 --batch 9 "
+                    "--len 8 --seed 4 -o b.safetensors", d, L, L);
     assert_int_equal(st, 0);
     free(out);
-    const char *cmd[] = {"eigs -k 3 --which both --tol 1e-10", "trace --probes 12 --method hutchpp"};
+    const char *cmd[] = {"eigs -k 3 --which both --tol 1e-10",
+                         "trace --probes 12 --method hutchpp"};
     for (int i = 0; i < 2; i++) {
         st = tu_run(&out, "cd '%s' && '%s' %s --config w.json --weights w.safetensors --batch "
                     "b.safetensors --chunk 2 --quiet -o a.csv && '%s' %s --config w.json "

@@ -549,7 +549,8 @@ static void test_causal_mask(void **state)
         for (int j = 0; j < h; j++)
             for (int t = 0; t < T; t++) {
                 size_t off = (((size_t)r * h + j) * T + t) * Tk;
-                int same = memcmp(a0[k] + off, ws->pr->dec.a.u[k].a + off, sizeof(double) * Tk) == 0;
+                int same =
+                    memcmp(a0[k] + off, ws->pr->dec.a.u[k].a + off, sizeof(double) * Tk) == 0;
                 if (t < n)
                     assert_true(same);
             }

@@ -161,8 +161,8 @@ int cmd_density(int argc, char **argv)
     }
     char extra[768];
     snprintf(extra, sizeof extra,
-             "\"runs\": %d, \"steps\": %d, \"start\": \"%s\", \"mode\": \"%s\", \"reorth\": \"%s\", "
-             "\"sigma\": %.17g, "
+             "\"runs\": %d, \"steps\": %d, \"start\": \"%s\", \"mode\": \"%s\", "
+             "\"reorth\": \"%s\", \"sigma\": %.17g, "
              "\"sigma_option\": \"%s\", \"sigma_value\": %.17g, \"grid_points\": %zu, "
              "\"integral\": %.17g, \"node_min\": %.17g, \"node_max\": %.17g, \"nodes_file\": \"%s\"",
              so.runs, so.steps, so.start == LNK_SLQ_GAUSSIAN ? "gaussian" : "rademacher",

@@ -154,7 +154,8 @@ int lnk_geom_model_attn(const lnk_workspace *ws, lnk_geom_attn_stat **out, int *
         const stack_buf *sb = wstack(ws, u->stack);
         const unit_buf *ub = &sb->a.u[u->unit];
         const uint8_t *qpad = sb->kmask, *kpad = u->cross ? ws->pr->enc.kmask : sb->kmask;
-        int B = ws->pr->B, Tq = u->stack ? ws->pr->Tdec : ws->pr->Tenc, Tk = u->cross ? ws->pr->Tenc : Tq;
+        int B = ws->pr->B, Tq = u->stack ? ws->pr->Tdec : ws->pr->Tenc;
+        int Tk = u->cross ? ws->pr->Tenc : Tq;
         for (int j = 0; j < h && !st; j++) {
             lnk_geom_attn_stat *r = &res[(size_t)iu * h + j];
             r->u = *u;

@@ -159,12 +159,12 @@ static int weights(const lnk_model *m, const lnk_batch *chunks, int n, double *w
     return LNK_OK;
 }
 
-/* Which chunks keep their primal pass, at the first product: with a budget
- * of B bytes (auto: half of the memory available now over the job's ranks), chunks in order get a
- * primal state of their own while the sum of their sizes fits in B; the
- * others share the workspace's, whose pass is then recomputed in every
- * product unless only one chunk uses it.  A single chunk always keeps its
- * pass in the workspace (no extra memory) unless the budget is 0. */
+/* Which chunks keep their primal pass, decided at the first product: with a
+ * budget of B bytes (auto: half of the memory available now, over the job's
+ * ranks), chunks in order get a primal state of their own while the sum of
+ * their sizes fits in B; the others share the workspace's, whose pass is then
+ * recomputed in every product unless only one chunk uses it.  A single chunk
+ * always keeps its pass in the workspace (no extra memory) unless B is 0. */
 static void plan_cache(lnk_hessian *h)
 {
     h->cache_planned = 1;

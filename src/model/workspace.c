@@ -252,7 +252,8 @@ static int too_big(const lnk_model *m, int B, int S, int T, size_t bytes, size_t
                      "than the %s this process may use (the machine's memory, or "
                      "LNK_MEM_LIMIT_MB); use shorter rows or fewer rows per chunk", B, S, T,
                      lnk_bytes_str(bytes, b1, sizeof b1), Tq, Tq, B, c->h, Tq, Tq,
-                     lnk_bytes_str(mul(map, 8), b2, sizeof b2), lnk_bytes_str(limit, b3, sizeof b3));
+                     lnk_bytes_str(mul(map, 8), b2, sizeof b2),
+                     lnk_bytes_str(limit, b3, sizeof b3));
 }
 
 static size_t plan_primal(const lnk_model *m, int B, int S, int T, int adj)
