@@ -25,6 +25,23 @@ static void die(void)
     exit(2);
 }
 
+/* Median seconds of `repeat` products y = A x. */
+static double product_alone(const lnk_operator *op, const double *x, double *y, int repeat)
+{
+    double *t = malloc(sizeof(double) * (size_t)repeat);
+    if (!t)
+        die();
+    for (int r = 0; r < repeat; r++) {
+        double t0 = lnk_now();
+        if (op->apply(op->ctx, x, y))
+            die();
+        t[r] = lnk_now() - t0;
+    }
+    double med = median(t, repeat);
+    free(t);
+    return med;
+}
+
 int main(int argc, char **argv)
 {
     if (lnk_blas_setup() != LNK_OK) /* the best OpenBLAS kernel (may re-exec) */
@@ -91,15 +108,7 @@ int main(int argc, char **argv)
         x[i] = (double)((i * 2654435761u) % 2001) / 1000.0 - 1.0;
     if (op.apply(op.ctx, x, y))
         die();
-    double *t = malloc(sizeof(double) * (size_t)repeat);
-    for (int r = 0; r < repeat; r++) {
-        double t0 = lnk_now();
-        if (op.apply(op.ctx, x, y))
-            die();
-        t[r] = lnk_now() - t0;
-    }
-    double alone = median(t, repeat);
-    free(t);
+    double alone = product_alone(&op, x, y, repeat);
     lnk_lanczos *w = lnk_lanczos_alloc(n, steps, LNK_LANCZOS_FULL);
     if (!w)
         die();
@@ -125,15 +134,7 @@ int main(int argc, char **argv)
     }
     double tot = lnk_now() - t0;
     /* the product alone again, after the run: the machine may have changed */
-    t = malloc(sizeof(double) * (size_t)repeat);
-    for (int r = 0; r < repeat; r++) {
-        double t1 = lnk_now();
-        if (op.apply(op.ctx, x, y))
-            die();
-        t[r] = lnk_now() - t1;
-    }
-    double after = median(t, repeat);
-    free(t);
+    double after = product_alone(&op, x, y, repeat);
     alone = 0.5 * (alone + after);
     double step_tail = (tail_apply + tail_orth) / 20, apply_tail = tail_apply / 20;
     printf("%d steps: %.2f s in all (H v %.2f s, vector work %.2f s); %d reorthogonalisations, "

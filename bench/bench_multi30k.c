@@ -47,6 +47,51 @@ static double maxrss_mb(void)
 }
 
 
+/* One size of --sizes ("D,H,DFF[,L];..."): the model, its initial weights and a
+ * fixed +-1 vector.  Returns 0 at the end of the list; *s moves past it. */
+typedef struct {
+    lnk_config cfg;
+    lnk_model *m;
+    size_t n;
+    double *th, *v, *hv;
+    char name[64];
+} size_model;
+
+static int next_size(const char **s, const char *pos, lnk_vocab *vs, lnk_vocab *vt, size_model *z)
+{
+    if (!*s || !**s)
+        return 0;
+    int d, h, dff, L = 6, k = 0;
+    if (sscanf(*s, "%d,%d,%d%n,%d%n", &d, &h, &dff, &k, &L, &k) < 3) {
+        fprintf(stderr, "bench_multi30k: --sizes: expected D,H,DFF[,L];..., got '%s'\n", *s);
+        exit(2);
+    }
+    *s = strchr(*s, ';');
+    *s = *s ? *s + 1 : NULL;
+    CK(bench_s2s_config(&z->cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
+    if (!(z->m = lnk_model_alloc(&z->cfg)))
+        die();
+    z->n = lnk_model_n_params(z->m);
+    z->th = malloc(sizeof(double) * z->n), z->v = malloc(sizeof(double) * z->n);
+    z->hv = malloc(sizeof(double) * z->n);
+    if (!z->th || !z->v || !z->hv) {
+        fprintf(stderr, "bench_multi30k: out of memory (%zu parameters)\n", z->n);
+        exit(2);
+    }
+    CK(lnk_model_init_params(z->m, z->th));
+    for (size_t i = 0; i < z->n; i++)
+        z->v[i] = (i * 2654435761u) % 3 ? 1.0 : -1.0;
+    snprintf(z->name, sizeof z->name, "%d,%d,%d,%d", d, h, dff, L);
+    return 1;
+}
+
+static void size_free(size_model *z)
+{
+    free(z->th), free(z->v), free(z->hv);
+    lnk_model_free(z->m);
+    lnk_config_clear(&z->cfg);
+}
+
 /* --all: products over every pair, chunked as the Multi30k study does. */
 static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const char *sizes,
                      const char *pos, size_t max_tokens, int products, long cache_mb,
@@ -69,57 +114,32 @@ static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const cha
     printf("bench_multi30k --all: %d pairs, %zu scored tokens, %d chunks of <= %zu padded "
            "tokens (%zu in all); BLAS threads %d, kernel %s\n", p->n, p->n_scored, nc,
            max_tokens, padded, lnk_blas_threads(), lnk_blas_kernel());
-    for (const char *s = sizes; s && *s;) {
-        int d, h, dff, L = 6, k = 0;
-        if (sscanf(s, "%d,%d,%d%n,%d%n", &d, &h, &dff, &k, &L, &k) < 3) {
-            fprintf(stderr, "bench_multi30k: --sizes: expected D,H,DFF[,L];..., got '%s'\n", s);
-            return 2;
-        }
-        s = strchr(s, ';');
-        s = s ? s + 1 : NULL;
-        lnk_config cfg;
-        CK(bench_s2s_config(&cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
-        lnk_model *m = lnk_model_alloc(&cfg);
-        if (!m)
-            die();
-        size_t n = lnk_model_n_params(m);
-        double *th = malloc(sizeof(double) * n), *v = malloc(sizeof(double) * n),
-               *hv = malloc(sizeof(double) * n);
-        if (!th || !v || !hv) {
-            fprintf(stderr, "bench_multi30k: out of memory (%zu parameters)\n", n);
-            return 2;
-        }
-        CK(lnk_model_init_params(m, th));
-        for (size_t i = 0; i < n; i++)
-            v[i] = (i * 2654435761u) % 3 ? 1.0 : -1.0;
-        lnk_hessian *hs = lnk_hessian_alloc(m, th, chunks, nc, NULL);
+    size_model z;
+    for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
+        lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, chunks, nc, NULL);
         if (!hs)
             die();
         if (cache_mb >= 0)
             CK(lnk_hessian_set_cache(hs, (size_t)cache_mb * 1048576));
         lnk_operator op = lnk_hessian_operator(hs);
-        char name[64];
-        snprintf(name, sizeof name, "%d,%d,%d,%d", d, h, dff, L);
         for (int k2 = 1; k2 <= products; k2++) {
             double t0 = lnk_now();
-            CK(op.apply(op.ctx, v, hv));
+            CK(op.apply(op.ctx, z.v, z.hv));
             double sec = lnk_now() - t0;
             size_t cb;
             int kept = lnk_hessian_cached_chunks(hs, &cb);
             printf("%-14s n = %zu: product %d: %.2f s (%d of %d chunks keep their primal pass, "
-                   "%.0f MB; workspace %.0f MB; maxrss %.0f MB)\n", name, n, k2, sec, kept, nc,
+                   "%.0f MB; workspace %.0f MB; maxrss %.0f MB)\n", z.name, z.n, k2, sec, kept, nc,
                    cb / 1048576.0, lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb());
             fflush(stdout);
             if (f)
-                fprintf(f, "\"%s\",%zu,%d,%d,%zu,%zu,%zu,%d,%.6g,%d,%.1f,%.1f,%.1f,%d,%s\n", name,
-                        n, p->n, nc, max_tokens, padded, p->n_scored, k2, sec, kept,
+                fprintf(f, "\"%s\",%zu,%d,%d,%zu,%zu,%zu,%d,%.6g,%d,%.1f,%.1f,%.1f,%d,%s\n",
+                        z.name, z.n, p->n, nc, max_tokens, padded, p->n_scored, k2, sec, kept,
                         cb / 1048576.0, lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb(),
                         lnk_blas_threads(), lnk_blas_kernel());
         }
         lnk_hessian_free(hs);
-        free(th), free(v), free(hv);
-        lnk_model_free(m);
-        lnk_config_clear(&cfg);
+        size_free(&z);
     }
     if (f)
         fclose(f);
@@ -210,56 +230,31 @@ int main(int argc, char **argv)
            chunk.S, chunk.B, chunk.T, scored_chunk, lnk_blas_threads());
     printf("%-18s %12s %14s %12s %12s %14s %14s\n", "size (d,h,dff,L)", "n_params",
            "workspace_MB", "maxrss_MB", "s_per_Hv", "s_all_scored", "s_all_padded");
-    for (const char *s = sizes; s && *s;) {
-        int d, h, dff, L = 6, nc = 0;
-        if (sscanf(s, "%d,%d,%d%n,%d%n", &d, &h, &dff, &nc, &L, &nc) < 3) {
-            fprintf(stderr, "bench_multi30k: --sizes: expected D,H,DFF[,L];..., got '%s'\n", s);
-            return 2;
-        }
-        s = strchr(s, ';');
-        s = s ? s + 1 : NULL;
-        lnk_config cfg;
-        CK(bench_s2s_config(&cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
-        lnk_model *m = lnk_model_alloc(&cfg);
-        if (!m)
-            die();
-        size_t n = lnk_model_n_params(m);
-        double *th = malloc(sizeof(double) * n), *v = malloc(sizeof(double) * n),
-               *hv = malloc(sizeof(double) * n);
-        if (!th || !v || !hv) {
-            fprintf(stderr, "bench_multi30k: out of memory (%zu parameters)\n", n);
-            return 2;
-        }
-        CK(lnk_model_init_params(m, th));
-        for (size_t i = 0; i < n; i++)
-            v[i] = (i * 2654435761u) % 3 ? 1.0 : -1.0;
-        lnk_hessian *hs = lnk_hessian_alloc(m, th, &chunk, 1, NULL);
+    size_model z;
+    for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
+        lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, &chunk, 1, NULL);
         if (!hs)
             die();
+        /* every product recomputes the chunk's primal pass: the extrapolation to the
+         * whole set counts each chunk's full cost */
+        CK(lnk_hessian_set_cache(hs, 0));
         lnk_operator op = lnk_hessian_operator(hs);
-        CK(op.apply(op.ctx, v, hv)); /* warm-up */
+        CK(op.apply(op.ctx, z.v, z.hv)); /* warm-up */
         double *t = malloc(sizeof(double) * repeat);
         for (int r = 0; r < repeat; r++) {
             double t0 = lnk_now();
-            CK(op.apply(op.ctx, v, hv));
+            CK(op.apply(op.ctx, z.v, z.hv));
             t[r] = lnk_now() - t0;
         }
-        qsort(t, (size_t)repeat, sizeof *t, cmp_double);
-        double med = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
-        char name[64];
-        snprintf(name, sizeof name, "%d,%d,%d,%d", d, h, dff, L);
-        printf("%-18s %12zu %14.1f %12.1f %12.2f %14.1f %14.1f\n", name, n,
+        double med = median(t, repeat);
+        printf("%-18s %12zu %14.1f %12.1f %12.2f %14.1f %14.1f\n", z.name, z.n,
                lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb(), med,
                med * (double)p.n_scored / (double)scored_chunk,
                med * (double)padded_all / (double)padded_chunk);
         fflush(stdout);
         free(t);
         lnk_hessian_free(hs);
-        free(th);
-        free(v);
-        free(hv);
-        lnk_model_free(m);
-        lnk_config_clear(&cfg);
+        size_free(&z);
     }
     free(order);
     lnk_batch_free(&chunk);

@@ -122,6 +122,19 @@ static int build_act(ws_arena *a, const lnk_model *m, const lnk_stack *st, size_
     return LNK_OK;
 }
 
+/* Attention adjoints: gctx, gq of R rows, gk, gv of Rk rows, and gqn, gkn
+ * with qk-norm (else aliases of gq, gk). */
+static void build_attn_adj(ws_arena *a, size_t R, size_t Rk, size_t d, int qk, double **gctx,
+                           double **gq, double **gk, double **gv, double **gqn, double **gkn)
+{
+    *gctx = D(a, mul(R, d));
+    *gq = D(a, mul(R, d));
+    *gk = D(a, mul(Rk, d));
+    *gv = D(a, mul(Rk, d));
+    *gqn = qk ? D(a, mul(R, d)) : *gq;
+    *gkn = qk ? D(a, mul(Rk, d)) : *gk;
+}
+
 /* Shared adjoint scratch of a primal state without the adjoint store. */
 typedef struct {
     double *gy[2], *gs, *gctx, *gq, *gk, *gv, *gqn, *gkn, *gh;
@@ -167,16 +180,31 @@ static int build_primal_stack(ws_arena *a, const lnk_model *m, const lnk_stack *
             g->gh = D(a, mul(R, (size_t)c->d_ff));
         } else {
             size_t Rkv = un->kind == UNIT_CROSS_ATTN ? mul(B, Tm) : R;
-            g->gctx = D(a, mul(R, d));
-            g->gq = D(a, mul(R, d));
-            g->gk = D(a, mul(Rkv, d));
-            g->gv = D(a, mul(Rkv, d));
-            g->gqn = qk ? D(a, mul(R, d)) : g->gq;
-            g->gkn = qk ? D(a, mul(Rkv, d)) : g->gk;
+            build_attn_adj(a, R, Rkv, d, qk, &g->gctx, &g->gq, &g->gk, &g->gv, &g->gqn, &g->gkn);
         }
     }
     sp->gemb = adj ? D(a, mul(R, d)) : sc->gy[alt % 2];
     return LNK_OK;
+}
+
+/* The passes' sizes for batches of B rows, S src and T stored tgt columns:
+ * positions per stack, rows of the widest stack (R), of the encoder memory
+ * seen by the decoder (Rm), the larger of the two (Rk), of the output (Rout). */
+typedef struct {
+    size_t Tenc, Tdec, Tq, R, Rm, Rk, Rout;
+} ws_dims;
+
+static ws_dims dims_of(const lnk_model *m, size_t B, size_t S, size_t T)
+{
+    ws_dims z;
+    z.Tenc = m->has_enc ? S : 0;
+    z.Tdec = m->has_dec ? T - 1 : 0;
+    z.Tq = z.Tenc > z.Tdec ? z.Tenc : z.Tdec;
+    z.R = mul(B, z.Tq);
+    z.Rm = mul(B, m->has_dec ? z.Tenc : 0);
+    z.Rk = z.R > z.Rm ? z.R : z.Rm;
+    z.Rout = mul(B, m->has_dec ? z.Tdec : z.Tenc);
+    return z;
 }
 
 /* Build (or plan) a primal state into p (p->mem.plan set for a plan). */
@@ -184,22 +212,15 @@ static int build_primal(lnk_primal *p, const lnk_model *m, size_t B, size_t S, s
 {
     ws_arena *a = &p->mem;
     const lnk_config *c = &m->cfg;
-    size_t d = (size_t)c->d;
-    size_t Tenc = m->has_enc ? S : 0, Tdec = m->has_dec ? T - 1 : 0;
-    size_t Tq = Tenc > Tdec ? Tenc : Tdec, R = mul(B, Tq), Rm = mul(B, m->has_dec ? Tenc : 0);
-    size_t Rk = R > Rm ? R : Rm;
+    ws_dims z = dims_of(m, B, S, T);
+    size_t d = (size_t)c->d, Tenc = z.Tenc, Tdec = z.Tdec, R = z.R, Rk = z.Rk;
     adj_scratch sc = {{NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     if (!p->adj) {
         int qk = c->qk_norm != LNK_NORM_NONE;
         sc.gy[0] = D(a, mul(R, d));
         sc.gy[1] = D(a, mul(R, d));
         sc.gs = D(a, mul(R, d));
-        sc.gctx = D(a, mul(R, d));
-        sc.gq = D(a, mul(R, d));
-        sc.gk = D(a, mul(Rk, d));
-        sc.gv = D(a, mul(Rk, d));
-        sc.gqn = qk ? D(a, mul(R, d)) : sc.gq;
-        sc.gkn = qk ? D(a, mul(Rk, d)) : sc.gk;
+        build_attn_adj(a, R, Rk, d, qk, &sc.gctx, &sc.gq, &sc.gk, &sc.gv, &sc.gqn, &sc.gkn);
         sc.gh = D(a, mul(R, (size_t)c->d_ff));
     }
     int st = LNK_OK;
@@ -209,19 +230,17 @@ static int build_primal(lnk_primal *p, const lnk_model *m, size_t B, size_t S, s
      * cross-attention adjoints while the decoder's units run */
     if (!st && m->has_dec)
         st = build_primal_stack(a, m, &m->dec, &p->dec, B, Tdec, Tenc, p->adj, &sc);
-    size_t Rout = mul(B, m->has_dec ? Tdec : Tenc);
-    p->labels = (int64_t *)aalloc(a, Rout, sizeof(int64_t), 1);
-    p->prob = D(a, mul(Rout, (size_t)m->n_out));
-    p->dlogits = p->adj ? D(a, mul(Rout, (size_t)m->n_out)) : p->prob;
-    p->ascr = D(a, mul(Tq, Tq));
+    p->labels = (int64_t *)aalloc(a, z.Rout, sizeof(int64_t), 1);
+    p->prob = D(a, mul(z.Rout, (size_t)m->n_out));
+    p->dlogits = p->adj ? D(a, mul(z.Rout, (size_t)m->n_out)) : p->prob;
+    p->ascr = D(a, mul(z.Tq, z.Tq));
     return st;
 }
 
 /* The check that every int row count of the passes fits CBLAS's int. */
 static int rows_fit(const lnk_model *m, size_t B, size_t S, size_t T)
 {
-    size_t Tq = m->has_enc && S > T ? S : T;
-    return mul(mul(B, Tq), (size_t)m->cfg.h) <= INT_MAX;
+    return mul(dims_of(m, B, S, T).R, (size_t)m->cfg.h) <= INT_MAX;
 }
 
 static int check_shape(const lnk_model *m, int B, int S, int T)
@@ -239,8 +258,7 @@ static int too_big(const lnk_model *m, int B, int S, int T, size_t bytes, size_t
                    int rows)
 {
     const lnk_config *c = &m->cfg;
-    size_t Tenc = m->has_enc ? (size_t)S : 0, Tdec = m->has_dec ? (size_t)T - 1 : 0;
-    size_t Tq = Tenc > Tdec ? Tenc : Tdec;
+    size_t Tq = dims_of(m, (size_t)B, (size_t)S, (size_t)T).Tq;
     char b1[48], b2[48], b3[48];
     size_t map = mul(mul(mul((size_t)B, (size_t)c->h), Tq), Tq);
     if (rows)
@@ -319,31 +337,23 @@ static int build_tangent(lnk_workspace *ws, size_t B, size_t S, size_t T)
     const lnk_model *m = ws->m;
     ws_arena *a = &ws->mem;
     const lnk_config *c = &m->cfg;
-    size_t d = (size_t)c->d;
-    size_t Tenc = m->has_enc ? S : 0, Tdec = m->has_dec ? T - 1 : 0;
-    size_t Tq = Tenc > Tdec ? Tenc : Tdec, R = mul(B, Tq), Rm = mul(B, m->has_dec ? Tenc : 0);
-    size_t Rk = R > Rm ? R : Rm;
+    ws_dims z = dims_of(m, B, S, T);
+    size_t d = (size_t)c->d, R = z.R, Rm = z.Rm;
     int qk = c->qk_norm != LNK_NORM_NONE;
     int st = LNK_OK;
     if (m->has_enc)
-        st = build_act(a, m, &m->enc, B, Tenc, 0, &ws->enct);
+        st = build_act(a, m, &m->enc, B, z.Tenc, 0, &ws->enct);
     if (!st && m->has_dec)
-        st = build_act(a, m, &m->dec, B, Tdec, Tenc, &ws->dect);
-    size_t Rout = mul(B, m->has_dec ? Tdec : Tenc);
-    ws->logits_t = D(a, mul(Rout, (size_t)m->n_out));
+        st = build_act(a, m, &m->dec, B, z.Tdec, z.Tenc, &ws->dect);
+    ws->logits_t = D(a, mul(z.Rout, (size_t)m->n_out));
     grad_buf *g = &ws->gt;
     g->gy = D(a, mul(R, d));
     g->gx = D(a, mul(R, d));
     g->gs = D(a, mul(R, d));
-    g->gctx = D(a, mul(R, d));
-    g->gq = D(a, mul(R, d));
-    g->gk = D(a, mul(Rk, d));
-    g->gv = D(a, mul(Rk, d));
-    g->gqn = qk ? D(a, mul(R, d)) : g->gq;
-    g->gkn = qk ? D(a, mul(Rk, d)) : g->gk;
+    build_attn_adj(a, R, z.Rk, d, qk, &g->gctx, &g->gq, &g->gk, &g->gv, &g->gqn, &g->gkn);
     g->gh = D(a, mul(R, (size_t)c->d_ff));
     g->gmem = Rm ? D(a, mul(Rm, d)) : NULL;
-    g->ascr = D(a, mul(2, mul(Tq, Tq)));
+    g->ascr = D(a, mul(2, mul(z.Tq, z.Tq)));
     return st;
 }
 
