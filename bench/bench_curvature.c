@@ -159,7 +159,9 @@ int main(int argc, char **argv)
         double t[3], rows = 0;
         int run[2] = {0, js[k]};
         for (int rep = 0; rep < 3; rep++) {
-            memcpy(x, w->V + 10 * n, n * sizeof(double));
+            /* a vector with a part outside the rows' span, as a Lanczos residual has */
+            for (size_t i = 0; i < n; i++)
+                x[i] = w->V[10 * n + i] + 1e-3 * (double)((i * 2654435761u) % 2001 - 1000);
             double nrm = cblas_dnrm2((int)n, x, 1), r0 = 0, a = lnk_now();
             lnk_cv_reorth(NULL, w->V, n, run, 1, x, nrm, hh, hh + M + 2, &r0);
             t[rep] = lnk_now() - a;

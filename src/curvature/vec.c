@@ -53,8 +53,9 @@ double lnk_cv_orthogonalize(const lnk_group *g, const double *V, int k, size_t n
     return lnk_cv_nrm2(g, n, x);
 }
 
-/* Column block of the fused update: about this many bytes of basis rows. */
-#define REORTH_BLOCK_BYTES (256 * 1024)
+/* Column block of the fused update: about this many bytes of basis rows (an
+ * L2 cache; 256 KB to 16 MB measured within 10% at n = 6.8 M, j = 80). */
+#define REORTH_BLOCK_BYTES (1024 * 1024)
 
 double lnk_cv_reorth(const lnk_group *g, const double *V, size_t n, const int *runs, int nruns,
                      double *x, double nrm, double *h, double *work, double *rows_read)
