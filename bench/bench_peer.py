@@ -33,6 +33,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -89,10 +90,11 @@ def torch_worker(a):
             break
         except (OSError, AttributeError):
             continue
+    show = torch.__config__.show()
+    info = [m.group(0) for m in re.finditer(r"(BLAS_INFO=\w+|CPU capability usage: \w+)", show)]
     out = dict(torch=torch.__version__, scipy=scipy.__version__, numpy=np.__version__,
                threads=torch.get_num_threads(), openblas_kernel=kernel, import_s=t_import,
-               blas_info=[x.strip() for x in torch.__config__.show().split(",")
-                          if "BLAS_INFO" in x or "CPU capability" in x])
+               blas_info=info)
     t0 = time.perf_counter()
     c, layout, theta_np, tb = R.load_all(a.config, a.weights, a.batch)
     theta = torch.tensor(theta_np, dtype=torch.float64, requires_grad=True)
@@ -166,6 +168,10 @@ def main():
         return torch_worker(a)
 
     start = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip() != ""
     wall0 = time.perf_counter()
     busy0 = cpu_busy()
     load0 = loadavg()
@@ -275,10 +281,13 @@ def main():
         f.write("measure,tool,value,unit\n")
         for m, t, v, u in rows:
             f.write(f"{m},{t},{v:.17g},{u}\n")
-    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip() != ""
+    cpu = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f
+                       if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
     meta = dict(
         command=" ".join(sys.argv), git_commit=git, git_dirty=dirty, start_time=start,
         wall_seconds=wall, threads=a.threads, tol=a.tol, repeat=a.repeat,
@@ -288,7 +297,7 @@ def main():
         torch=dict((k, tw[k]) for k in ("torch", "scipy", "numpy", "threads",
                                         "openblas_kernel", "blas_info", "import_s", "loss")),
         multi30k=m30,
-        machine=dict(cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
+        machine=dict(cpu=cpu, cores=os.cpu_count(),
                      load_average_start=load0, load_average_end=loadavg(),
                      machine_busy_share=busy,
                      note="machine shared with other work: figures are provisional unless "
