@@ -61,7 +61,7 @@ MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
         fuzz fuzz-build \
-        test-mpi bench-mpi install uninstall test-install test-readme test-fresh-root FORCE \
+        test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root FORCE \
         results study-grad study-geometry study-hessian study-multi30k study-demo
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
@@ -223,6 +223,10 @@ bench: all $(BENCH_BIN)
 
 bench-torch: all $(BENCH_BIN)
 	bash tools/bench_torch.sh $(BUILD)
+
+# lnkit against PyTorch + SciPy eigsh on config (b), and the Multi30k full-size product
+bench-peer: all $(BENCH_BIN)
+	bash tools/bench_peer.sh $(BUILD)
 
 # The main job: Post-LN vs Pre-LN loss and per-layer gradient norms on
 # built-in synthetic data, CSV + .meta.json under out/demo/ (git-ignored, so

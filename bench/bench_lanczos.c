@@ -1,14 +1,23 @@
-/* bench_lanczos: one Lanczos step on the model Hessian, split into the H v
- * product and the full reorthogonalisation, for the core's config (b)
- * (lm, d=256, h=4, L=6, d_ff=1024, V=4000, B=16, T=32, Post-LN): the time of
- * steps 1, 10, 20, 40, 80, the total for 80 steps and the basis memory.
- * usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre] */
+/* bench_lanczos: Lanczos steps on the model Hessian of the core's config (b)
+ * (lm, d=256, h=4, L=6, d_ff=1024, V=4000, B=16, T=32, Post-LN) against the
+ * product alone.
+ *
+ * First the product alone: the median of --repeat H v through the Hessian
+ * operator (primal pass kept, as Lanczos uses it).  Then --steps Lanczos
+ * steps (FULL mode; --reorth partial, the default, or always): the time of
+ * steps 1, 10, 20, 40, 80 split into H v and vector work, and the mean over
+ * the last 20 steps (where the basis is largest) as a ratio to the product
+ * alone, the target being <= 1.15; reorthogonalisations and basis rows read.
+ *
+ * usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre]
+ *                      [--reorth partial|always] [--repeat R] [--csv FILE] */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/hessian.h"
 #include "lnkit/lnkit.h"
+#include "bench.h"
 
 static void die(void)
 {
@@ -16,24 +25,55 @@ static void die(void)
     exit(2);
 }
 
+/* Median seconds of `repeat` products y = A x. */
+static double product_alone(const lnk_operator *op, const double *x, double *y, int repeat)
+{
+    double *t = malloc(sizeof(double) * (size_t)repeat);
+    if (!t)
+        die();
+    for (int r = 0; r < repeat; r++) {
+        double t0 = lnk_now();
+        if (op->apply(op->ctx, x, y))
+            die();
+        t[r] = lnk_now() - t0;
+    }
+    double med = median(t, repeat);
+    free(t);
+    return med;
+}
+
 int main(int argc, char **argv)
 {
-    int threads = 0, steps = 80;
-    const char *pos = "post";
+    if (lnk_blas_setup() != LNK_OK) /* the best OpenBLAS kernel (may re-exec) */
+        die();
+    int threads = 0, steps = 80, repeat = 5, reorth = LNK_REORTH_PARTIAL;
+    const char *pos = "post", *csv = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && !strcmp(argv[i], "--threads"))
             threads = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--steps"))
             steps = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--repeat"))
+            repeat = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--norm-pos"))
             pos = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre]\n");
+        else if (i + 1 < argc && !strcmp(argv[i], "--csv"))
+            csv = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--reorth")) {
+            i++;
+            if (strcmp(argv[i], "partial") && strcmp(argv[i], "always")) {
+                fprintf(stderr, "bench_lanczos: --reorth: expected partial or always\n");
+                return 2;
+            }
+            reorth = strcmp(argv[i], "partial") ? LNK_REORTH_ALWAYS : LNK_REORTH_PARTIAL;
+        } else {
+            fprintf(stderr, "usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre] "
+                            "[--reorth partial|always] [--repeat R] [--csv FILE]\n");
             return 2;
         }
     }
-    if (steps < 1 || threads < 0) {
-        fprintf(stderr, "bench_lanczos: --steps must be >= 1 and --threads >= 0\n");
+    if (steps < 21 || threads < 0 || repeat < 1) {
+        fprintf(stderr, "bench_lanczos: --steps must be >= 21, --repeat >= 1, --threads >= 0\n");
         return 2;
     }
     if (threads)
@@ -51,39 +91,79 @@ int main(int argc, char **argv)
     if (!m)
         die();
     size_t n = lnk_model_n_params(m);
-    double *th = malloc(sizeof(double) * n);
+    double *th = malloc(sizeof(double) * n), *x = malloc(sizeof(double) * n);
+    double *y = malloc(sizeof(double) * n);
     lnk_batch b;
-    if (lnk_model_init_params(m, th) || lnk_batch_synthetic(m, 16, 32, 1, &b))
+    if (!th || !x || !y || lnk_model_init_params(m, th) || lnk_batch_synthetic(m, 16, 32, 1, &b))
         die();
     lnk_hessian *h = lnk_hessian_alloc(m, th, &b, 1, NULL);
     if (!h)
         die();
     lnk_operator op = lnk_hessian_operator(h);
-    lnk_lanczos *w = lnk_lanczos_alloc(n, steps, LNK_LANCZOS_FULL);
-    if (!w || lnk_lanczos_start(w, NULL, 0))
+    printf("bench_lanczos: lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 %s-LN, n = %zu, BLAS "
+           "threads %d, kernel %s, %s reorthogonalisation\n", pos, n, lnk_blas_threads(),
+           lnk_blas_kernel(), reorth == LNK_REORTH_PARTIAL ? "partial" : "full (always)");
+    /* the product alone (the first one also runs the primal pass) */
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)((i * 2654435761u) % 2001) / 1000.0 - 1.0;
+    if (op.apply(op.ctx, x, y))
         die();
-    printf("bench_lanczos: lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 %s-LN, n = %zu, "
-           "BLAS threads %d, full reorthogonalisation\n", pos, n, lnk_blas_threads());
-    printf("basis memory: %.1f MB for %d steps ((m+1) n doubles); workspace %.1f MB\n",
+    double alone = product_alone(&op, x, y, repeat);
+    lnk_lanczos *w = lnk_lanczos_alloc(n, steps, LNK_LANCZOS_FULL);
+    if (!w)
+        die();
+    w->reorth = reorth;
+    if (lnk_lanczos_start(w, NULL, 0))
+        die();
+    printf("H v alone (primal pass kept): median %.4f s of %d\n", alone, repeat);
+    printf("basis memory: %.1f MB for %d steps ((m+1) n doubles); Hessian workspace %.1f MB\n",
            lnk_lanczos_bytes(n, steps, LNK_LANCZOS_FULL) / 1e6, steps,
            lnk_hessian_workspace_bytes(h) / 1e6);
-    printf("%6s %10s %10s %10s %8s\n", "step", "hvp_s", "reorth_s", "step_s", "reorth%");
-    double t0 = lnk_now();
+    printf("%6s %10s %10s %10s %8s\n", "step", "hvp_s", "vector_s", "step_s", "vector%");
+    double t0 = lnk_now(), tail_apply = 0, tail_orth = 0, tail_touch = 0;
+    int tail0 = steps - 20;
     for (int j = 1; j <= steps && !w->done; j++) {
         if (lnk_lanczos_step(w, &op))
             die();
+        if (j > tail0)
+            tail_apply += w->last_apply, tail_orth += w->last_orth, tail_touch += w->last_touch;
         if (j == 1 || j == 10 || j == 20 || j == 40 || j == steps || j % 80 == 0)
             printf("%6d %10.4f %10.4f %10.4f %7.1f%%\n", j, w->last_apply, w->last_orth,
                    w->last_apply + w->last_orth,
                    100 * w->last_orth / (w->last_apply + w->last_orth));
     }
     double tot = lnk_now() - t0;
-    printf("%d steps: %.2f s in all (H v %.2f s, reorthogonalisation and vector work %.2f s)\n",
-           w->steps, tot, w->t_apply, w->t_orth);
+    /* the product alone again, after the run: the machine may have changed */
+    double after = product_alone(&op, x, y, repeat);
+    alone = 0.5 * (alone + after);
+    double step_tail = (tail_apply + tail_orth) / 20, apply_tail = tail_apply / 20;
+    printf("%d steps: %.2f s in all (H v %.2f s, vector work %.2f s); %d reorthogonalisations, "
+           "%.0f basis rows read (full reorthogonalisation: %.0f)\n", w->steps, tot, w->t_apply,
+           w->t_orth, w->n_reorth, w->reorth_rows, 4.0 * w->steps * (w->steps + 1) / 2);
+    printf("H v alone after the run: median %.4f s; the mean of before and after is the "
+           "reference below\n", after);
+    printf("steps %d..%d: mean step %.4f s = %.3f x the product alone (target <= 1.15); H v "
+           "inside the loop %.4f s (%.3f x alone), vector work %.4f s a step, of which %.4f s "
+           "the first writes to new basis rows (page faults)\n", tail0 + 1, steps, step_tail,
+           step_tail / alone, apply_tail, apply_tail / alone, tail_orth / 20, tail_touch / 20);
+    if (csv) {
+        FILE *f = fopen(csv, "w");
+        if (!f) {
+            fprintf(stderr, "bench_lanczos: cannot write %s\n", csv);
+            return 2;
+        }
+        fprintf(f, "reorth,threads,kernel,steps,hv_alone_s,tail_step_s,tail_hv_s,tail_vector_s,"
+                   "tail_first_touch_s,step_over_hv,n_reorth,reorth_rows,total_s\n");
+        fprintf(f, "%s,%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,%d,%.0f,%.3f\n",
+                reorth == LNK_REORTH_PARTIAL ? "partial" : "always", lnk_blas_threads(),
+                lnk_blas_kernel(), w->steps, alone, step_tail, apply_tail, tail_orth / 20,
+                tail_touch / 20, step_tail / alone, w->n_reorth, w->reorth_rows, tot);
+        fclose(f);
+    }
     lnk_lanczos_free(w);
     lnk_hessian_free(h);
     lnk_batch_free(&b);
-    free(th);
+    free(th), free(x), free(y);
     lnk_model_free(m);
     lnk_config_clear(&c);
     return 0;

@@ -208,7 +208,7 @@ typedef struct {
     const char *pos;
     size_t n_params;
     double loss;
-    double fwd_s, grad_s, hvp_s;
+    double fwd_s, grad_s, hvp_s, kept_s; /* kept: H v with the primal pass kept */
     double ws_mb, rss_mb;
     double other;   /* CPU share used by other processes during the timed runs */
 } result;
@@ -258,7 +258,9 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
     double *t = xmalloc((size_t)repeat * sizeof(double)), loss = 0;
     cpu_mark mark = cpu_now();
     double wall0 = lnk_now();
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
+        if (kind == 3 && lnk_model_hvp_prepare(ws, th, &b, &loss, NULL))
+            die("hvp_prepare");
         for (int r = -WARMUP; r < repeat; r++) {
             double t0 = lnk_now();
             int st;
@@ -266,8 +268,10 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
                 st = lnk_model_eval(ws, th, &b, &loss, NULL, NULL);
             else if (kind == 1)
                 st = lnk_model_eval(ws, th, &b, &loss, g, NULL);
-            else
+            else if (kind == 2)
                 st = lnk_model_hvp(ws, th, &b, v, hv, &loss, NULL);
+            else
+                st = lnk_model_hvp_apply(ws, v, hv);
             double dt = lnk_now() - t0;
             if (st)
                 die(kind == 0 ? "forward" : kind == 1 ? "gradient" : "hvp");
@@ -279,8 +283,10 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
             res->fwd_s = med;
         else if (kind == 1)
             res->grad_s = med;
-        else
+        else if (kind == 2)
             res->hvp_s = med;
+        else
+            res->kept_s = med;
     }
     res->other = other_load(mark, lnk_now() - wall0);
     res->s = s;
@@ -308,7 +314,7 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
     static const char *const hdr[] = {
         "config", "pos", "fwd_s", "grad_s", "hvp_s", "grad_over_fwd", "hvp_over_grad",
         "fwd_gflops", "grad_gflops", "hvp_gflops", "dgemm_gflops", "grad_frac_peak",
-        "hvp_frac_peak", "workspace_mb", "maxrss_mb"};
+        "hvp_frac_peak", "workspace_mb", "maxrss_mb", "hvp_kept_s", "kept_over_hvp"};
     lnk_csv csv;
     if (lnk_csv_begin(&csv, af->f, hdr, (int)(sizeof hdr / sizeof hdr[0])))
         die("csv");
@@ -324,7 +330,8 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
              lnk_csv_double(&csv, gg) || lnk_csv_double(&csv, gh) ||
              lnk_csv_double(&csv, dgemm) || lnk_csv_double(&csv, gg / dgemm) ||
              lnk_csv_double(&csv, gh / dgemm) || lnk_csv_double(&csv, x->ws_mb) ||
-             lnk_csv_double(&csv, x->rss_mb) || lnk_csv_end_row(&csv);
+             lnk_csv_double(&csv, x->rss_mb) || lnk_csv_double(&csv, x->kept_s) ||
+             lnk_csv_double(&csv, x->kept_s / x->hvp_s) || lnk_csv_end_row(&csv);
     }
     lnk_csv_free(&csv);
     if (st)
@@ -335,20 +342,23 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
 
 static void print_table(const result *r, int nr, double dgemm)
 {
-    printf("%-3s %-4s %9s %9s %9s %9s %8s %8s %7s %7s %7s %6s %6s %6s %8s %8s %6s\n", "cfg",
-           "pos", "n_params", "fwd_s", "grad_s", "hvp_s", "grad/fwd", "hvp/grad", "fwd_GF",
-           "grad_GF", "hvp_GF", "fwd%", "grad%", "hvp%", "ws_MB", "rss_MB", "other");
+    printf("%-3s %-4s %9s %9s %9s %9s %9s %6s %8s %8s %7s %7s %7s %6s %6s %6s %8s %8s %6s\n",
+           "cfg", "pos", "n_params", "fwd_s", "grad_s", "hvp_s", "kept_s", "kept/h", "grad/fwd",
+           "hvp/grad", "fwd_GF", "grad_GF", "hvp_GF", "fwd%", "grad%", "hvp%", "ws_MB", "rss_MB",
+           "other");
     for (int i = 0; i < nr; i++) {
         const result *x = &r[i];
         double gf = flops_fwd(x->s) / x->fwd_s / 1e9, gg = flops_grad(x->s) / x->grad_s / 1e9;
         double gh = flops_hvp(x->s) / x->hvp_s / 1e9;
-        printf("%-3s %-4s %9zu %9.5f %9.5f %9.5f %8.2f %8.2f %7.2f %7.2f %7.2f %5.1f%% %5.1f%% "
-               "%5.1f%% %8.1f %8.1f %5.0f%%\n",
-               x->s->name, x->pos, x->n_params, x->fwd_s, x->grad_s, x->hvp_s,
+        printf("%-3s %-4s %9zu %9.5f %9.5f %9.5f %9.5f %6.3f %8.2f %8.2f %7.2f %7.2f %7.2f "
+               "%5.1f%% %5.1f%% %5.1f%% %8.1f %8.1f %5.0f%%\n",
+               x->s->name, x->pos, x->n_params, x->fwd_s, x->grad_s, x->hvp_s, x->kept_s,
+               x->kept_s / x->hvp_s,
                x->grad_s / x->fwd_s, x->hvp_s / x->grad_s, gf, gg, gh, 100 * gf / dgemm,
                100 * gg / dgemm, 100 * gh / dgemm, x->ws_mb, x->rss_mb, 100 * x->other);
     }
-    printf("(GF = GFLOP/s of the analytic GEMM flops; %% = fraction of the DGEMM rate; ws_MB = "
+    printf("(kept_s = H v reusing the primal pass (lnk_model_hvp_apply); GF = GFLOP/s of the "
+           "analytic GEMM flops of the full H v;\n %% = fraction of the DGEMM rate; ws_MB = "
            "lnk_workspace_bytes; rss_MB = peak resident set of the process so far;\n"
            " other = CPU share taken by other processes during the row's runs: above a few %%, "
            "the times are not trustworthy)\n");
@@ -371,6 +381,10 @@ static void print_table(const result *r, int nr, double dgemm)
 
 int main(int argc, char **argv)
 {
+    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
+        fprintf(stderr, "bench_model: %s\n", lnk_errmsg());
+        return 2;
+    }
     int threads = 0, repeat = 10;
     const char *which = "all", *csv = NULL;
     for (int i = 1; i < argc; i++) {
@@ -409,6 +423,7 @@ int main(int argc, char **argv)
            "median of %d runs after %d warm-ups\n",
            LNK_VERSION, openblas_get_num_threads(), threads > 0 ? "--threads" : "OpenBLAS default",
            repeat, WARMUP);
+    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), lnk_blas_note());
 
     /* smallest config first and DGEMM last, so that ru_maxrss after a config is
      * (to allocator slack) that config's own peak. */
@@ -429,8 +444,9 @@ int main(int argc, char **argv)
     cpu_mark mark = cpu_now();
     double w0 = lnk_now(), dgemm = dgemm_rate(DGEMM_N);
     double other = other_load(mark, lnk_now() - w0);
-    printf("DGEMM %dx%dx%d: %.2f GFLOP/s (median of %d after 1 warm-up; other processes %.0f%% "
-           "of the CPUs)\n", DGEMM_N, DGEMM_N, DGEMM_N, dgemm, DGEMM_REPEAT, 100 * other);
+    printf("DGEMM %dx%dx%d: %.2f GFLOP/s on OpenBLAS kernel %s (median of %d after 1 warm-up; "
+           "other processes %.0f%% of the CPUs)\n", DGEMM_N, DGEMM_N, DGEMM_N, dgemm,
+           lnk_blas_kernel(), DGEMM_REPEAT, 100 * other);
     print_table(res, nr, dgemm);
     if (csv)
         write_csv(&csv_file, res, nr, dgemm);

@@ -67,6 +67,10 @@ static void synth(const char *path, int n, unsigned seed)
 
 int main(int argc, char **argv)
 {
+    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
+        fprintf(stderr, "bench_mpi: %s\n", lnk_errmsg());
+        return 2;
+    }
     CK(lnk_comm_init(&argc, &argv));
     int P = lnk_comm_size(), me = lnk_comm_rank();
     const char *src = "data/multi30k/val.de", *tgt = "data/multi30k/val.en";

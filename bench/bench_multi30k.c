@@ -4,6 +4,14 @@
  *
  * usage: bench_multi30k [--src F] [--tgt F] [--pairs N] [--repeat N]
  *                       [--sizes D,H,DFF[,L];...] [--norm-pos post|pre] [--threads N]
+ *        bench_multi30k --all [--max-tokens N] [--products K] [--cache-mb MB] [--csv F] ...
+ *
+ * --all: no extrapolation: the data-set Hessian of every pair, in
+ * length-sorted chunks of at most --max-tokens padded tokens (default 512,
+ * the Multi30k study's), and K (default 2) products H v over all of them,
+ * each timed: the first runs every chunk's primal pass (and keeps those the
+ * cache budget holds), the later ones reuse the kept passes.  With --csv, a
+ * row per (size, product).
  *
  * Defaults: data/multi30k/val.{de,en}, separate vocabularies (min
  * count 1), N = 32 pairs (the first 32 lines of the files), sizes
@@ -39,19 +47,127 @@ static double maxrss_mb(void)
 }
 
 
+/* One size of --sizes ("D,H,DFF[,L];..."): the model, its initial weights and a
+ * fixed +-1 vector.  Returns 0 at the end of the list; *s moves past it. */
+typedef struct {
+    lnk_config cfg;
+    lnk_model *m;
+    size_t n;
+    double *th, *v, *hv;
+    char name[64];
+} size_model;
+
+static int next_size(const char **s, const char *pos, lnk_vocab *vs, lnk_vocab *vt, size_model *z)
+{
+    if (!*s || !**s)
+        return 0;
+    int d, h, dff, L = 6, k = 0;
+    if (sscanf(*s, "%d,%d,%d%n,%d%n", &d, &h, &dff, &k, &L, &k) < 3) {
+        fprintf(stderr, "bench_multi30k: --sizes: expected D,H,DFF[,L];..., got '%s'\n", *s);
+        exit(2);
+    }
+    *s = strchr(*s, ';');
+    *s = *s ? *s + 1 : NULL;
+    CK(bench_s2s_config(&z->cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
+    if (!(z->m = lnk_model_alloc(&z->cfg)))
+        die();
+    z->n = lnk_model_n_params(z->m);
+    z->th = malloc(sizeof(double) * z->n), z->v = malloc(sizeof(double) * z->n);
+    z->hv = malloc(sizeof(double) * z->n);
+    if (!z->th || !z->v || !z->hv) {
+        fprintf(stderr, "bench_multi30k: out of memory (%zu parameters)\n", z->n);
+        exit(2);
+    }
+    CK(lnk_model_init_params(z->m, z->th));
+    for (size_t i = 0; i < z->n; i++)
+        z->v[i] = (i * 2654435761u) % 3 ? 1.0 : -1.0;
+    snprintf(z->name, sizeof z->name, "%d,%d,%d,%d", d, h, dff, L);
+    return 1;
+}
+
+static void size_free(size_model *z)
+{
+    free(z->th), free(z->v), free(z->hv);
+    lnk_model_free(z->m);
+    lnk_config_clear(&z->cfg);
+}
+
+/* --all: products over every pair, chunked as the Multi30k study does. */
+static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const char *sizes,
+                     const char *pos, size_t max_tokens, int products, long cache_mb,
+                     const char *csv)
+{
+    lnk_batch *chunks;
+    int nc;
+    CK(lnk_pairs_batches(p, max_tokens, &chunks, &nc));
+    size_t padded = 0;
+    for (int i = 0; i < nc; i++)
+        padded += lnk_pairs_padded(&chunks[i]);
+    FILE *f = NULL;
+    if (csv && !(f = fopen(csv, "w"))) {
+        fprintf(stderr, "bench_multi30k: cannot write %s\n", csv);
+        return 2;
+    }
+    if (f)
+        fprintf(f, "size,n_params,pairs,chunks,max_tokens,padded_tokens,scored,product,seconds,"
+                   "cached_chunks,cache_mb,workspace_mb,maxrss_mb,threads,kernel\n");
+    printf("bench_multi30k --all: %d pairs, %zu scored tokens, %d chunks of <= %zu padded "
+           "tokens (%zu in all); BLAS threads %d, kernel %s\n", p->n, p->n_scored, nc,
+           max_tokens, padded, lnk_blas_threads(), lnk_blas_kernel());
+    size_model z;
+    for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
+        lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, chunks, nc, NULL);
+        if (!hs)
+            die();
+        if (cache_mb >= 0)
+            CK(lnk_hessian_set_cache(hs, (size_t)cache_mb * 1048576));
+        lnk_operator op = lnk_hessian_operator(hs);
+        for (int k2 = 1; k2 <= products; k2++) {
+            double t0 = lnk_now();
+            CK(op.apply(op.ctx, z.v, z.hv));
+            double sec = lnk_now() - t0;
+            size_t cb;
+            int kept = lnk_hessian_cached_chunks(hs, &cb);
+            printf("%-14s n = %zu: product %d: %.2f s (%d of %d chunks keep their primal pass, "
+                   "%.0f MB; workspace %.0f MB; maxrss %.0f MB)\n", z.name, z.n, k2, sec, kept, nc,
+                   cb / 1048576.0, lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb());
+            fflush(stdout);
+            if (f)
+                fprintf(f, "\"%s\",%zu,%d,%d,%zu,%zu,%zu,%d,%.6g,%d,%.1f,%.1f,%.1f,%d,%s\n",
+                        z.name, z.n, p->n, nc, max_tokens, padded, p->n_scored, k2, sec, kept,
+                        cb / 1048576.0, lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb(),
+                        lnk_blas_threads(), lnk_blas_kernel());
+        }
+        lnk_hessian_free(hs);
+        size_free(&z);
+    }
+    if (f)
+        fclose(f);
+    lnk_batches_free(chunks, nc);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     study_init("bench_multi30k");
     const char *src = "data/multi30k/val.de", *tgt = "data/multi30k/val.en";
     const char *sizes = "512,8,2048;512,4,1024", *pos = "post";
-    int pairs = 32, repeat = 2, threads = 0;
+    int pairs = 32, repeat = 2, threads = 0, all = 0, products = 2;
+    long max_tokens = 512, cache_mb = -1;
+    const char *csv = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: bench_multi30k [--src F] [--tgt F] [--pairs N] [--repeat N]\n"
                    "                      [--sizes D,H,DFF[,L];...] [--norm-pos post|pre] "
-                   "[--threads N]\n");
+                   "[--threads N]\n"
+                   "       bench_multi30k --all [--max-tokens N] [--products K] [--cache-mb MB] "
+                   "[--csv F] ...\n");
             return 0;
+        }
+        if (!strcmp(a, "--all")) {
+            all = 1;
+            continue;
         }
         if (!v) {
             fprintf(stderr, "bench_multi30k: option '%s' needs a value\n", a);
@@ -65,13 +181,18 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--sizes")) sizes = v;
         else if (!strcmp(a, "--norm-pos")) pos = v;
         else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else if (!strcmp(a, "--max-tokens")) max_tokens = atol(v);
+        else if (!strcmp(a, "--products")) products = atoi(v);
+        else if (!strcmp(a, "--cache-mb")) cache_mb = atol(v);
+        else if (!strcmp(a, "--csv")) csv = v;
         else {
             fprintf(stderr, "bench_multi30k: unknown option '%s'\n", a);
             return 2;
         }
     }
-    if (pairs < 1 || repeat < 1) {
-        fprintf(stderr, "bench_multi30k: --pairs and --repeat must be >= 1\n");
+    if (pairs < 1 || repeat < 1 || products < 1 || max_tokens < 1) {
+        fprintf(stderr, "bench_multi30k: --pairs, --repeat, --products and --max-tokens must be "
+                "at least 1\n");
         return 2;
     }
     if (threads > 0)
@@ -84,6 +205,8 @@ int main(int argc, char **argv)
     CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
     if (pairs > p.n)
         pairs = p.n;
+    if (all)
+        return bench_all(&p, vs, vt, sizes, pos, (size_t)max_tokens, products, cache_mb, csv);
     lnk_batch chunk;
     CK(lnk_pairs_batch(&p, NULL, pairs, &chunk));
     /* the whole set cut into length-sorted chunks of `pairs` rows */
@@ -107,56 +230,31 @@ int main(int argc, char **argv)
            chunk.S, chunk.B, chunk.T, scored_chunk, lnk_blas_threads());
     printf("%-18s %12s %14s %12s %12s %14s %14s\n", "size (d,h,dff,L)", "n_params",
            "workspace_MB", "maxrss_MB", "s_per_Hv", "s_all_scored", "s_all_padded");
-    for (const char *s = sizes; s && *s;) {
-        int d, h, dff, L = 6, nc = 0;
-        if (sscanf(s, "%d,%d,%d%n,%d%n", &d, &h, &dff, &nc, &L, &nc) < 3) {
-            fprintf(stderr, "bench_multi30k: --sizes: expected D,H,DFF[,L];..., got '%s'\n", s);
-            return 2;
-        }
-        s = strchr(s, ';');
-        s = s ? s + 1 : NULL;
-        lnk_config cfg;
-        CK(bench_s2s_config(&cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
-        lnk_model *m = lnk_model_alloc(&cfg);
-        if (!m)
-            die();
-        size_t n = lnk_model_n_params(m);
-        double *th = malloc(sizeof(double) * n), *v = malloc(sizeof(double) * n),
-               *hv = malloc(sizeof(double) * n);
-        if (!th || !v || !hv) {
-            fprintf(stderr, "bench_multi30k: out of memory (%zu parameters)\n", n);
-            return 2;
-        }
-        CK(lnk_model_init_params(m, th));
-        for (size_t i = 0; i < n; i++)
-            v[i] = (i * 2654435761u) % 3 ? 1.0 : -1.0;
-        lnk_hessian *hs = lnk_hessian_alloc(m, th, &chunk, 1, NULL);
+    size_model z;
+    for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
+        lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, &chunk, 1, NULL);
         if (!hs)
             die();
+        /* every product recomputes the chunk's primal pass: the extrapolation to the
+         * whole set counts each chunk's full cost */
+        CK(lnk_hessian_set_cache(hs, 0));
         lnk_operator op = lnk_hessian_operator(hs);
-        CK(op.apply(op.ctx, v, hv)); /* warm-up */
+        CK(op.apply(op.ctx, z.v, z.hv)); /* warm-up */
         double *t = malloc(sizeof(double) * repeat);
         for (int r = 0; r < repeat; r++) {
             double t0 = lnk_now();
-            CK(op.apply(op.ctx, v, hv));
+            CK(op.apply(op.ctx, z.v, z.hv));
             t[r] = lnk_now() - t0;
         }
-        qsort(t, (size_t)repeat, sizeof *t, cmp_double);
-        double med = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
-        char name[64];
-        snprintf(name, sizeof name, "%d,%d,%d,%d", d, h, dff, L);
-        printf("%-18s %12zu %14.1f %12.1f %12.2f %14.1f %14.1f\n", name, n,
+        double med = median(t, repeat);
+        printf("%-18s %12zu %14.1f %12.1f %12.2f %14.1f %14.1f\n", z.name, z.n,
                lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb(), med,
                med * (double)p.n_scored / (double)scored_chunk,
                med * (double)padded_all / (double)padded_chunk);
         fflush(stdout);
         free(t);
         lnk_hessian_free(hs);
-        free(th);
-        free(v);
-        free(hv);
-        lnk_model_free(m);
-        lnk_config_clear(&cfg);
+        size_free(&z);
     }
     free(order);
     lnk_batch_free(&chunk);

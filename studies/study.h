@@ -46,12 +46,21 @@ static int study_n_files;
 /* this process: rank study_R of study_P */
 static int study_P = 1, study_R = 0;
 
-static inline void study_init(const char *name) { study_name = name; }
+/* The program's name for messages, and the best OpenBLAS kernel (lnkit/blas.h:
+ * may re-exec the program, so call it first in main). */
+static inline void study_init(const char *name)
+{
+    study_name = name;
+    if (lnk_blas_setup() != LNK_OK) {
+        fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
+        exit(2);
+    }
+}
 
 /* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
 static inline void study_start(int *argc, char ***argv, const char *name)
 {
-    study_name = name;
+    study_init(name);
     lnk_prov_args(*argc, *argv); /* the command line, exactly, for every sidecar */
     if (lnk_comm_init(argc, argv) != LNK_OK) {
         fprintf(stderr, "%s: %s\n", name, lnk_errmsg());

@@ -469,7 +469,7 @@ static double eval_probs(lnk_workspace *ws, const double *th, const lnk_batch *b
 {
     double loss;
     assert_int_equal(lnk_model_eval(ws, th, b, &loss, NULL, NULL), LNK_OK);
-    memcpy(probs, ws->logits, sizeof(double) * np);
+    memcpy(probs, ws->pr->prob, sizeof(double) * np);
     return loss;
 }
 
@@ -499,7 +499,7 @@ static void test_causal_mask(void **state)
         a0[k] = NULL;
         if (m->dec.u[k].kind != UNIT_FFN) {
             a0[k] = malloc(sizeof(double) * sz);
-            memcpy(a0[k], ws->dec.u[k].a, sizeof(double) * sz);
+            memcpy(a0[k], ws->pr->dec.a.u[k].a, sizeof(double) * sz);
         }
     }
     int64_t *y = &b.tgt[(size_t)r * b.T + n];
@@ -531,7 +531,8 @@ static void test_causal_mask(void **state)
         for (int j = 0; j < h; j++)
             for (int t = 0; t < T; t++) {
                 size_t off = (((size_t)r * h + j) * T + t) * Tk;
-                int same = memcmp(a0[k] + off, ws->dec.u[k].a + off, sizeof(double) * Tk) == 0;
+                int same =
+                    memcmp(a0[k] + off, ws->pr->dec.a.u[k].a + off, sizeof(double) * Tk) == 0;
                 if (t < n)
                     assert_true(same);
             }

@@ -87,10 +87,25 @@ static void compare_extremes(const lnk_operator *op, const char *what)
         worst = fmax(worst, fmax(et, eb));
         assert_true(r.converged[i] && r.converged[5 + i]);
     }
+    /* full reorthogonalisation at every step: the same pairs to 1e-10 of ||H|| */
+    lnk_eigs_result f;
+    o.reorth = LNK_REORTH_ALWAYS;
+    assert_int_equal(lnk_eigs(op, &o, &f), LNK_OK);
+    assert_int_equal(f.k, r.k);
+    double dv = 0, dr = 0;
+    for (int i = 0; i < r.k; i++) {
+        dv = fmax(dv, fabs(r.value[i] - f.value[i]) / f.scale);
+        dr = fmax(dr, fabs(r.residual[i] - f.residual[i]) / f.scale);
+    }
     print_message("%s: n = %zu, top %.6g .. bottom %.6g, Lanczos %d steps (%s), max rel. error "
-                  "%.2e vs dsyevr\n", what, n, w[n - 1], w[0], r.steps, lnk_eigs_stop_name(r.stop),
-                  worst);
+                  "%.2e vs dsyevr; partial vs full reorthogonalisation: values %.1e, residuals "
+                  "%.1e of ||H||, basis rows read %.0f vs %.0f\n", what, n, w[n - 1], w[0],
+                  r.steps, lnk_eigs_stop_name(r.stop), worst, dv, dr, r.reorth_rows,
+                  f.reorth_rows);
     assert_true(worst <= 1e-8);
+    assert_true(dv <= 1e-10 && dr <= 1e-10);
+    assert_true(r.reorth_rows < f.reorth_rows);
+    lnk_eigs_result_free(&f);
     lnk_eigs_result_free(&r);
     free(w);
 }

@@ -231,10 +231,13 @@ static void test_lanczos_full_diag(void **state)
                   r.value[3], r.value[4], r.value[5], r.value[6], r.steps, r.n_applies);
     lnk_eigs_result_free(&r);
 
-    /* No ghosts: 250 steps, long after the outliers converged. */
+    /* No ghosts: 250 steps, long after the outliers converged; both ways of
+     * keeping the basis orthogonal. */
     int m = 250;
+    for (int ro = LNK_REORTH_PARTIAL; ro <= LNK_REORTH_ALWAYS; ro++) {
     lnk_lanczos *w = lnk_lanczos_alloc((size_t)n, m, LNK_LANCZOS_FULL);
     assert_non_null(w);
+    w->reorth = ro;
     assert_int_equal(lnk_lanczos_start(w, NULL, 3), LNK_OK);
     assert_int_equal(lnk_lanczos_run(w, &op, m), LNK_OK);
     assert_int_equal(w->steps, m);
@@ -246,18 +249,24 @@ static void test_lanczos_full_diag(void **state)
         if (c != 1)
             fail_msg("full mode: %d Ritz values near %g (expected 1)", c, simple[i]);
     }
-    /* The basis stays orthonormal: max |V V^T - I|. */
+    /* The basis stays orthonormal (ALWAYS: to 1e-13) or semi-orthogonal
+     * (PARTIAL: |v_i.v_k| <= sqrt(eps / m), Simon's level), max |V V^T - I|. */
     double *G = malloc((size_t)m * m * sizeof(double));
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, m, n, 1.0, w->V, n, w->V, n, 0.0, G, m);
     double worst = 0;
     for (int i = 0; i < m; i++)
         for (int k = 0; k < m; k++)
             worst = fmax(worst, fabs(G[(size_t)i * m + k] - (i == k)));
-    print_message("      full, 250 steps: max |V V^T - I| = %.2e\n", worst);
-    assert_true(worst < 1e-13);
+    print_message("      full (%s), 250 steps: max |V V^T - I| = %.2e, %d reorthogonalisations, "
+                  "%.0f basis rows read\n", ro ? "always" : "partial", worst, w->n_reorth,
+                  w->reorth_rows);
+    assert_true(worst < (ro ? 1e-13 : sqrt(DBL_EPSILON / m)));
+    if (ro == LNK_REORTH_PARTIAL) /* and much cheaper: 4 j rows a step for ALWAYS */
+        assert_true(w->reorth_rows < 0.25 * 4.0 * m * (m + 1) / 2);
     free(G);
     free(theta);
     lnk_lanczos_free(w);
+    }
     free(lam);
 }
 
@@ -460,6 +469,130 @@ static void test_eigs_vs_dsyevr(void **state)
         lnk_eigs_result_free(&r);
     }
     free(A), free(B), free(ev), free(isuppz);
+}
+
+/* Partial against full reorthogonalisation: eigs with LNK_REORTH_PARTIAL and
+ * LNK_REORTH_ALWAYS from the same start vector list the same pairs, with
+ * eigenvalues and residuals equal to 1e-10 of ||A|| (the scale), on spread,
+ * clustered and degenerate spectra, while reading far fewer basis rows. */
+static void compare_reorth(const char *what, const lnk_operator *op, int kt, int kb, double tol,
+                           int max_steps, uint64_t seed)
+{
+    lnk_eigs_result r[2];
+    for (int ro = 0; ro < 2; ro++) {
+        lnk_eigs_opts o;
+        lnk_eigs_opts_default(&o);
+        o.k_top = kt, o.k_bottom = kb, o.tol = tol, o.max_steps = max_steps, o.seed = seed;
+        o.reorth = ro;
+        assert_int_equal(lnk_eigs(op, &o, &r[ro]), LNK_OK);
+    }
+    lnk_eigs_result *p = &r[LNK_REORTH_PARTIAL], *f = &r[LNK_REORTH_ALWAYS];
+    assert_int_equal(p->n_top, f->n_top);
+    assert_int_equal(p->n_bottom, f->n_bottom);
+    assert_int_equal(p->stop, LNK_EIGS_TOL);
+    assert_int_equal(f->stop, LNK_EIGS_TOL);
+    double dv = 0, dr = 0, scale = f->scale;
+    for (int i = 0; i < f->k; i++) {
+        dv = fmax(dv, fabs(p->value[i] - f->value[i]));
+        dr = fmax(dr, fabs(p->residual[i] - f->residual[i]));
+        assert_true(p->converged[i] && f->converged[i]);
+        assert_true(p->residual[i] <= tol * p->scale && f->residual[i] <= tol * scale);
+    }
+    print_message("      %s: partial vs always: values %.1e, residuals %.1e of ||A||; steps %d vs "
+                  "%d; reorthogonalisations %d vs %d, basis rows read %.0f vs %.0f\n", what,
+                  dv / scale, dr / scale, p->steps, f->steps, p->n_reorth, f->n_reorth,
+                  p->reorth_rows, f->reorth_rows);
+    assert_true(dv <= 1e-10 * scale);
+    assert_true(dr <= 1e-10 * scale);
+    assert_true(fabs(p->scale - scale) <= 1e-10 * scale);
+    assert_true(p->reorth_rows < 0.5 * f->reorth_rows);
+    lnk_eigs_result_free(&r[0]);
+    lnk_eigs_result_free(&r[1]);
+}
+
+static void test_partial_vs_always(void **state)
+{
+    (void)state;
+    /* spectrum 1: repeated 9 (x2) and -4.5 (x3), a cluster 7, 7.001, 7.002 */
+    int n = 1500;
+    double *lam = spectrum1(n);
+    diag_op g = {n, lam};
+    lnk_operator op = diag_operator(&g);
+    compare_reorth("diag n=1500, spectrum 1, top-6/bottom-5", &op, 6, 5, 1e-12, 400, 11);
+    free(lam);
+    /* clustered and degenerate: 5 four times, a cluster 1e-9 wide below it,
+     * 4.5 twice; -3 three times and a cluster at the bottom */
+    n = 2000;
+    lam = malloc((size_t)n * sizeof(double));
+    static const double out[] = {5, 5, 5, 5, 4.999999999, 4.999999998, 4.5, 4.5,
+                                 -3, -3, -3, -2.9999999, -2.9999998};
+    int no = (int)(sizeof out / sizeof out[0]);
+    for (int i = 0; i < n - no; i++)
+        lam[i] = -1.0 + 2.0 * ((i * 7919) % (n - no)) / (n - no - 1);
+    memcpy(lam + n - no, out, sizeof out);
+    g = (diag_op){n, lam};
+    op = diag_operator(&g);
+    compare_reorth("diag n=2000, clustered + degenerate, top-8/bottom-5", &op, 8, 5, 1e-12, 600,
+                   3);
+    /* the same spectrum rotated: a dense operator */
+    n = 600;
+    double *lam2 = malloc((size_t)n * sizeof(double));
+    for (int i = 0; i < n - no; i++)
+        lam2[i] = -1.0 + 2.0 * i / (n - no - 1);
+    memcpy(lam2 + n - no, out, sizeof out);
+    double *Q, *A = spectral_matrix(n, lam2, 8, &Q);
+    dense_op d = {n, A, 0, 0};
+    op = dense_operator(&d);
+    compare_reorth("dense n=600, clustered + degenerate, top-8/bottom-5", &op, 8, 5, 1e-12, 600,
+                   4);
+    free(A), free(Q);
+    /* GOE n = 400 */
+    n = 400;
+    double *B = malloc((size_t)n * n * sizeof(double));
+    A = malloc((size_t)n * n * sizeof(double));
+    tu_randn(B, (size_t)n * n, 77);
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++)
+            A[(size_t)i * n + k] = (B[(size_t)i * n + k] + B[(size_t)k * n + i]) / sqrt(2.0 * n);
+    d = (dense_op){n, A, 0, 0};
+    op = dense_operator(&d);
+    compare_reorth("GOE n=400, top-5/bottom-5", &op, 5, 5, 1e-10, 400, 1);
+    free(A), free(B), free(lam2);
+    /* SLQ on the clustered spectrum: the same nodes and weights */
+    n = 2000;
+    g = (diag_op){n, lam};
+    op = diag_operator(&g);
+    lnk_slq_result sr[2];
+    for (int ro = 0; ro < 2; ro++) {
+        lnk_slq_opts so;
+        lnk_slq_opts_default(&so);
+        so.runs = 4, so.steps = 80, so.seed = 6, so.reorth = ro;
+        assert_int_equal(lnk_slq(&op, &so, &sr[ro]), LNK_OK);
+    }
+    int tot = sr[0].offset[sr[0].runs];
+    assert_int_equal(sr[1].offset[sr[1].runs], tot);
+    double dn = 0, dw = 0, dphi = 0, pmax = 0;
+    for (int i = 0; i < tot; i++) {
+        dn = fmax(dn, fabs(sr[0].node[i] - sr[1].node[i]) / 5.0);
+        dw = fmax(dw, fabs(sr[0].weight[i] - sr[1].weight[i]));
+    }
+    /* single weights of nodes within 1e-9 of each other are ill-conditioned
+     * (the Ritz vectors of a near-double value rotate); the quadrature is not:
+     * the density on a grid */
+    double t[400], phi[2][400];
+    assert_int_equal(lnk_slq_grid(&sr[1], 0.01, LNK_SLQ_PAD, 400, t), LNK_OK);
+    for (int ro = 0; ro < 2; ro++)
+        assert_int_equal(lnk_slq_density(&sr[ro], 0.01, t, 400, phi[ro]), LNK_OK);
+    for (int i = 0; i < 400; i++) {
+        dphi = fmax(dphi, fabs(phi[0][i] - phi[1][i]));
+        pmax = fmax(pmax, phi[1][i]);
+    }
+    print_message("      SLQ 4 x 80 steps, n=2000 clustered: partial vs always: nodes %.1e of "
+                  "||A||, weights %.1e, density %.1e of its maximum\n", dn, dw, dphi / pmax);
+    assert_true(dn <= 1e-10 && dphi <= 1e-10 * pmax);
+    lnk_slq_result_free(&sr[0]);
+    lnk_slq_result_free(&sr[1]);
+    free(lam);
 }
 
 /* Test 5: n smaller than m, and repeated eigenvalues exposed by breakdowns. */
@@ -1217,8 +1350,10 @@ static void test_group_simulated(void **state)
     lnk_eigs_opts eo;
     lnk_eigs_opts_default(&eo);
     eo.k_top = 3, eo.k_bottom = 2, eo.seed = 5, eo.vectors = 1;
-    lnk_eigs_result er;
+    lnk_eigs_result er, ef;
     assert_int_equal(lnk_eigs(&op1, &eo, &er), LNK_OK);
+    eo.reorth = LNK_REORTH_ALWAYS; /* the distributed partial runs against it too */
+    assert_int_equal(lnk_eigs(&op1, &eo, &ef), LNK_OK);
     lnk_trace_result tr[2];
     for (int t = 0; t < 2; t++) {
         lnk_trace_opts o;
@@ -1269,6 +1404,10 @@ static void test_group_simulated(void **state)
                                              er.vectors[(size_t)i * n + s.off[r] + t]) < 1e-9);
                         /* every member holds the same values, bitwise */
                         assert_true(mem[r].er.value[i] == mem[0].er.value[i]);
+                        /* and full reorthogonalisation's, to 1e-10 of ||A|| */
+                        assert_true(fabs(mem[r].er.value[i] - ef.value[i]) < 1e-10 * ef.scale);
+                        assert_true(fabs(mem[r].er.residual[i] - ef.residual[i]) <
+                                    1e-10 * ef.scale);
                     }
                 } else if (which <= 2) {
                     assert_true(relerr(mem[r].tr.trace, tr[which - 1].trace) < 1e-12);
@@ -1293,7 +1432,11 @@ static void test_group_simulated(void **state)
             free(s.xfull);
         }
     }
+    print_message("      group: partial reorthogonalisation %d steps, %d reorthogonalisations\n",
+                  er.steps, er.n_reorth);
+    assert_true(er.n_reorth > 0);
     lnk_eigs_result_free(&er);
+    lnk_eigs_result_free(&ef);
     lnk_slq_result_free(&sr);
     free(A);
     free(B);
@@ -1325,6 +1468,7 @@ int main(void)
         cmocka_unit_test(test_lanczos_light_vs_full),
         cmocka_unit_test(test_eigs_dense_known),
         cmocka_unit_test(test_eigs_vs_dsyevr),
+        cmocka_unit_test(test_partial_vs_always),
         cmocka_unit_test(test_small_n_and_breakdown),
         cmocka_unit_test(test_slq_quadrature_exact),
         cmocka_unit_test(test_slq_density_known),

@@ -301,7 +301,7 @@ static void check_uniform(const lnk_model *m, const lnk_workspace *ws, const lnk
     int h = m->cfg.h;
     for (int side = 0; side < 2; side++) {
         const lnk_stack *st = side ? &m->dec : &m->enc;
-        const stack_buf *sb = side ? &ws->dec : &ws->enc;
+        const stack_buf *sb = side ? &ws->pr->dec : &ws->pr->enc;
         if (st->n_units == 0)
             continue;
         int T = side ? bt->T - 1 : bt->S; /* query rows of this stack */
@@ -321,7 +321,7 @@ static void check_uniform(const lnk_model *m, const lnk_workspace *ws, const lnk
                         for (int s = 0; s < Tk; s++)
                             count += key_allowed(ids, s, t, causal);
                         assert_true(count > 0);
-                        const double *row = sb->u[k].a + (((size_t)b * h + j) * T + t) * Tk;
+                        const double *row = sb->a.u[k].a + (((size_t)b * h + j) * T + t) * Tk;
                         for (int s = 0; s < Tk; s++) {
                             double want = key_allowed(ids, s, t, causal) ? 1.0 / count : 0.0;
                             if (!(fabs(row[s] - want) <= 1e-15))
@@ -363,15 +363,15 @@ static void check_theorem_norms(const lnk_model *m, const lnk_workspace *ws, con
     int post = c->norm_pos == LNK_POS_POST;
     for (int side = 0; side < 2; side++) {
         const lnk_stack *st = side ? &m->dec : &m->enc;
-        const stack_buf *sb = side ? &ws->dec : &ws->enc;
+        const stack_buf *sb = side ? &ws->pr->dec : &ws->pr->enc;
         if (st->n_units == 0)
             continue;
         int R = bt->B * (side ? bt->T - 1 : bt->S);
         for (int k = 0; k < st->n_units; k++)
-            check_norm_rows(post ? sb->u[k].s : sb->x[k], sb->u[k].n.out, R, c->d, c->eps, what,
-                            k, worst);
+            check_norm_rows(post ? sb->a.u[k].s : sb->a.x[k], sb->a.u[k].n.out, R, c->d, c->eps,
+                            what, k, worst);
         if (!post)
-            check_norm_rows(sb->x[st->n_units], sb->fin.out, R, c->d, c->eps, what, -1, worst);
+            check_norm_rows(sb->a.x[st->n_units], sb->a.fin.out, R, c->d, c->eps, what, -1, worst);
     }
 }
 
@@ -506,8 +506,8 @@ static void test_causal_mask(void **state)
             assert_int_equal(lnk_model_eval(ws, f.th, &bt, &L0, NULL, NULL), LNK_OK);
             for (int k = 0; k < nu; k++)
                 if (m->dec.u[k].kind == UNIT_SELF_ATTN)
-                    memcpy(a0 + k * amap, ws->dec.u[k].a, sizeof(double) * amap);
-            memcpy(p0, ws->logits, sizeof(double) * (size_t)B * Tq * C); /* probabilities */
+                    memcpy(a0 + k * amap, ws->pr->dec.a.u[k].a, sizeof(double) * amap);
+            memcpy(p0, ws->pr->prob, sizeof(double) * (size_t)B * Tq * C); /* probabilities */
             /* change the last input token of row 1 (position Tq-1); it is also the label of
              * position Tq-2 */
             int64_t *x = &bt.tgt[1 * Tst + Tq - 1];
@@ -522,7 +522,7 @@ static void test_causal_mask(void **state)
                     for (int j = 0; j < h; j++)
                         for (int t = 0; t < Tq; t++) {
                             size_t o = (((size_t)b * h + j) * Tq + t) * Tq;
-                            int same = memcmp(a0 + k * amap + o, ws->dec.u[k].a + o,
+                            int same = memcmp(a0 + k * amap + o, ws->pr->dec.a.u[k].a + o,
                                               sizeof(double) * Tq) == 0;
                             if (b == 1 && t == Tq - 1)
                                 changed_last |= !same;
@@ -538,7 +538,7 @@ static void test_causal_mask(void **state)
                     if (b == 1 && t == Tq - 1)
                         continue;
                     size_t o = ((size_t)b * Tq + t) * C;
-                    if (memcmp(p0 + o, ws->logits + o, sizeof(double) * C) != 0)
+                    if (memcmp(p0 + o, ws->pr->prob + o, sizeof(double) * C) != 0)
                         fail_msg("%s %s: prediction b=%d t=%d changed", poss[ip], qks[iq], b, t);
                 }
             free(a0);
@@ -604,7 +604,7 @@ static void test_loss_zero_output(void **state)
                                  tasks[it], poss[ip], i, g[i]);
                 /* out.w gradient z^T (1/C - q)/N, from the stack output z */
                 int has_dec = c->task != LNK_TASK_CLS, d = c->d;
-                const double *z = has_dec ? ws->dec.z : ws->enc.z;
+                const double *z = has_dec ? ws->pr->dec.a.z : ws->pr->enc.a.z;
                 int T = has_dec ? bt.T - 1 : bt.S;
                 double a = c->label_smoothing;
                 double *gw = calloc(nw, sizeof(double));

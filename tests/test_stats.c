@@ -120,7 +120,7 @@ static void check_post_stack(const lnk_model *m, const stack_buf *sb, const lnk_
     int per = st->blk[0].n_units;
     for (int l = 0; l < st->L; l++)
         for (int j = 0; j < per; j++) {
-            const unit_buf *u = &sb->u[l * per + j];
+            const unit_buf *u = &sb->a.u[l * per + j];
             double s_ratio = 0, s_jac = 0, mn = INFINITY, mx = 0;
             for (int r = 0; r < R; r++) {
                 double var = row_var(u->s + (size_t)r * d, d), z = 0;
@@ -165,7 +165,7 @@ static void test_post_norm_sqrt_d(void **state)
         assert_int_equal(lnk_stats_hidden(f.ws, 0.1, &h), LNK_OK);
         assert_int_equal(h.post, 1);
         assert_int_equal(h.enc.L, 3);
-        check_post_stack(f.m, &f.ws->enc, &h.enc, 4 * 8, 32, 1e-3);
+        check_post_stack(f.m, &f.ws->pr->enc, &h.enc, 4 * 8, 32, 1e-3);
         assert_int_equal(h.enc.has_final, 0);
         /* Post-LN stack output is the last norm's output */
         assert_true(h.enc.out.mean == h.enc.blk[2].norm_out[1].mean);
@@ -173,7 +173,7 @@ static void test_post_norm_sqrt_d(void **state)
             assert_int_equal(h.dec.L, 3);
             assert_int_equal(h.dec.blk[0].n_units, 3);
             assert_string_equal(h.dec.blk[0].unit[1], "xattn");
-            check_post_stack(f.m, &f.ws->dec, &h.dec, 4 * 8, 32, 1e-3);
+            check_post_stack(f.m, &f.ws->pr->dec, &h.dec, 4 * 8, 32, 1e-3);
         } else
             assert_int_equal(h.dec.L, 0);
         lnk_stats_hidden_free(&h);

@@ -78,15 +78,37 @@ typedef int lnk_progress_fn(void *ctx, int done, int total, double elapsed);
  * One step (Paige's ordering): w = A v_i - beta[i-1] v_{i-1};
  * alpha[i] = v_i.w; w -= alpha[i] v_i; then
  *
- * LNK_LANCZOS_FULL: full reorthogonalisation, two passes of classical
- *   Gram-Schmidt of w against all stored v_0..v_i (lnk_orthogonalize; the
- *   v_i coefficients are added to alpha[i]), and only then
- *   beta[i] = ||w||, v_{i+1} = w / beta[i].  Orthogonality of the basis is
- *   kept at O(eps) ("twice is enough"), so T has no ghost copies and a Ritz
- *   pair (theta, y = V s) has residual ||A y - theta y|| = beta[j-1] |s_{j-1}|
- *   up to O(eps ||A||).  Memory (m+1) n doubles (the basis); vector work per
- *   step i: 4 (i+1) n flops for the reorthogonalisation (memory bound: the
- *   basis is read 4 times) plus 6n.
+ * LNK_LANCZOS_FULL: the basis v_0..v_j is stored, and kept orthogonal enough
+ *   that T has no ghost copies: its Ritz values are those of A restricted to
+ *   an orthonormal basis of the Krylov space to O(eps ||A||), and a Ritz pair
+ *   (theta, y = V s) has residual ||A y - theta y|| = beta[j-1] |s_{j-1}| up
+ *   to O(sqrt(eps) ||A||).  Memory (m+1) n doubles (the basis).  How (the
+ *   workspace's reorth setting):
+ *   LNK_REORTH_PARTIAL (default): partial reorthogonalisation (Simon 1984;
+ *     as in Larsen's PROPACK).  Simon's omega recurrence, from alpha and beta
+ *     alone (O(j) flops a step), bounds the loss of orthogonality
+ *     omega_{j+1,k} ~ v_{j+1}.v_k; only when max_k |omega| exceeds
+ *     delta = sqrt(eps / m) is w reorthogonalised, against the runs of basis
+ *     vectors around the large omegas (those with |omega| > eta =
+ *     eps^(3/4) / sqrt(m)), and once more at the next step; the basis stays
+ *     semi-orthogonal (|v_i.v_k| <= delta), which keeps T's eigenvalues as
+ *     accurate as full reorthogonalisation's (Simon: to O(eps ||A||)).  A
+ *     reorthogonalisation is classical Gram-Schmidt with the DGKS test for a
+ *     second pass (again only if ||w|| fell below 1/sqrt(2) of what it was);
+ *     the coefficient pass reads the chosen rows once, and the update and the
+ *     next pass's coefficients are done together on column blocks that stay
+ *     in cache, so a reorthogonalisation reads them 2 or 3 times.  Extended
+ *     local reorthogonalisation (against v_{j-1}, v_j) when beta drops below
+ *     beta[j-1] / sqrt(2).  Cost: most steps 6n flops and no basis access;
+ *     reorthogonalisations come in pairs every few steps once Ritz values
+ *     converge (counted in n_reorth, basis rows read in reorth_rows).
+ *   LNK_REORTH_ALWAYS: full reorthogonalisation at every step, two passes of
+ *     classical Gram-Schmidt of w against all stored v_0..v_i
+ *     (lnk_orthogonalize; the v_i coefficients are added to alpha[i]):
+ *     orthogonality to O(eps) ("twice is enough"); 4 (i+1) n flops a step,
+ *     memory bound (the basis is read 4 times).  The reference the tests
+ *     compare PARTIAL with.
+ *   Then beta[i] = ||w||, v_{i+1} = w / beta[i].
  *
  * LNK_LANCZOS_LIGHT: no reorthogonalisation (the three-term recurrence
  *   only); memory 4 n doubles whatever m, 6n flops per step.  Orthogonality is
@@ -121,6 +143,7 @@ typedef int lnk_progress_fn(void *ctx, int done, int total, double elapsed);
  * missing.  Use FULL mode whenever (m+1) n doubles fit.
  */
 enum { LNK_LANCZOS_FULL = 0, LNK_LANCZOS_LIGHT = 1 };
+enum { LNK_REORTH_PARTIAL = 0, LNK_REORTH_ALWAYS = 1 };
 enum { LNK_BREAKDOWN_RESTART = 0, LNK_BREAKDOWN_STOP = 1 };
 
 typedef struct {
@@ -130,6 +153,7 @@ typedef struct {
     int mode;               /* LNK_LANCZOS_FULL or LNK_LANCZOS_LIGHT */
     /* settings: may be changed after alloc, before lnk_lanczos_start */
     int on_breakdown;       /* LNK_BREAKDOWN_RESTART (FULL default) or _STOP */
+    int reorth;             /* FULL: LNK_REORTH_PARTIAL (default) or LNK_REORTH_ALWAYS */
     double breakdown_rtol;  /* default max(n, 100) * DBL_EPSILON */
     const lnk_group *group; /* NULL (default) or the group of a distributed operator:
                                n is then the local slice (lnk_lanczos_distribute) */
@@ -145,13 +169,21 @@ typedef struct {
     int n_restarts;         /* breakdowns handled by a restart */
     long n_applies;         /* operator applications in this run (with LIGHT second passes) */
     double tnorm;           /* running estimate of ||T|| (see Breakdown) */
+    int n_reorth;           /* FULL: steps whose w was reorthogonalised against the basis */
+    double reorth_rows;     /* FULL: basis rows read by reorthogonalisations (n doubles each) */
     double t_apply, t_orth; /* seconds spent in apply / in the vector work, this run */
     double last_apply, last_orth; /* the same for the last step */
+    double t_touch, last_touch; /* FULL: of t_orth, last_orth: the first writes to new
+                               basis rows (page faults; costly on a VM), this run / last step */
     /* private */
     uint64_t seed;
     int started;
     double *v0, *vprev, *vcur, *w; /* LIGHT: start vector and the three-term window */
     double *h;              /* [2(m+1)] Gram-Schmidt coefficients */
+    double *om, *om_prev;   /* [m+1] PARTIAL: omega_{j,k}, omega_{j-1,k} estimates */
+    int *ivl, n_ivl;        /* PARTIAL: row runs [lo, hi) of the last reorthogonalisation */
+    int force;              /* PARTIAL: reorthogonalise again at the next step */
+    int touched;            /* FULL: basis rows 0..touched written at least once */
 } lnk_lanczos;
 
 /* Workspace for up to max_steps steps on n-vectors (1 <= max_steps; steps
@@ -277,6 +309,7 @@ typedef struct {
     int max_steps;            /* default 200 (runs stop after n steps anyway) */
     double tol;               /* default 1e-10 */
     int mode;                 /* default LNK_LANCZOS_FULL */
+    int reorth;               /* FULL: LNK_REORTH_PARTIAL (default) or _ALWAYS */
     int vectors;              /* 1: return the eigenvectors (default 0) */
     uint64_t seed;            /* start vector stream (default 0) */
     const double *v0;         /* start vector, or NULL (default): Gaussian from seed */
@@ -303,6 +336,8 @@ typedef struct {
     int stop;                 /* LNK_EIGS_TOL, _MAXSTEPS, _INVARIANT, _CANCELLED */
     int n_restarts;
     long n_applies;           /* all operator applications */
+    int n_reorth;             /* FULL: steps that reorthogonalised against the basis */
+    double reorth_rows;       /* FULL: basis rows (n doubles each) read doing so */
     double elapsed;           /* seconds */
 } lnk_eigs_result;
 
@@ -380,6 +415,7 @@ typedef struct {
     int steps;                /* m, default 80 */
     int start;                /* LNK_SLQ_RADEMACHER (default) or LNK_SLQ_GAUSSIAN */
     int mode;                 /* LNK_LANCZOS_FULL (default) or LNK_LANCZOS_LIGHT */
+    int reorth;               /* FULL: LNK_REORTH_PARTIAL (default) or _ALWAYS */
     uint64_t seed;            /* default 0 */
     lnk_progress_fn *progress; /* NULL: none; done/total count steps over all runs */
     void *progress_ctx;

@@ -9,6 +9,17 @@
  * so memory is bounded by a chunk, not by the data set.  Uneven chunks give
  * the exact mean.  Cost: one H v costs one HVP pass per chunk.
  *
+ * Kept primal passes.  The weights and the chunks are fixed for the life of
+ * the operator, so each chunk's primal pass (forward activations,
+ * normalisation statistics, softmax outputs, the adjoints of the reverse
+ * sweep) is the same in every product.  Where memory allows it is computed
+ * once and kept, and each later product runs only the tangent passes (about
+ * 3/4 of the work; lnk_model_hvp_prepare / _apply).  The results are the same
+ * bits as recomputing it.  lnk_hessian_set_cache sets the memory for this:
+ * chunks in order keep their pass while their primal states fit in it; the
+ * rest share the workspace's and recompute theirs per product (unless only
+ * one does).  A single chunk keeps its pass in the workspace at no extra cost.
+ *
  * Blocks.  A block is the set of tensors (MODEL.md §6 names) matched by any of a
  * comma-separated list of shell glob patterns (fnmatch: "dec.5.ffn.w2",
  * "*.attn.*", "dec.3.*").  The block Hessian is H restricted to those
@@ -46,7 +57,8 @@ typedef struct lnk_hessian lnk_hessian;
 
 /* The Hessian of the mean loss over the chunks at theta, restricted to the
  * block selected by patterns (NULL: all parameters).  theta and the chunks
- * are borrowed and must outlive the object.  Checks every chunk. */
+ * are borrowed: they must outlive the object and not change (products reuse
+ * their primal passes).  Checks every chunk. */
 lnk_hessian *lnk_hessian_alloc(const lnk_model *m, const double *theta, const lnk_batch *chunks,
                                int n_chunks, const char *patterns);
 void lnk_hessian_free(lnk_hessian *h);
@@ -56,7 +68,19 @@ lnk_operator lnk_hessian_operator(lnk_hessian *h);
 const lnk_block *lnk_hessian_block(const lnk_hessian *h);
 /* Number of H v products applied so far. */
 long lnk_hessian_n_products(const lnk_hessian *h);
+/* Bytes of the workspace, the kept primal passes and 3 full vectors. */
 size_t lnk_hessian_workspace_bytes(const lnk_hessian *h);
+
+/* Memory (bytes) for the kept primal passes of the chunks (see above):
+ * LNK_HESSIAN_CACHE_AUTO (the default) is half the memory available at the
+ * first product (lnk_memory_available), divided by the job's number of ranks
+ * (they may share a machine); 0 recomputes every pass.  Only before
+ * the first product (else LNK_EINVAL). */
+#define LNK_HESSIAN_CACHE_AUTO ((size_t)-1)
+int lnk_hessian_set_cache(lnk_hessian *h, size_t bytes);
+/* After the first product: the number of this process's chunks whose primal
+ * pass is kept, and (bytes, may be NULL) the extra memory they take. */
+int lnk_hessian_cached_chunks(const lnk_hessian *h, size_t *bytes);
 
 /* Mean loss and (if grad != NULL) its gradient over the chunks, full vector.
  * n_scored (may be NULL) gets the total number of scored tokens. */

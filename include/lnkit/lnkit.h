@@ -2,6 +2,7 @@
 #ifndef LNKIT_H
 #define LNKIT_H
 #include "lnkit/error.h"
+#include "lnkit/blas.h"
 #include "lnkit/config.h"
 #include "lnkit/model.h"
 #include "lnkit/safetensors.h"

@@ -16,8 +16,15 @@
  *     differences anywhere.  The second-order terms live in the sub-layers'
  *     tangent-of-backward code (src/layers/).
  * Cost: eval with gradient ~ 3 forward passes of GEMM work; hvp ~ 8 (it skips
- * the primal weight gradients unless asked for them).  Memory: every activation
- * of the batch, twice for hvp; O(B h T^2) for attention maps per layer.
+ * the primal weight gradients unless asked for them), of which the primal
+ * pass (forward and the reverse sweep of adjoints, about 2) can be kept for
+ * later products at the same weights and batch (lnk_model_hvp_prepare /
+ * lnk_model_hvp_apply), leaving ~6.  Memory: every activation of the batch
+ * and, for hvp, their tangents and the primal adjoints; O(B h T^2) for the
+ * attention maps per attention unit.  Sizes are counted in size_t and a
+ * workspace that would exceed the memory this process may use
+ * (lnkit/memory.h) is refused before anything large is allocated, with a
+ * message naming B, S, T and the bytes.
  *
  * Batches (MODEL.md §4): lm reads tgt [B, T+1] (input tgt[:, :-1], labels
  * tgt[:, 1:]); cls reads src [B, S] and labels [B, S]; seq2seq both src and tgt.
@@ -114,6 +121,11 @@ lnk_workspace *lnk_workspace_alloc(const lnk_model *m, int B, int S, int T, unsi
 void lnk_workspace_free(lnk_workspace *ws);
 /* Bytes held by the workspace. */
 size_t lnk_workspace_bytes(const lnk_workspace *ws);
+/* Bytes lnk_workspace_alloc(m, B, S, T, flags) would allocate, counted without
+ * allocating (SIZE_MAX if the count overflows or the shape is invalid).  A
+ * workspace is refused when this exceeds lnk_memory_limit() (lnkit/memory.h)
+ * or a row count exceeds the CBLAS int range. */
+size_t lnk_workspace_plan(const lnk_model *m, int B, int S, int T, unsigned flags);
 
 /* Loss and (if grad != NULL) its gradient at theta on batch b.
  * grad is overwritten (n_params doubles).  n_scored (may be NULL) receives the
@@ -125,9 +137,21 @@ int lnk_model_eval(lnk_workspace *ws, const double *theta, const lnk_batch *b,
 
 /* Exact Hessian-vector product hv = H(theta) v (n_params doubles each).
  * loss and grad may be NULL; when grad is given it receives the gradient from
- * the same passes.  Requires a workspace made with LNK_WS_HVP. */
+ * the same passes.  Requires a workspace made with LNK_WS_HVP.  It is
+ * lnk_model_hvp_prepare followed by lnk_model_hvp_apply. */
 int lnk_model_hvp(lnk_workspace *ws, const double *theta, const lnk_batch *b,
                   const double *v, double *hv, double *loss, double *grad);
+
+/* Products at fixed weights and batch.  prepare runs the primal pass
+ * (forward, loss, the reverse sweep of adjoints; grad if not NULL) of theta on
+ * b and keeps it in ws; each apply then runs only the tangent passes for v,
+ * about 3/4 of lnk_model_hvp's work, and gives the same bits as
+ * lnk_model_hvp(ws, theta, b, v, ...).  theta and b are borrowed: they must
+ * not change until the next prepare, eval or hvp on ws, which replaces the
+ * kept pass.  apply without a prepared pass is an error. */
+int lnk_model_hvp_prepare(lnk_workspace *ws, const double *theta, const lnk_batch *b,
+                          double *loss, double *grad);
+int lnk_model_hvp_apply(lnk_workspace *ws, const double *v, double *hv);
 
 /* Check theta for NaN / inf; error names the first tensor and index found. */
 int lnk_params_check_finite(const lnk_model *m, const double *theta, const char *what);

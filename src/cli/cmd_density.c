@@ -20,6 +20,8 @@ static void help(void)
            "  --steps M              Lanczos steps per run m                    (80)\n"
            "  --start rademacher|gaussian                                       (rademacher)\n"
            "  --mode full|light      reorthogonalisation                        (full)\n"
+           "  --reorth partial|always  full mode: reorthogonalise when the basis\n"
+           "                         loses semi-orthogonality, or at every step (partial)\n"
            "  --sigma S              kernel standard deviation (eigenvalue units)\n"
            "  --sigma-variance V     PyHessian / google spectral-density: kernel variance\n"
            "                         V * max(1, range of the nodes)\n"
@@ -38,7 +40,8 @@ static double num(const char *opt, const char *s)
     return v;
 }
 
-enum { O_NODES = 1, O_RUNS, O_STEPS, O_START, O_MODE, O_SIG, O_SIGV, O_SIGK, O_SIGF, O_GRID };
+enum { O_NODES = 1, O_RUNS, O_STEPS, O_START, O_MODE, O_SIG, O_SIGV, O_SIGK, O_SIGF, O_GRID,
+       O_REORTH };
 
 int cmd_density(int argc, char **argv)
 {
@@ -53,8 +56,9 @@ int cmd_density(int argc, char **argv)
                                {"sigma-variance", required_argument, NULL, O_SIGV},
                                {"sigma-kappa", required_argument, NULL, O_SIGK},
                                {"sigma-fraction", required_argument, NULL, O_SIGF},
-                               {"grid-per-sigma", required_argument, NULL, O_GRID}};
-    int n = cli_curv_add_options(opts, 12);
+                               {"grid-per-sigma", required_argument, NULL, O_GRID},
+                               {"reorth", required_argument, NULL, O_REORTH}};
+    int n = cli_curv_add_options(opts, 13);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *nodes = NULL;
@@ -80,6 +84,7 @@ int cmd_density(int argc, char **argv)
                 cli_die("density: --start: expected rademacher or gaussian, got '%s'", optarg);
             break;
         case O_MODE: so.mode = cli_lanczos_mode("density", optarg); break;
+        case O_REORTH: so.reorth = cli_reorth("density", optarg); break;
         case O_SIG: case O_SIGV: case O_SIGF:
             if (kind)
                 cli_die("density: give only one of --sigma, --sigma-variance, --sigma-kappa, "
@@ -160,11 +165,13 @@ int cmd_density(int argc, char **argv)
         cli_die_lib();
     char extra[768];
     snprintf(extra, sizeof extra,
-             "\"runs\": %d, \"steps\": %d, \"start\": \"%s\", \"mode\": \"%s\", \"sigma\": %.17g, "
+             "\"runs\": %d, \"steps\": %d, \"start\": \"%s\", \"mode\": \"%s\", "
+             "\"reorth\": \"%s\", \"sigma\": %.17g, "
              "\"sigma_option\": \"%s\", \"sigma_value\": %.17g, \"grid_points\": %zu, "
              "\"integral\": %.17g, \"node_min\": %.17g, \"node_max\": %.17g, \"nodes_file\": \"%s\"",
              so.runs, so.steps, so.start == LNK_SLQ_GAUSSIAN ? "gaussian" : "rademacher",
-             so.mode == LNK_LANCZOS_FULL ? "full" : "light", sigma,
+             so.mode == LNK_LANCZOS_FULL ? "full" : "light",
+             so.reorth == LNK_REORTH_ALWAYS ? "always" : "partial", sigma,
              kind == O_SIG ? "sigma" : kind == O_SIGV ? "sigma-variance" : kind == O_SIGK ?
              "sigma-kappa" : "sigma-fraction", sval, np, integral, r.node_min, r.node_max,
              nodes ? nodes : "");

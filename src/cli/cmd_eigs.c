@@ -10,7 +10,8 @@ static void help(void)
     printf("usage: lnkit eigs --config C.json --weights W --batch B [--batch B2 ...] [-k K]\n"
            "                  [--which top|bottom|both] [--tol T] [--max-steps M] -o EIGS.csv\n\n"
            "Extremal eigenvalues of the Hessian of the mean loss over the batches (or of a\n"
-           "block of it) by Lanczos with full reorthogonalisation; residuals ||Hv - lv||\n"
+           "block of it) by Lanczos (stored basis kept semi-orthogonal by partial\n"
+           "reorthogonalisation); residuals ||Hv - lv||\n"
            "computed explicitly.  CSV columns which,index,eigenvalue,residual,converged\n"
            "(index 0 = largest for top, most negative for bottom), plus EIGS.meta.json.\n\n"
            "  -o, --output FILE      CSV to write                               (required)\n"
@@ -18,8 +19,10 @@ static void help(void)
            "  --which top|bottom|both                                           (top)\n"
            "  --tol T                stop when every residual bound <= T max|l| (1e-6)\n"
            "  --max-steps M          Lanczos step limit                         (200)\n"
-           "  --mode full|light      full reorthogonalisation, or none with\n"
-           "                         ghost removal (memory 4n)                  (full)\n"
+           "  --mode full|light      stored basis, or none with ghost removal\n"
+           "                         (memory 4n)                                (full)\n"
+           "  --reorth partial|always  full mode: reorthogonalise when the basis\n"
+           "                         loses semi-orthogonality, or at every step (partial)\n"
            "  --vectors FILE         also write the eigenvectors (safetensors:\n"
            "                         'values' [k], 'vectors' [k, n_block])      (none)\n\n");
     cli_curv_print_help();
@@ -48,7 +51,7 @@ static int progress(void *ctx, const lnk_eigs_progress *p)
     return 0;
 }
 
-enum { O_K = 1, O_WHICH, O_TOL, O_MAXS, O_MODE, O_VEC };
+enum { O_K = 1, O_WHICH, O_TOL, O_MAXS, O_MODE, O_VEC, O_REORTH };
 
 int cmd_eigs(int argc, char **argv)
 {
@@ -58,8 +61,9 @@ int cmd_eigs(int argc, char **argv)
                                {"tol", required_argument, NULL, O_TOL},
                                {"max-steps", required_argument, NULL, O_MAXS},
                                {"mode", required_argument, NULL, O_MODE},
-                               {"vectors", required_argument, NULL, O_VEC}};
-    int n = cli_curv_add_options(opts, 7);
+                               {"vectors", required_argument, NULL, O_VEC},
+                               {"reorth", required_argument, NULL, O_REORTH}};
+    int n = cli_curv_add_options(opts, 8);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *vec = NULL, *which = "top";
@@ -89,6 +93,7 @@ int cmd_eigs(int argc, char **argv)
         case O_MAXS: eo.max_steps = (int)cli_int("max-steps", optarg, 1, 1 << 24); break;
         case O_MODE: eo.mode = cli_lanczos_mode("eigs", optarg); break;
         case O_VEC: vec = optarg; break;
+        case O_REORTH: eo.reorth = cli_reorth("eigs", optarg); break;
         case 'h': help(); return 0;
         default: cli_bad_option("eigs", ch, argv);
         }
@@ -183,9 +188,12 @@ int cmd_eigs(int argc, char **argv)
     char extra[512];
     snprintf(extra, sizeof extra,
              "\"k\": %d, \"which\": \"%s\", \"tol\": %.17g, \"max_steps\": %d, \"mode\": \"%s\", "
+             "\"reorth\": \"%s\", \"reorthogonalisations\": %d, \"reorth_rows_read\": %.0f, "
              "\"steps\": %d, \"stop\": \"%s\", \"converged\": %d, \"scale\": %.17g",
              k, which, eo.tol, eo.max_steps, eo.mode == LNK_LANCZOS_FULL ? "full" : "light",
-             r.steps, lnk_eigs_stop_name(r.stop), nconv, r.scale);
+             eo.reorth == LNK_REORTH_ALWAYS ? "always" : "partial", r.n_reorth, r.reorth_rows,
+             r.steps,
+             lnk_eigs_stop_name(r.stop), nconv, r.scale);
     cli_curv_meta(&s, &co, out, "eigs", extra);
     cli_outputs_commit();
     if (!co.quiet) {

@@ -7,7 +7,7 @@
 #include "lnkit/hessian.h"
 
 #define CLI_MAX_BATCH 64
-enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET };
+enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE };
 
 typedef struct {
     cli_model_opts mo;
@@ -18,6 +18,8 @@ typedef struct {
     const char *block;  /* NULL = all parameters */
     uint64_t rng_seed;
     int quiet;
+    long cache_mb;      /* --cache-mb: MB for the kept primal passes; -1 (default): auto */
+    int cache_set;
 } cli_curv_opts;
 
 typedef struct {
@@ -48,6 +50,14 @@ typedef struct {
     double last;
 } cli_progress;
 int cli_progress_fn(void *ctx, int done, int total, double elapsed);
+
+/* The kept primal passes of --cache-mb (see lnk_hessian_set_cache) for h. */
+void cli_set_cache(lnk_hessian *h, int set, long mb);
+/* --cache-mb's value, or die. */
+long cli_cache_mb(const char *arg);
+
+/* The value of --reorth partial|always, or die naming cmd. */
+int cli_reorth(const char *cmd, const char *arg);
 
 /* The value of --mode full|light, or die naming cmd. */
 int cli_lanczos_mode(const char *cmd, const char *arg);

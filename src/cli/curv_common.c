@@ -15,6 +15,7 @@ int cli_curv_add_options(struct option *opts, int n)
     opts[n++] = (struct option){"block", required_argument, NULL, CURV_BLOCK};
     opts[n++] = (struct option){"rng-seed", required_argument, NULL, CURV_RNG};
     opts[n++] = (struct option){"quiet", no_argument, NULL, CURV_QUIET};
+    opts[n++] = (struct option){"cache-mb", required_argument, NULL, CURV_CACHE};
     return cli_add_model_options(opts, n);
 }
 
@@ -33,6 +34,7 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
     case CURV_BLOCK: o->block = arg; return 1;
     case CURV_RNG: o->rng_seed = (uint64_t)cli_int("rng-seed", arg, 0, 0x7fffffffL); return 1;
     case CURV_QUIET: o->quiet = cli_quiet = 1; return 1;
+    case CURV_CACHE: o->cache_mb = cli_cache_mb(arg), o->cache_set = 1; return 1;
     }
     return 0;
 }
@@ -46,7 +48,11 @@ void cli_curv_print_help(void)
            "                         token-weighted sum over chunks             (whole files)\n"
            "  --block PATTERNS       comma-separated globs on tensor names, e.g.\n"
            "                         'dec.5.ffn.w2' or '*.attn.*'               (all parameters)\n"
-           "  --rng-seed N           seed of the start vectors / probes         (0)\n\n");
+           "  --rng-seed N           seed of the start vectors / probes         (0)\n"
+           "  --quiet                no progress on stderr\n"
+           "  --cache-mb MB          memory for keeping the chunks' primal passes\n"
+           "                         between products (same results; 0: recompute\n"
+           "                         them every product)       (half the available memory)\n\n");
     cli_print_model_help();
 }
 
@@ -110,6 +116,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     s->h = lnk_hessian_alloc_shard(s->m, s->theta, s->chunks, s->n_own, s->n_scored, o->block);
     if (!s->h)
         cli_die_lib();
+    cli_set_cache(s->h, o->cache_set, o->cache_mb);
     s->op = lnk_hessian_operator(s->h);
     s->block_n = lnk_hessian_block(s->h)->n;
     cli_setup_done();
@@ -143,9 +150,11 @@ void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, co
     char extra[4096];
     snprintf(extra, sizeof extra,
              "{\"command\": \"%s\", \"weights\": \"%s\", \"block\": \"%s\", \"block_size\": %zu, "
-             "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld%s%s}",
+             "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld, "
+             "\"cached_chunks\": %d%s%s}",
              cmd, o->weights, o->block ? o->block : "*", s->block_n, s->n_chunks, s->n_scored,
              (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h),
+             lnk_hessian_cached_chunks(s->h, NULL),
              extra_fields ? ", " : "", extra_fields ? extra_fields : "");
     if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
         cli_die_lib();
@@ -162,6 +171,23 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed)
                 total, elapsed, elapsed / done * (total - done));
     }
     return 0;
+}
+
+long cli_cache_mb(const char *arg) { return cli_int("cache-mb", arg, 0, 1L << 40); }
+
+void cli_set_cache(lnk_hessian *h, int set, long mb)
+{
+    if (set && lnk_hessian_set_cache(h, (size_t)mb * 1048576) != LNK_OK)
+        cli_die_lib();
+}
+
+int cli_reorth(const char *cmd, const char *arg)
+{
+    if (!strcmp(arg, "partial"))
+        return LNK_REORTH_PARTIAL;
+    if (!strcmp(arg, "always"))
+        return LNK_REORTH_ALWAYS;
+    cli_die("%s: --reorth: expected partial or always, got '%s'", cmd, arg);
 }
 
 int cli_lanczos_mode(const char *cmd, const char *arg)

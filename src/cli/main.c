@@ -39,6 +39,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* the best OpenBLAS kernel first: this may re-exec the program */
+    if (lnk_blas_setup() != LNK_OK)
+        cli_die_lib();
     /* before any output file exists: a fatal signal removes the temporary ones */
     lnk_output_init();
     if (lnk_comm_init(&argc, &argv) != LNK_OK) {

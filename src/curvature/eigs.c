@@ -71,6 +71,9 @@ static int check_opts(const lnk_operator *op, const lnk_eigs_opts *o)
     if (o->mode != LNK_LANCZOS_FULL && o->mode != LNK_LANCZOS_LIGHT)
         return lnk_error(LNK_EINVAL, "eigs: mode = %d; expected LNK_LANCZOS_FULL (0) or "
                          "LNK_LANCZOS_LIGHT (1)", o->mode);
+    if (o->reorth != LNK_REORTH_PARTIAL && o->reorth != LNK_REORTH_ALWAYS)
+        return lnk_error(LNK_EINVAL, "eigs: reorth = %d; expected LNK_REORTH_PARTIAL (0) or "
+                         "LNK_REORTH_ALWAYS (1)", o->reorth);
     return LNK_OK;
 }
 
@@ -123,6 +126,7 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
     lnk_lanczos *lz = lnk_lanczos_alloc(n, m, o->mode);
     if (!lz)
         return LNK_ENOMEM;
+    lz->reorth = o->reorth;
     double *theta = malloc((size_t)m * sizeof(double));
     double *S = malloc((size_t)m * m * sizeof(double));
     int *flag = malloc((size_t)m * sizeof(int)), *good = malloc((size_t)m * sizeof(int));
@@ -249,6 +253,8 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
         y = NULL;
     }
     res->n_applies = lz->n_applies + extra;
+    res->n_reorth = lz->n_reorth;
+    res->reorth_rows = lz->reorth_rows;
     res->elapsed = lnk_now() - t0;
     rc = LNK_OK;
 out:

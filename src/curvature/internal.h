@@ -25,6 +25,19 @@ double lnk_cv_nrm2(const struct lnk_group *g, size_t n, const double *x);
 /* Two-pass classical Gram-Schmidt (lnk_orthogonalize) with reduced dots. */
 double lnk_cv_orthogonalize(const struct lnk_group *g, const double *V, int k, size_t n, double *x,
                             double *h);
+/* Iterated classical Gram-Schmidt of x against the basis rows in the runs
+ * [runs[2i], runs[2i+1]) of V (row r at V + r n), i < nruns: c = V_I x reads
+ * the rows once; then, on column blocks small enough to stay in cache,
+ * x -= V_I^T c and the next pass's V_I x and ||x||^2 together.  Another pass
+ * only while ||x|| fell below 1/sqrt(2) of its value before the pass (the
+ * DGKS test), at most 3.  nrm: ||x|| on entry.  h (indexed by row) gets the
+ * summed coefficients of the runs' rows; work: room for 2 (rows + 1) doubles.
+ * *rows_read (may be NULL) += basis rows read.  Returns ||x|| (NaN if a
+ * reduction failed). */
+double lnk_cv_reorth(const struct lnk_group *g, const double *V, size_t n, const int *runs,
+                     int nruns, double *x, double nrm, double *h, double *work,
+                     double *rows_read);
+
 /* Fill x (the local slice) with the slice of the one-process random vector:
  * kind 0 Gaussian, 1 Rademacher; draws all n_global values. */
 void lnk_cv_random(const struct lnk_group *g, gsl_rng *r, int kind, double *x, size_t n);

@@ -46,9 +46,9 @@ static int check_size(size_t n, int max_steps, int mode)
 size_t lnk_lanczos_bytes(size_t n, int max_steps, int mode)
 {
     size_t m = max_steps > 0 ? (size_t)max_steps : 0;
-    size_t b = sizeof(lnk_lanczos) + (2 * m + 2 * (m + 1)) * sizeof(double);
+    size_t b = sizeof(lnk_lanczos) + (2 * m + 4 * (m + 2)) * sizeof(double);
     if (mode == LNK_LANCZOS_FULL)
-        b += (m + 1) * n * sizeof(double);
+        b += (m + 1) * n * sizeof(double) + 2 * (m + 1) * (sizeof(double) + sizeof(int));
     else
         b += 4 * n * sizeof(double);
     return b;
@@ -69,14 +69,17 @@ lnk_lanczos *lnk_lanczos_alloc(size_t n, int max_steps, int mode)
     w->breakdown_rtol = (double)(n > 100 ? n : 100) * DBL_EPSILON;
     w->alpha = calloc(m, sizeof(double));
     w->beta = calloc(m, sizeof(double));
-    w->h = calloc(2 * (m + 1), sizeof(double));
+    w->h = calloc(4 * (m + 2), sizeof(double));
     if (!w->alpha || !w->beta || !w->h)
         goto nomem;
     if (mode == LNK_LANCZOS_FULL) {
         if (m + 1 > SIZE_MAX / sizeof(double) / n)
             goto nomem;
         w->V = malloc((m + 1) * n * sizeof(double));
-        if (!w->V)
+        w->om = calloc(m + 1, sizeof(double));
+        w->om_prev = calloc(m + 1, sizeof(double));
+        w->ivl = calloc(2 * (m + 1), sizeof(int));
+        if (!w->V || !w->om || !w->om_prev || !w->ivl)
             goto nomem;
     } else {
         w->v0 = malloc(n * sizeof(double));
@@ -103,6 +106,9 @@ void lnk_lanczos_free(lnk_lanczos *w)
     free(w->beta);
     free(w->h);
     free(w->V);
+    free(w->om);
+    free(w->om_prev);
+    free(w->ivl);
     free(w->v0);
     free(w->vprev);
     free(w->vcur);
@@ -132,6 +138,9 @@ int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed)
     if (w->on_breakdown != LNK_BREAKDOWN_RESTART && w->on_breakdown != LNK_BREAKDOWN_STOP)
         return lnk_error(LNK_EINVAL, "lanczos_start: on_breakdown = %d; expected "
                          "LNK_BREAKDOWN_RESTART (0) or LNK_BREAKDOWN_STOP (1)", w->on_breakdown);
+    if (w->reorth != LNK_REORTH_PARTIAL && w->reorth != LNK_REORTH_ALWAYS)
+        return lnk_error(LNK_EINVAL, "lanczos_start: reorth = %d; expected LNK_REORTH_PARTIAL "
+                         "(0) or LNK_REORTH_ALWAYS (1)", w->reorth);
     if (!(w->breakdown_rtol >= 0) || !isfinite(w->breakdown_rtol))
         return lnk_error(LNK_EINVAL, "lanczos_start: breakdown_rtol = %g; expected a finite "
                          "value >= 0", w->breakdown_rtol);
@@ -163,8 +172,12 @@ int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed)
     w->done = w->invariant = 0;
     w->n_restarts = 0;
     w->n_applies = 0;
+    w->n_reorth = 0;
+    w->reorth_rows = 0;
+    w->force = w->n_ivl = 0;
     w->tnorm = 0;
     w->t_apply = w->t_orth = w->last_apply = w->last_orth = 0;
+    w->t_touch = w->last_touch = 0;
     return LNK_OK;
 }
 
@@ -205,6 +218,116 @@ static int restart_vector(lnk_lanczos *w, int j, double *x)
     return 1;
 }
 
+/* ------------------------------------------- partial reorthogonalisation */
+
+/* Simon's thresholds for m steps on n_global: the rounding level eps1 of
+ * one step, semi-orthogonality delta and the level eta whose neighbourhood
+ * of a large omega is reorthogonalised too (PROPACK's defaults). */
+static void pro_levels(const lnk_lanczos *w, double *eps1, double *delta, double *eta)
+{
+    size_t ng = w->group ? w->group->n_global : w->n;
+    *eps1 = sqrt((double)ng) * DBL_EPSILON / 2;
+    *delta = sqrt(DBL_EPSILON / w->max_steps);
+    *eta = pow(DBL_EPSILON, 0.75) / sqrt(w->max_steps);
+}
+
+/* The omega recurrence at step j (alpha[0..j], beta[0..j-1] and b = beta_j
+ * known): from om = omega_{j,.} and om_prev = omega_{j-1,.} the estimates
+ * omega_{j+1,k} ~ v_{j+1}.v_k, k <= j, into om (om_prev takes omega_{j,.}):
+ *   b omega_{j+1,k} = beta_k omega_{j,k+1} + (alpha_k - alpha_j) omega_{j,k}
+ *                     + beta_{k-1} omega_{j,k-1} - beta_{j-1} omega_{j-1,k}
+ *                     +- eps1 ||A||                      (k <= j-2),
+ * omega_{j+1,j-1} = eps1 ||A|| / b, omega_{j+1,j} = eps1 (local orthogonality).
+ * Returns max_k |omega_{j+1,k}|. */
+static double update_omega(lnk_lanczos *w, int j, double b, double anorm, double eps1)
+{
+    double *cur = w->om, *prev = w->om_prev, T = eps1 * anorm, big = 0;
+    const double *al = w->alpha, *be = w->beta;
+    for (int k = 0; k <= j - 2; k++) {
+        double s = be[k] * cur[k + 1] + (al[k] - al[j]) * cur[k] +
+                   (k > 0 ? be[k - 1] * cur[k - 1] : 0) - be[j - 1] * prev[k];
+        prev[k] = (s + (s < 0 ? -T : T)) / b; /* prev[k] is read last: in place */
+        big = fmax(big, fabs(prev[k]));
+    }
+    if (j >= 1) {
+        prev[j - 1] = T / b;
+        big = fmax(big, prev[j - 1]);
+    }
+    prev[j] = eps1;
+    w->om = prev;
+    w->om_prev = cur;
+    return big;
+}
+
+/* The runs of basis rows to reorthogonalise against: maximal runs of
+ * |omega| >= eta that hold some |omega| > delta (PROPACK's compute_int). */
+static void pick_runs(lnk_lanczos *w, int j, double delta, double eta)
+{
+    const double *om = w->om;
+    w->n_ivl = 0;
+    for (int k = 0; k <= j;) {
+        if (fabs(om[k]) < eta) {
+            k++;
+            continue;
+        }
+        int lo = k, hit = 0;
+        while (k <= j && fabs(om[k]) >= eta)
+            hit |= fabs(om[k++]) > delta;
+        if (hit) {
+            w->ivl[2 * w->n_ivl] = lo;
+            w->ivl[2 * w->n_ivl + 1] = k;
+            w->n_ivl++;
+        }
+    }
+}
+
+/* Step j's w = x (norm r, alpha *a so far) after the three-term recurrence:
+ * local and partial reorthogonalisation.  Returns ||x||. */
+static double partial_reorth(lnk_lanczos *w, int j, double *x, double *a, double r)
+{
+    const lnk_group *g = w->group;
+    size_t n = w->n;
+    int ni = (int)n;
+    double eps1, delta, eta;
+    pro_levels(w, &eps1, &delta, &eta);
+    const double *vj = w->V + (size_t)j * n, *vp = j ? w->V + (size_t)(j - 1) * n : NULL;
+    /* extended local reorthogonalisation: beta fell, cancellation took local
+     * orthogonality with it */
+    if (j > 0 && r < M_SQRT1_2 * w->beta[j - 1]) {
+        double t[2] = {cblas_ddot(ni, vp, 1, x, 1), cblas_ddot(ni, vj, 1, x, 1)};
+        if (g && g->sum(g->ctx, t, 2) != 0)
+            return NAN;
+        cblas_daxpy(ni, -t[0], vp, 1, x, 1);
+        cblas_daxpy(ni, -t[1], vj, 1, x, 1);
+        w->beta[j - 1] += t[0];
+        *a += t[1];
+        r = lnk_cv_nrm2(g, n, x);
+    }
+    double anorm = fmax(w->tnorm, fabs(*a) + r + (j ? w->beta[j - 1] : 0));
+    double big = update_omega(w, j, r > 0 ? r : DBL_MIN, anorm, eps1);
+    int tiny = r * delta < anorm * eps1; /* omega would jump past delta at once */
+    if (!w->force && !tiny && !(big > delta))
+        return r;
+    if (tiny) { /* the recurrence cannot tell which: all of them, twice */
+        w->ivl[0] = 0, w->ivl[1] = j + 1, w->n_ivl = 1;
+        w->force = 1;
+    } else if (w->force) {
+        w->force = 0; /* the second of a pair: the same runs again */
+    } else {
+        pick_runs(w, j, delta, eta);
+        w->force = 1;
+    }
+    double *h = w->h, *work = w->h + w->max_steps + 2;
+    memset(h, 0, sizeof(double) * (size_t)(j + 1));
+    r = lnk_cv_reorth(g, w->V, n, w->ivl, w->n_ivl, x, r, h, work, &w->reorth_rows);
+    *a += h[j]; /* the v_j part removed belongs to alpha */
+    for (int i = 0; i < w->n_ivl; i++)
+        for (int k = w->ivl[2 * i]; k < w->ivl[2 * i + 1]; k++)
+            w->om[k] = eps1;
+    w->n_reorth++;
+    return r;
+}
+
 int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
 {
     if (!w)
@@ -232,6 +355,16 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
     const double *vp = j == 0 ? NULL : full ? w->V + (size_t)(j - 1) * w->n : w->vprev;
     double *x = full ? w->V + (size_t)(j + 1) * w->n : w->w;
 
+    double tb = lnk_now();
+    if (full && j + 1 > w->touched) {
+        /* The first write to a basis row faults its pages in (costly on a VM:
+         * the host backs them then).  Done here, one write a page, it is
+         * counted as vector work and kept out of the operator's parallel
+         * kernels, where the faults stall every thread. */
+        for (size_t i = 0; i < w->n; i += 4096 / sizeof(double))
+            x[i] = 0;
+        w->touched = j + 1;
+    }
     double t0 = lnk_now();
     rc = op->apply(op->ctx, vj, x);
     double t1 = lnk_now();
@@ -246,9 +379,13 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
     double a = lnk_cv_dot(w->group, w->n, vj, x);
     cblas_daxpy(ni, -a, vj, 1, x, 1);
     double r;
-    if (full) {
+    if (full && w->reorth == LNK_REORTH_ALWAYS) {
         r = lnk_cv_orthogonalize(w->group, w->V, j + 1, w->n, x, w->h);
         a += w->h[j]; /* the v_j part removed by the reorthogonalisation belongs to alpha */
+        w->n_reorth++;
+        w->reorth_rows += 4.0 * (j + 1);
+    } else if (full) {
+        r = partial_reorth(w, j, x, &a, lnk_cv_nrm2(w->group, w->n, x));
     } else {
         r = lnk_cv_nrm2(w->group, w->n, x);
     }
@@ -279,6 +416,15 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
             } else if (ok) {
                 w->beta[j] = 0; /* T becomes block diagonal */
                 w->n_restarts++;
+                if (w->reorth == LNK_REORTH_PARTIAL) {
+                    /* orthogonal to all of the basis now; and again at the next step */
+                    double eps1, delta, eta;
+                    pro_levels(w, &eps1, &delta, &eta);
+                    for (int k = 0; k <= j; k++)
+                        w->om[k] = eps1;
+                    w->ivl[0] = 0, w->ivl[1] = j + 1, w->n_ivl = 1;
+                    w->force = 1;
+                }
             } else {
                 w->beta[j] = r;
                 w->done = w->invariant = 1;
@@ -298,8 +444,10 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
         }
     }
     double t2 = lnk_now();
-    w->last_orth = t2 - t1;
-    w->t_orth += t2 - t1;
+    w->last_touch = t0 - tb;
+    w->t_touch += w->last_touch;
+    w->last_orth = t2 - t1 + w->last_touch;
+    w->t_orth += w->last_orth;
     return rc;
 }
 

@@ -52,6 +52,9 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
     if (o->mode != LNK_LANCZOS_FULL && o->mode != LNK_LANCZOS_LIGHT)
         return lnk_error(LNK_EINVAL, "slq: mode = %d; expected LNK_LANCZOS_FULL (0) or "
                          "LNK_LANCZOS_LIGHT (1)", o->mode);
+    if (o->reorth != LNK_REORTH_PARTIAL && o->reorth != LNK_REORTH_ALWAYS)
+        return lnk_error(LNK_EINVAL, "slq: reorth = %d; expected LNK_REORTH_PARTIAL (0) or "
+                         "LNK_REORTH_ALWAYS (1)", o->reorth);
     double t0 = lnk_now();
     size_t n = op->n, ng = op->group ? op->group->n_global : n;
     int m = (size_t)o->steps < ng ? o->steps : (int)ng;
@@ -60,6 +63,7 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
     lnk_lanczos *lz = lnk_lanczos_alloc(n, m, o->mode);
     if (!lz)
         return LNK_ENOMEM;
+    lz->reorth = o->reorth;
     lz->on_breakdown = LNK_BREAKDOWN_STOP;
     if ((rc = lnk_lanczos_distribute(lz, op->group)) != LNK_OK) {
         lnk_lanczos_free(lz);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "curvature/internal.h"
 #include "lnkit/error.h"
 #include "lnkit/curvature.h"
@@ -50,6 +51,63 @@ double lnk_cv_orthogonalize(const lnk_group *g, const double *V, int k, size_t n
     for (int i = 0; i < k; i++)
         h[i] += h[k + i];
     return lnk_cv_nrm2(g, n, x);
+}
+
+/* Column block of the fused update: about this many bytes of basis rows (an
+ * L2 cache; 256 KB to 16 MB measured within 10% at n = 6.8 M, j = 80). */
+#define REORTH_BLOCK_BYTES (1024 * 1024)
+
+double lnk_cv_reorth(const lnk_group *g, const double *V, size_t n, const int *runs, int nruns,
+                     double *x, double nrm, double *h, double *work, double *rows_read)
+{
+    int K = 0;
+    for (int r = 0; r < nruns; r++)
+        K += runs[2 * r + 1] - runs[2 * r];
+    if (K == 0)
+        return nrm;
+    double *c = work, *cn = work + K + 1; /* packed coefficients, run after run (+ ||x||^2) */
+    int ni = (int)n;
+    /* c = V_I x */
+    for (int r = 0, o = 0; r < nruns; o += runs[2 * r + 1] - runs[2 * r], r++)
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, runs[2 * r + 1] - runs[2 * r], ni, 1.0,
+                    V + (size_t)runs[2 * r] * n, ni, x, 1, 0.0, c + o, 1);
+    if (g && gsum(g, c, K) != 0)
+        return NAN;
+    double reads = K;
+    size_t nb = REORTH_BLOCK_BYTES / (sizeof(double) * (size_t)K);
+    nb = nb < 256 ? 256 : nb > n ? n : nb;
+    for (int pass = 1;; pass++) {
+        /* x -= V_I^T c and cn = V_I x, ||x||^2, block by block */
+        memset(cn, 0, sizeof(double) * (size_t)(K + 1));
+        for (size_t c0 = 0; c0 < n; c0 += nb) {
+            int b = (int)(c0 + nb <= n ? nb : n - c0);
+            for (int r = 0, o = 0; r < nruns; o += runs[2 * r + 1] - runs[2 * r], r++)
+                cblas_dgemv(CblasRowMajor, CblasTrans, runs[2 * r + 1] - runs[2 * r], b, -1.0,
+                            V + (size_t)runs[2 * r] * n + c0, ni, c + o, 1, 1.0, x + c0, 1);
+            for (int r = 0, o = 0; r < nruns; o += runs[2 * r + 1] - runs[2 * r], r++)
+                cblas_dgemv(CblasRowMajor, CblasNoTrans, runs[2 * r + 1] - runs[2 * r], b, 1.0,
+                            V + (size_t)runs[2 * r] * n + c0, ni, x + c0, 1, 1.0, cn + o, 1);
+            cn[K] += cblas_ddot(b, x + c0, 1, x + c0, 1);
+        }
+        reads += K;
+        if (g && gsum(g, cn, K + 1) != 0)
+            return NAN;
+        for (int r = 0, o = 0; r < nruns; r++)
+            for (int i = runs[2 * r]; i < runs[2 * r + 1]; i++, o++)
+                h[i] += c[o];
+        double nn = sqrt(cn[K]);
+        /* DGKS: another pass only if this one removed much of x */
+        if (nn >= M_SQRT1_2 * nrm || pass == 3) {
+            nrm = nn;
+            break;
+        }
+        nrm = nn;
+        double *t = c;
+        c = cn, cn = t;
+    }
+    if (rows_read)
+        *rows_read += reads;
+    return nrm;
 }
 
 void lnk_cv_normalise_sign(const lnk_group *g, double *y, size_t n)

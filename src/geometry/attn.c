@@ -58,7 +58,10 @@ static const lnk_stack *mstack(const lnk_workspace *ws, int s)
 {
     return s ? &ws->m->dec : &ws->m->enc;
 }
-static const stack_buf *wstack(const lnk_workspace *ws, int s) { return s ? &ws->dec : &ws->enc; }
+static const stack_buf *wstack(const lnk_workspace *ws, int s)
+{
+    return s ? &ws->pr->dec : &ws->pr->enc;
+}
 
 int lnk_geom_attn_units(const lnk_workspace *ws, lnk_geom_unit *out, int max)
 {
@@ -83,7 +86,7 @@ static int check_unit(const lnk_workspace *ws, const lnk_geom_unit *u)
         mstack(ws, u->stack)->u[u->unit].kind == UNIT_FFN)
         return lnk_error(LNK_EINVAL, "geometry: %s unit %d is not an attention unit of the model",
                          u->stack ? "decoder" : "encoder", u->unit);
-    if (ws->B < 1)
+    if (!ws->pr->valid)
         return lnk_error(LNK_EINVAL, "geometry: the workspace holds no evaluated batch");
     return LNK_OK;
 }
@@ -97,23 +100,23 @@ int lnk_geom_unit_rows(const lnk_workspace *ws, const lnk_geom_unit *u, lnk_geom
     const lnk_config *c = &ws->m->cfg;
     int post = c->norm_pos == LNK_POS_POST, cross = u->cross;
     const stack_buf *sb = wstack(ws, u->stack);
-    const unit_buf *ub = &sb->u[u->unit];
+    const unit_buf *ub = &sb->a.u[u->unit];
     /* key side: the unit's own stack, or the encoder output for cross-attention */
-    const stack_buf *kb = cross ? &ws->enc : sb;
-    int Tq = u->stack ? ws->Tdec : ws->Tenc, Tk = cross ? ws->Tenc : Tq;
+    const stack_buf *kb = cross ? &ws->pr->enc : sb;
+    int Tq = u->stack ? ws->pr->Tdec : ws->pr->Tenc, Tk = cross ? ws->pr->Tenc : Tq;
     const double *r = NULL;
     int key_side = 1;
     switch (stage) {
     case LNK_GEOM_NORM_IN:
         if (cross) {
-            int ne = ws->enc.n_units;
-            r = post ? ws->enc.u[ne - 1].s : ws->enc.x[ne];
+            int ne = ws->pr->enc.n_units;
+            r = post ? ws->pr->enc.a.u[ne - 1].s : ws->pr->enc.a.x[ne];
         } else {
-            r = post ? (u->unit > 0 ? sb->u[u->unit - 1].s : sb->x[0]) : sb->x[u->unit];
+            r = post ? (u->unit > 0 ? sb->a.u[u->unit - 1].s : sb->a.x[0]) : sb->a.x[u->unit];
         }
         break;
     case LNK_GEOM_NORM_OUT:
-        r = cross ? ws->enc.z : (post ? sb->x[u->unit] : ub->n.out);
+        r = cross ? ws->pr->enc.a.z : (post ? sb->a.x[u->unit] : ub->n.out);
         break;
     case LNK_GEOM_KEYS: r = ub->k; break;
     case LNK_GEOM_KEYS_QK: r = ub->kn; break;
@@ -122,7 +125,7 @@ int lnk_geom_unit_rows(const lnk_workspace *ws, const lnk_geom_unit *u, lnk_geom
     default: return lnk_error(LNK_EINVAL, "geometry: unknown activation stage %d", (int)stage);
     }
     *rows = r;
-    *B = ws->B;
+    *B = ws->pr->B;
     *T = key_side ? Tk : Tq;
     if (pad)
         *pad = key_side ? kb->kmask : sb->kmask;
@@ -133,7 +136,7 @@ int lnk_geom_model_attn(const lnk_workspace *ws, lnk_geom_attn_stat **out, int *
 {
     *out = NULL;
     *n_out = 0;
-    if (ws->B < 1)
+    if (!ws->pr->valid)
         return lnk_error(LNK_EINVAL, "attention statistics: the workspace holds no evaluated batch");
     int nu = lnk_geom_attn_units(ws, NULL, 0), h = ws->m->cfg.h, d = ws->m->cfg.d, dk = d / h;
     lnk_geom_unit *units = malloc(sizeof *units * (nu ? nu : 1));
@@ -149,9 +152,10 @@ int lnk_geom_model_attn(const lnk_workspace *ws, lnk_geom_attn_stat **out, int *
     for (int iu = 0; iu < nu && !st; iu++) {
         const lnk_geom_unit *u = &units[iu];
         const stack_buf *sb = wstack(ws, u->stack);
-        const unit_buf *ub = &sb->u[u->unit];
-        const uint8_t *qpad = sb->kmask, *kpad = u->cross ? ws->enc.kmask : sb->kmask;
-        int B = ws->B, Tq = u->stack ? ws->Tdec : ws->Tenc, Tk = u->cross ? ws->Tenc : Tq;
+        const unit_buf *ub = &sb->a.u[u->unit];
+        const uint8_t *qpad = sb->kmask, *kpad = u->cross ? ws->pr->enc.kmask : sb->kmask;
+        int B = ws->pr->B, Tq = u->stack ? ws->pr->Tdec : ws->pr->Tenc;
+        int Tk = u->cross ? ws->pr->Tenc : Tq;
         for (int j = 0; j < h && !st; j++) {
             lnk_geom_attn_stat *r = &res[(size_t)iu * h + j];
             r->u = *u;

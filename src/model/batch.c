@@ -1,6 +1,7 @@
 /* Batches: validation against the model (MODEL.md §4), scored-token counts and
  * deterministic synthetic batches. */
 #include <gsl/gsl_rng.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/error.h"
@@ -99,8 +100,10 @@ int lnk_batch_synthetic(const lnk_model *m, int B, int len, uint64_t seed, lnk_b
 {
     const lnk_config *c = &m->cfg;
     memset(out, 0, sizeof *out);
-    if (B < 1 || len < 1)
-        return lnk_error(LNK_EINVAL, "synthetic batch: B = %d and len = %d must be >= 1", B, len);
+    if (B < 1 || len < 1 || len == INT_MAX)
+        return lnk_error(LNK_EINVAL, "synthetic batch: B = %d and len = %d must be >= 1 (and "
+                         "len < %d)", B, len, INT_MAX);
+    size_t BL = (size_t)B * (size_t)len;
     if ((m->has_enc && c->V_src < 5) || (m->has_dec && c->V_tgt < 5))
         return lnk_error(LNK_EINVAL, "synthetic batch: ids are drawn from [4, V), so V must be "
                          "at least 5");
@@ -113,23 +116,23 @@ int lnk_batch_synthetic(const lnk_model *m, int B, int len, uint64_t seed, lnk_b
     int st = LNK_OK;
     if (m->has_enc) {
         out->S = len;
-        out->src = malloc(sizeof(int64_t) * B * len);
+        out->src = malloc(sizeof(int64_t) * BL);
         if (!out->src)
             st = LNK_ENOMEM;
-        for (int i = 0; !st && i < B * len; i++)
+        for (size_t i = 0; !st && i < BL; i++)
             out->src[i] = 4 + (int64_t)gsl_rng_uniform_int(r, (unsigned long)(c->V_src - 4));
     }
     if (!st && c->task == LNK_TASK_CLS) {
-        out->labels = malloc(sizeof(int64_t) * B * len);
+        out->labels = malloc(sizeof(int64_t) * BL);
         if (!out->labels)
             st = LNK_ENOMEM;
-        for (int i = 0; !st && i < B * len; i++)
+        for (size_t i = 0; !st && i < BL; i++)
             out->labels[i] = (int64_t)gsl_rng_uniform_int(r, (unsigned long)c->n_classes);
     }
     if (!st && m->has_dec) {
         int T = len + 1;
         out->T = T;
-        out->tgt = malloc(sizeof(int64_t) * B * T);
+        out->tgt = malloc(sizeof(int64_t) * (size_t)B * (size_t)T);
         if (!out->tgt)
             st = LNK_ENOMEM;
         for (int b = 0; !st && b < B; b++) {

@@ -7,6 +7,8 @@
 #include "lnkit/comm.h"
 #include "lnkit/error.h"
 #include "lnkit/hessian.h"
+#include "lnkit/memory.h"
+#include "model/workspace.h"
 
 int lnk_block_select(const lnk_model *m, const char *patterns, lnk_block *out)
 {
@@ -107,6 +109,14 @@ struct lnk_hessian {
     lnk_group group;
     size_t *count, *displ; /* block slices of the ranks */
     double *xb, *yb;       /* whole block vectors */
+    /* the primal passes kept between products (see lnk_hessian_set_cache) */
+    size_t cache_budget;   /* bytes, or LNK_HESSIAN_CACHE_AUTO */
+    int cache_planned;     /* decided at the first product */
+    lnk_primal **store;    /* [n_chunks]: the chunk's own primal state, or NULL (shares ws's) */
+    int own_holds;         /* chunk whose pass ws's own primal state holds, -1: none */
+    int reuse;             /* 0: recompute every pass (budget 0) */
+    int n_cached;
+    size_t cache_bytes;
 };
 
 /* A workspace large enough for every chunk. */
@@ -149,6 +159,62 @@ static int weights(const lnk_model *m, const lnk_batch *chunks, int n, double *w
     return LNK_OK;
 }
 
+/* Which chunks keep their primal pass, decided at the first product: with a
+ * budget of B bytes (auto: half of the memory available now, over the job's
+ * ranks), chunks in order get a primal state of their own while the sum of
+ * their sizes fits in B; the others share the workspace's, whose pass is then
+ * recomputed in every product unless only one chunk uses it.  A single chunk
+ * always keeps its pass in the workspace (no extra memory) unless B is 0. */
+static void plan_cache(lnk_hessian *h)
+{
+    h->cache_planned = 1;
+    h->own_holds = -1;
+    size_t budget = h->cache_budget;
+    if (budget == LNK_HESSIAN_CACHE_AUTO) /* ranks may share the machine: each its share */
+        budget = lnk_memory_available() / 2 / (size_t)lnk_comm_size();
+    h->reuse = budget > 0;
+    if (!h->reuse || h->n_chunks < 2) {
+        h->n_cached = h->reuse ? h->n_chunks : 0;
+        return;
+    }
+    h->store = calloc((size_t)h->n_chunks, sizeof *h->store);
+    if (!h->store)
+        return; /* no cache: every pass recomputed, same results */
+    int shared = h->n_chunks;
+    for (int c = 0; c < h->n_chunks; c++) {
+        const lnk_batch *b = &h->chunks[c];
+        size_t need = lnk_primal_bytes(h->m, b->B, b->S, b->T, 1);
+        if (need > budget - h->cache_bytes || shared == 1)
+            continue;
+        h->store[c] = lnk_primal_alloc(h->m, b->B, b->S, b->T, 1);
+        if (!h->store[c])
+            break; /* out of memory after all: keep what we have */
+        h->cache_bytes += need;
+        shared--;
+    }
+    lnk_error_clear();
+    h->n_cached = h->n_chunks - shared + (shared == 1);
+}
+
+/* dst = H_c v for chunk c, reusing its kept primal pass when there is one. */
+static int chunk_hvp(lnk_hessian *h, int c, const double *v, double *dst)
+{
+    lnk_primal *pr = h->store ? h->store[c] : NULL;
+    lnk_workspace_use(h->ws, pr);
+    int st = LNK_OK;
+    if (pr ? !pr->valid : !(h->reuse && h->own_holds == c)) {
+        if (!pr)
+            h->own_holds = -1;
+        st = lnk_model_hvp_prepare(h->ws, h->theta, &h->chunks[c], NULL, NULL);
+        if (!st && !pr)
+            h->own_holds = c;
+    }
+    if (!st)
+        st = lnk_model_hvp_apply(h->ws, v, dst);
+    lnk_workspace_use(h->ws, NULL);
+    return st;
+}
+
 /* y = sum_c w_c H_c x on this process's chunks, whole block vectors. */
 static int local_apply(lnk_hessian *h, const double *x, double *y)
 {
@@ -165,9 +231,11 @@ static int local_apply(lnk_hessian *h, const double *x, double *y)
     double *out = (h->full && !weighted) ? y : h->acc;
     if (h->n_chunks == 0)
         memset(out, 0, sizeof(double) * np);
+    if (!h->cache_planned)
+        plan_cache(h);
     for (int c = 0; c < h->n_chunks; c++) {
         double *dst = weighted ? h->hv : out;
-        int st = lnk_model_hvp(h->ws, h->theta, &h->chunks[c], v, dst, NULL, NULL);
+        int st = chunk_hvp(h, c, v, dst);
         if (st)
             return h->n_chunks > 1 ? chunk_error(st, c) : st;
         if (weighted) {
@@ -219,6 +287,8 @@ static int init(lnk_hessian *h, const lnk_model *m, const double *theta, const l
                 int n_chunks, const char *patterns, size_t n_total)
 {
     h->m = m;
+    h->cache_budget = LNK_HESSIAN_CACHE_AUTO;
+    h->own_holds = -1;
     h->theta = theta;
     h->chunks = chunks;
     h->n_chunks = n_chunks;
@@ -264,6 +334,9 @@ void lnk_hessian_free(lnk_hessian *h)
 {
     if (!h)
         return;
+    for (int c = 0; h->store && c < h->n_chunks; c++)
+        lnk_primal_free(h->store[c]);
+    free(h->store);
     lnk_workspace_free(h->ws);
     lnk_block_free(&h->block);
     free(h->weight);
@@ -307,7 +380,23 @@ const lnk_block *lnk_hessian_block(const lnk_hessian *h) { return &h->block; }
 long lnk_hessian_n_products(const lnk_hessian *h) { return h->n_products; }
 size_t lnk_hessian_workspace_bytes(const lnk_hessian *h)
 {
-    return lnk_workspace_bytes(h->ws) + 3 * sizeof(double) * lnk_model_n_params(h->m);
+    return (h->ws ? lnk_workspace_bytes(h->ws) : 0) + h->cache_bytes +
+           3 * sizeof(double) * lnk_model_n_params(h->m);
+}
+
+int lnk_hessian_set_cache(lnk_hessian *h, size_t bytes)
+{
+    if (h->cache_planned)
+        return lnk_error(LNK_EINVAL, "hessian: the cache is set before the first product");
+    h->cache_budget = bytes;
+    return LNK_OK;
+}
+
+int lnk_hessian_cached_chunks(const lnk_hessian *h, size_t *bytes)
+{
+    if (bytes)
+        *bytes = h->cache_bytes;
+    return h->n_cached;
 }
 
 /* Sum over the chunks of (N_c / N) (L_c, grad_c), N their own token total or

@@ -1,7 +1,16 @@
 /* Loss, gradient and exact Hessian-vector product of the model (math in
- * include/lnkit/model.h).  Each unit's primal and tangent code run side by
- * side: first the forward pass with tangents, then the reverse pass with
- * tangents of the adjoints.  The tangent work is skipped for a plain gradient. */
+ * include/lnkit/model.h).
+ *
+ * Two passes over the units, each a forward and a reverse sweep:
+ *   the primal pass: forward activations, the loss, and the reverse sweep of
+ *     adjoints (with the parameter gradient when asked for); it runs once per
+ *     (weights, batch) and its results stay in the workspace's primal state;
+ *   the tangent pass (H v only): R{.} of every activation forward, then R{.}
+ *     of every adjoint backward, reading the primal state, which it never
+ *     writes.
+ * lnk_model_hvp is the primal pass then the tangent pass; products at the
+ * same weights and batch repeat only the tangent pass (lnk_model_hvp_apply),
+ * with the same bits. */
 #include <math.h>
 #include <string.h>
 #include "layers/layers.h"
@@ -12,10 +21,11 @@
 typedef struct {
     lnk_workspace *ws;
     const lnk_model *m;
+    lnk_primal *pr;
     const double *th;   /* theta */
-    const double *v;    /* direction (NULL: no tangent work) */
+    const double *v;    /* direction (tangent pass) */
     double *grad;       /* dL/dtheta, accumulated (NULL: skip parameter gradients) */
-    double *hv;         /* R{dL/dtheta} = H v, accumulated */
+    double *hv;         /* R{dL/dtheta} = H v, accumulated (tangent pass) */
     int B;
 } pass;
 
@@ -26,26 +36,29 @@ typedef struct {
 
 static int norm_center(const lnk_config *c) { return c->norm == LNK_NORM_LAYERNORM; }
 
-/* ---------------------------------------------------------------- forward */
+static void add_into(double *y, const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
+static void copy(double *y, const double *x, size_t n) { memcpy(y, x, n * sizeof(double)); }
+
+/* ========================================================== primal forward */
 
 /* out = N(x) with the norm's gain g_i / bias b_i (either may be -1). */
-static void norm_fwd(const pass *p, norm_buf *nb, norm_buf *nt, const double *x,
-                     const double *xt, int gi, int bi, int R)
+static void norm_fwd(const pass *p, norm_buf *nb, const double *x, int gi, int bi, int R)
 {
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
     if (c->norm == LNK_NORM_NONE)
         return; /* out aliases x */
     lnk_norm_forward(nb->out, nb->xhat, nb->r, x, P(gi), P(bi), R, c->d, norm_center(c), c->eps);
-    if (p->v)
-        lnk_norm_tangent(nt->out, nt->xhat, nt->r, xt, nb->xhat, nb->r, P(gi), V(gi), V(bi), R,
-                         c->d, norm_center(c));
 }
 
-/* F of an attention unit: out = MHA(h, kv) (+ its tangent). */
-static void attn_fwd(const pass *p, const lnk_unit *u, unit_buf *b, unit_buf *t, const double *h,
-                     const double *ht, const double *kv, const double *kvt, const uint8_t *kmask,
-                     int Tq, int Tk, double *out, double *outt)
+/* F of an attention unit: out = MHA(h, kv). */
+static void attn_fwd(const pass *p, const lnk_unit *u, unit_buf *b, const double *h,
+                     const double *kv, const uint8_t *kmask, int Tq, int Tk, double *out)
 {
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
@@ -54,355 +67,498 @@ static void attn_fwd(const pass *p, const lnk_unit *u, unit_buf *b, unit_buf *t,
     lnk_linear_forward(b->q, h, P(u->wq), P(u->bq), Rq, d, d, 0);
     lnk_linear_forward(b->k, kv, P(u->wk), P(u->bk), Rk, d, d, 0);
     lnk_linear_forward(b->v, kv, P(u->wv), P(u->bv), Rk, d, d, 0);
-    if (p->v) {
-        lnk_linear_tangent(t->q, ht, h, P(u->wq), V(u->wq), V(u->bq), Rq, d, d, 0);
-        lnk_linear_tangent(t->k, kvt, kv, P(u->wk), V(u->wk), V(u->bk), Rk, d, d, 0);
-        lnk_linear_tangent(t->v, kvt, kv, P(u->wv), V(u->wv), V(u->bv), Rk, d, d, 0);
-    }
     if (qk) { /* per-head norm over d_k: the [R, d] matrix is a [R*h, d_k] one */
         lnk_norm_forward(b->qn, b->qn, b->qr, b->q, NULL, NULL, Rq * hh, dk, qc, c->eps);
         lnk_norm_forward(b->kn, b->kn, b->kr, b->k, NULL, NULL, Rk * hh, dk, qc, c->eps);
-        if (p->v) {
-            lnk_norm_tangent(t->qn, t->qn, t->qr, t->q, b->qn, b->qr, NULL, NULL, NULL, Rq * hh,
-                             dk, qc);
-            lnk_norm_tangent(t->kn, t->kn, t->kr, t->k, b->kn, b->kr, NULL, NULL, NULL, Rk * hh,
-                             dk, qc);
-        }
     }
     lnk_attn_forward(b->ctx, b->a, b->qn, b->kn, b->v, kmask, B, Tq, Tk, d, hh, u->causal);
     lnk_linear_forward(out, b->ctx, P(u->wo), P(u->bo), Rq, d, d, 0);
-    if (p->v) {
-        lnk_attn_tangent(t->ctx, t->a, t->qn, t->kn, t->v, b->a, b->qn, b->kn, b->v, B, Tq, Tk,
-                         d, hh);
-        lnk_linear_tangent(outt, t->ctx, b->ctx, P(u->wo), V(u->wo), V(u->bo), Rq, d, d, 0);
-    }
 }
 
 /* F of a feed-forward unit: out = ReLU(h W1 + b1) W2 + b2. */
-static void ffn_fwd(const pass *p, const lnk_unit *u, unit_buf *b, unit_buf *t, const double *h,
-                    const double *ht, int R, double *out, double *outt)
+static void ffn_fwd(const pass *p, const lnk_unit *u, unit_buf *b, const double *h, int R,
+                    double *out)
 {
     const lnk_model *m = p->m;
     int d = m->cfg.d, f = m->cfg.d_ff;
     lnk_linear_forward(b->hpre, h, P(u->w1), P(u->b1), R, d, f, 0);
     lnk_relu_forward(b->hact, b->hpre, (size_t)R * f);
     lnk_linear_forward(out, b->hact, P(u->w2), P(u->b2), R, f, d, 0);
-    if (p->v) {
-        lnk_linear_tangent(t->hpre, ht, h, P(u->w1), V(u->w1), V(u->b1), R, d, f, 0);
-        lnk_relu_mask(t->hact, t->hpre, b->hpre, (size_t)R * f, 0);
-        lnk_linear_tangent(outt, t->hact, b->hact, P(u->w2), V(u->w2), V(u->b2), R, f, d, 0);
-    }
 }
 
-static void add_into(double *y, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        y[i] += x[i];
-}
-
-/* Run one stack forward.  mem/memt: encoder output for cross-attention. */
-static void stack_fwd(const pass *p, const lnk_stack *st, stack_buf *sb, int T, const double *mem,
-                      const double *memt, const uint8_t *mmask, int Tm)
+/* Run one stack forward.  mem: encoder output for cross-attention. */
+static void stack_fwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T,
+                      const double *mem, const uint8_t *mmask, int Tm)
 {
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
-    int d = c->d, R = p->B * T, post = c->norm_pos == LNK_POS_POST, tan = p->v != NULL;
+    int d = c->d, R = p->B * T, post = c->norm_pos == LNK_POS_POST;
     size_t n = (size_t)R * d;
-    lnk_embed_forward(sb->x[0], sb->ids, P(st->emb), R, T, d);
-    if (tan)
-        lnk_embed_tangent(sb->xt[0], sb->ids, V(st->emb), R, d);
+    stack_act *s = &sp->a;
+    lnk_embed_forward(s->x[0], sp->ids, P(st->emb), R, T, d);
     for (int k = 0; k < st->n_units; k++) {
         const lnk_unit *u = &st->u[k];
-        unit_buf *b = &sb->u[k], *t = tan ? &sb->ut[k] : NULL;
-        const double *x = sb->x[k], *xt = tan ? sb->xt[k] : NULL;
+        unit_buf *b = &s->u[k];
+        const double *x = s->x[k], *h = x;
         /* F's input h and where F writes: post: s = x + F(x); pre: x' = x + F(N(x)) */
-        const double *h = x, *ht = xt;
-        double *out = post ? b->s : sb->x[k + 1], *outt = tan ? (post ? t->s : sb->xt[k + 1]) : NULL;
+        double *out = post ? b->s : s->x[k + 1];
         if (!post) {
-            norm_fwd(p, &b->n, t ? &t->n : NULL, x, xt, u->ng, u->nb, R);
+            norm_fwd(p, &b->n, x, u->ng, u->nb, R);
             h = b->n.out;
-            ht = t ? t->n.out : NULL;
         }
         if (u->kind == UNIT_FFN)
-            ffn_fwd(p, u, b, t, h, ht, R, out, outt);
+            ffn_fwd(p, u, b, h, R, out);
         else if (u->kind == UNIT_SELF_ATTN)
-            attn_fwd(p, u, b, t, h, ht, h, ht, sb->kmask, T, T, out, outt);
+            attn_fwd(p, u, b, h, h, sp->kmask, T, T, out);
         else
-            attn_fwd(p, u, b, t, h, ht, mem, memt, mmask, T, Tm, out, outt);
+            attn_fwd(p, u, b, h, mem, mmask, T, Tm, out);
         add_into(out, x, n);
-        if (tan)
-            add_into(outt, xt, n);
         if (post)
-            norm_fwd(p, &b->n, t ? &t->n : NULL, b->s, t ? t->s : NULL, u->ng, u->nb, R);
+            norm_fwd(p, &b->n, b->s, u->ng, u->nb, R);
     }
     if (!post)
-        norm_fwd(p, &sb->fin, tan ? &sb->fint : NULL, sb->x[st->n_units],
-                 tan ? sb->xt[st->n_units] : NULL, st->fg, st->fb, R);
+        norm_fwd(p, &s->fin, s->x[st->n_units], st->fg, st->fb, R);
 }
 
-/* ---------------------------------------------------------------- reverse */
+/* ========================================================= tangent forward */
 
-/* dx (=|+=) N^T dy for the unit norm (gain gi, bias bi), with tangents.
- * For the norm type none, dx (=|+=) dy. */
-static void norm_bwd(const pass *p, const norm_buf *nb, const norm_buf *nt, int gi, int bi,
-                     double *dx, double *dxt, const double *dy, const double *dyt, int R,
-                     int accum)
+static void norm_fwd_t(const pass *p, const norm_buf *nb, norm_buf *nt, const double *xt, int gi,
+                       int bi, int R)
+{
+    const lnk_model *m = p->m;
+    const lnk_config *c = &m->cfg;
+    if (c->norm == LNK_NORM_NONE)
+        return;
+    lnk_norm_tangent(nt->out, nt->xhat, nt->r, xt, nb->xhat, nb->r, P(gi), V(gi), V(bi), R, c->d,
+                     norm_center(c));
+}
+
+static void attn_fwd_t(const pass *p, const lnk_unit *u, const unit_buf *b, unit_buf *t,
+                       const double *h, const double *ht, const double *kv, const double *kvt,
+                       int Tq, int Tk, double *outt)
+{
+    const lnk_model *m = p->m;
+    const lnk_config *c = &m->cfg;
+    int d = c->d, hh = c->h, dk = d / hh, B = p->B, Rq = B * Tq, Rk = B * Tk;
+    int qk = c->qk_norm != LNK_NORM_NONE, qc = c->qk_norm == LNK_NORM_LAYERNORM;
+    lnk_linear_tangent(t->q, ht, h, P(u->wq), V(u->wq), V(u->bq), Rq, d, d, 0);
+    lnk_linear_tangent(t->k, kvt, kv, P(u->wk), V(u->wk), V(u->bk), Rk, d, d, 0);
+    lnk_linear_tangent(t->v, kvt, kv, P(u->wv), V(u->wv), V(u->bv), Rk, d, d, 0);
+    if (qk) {
+        lnk_norm_tangent(t->qn, t->qn, t->qr, t->q, b->qn, b->qr, NULL, NULL, NULL, Rq * hh, dk,
+                         qc);
+        lnk_norm_tangent(t->kn, t->kn, t->kr, t->k, b->kn, b->kr, NULL, NULL, NULL, Rk * hh, dk,
+                         qc);
+    }
+    lnk_attn_tangent(t->ctx, t->a, t->qn, t->kn, t->v, b->a, b->qn, b->kn, b->v, B, Tq, Tk, d, hh);
+    lnk_linear_tangent(outt, t->ctx, b->ctx, P(u->wo), V(u->wo), V(u->bo), Rq, d, d, 0);
+}
+
+static void ffn_fwd_t(const pass *p, const lnk_unit *u, const unit_buf *b, unit_buf *t,
+                      const double *h, const double *ht, int R, double *outt)
+{
+    const lnk_model *m = p->m;
+    int d = m->cfg.d, f = m->cfg.d_ff;
+    lnk_linear_tangent(t->hpre, ht, h, P(u->w1), V(u->w1), V(u->b1), R, d, f, 0);
+    lnk_relu_mask(t->hact, t->hpre, b->hpre, (size_t)R * f, 0);
+    lnk_linear_tangent(outt, t->hact, b->hact, P(u->w2), V(u->w2), V(u->b2), R, f, d, 0);
+}
+
+/* Tangents of one stack's activations (sp: its primal state; mem, memt: the
+ * encoder output and its tangent for cross-attention). */
+static void stack_fwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp,
+                        stack_act *ta, int T, const double *mem, const double *memt, int Tm)
+{
+    const lnk_model *m = p->m;
+    const lnk_config *c = &m->cfg;
+    int d = c->d, R = p->B * T, post = c->norm_pos == LNK_POS_POST;
+    size_t n = (size_t)R * d;
+    const stack_act *s = &sp->a;
+    lnk_embed_tangent(ta->x[0], sp->ids, V(st->emb), R, d);
+    for (int k = 0; k < st->n_units; k++) {
+        const lnk_unit *u = &st->u[k];
+        const unit_buf *b = &s->u[k];
+        unit_buf *t = &ta->u[k];
+        const double *x = s->x[k], *xt = ta->x[k], *h = x, *ht = xt;
+        double *outt = post ? t->s : ta->x[k + 1];
+        if (!post) {
+            norm_fwd_t(p, &b->n, &t->n, xt, u->ng, u->nb, R);
+            h = b->n.out;
+            ht = t->n.out;
+        }
+        if (u->kind == UNIT_FFN)
+            ffn_fwd_t(p, u, b, t, h, ht, R, outt);
+        else if (u->kind == UNIT_SELF_ATTN)
+            attn_fwd_t(p, u, b, t, h, ht, h, ht, T, T, outt);
+        else
+            attn_fwd_t(p, u, b, t, h, ht, mem, memt, T, Tm, outt);
+        add_into(outt, xt, n);
+        if (post)
+            norm_fwd_t(p, &b->n, &t->n, t->s, u->ng, u->nb, R);
+    }
+    if (!post)
+        norm_fwd_t(p, &s->fin, &ta->fin, ta->x[st->n_units], st->fg, st->fb, R);
+}
+
+/* ========================================================== primal reverse */
+
+/* dx (=|+=) N^T dy for the norm (gain gi, bias bi); for the norm type none,
+ * dx (=|+=) dy. */
+static void norm_bwd(const pass *p, const norm_buf *nb, int gi, int bi, double *dx,
+                     const double *dy, int R, int accum)
 {
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
     size_t n = (size_t)R * c->d;
-    int tan = p->v != NULL;
     if (c->norm == LNK_NORM_NONE) {
         for (size_t i = 0; i < n; i++)
             dx[i] = accum ? dx[i] + dy[i] : dy[i];
-        if (tan)
-            for (size_t i = 0; i < n; i++)
-                dxt[i] = accum ? dxt[i] + dyt[i] : dyt[i];
         return;
     }
-    int cen = norm_center(c);
-    if (tan)
-        lnk_norm_backward_tangent(dxt, HV(gi), HV(bi), dyt, dy, nb->xhat, nt->xhat, nb->r, nt->r,
-                                  P(gi), V(gi), R, c->d, cen, accum);
-    lnk_norm_backward(dx, G(gi), G(bi), dy, nb->xhat, nb->r, P(gi), R, c->d, cen, accum);
+    lnk_norm_backward(dx, G(gi), G(bi), dy, nb->xhat, nb->r, P(gi), R, c->d, norm_center(c),
+                      accum);
 }
 
 /* Reverse through a linear map y = x W + b whose input adjoint goes to dx (accum). */
-static void lin_bwd(const pass *p, int wi, int bi, double *dx, double *dxt, const double *dy,
-                    const double *dyt, const double *x, const double *xt, int R, int in, int out,
-                    int accum)
+static void lin_bwd(const pass *p, int wi, int bi, double *dx, const double *dy, const double *x,
+                    int R, int in, int out, int accum)
 {
     const lnk_model *m = p->m;
-    if (p->v)
-        lnk_linear_backward_tangent(dxt, HV(wi), HV(bi), dyt, dy, xt, x, P(wi), V(wi), R, in,
-                                    out, 0, accum);
     lnk_linear_backward(dx, G(wi), G(bi), dy, x, P(wi), R, in, out, 0, accum);
 }
 
-/* Reverse through F = MHA(h, kv): dF -> dh (accumulated), dkv (accumulated). */
-static void attn_bwd(const pass *p, const lnk_unit *u, const unit_buf *b, const unit_buf *t,
-                     const double *h, const double *ht, const double *kv, const double *kvt,
-                     int Tq, int Tk, const double *dF, const double *dFt, double *dh, double *dht,
-                     double *dkv, double *dkvt)
+/* Reverse through F = MHA(h, kv): dF -> the unit's adjoints g, dh and dkv
+ * (accumulated). */
+static void attn_bwd(const pass *p, const lnk_unit *u, const unit_buf *b, unit_adj *g,
+                     const double *h, const double *kv, int Tq, int Tk, const double *dF,
+                     double *dh, double *dkv)
 {
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
-    lnk_workspace *ws = p->ws;
-    grad_buf *g = &ws->g, *gt = &ws->gt;
-    int d = c->d, hh = c->h, dk = d / hh, B = p->B, Rq = B * Tq, Rk = B * Tk, tan = p->v != NULL;
+    int d = c->d, hh = c->h, dk = d / hh, B = p->B, Rq = B * Tq, Rk = B * Tk;
     int qk = c->qk_norm != LNK_NORM_NONE, qc = c->qk_norm == LNK_NORM_LAYERNORM;
-    /* out = ctx Wo + bo */
-    lin_bwd(p, u->wo, u->bo, g->gctx, gt->gctx, dF, dFt, b->ctx, t ? t->ctx : NULL, Rq, d, d, 0);
-    /* attention core: gctx -> gqn, gkn, gv */
-    if (tan)
-        lnk_attn_backward_tangent(gt->gqn, gt->gkn, gt->gv, gt->gctx, g->gctx, t->a, b->a, t->qn,
-                                  t->kn, t->v, b->qn, b->kn, b->v, gt->ascr, B, Tq, Tk, d, hh);
-    lnk_attn_backward(g->gqn, g->gkn, g->gv, g->gctx, b->a, b->qn, b->kn, b->v, g->ascr, B, Tq,
+    lin_bwd(p, u->wo, u->bo, g->gctx, dF, b->ctx, Rq, d, d, 0);
+    lnk_attn_backward(g->gqn, g->gkn, g->gv, g->gctx, b->a, b->qn, b->kn, b->v, p->pr->ascr, B, Tq,
                       Tk, d, hh);
     if (qk) {
-        if (tan) {
-            lnk_norm_backward_tangent(gt->gq, NULL, NULL, gt->gqn, g->gqn, b->qn, t->qn, b->qr,
-                                      t->qr, NULL, NULL, Rq * hh, dk, qc, 0);
-            lnk_norm_backward_tangent(gt->gk, NULL, NULL, gt->gkn, g->gkn, b->kn, t->kn, b->kr,
-                                      t->kr, NULL, NULL, Rk * hh, dk, qc, 0);
-        }
         lnk_norm_backward(g->gq, NULL, NULL, g->gqn, b->qn, b->qr, NULL, Rq * hh, dk, qc, 0);
         lnk_norm_backward(g->gk, NULL, NULL, g->gkn, b->kn, b->kr, NULL, Rk * hh, dk, qc, 0);
     }
-    lin_bwd(p, u->wq, u->bq, dh, dht, g->gq, gt->gq, h, ht, Rq, d, d, 1);
-    lin_bwd(p, u->wk, u->bk, dkv, dkvt, g->gk, gt->gk, kv, kvt, Rk, d, d, 1);
-    lin_bwd(p, u->wv, u->bv, dkv, dkvt, g->gv, gt->gv, kv, kvt, Rk, d, d, 1);
+    lin_bwd(p, u->wq, u->bq, dh, g->gq, h, Rq, d, d, 1);
+    lin_bwd(p, u->wk, u->bk, dkv, g->gk, kv, Rk, d, d, 1);
+    lin_bwd(p, u->wv, u->bv, dkv, g->gv, kv, Rk, d, d, 1);
 }
 
-/* Reverse through F = FFN(h): dF -> dh (accumulated). */
-static void ffn_bwd(const pass *p, const lnk_unit *u, const unit_buf *b, const unit_buf *t,
-                    const double *h, const double *ht, int R, const double *dF, const double *dFt,
-                    double *dh, double *dht)
+/* Reverse through F = FFN(h): dF -> g->gh and dh (accumulated). */
+static void ffn_bwd(const pass *p, const lnk_unit *u, const unit_buf *b, unit_adj *g,
+                    const double *h, int R, const double *dF, double *dh)
 {
     const lnk_model *m = p->m;
-    lnk_workspace *ws = p->ws;
     int d = m->cfg.d, f = m->cfg.d_ff;
-    double *gh = ws->g.gh, *ght = ws->gt.gh;
-    size_t n = (size_t)R * f;
-    lin_bwd(p, u->w2, u->b2, gh, ght, dF, dFt, b->hact, t ? t->hact : NULL, R, f, d, 0);
-    lnk_relu_mask(gh, gh, b->hpre, n, 0);
-    if (p->v)
-        lnk_relu_mask(ght, ght, b->hpre, n, 0);
-    lin_bwd(p, u->w1, u->b1, dh, dht, gh, ght, h, ht, R, d, f, 1);
+    lin_bwd(p, u->w2, u->b2, g->gh, dF, b->hact, R, f, d, 0);
+    lnk_relu_mask(g->gh, g->gh, b->hpre, (size_t)R * f, 0);
+    lin_bwd(p, u->w1, u->b1, dh, g->gh, h, R, d, f, 1);
 }
 
-static void copy(double *y, const double *x, size_t n) { memcpy(y, x, n * sizeof(double)); }
-
-/* Reverse through one stack.  On entry ws->g.gy (and gt.gy) hold dL/dz of the
- * stack output; on return the embedding gradient is accumulated and, for a
- * decoder with cross-attention, ws->g.gmem holds dL/d(encoder output). */
-static void stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sb, int T, const double *mem,
-                      const double *memt, int Tm)
+/* Reverse through one stack.  On entry sp->gz holds dL/dz of the stack
+ * output; every unit's adjoints are kept in sp->g, the embedding gradient is
+ * accumulated and, for a decoder with cross-attention, gmem (the encoder's
+ * gz) accumulates dL/d(encoder output). */
+static void stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T,
+                      const double *mem, int Tm, double *gmem)
 {
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
-    lnk_workspace *ws = p->ws;
-    grad_buf *g = &ws->g, *gt = &ws->gt;
-    int d = c->d, R = p->B * T, post = c->norm_pos == LNK_POS_POST, tan = p->v != NULL;
+    int d = c->d, R = p->B * T, post = c->norm_pos == LNK_POS_POST, n_u = st->n_units;
     size_t n = (size_t)R * d;
-    double *gy = g->gy, *gx = g->gx, *gyt = gt->gy, *gxt = gt->gx;
-    if (!post) { /* final norm: gy <- N_final^T gy */
-        norm_bwd(p, &sb->fin, tan ? &sb->fint : NULL, st->fg, st->fb, gx, gxt, gy, gyt, R, 0);
-        double *tmp = gy; gy = gx; gx = tmp;
-        tmp = gyt; gyt = gxt; gxt = tmp;
-    }
-    for (int k = st->n_units - 1; k >= 0; k--) {
+    const stack_act *s = &sp->a;
+    if (sp->g[n_u - 1].gy != sp->gz) /* Pre-LN final norm: gy <- N_final^T dL/dz */
+        norm_bwd(p, &s->fin, st->fg, st->fb, sp->g[n_u - 1].gy, sp->gz, R, 0);
+    for (int k = n_u - 1; k >= 0; k--) {
         const lnk_unit *u = &st->u[k];
-        const unit_buf *b = &sb->u[k], *t = tan ? &sb->ut[k] : NULL;
-        const double *x = sb->x[k], *xt = tan ? sb->xt[k] : NULL;
-        const double *h = post ? x : b->n.out, *ht = tan ? (post ? xt : t->n.out) : NULL;
-        const double *dF, *dFt;
-        double *dh, *dht; /* where dL/dh accumulates */
-        if (post) { /* z = N(s), s = x + F(x): gs = N^T gy, gx = gs + F^T gs */
-            norm_bwd(p, &b->n, t ? &t->n : NULL, u->ng, u->nb, g->gs, gt->gs, gy, gyt, R, 0);
-            copy(gx, g->gs, n);
-            if (tan)
-                copy(gxt, gt->gs, n);
-            dF = g->gs; dFt = gt->gs;
-            dh = gx; dht = gxt;
-        } else { /* z = x + F(N(x)): gx = gy + N^T (F^T gy) */
-            copy(gx, gy, n);
-            if (tan)
-                copy(gxt, gyt, n);
+        const unit_buf *b = &s->u[k];
+        unit_adj *g = &sp->g[k];
+        double *gin = k ? sp->g[k - 1].gy : sp->gemb; /* dL/d(unit input) */
+        const double *x = s->x[k], *h = post ? x : b->n.out, *dF;
+        double *dh; /* where dL/dh accumulates */
+        if (post) { /* z = N(s), s = x + F(x): gs = N^T gy, gin = gs + F^T gs */
+            norm_bwd(p, &b->n, u->ng, u->nb, g->gs, g->gy, R, 0);
+            copy(gin, g->gs, n);
+            dF = g->gs;
+            dh = gin;
+        } else { /* z = x + F(N(x)): gin = gy + N^T (F^T gy), gs = F^T gy */
+            copy(gin, g->gy, n);
             memset(g->gs, 0, n * sizeof(double));
-            if (tan)
-                memset(gt->gs, 0, n * sizeof(double));
-            dF = gy; dFt = gyt;
-            dh = g->gs; dht = gt->gs;
+            dF = g->gy;
+            dh = g->gs;
         }
         if (u->kind == UNIT_FFN)
-            ffn_bwd(p, u, b, t, h, ht, R, dF, dFt, dh, dht);
+            ffn_bwd(p, u, b, g, h, R, dF, dh);
         else if (u->kind == UNIT_SELF_ATTN)
-            attn_bwd(p, u, b, t, h, ht, h, ht, T, T, dF, dFt, dh, dht, dh, dht);
+            attn_bwd(p, u, b, g, h, h, T, T, dF, dh, dh);
         else
-            attn_bwd(p, u, b, t, h, ht, mem, memt, T, Tm, dF, dFt, dh, dht, g->gmem, gt->gmem);
+            attn_bwd(p, u, b, g, h, mem, T, Tm, dF, dh, gmem);
         if (!post)
-            norm_bwd(p, &b->n, t ? &t->n : NULL, u->ng, u->nb, gx, gxt, g->gs, gt->gs, R, 1);
-        double *tmp = gy; gy = gx; gx = tmp;
-        tmp = gyt; gyt = gxt; gxt = tmp;
+            norm_bwd(p, &b->n, u->ng, u->nb, gin, g->gs, R, 1);
     }
-    /* gy now holds dL/d(embedding output) */
     if (p->grad)
-        lnk_embed_backward(G(st->emb), sb->ids, gy, R, d);
-    if (tan)
-        lnk_embed_backward(HV(st->emb), sb->ids, gyt, R, d);
+        lnk_embed_backward(G(st->emb), sp->ids, sp->gemb, R, d);
 }
 
-/* ------------------------------------------------------------ the passes */
+/* ========================================================= tangent reverse */
 
-/* Fill the stacks' ids/masks and the labels from the batch (MODEL.md §4). */
-static void load_batch(lnk_workspace *ws, const lnk_batch *bt)
+/* R{dx} (=|+=) R{N^T dy} (dy: the primal adjoint). */
+static void norm_bwd_t(const pass *p, const norm_buf *nb, const norm_buf *nt, int gi, int bi,
+                       double *dxt, const double *dyt, const double *dy, int R, int accum)
 {
-    const lnk_model *m = ws->m;
+    const lnk_model *m = p->m;
+    const lnk_config *c = &m->cfg;
+    size_t n = (size_t)R * c->d;
+    if (c->norm == LNK_NORM_NONE) {
+        for (size_t i = 0; i < n; i++)
+            dxt[i] = accum ? dxt[i] + dyt[i] : dyt[i];
+        return;
+    }
+    lnk_norm_backward_tangent(dxt, HV(gi), HV(bi), dyt, dy, nb->xhat, nt->xhat, nb->r, nt->r,
+                              P(gi), V(gi), R, c->d, norm_center(c), accum);
+}
+
+static void lin_bwd_t(const pass *p, int wi, int bi, double *dxt, const double *dyt,
+                      const double *dy, const double *x, const double *xt, int R, int in, int out,
+                      int accum)
+{
+    const lnk_model *m = p->m;
+    lnk_linear_backward_tangent(dxt, HV(wi), HV(bi), dyt, dy, xt, x, P(wi), V(wi), R, in, out, 0,
+                                accum);
+}
+
+static void attn_bwd_t(const pass *p, const lnk_unit *u, const unit_buf *b, const unit_buf *t,
+                       const unit_adj *g, const double *h, const double *ht, const double *kv,
+                       const double *kvt, int Tq, int Tk, const double *dF, const double *dFt,
+                       double *dht, double *dkvt)
+{
+    const lnk_model *m = p->m;
+    const lnk_config *c = &m->cfg;
+    grad_buf *gt = &p->ws->gt;
+    int d = c->d, hh = c->h, dk = d / hh, B = p->B, Rq = B * Tq, Rk = B * Tk;
+    int qk = c->qk_norm != LNK_NORM_NONE, qc = c->qk_norm == LNK_NORM_LAYERNORM;
+    lin_bwd_t(p, u->wo, u->bo, gt->gctx, dFt, dF, b->ctx, t->ctx, Rq, d, d, 0);
+    lnk_attn_backward_tangent(gt->gqn, gt->gkn, gt->gv, gt->gctx, g->gctx, t->a, b->a, t->qn,
+                              t->kn, t->v, b->qn, b->kn, b->v, gt->ascr, B, Tq, Tk, d, hh);
+    if (qk) {
+        lnk_norm_backward_tangent(gt->gq, NULL, NULL, gt->gqn, g->gqn, b->qn, t->qn, b->qr, t->qr,
+                                  NULL, NULL, Rq * hh, dk, qc, 0);
+        lnk_norm_backward_tangent(gt->gk, NULL, NULL, gt->gkn, g->gkn, b->kn, t->kn, b->kr, t->kr,
+                                  NULL, NULL, Rk * hh, dk, qc, 0);
+    }
+    lin_bwd_t(p, u->wq, u->bq, dht, gt->gq, g->gq, h, ht, Rq, d, d, 1);
+    lin_bwd_t(p, u->wk, u->bk, dkvt, gt->gk, g->gk, kv, kvt, Rk, d, d, 1);
+    lin_bwd_t(p, u->wv, u->bv, dkvt, gt->gv, g->gv, kv, kvt, Rk, d, d, 1);
+}
+
+static void ffn_bwd_t(const pass *p, const lnk_unit *u, const unit_buf *b, const unit_buf *t,
+                      const unit_adj *g, const double *h, const double *ht, int R,
+                      const double *dF, const double *dFt, double *dht)
+{
+    const lnk_model *m = p->m;
+    int d = m->cfg.d, f = m->cfg.d_ff;
+    double *ght = p->ws->gt.gh;
+    lin_bwd_t(p, u->w2, u->b2, ght, dFt, dF, b->hact, t->hact, R, f, d, 0);
+    lnk_relu_mask(ght, ght, b->hpre, (size_t)R * f, 0);
+    lin_bwd_t(p, u->w1, u->b1, dht, ght, g->gh, h, ht, R, d, f, 1);
+}
+
+/* R{} of one stack's reverse sweep.  On entry ws->gt.gy holds R{dL/dz}; on
+ * return H v holds the stack's parameters' part and, for a decoder with
+ * cross-attention, gmemt has accumulated R{dL/d(encoder output)}. */
+static void stack_bwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp,
+                        const stack_act *ta, int T, const double *mem, const double *memt, int Tm,
+                        double *gmemt)
+{
+    const lnk_model *m = p->m;
+    const lnk_config *c = &m->cfg;
+    grad_buf *gt = &p->ws->gt;
+    int d = c->d, R = p->B * T, post = c->norm_pos == LNK_POS_POST, n_u = st->n_units;
+    size_t n = (size_t)R * d;
+    const stack_act *s = &sp->a;
+    double *gyt = gt->gy, *gxt = gt->gx, *tmp;
+    if (sp->g[n_u - 1].gy != sp->gz) {
+        norm_bwd_t(p, &s->fin, &ta->fin, st->fg, st->fb, gxt, gyt, sp->gz, R, 0);
+        tmp = gyt, gyt = gxt, gxt = tmp;
+    }
+    for (int k = n_u - 1; k >= 0; k--) {
+        const lnk_unit *u = &st->u[k];
+        const unit_buf *b = &s->u[k], *t = &ta->u[k];
+        const unit_adj *g = &sp->g[k];
+        const double *x = s->x[k], *xt = ta->x[k];
+        const double *h = post ? x : b->n.out, *ht = post ? xt : t->n.out, *dF, *dFt;
+        double *dht;
+        if (post) {
+            norm_bwd_t(p, &b->n, &t->n, u->ng, u->nb, gt->gs, gyt, g->gy, R, 0);
+            copy(gxt, gt->gs, n);
+            dF = g->gs, dFt = gt->gs;
+            dht = gxt;
+        } else {
+            copy(gxt, gyt, n);
+            memset(gt->gs, 0, n * sizeof(double));
+            dF = g->gy, dFt = gyt;
+            dht = gt->gs;
+        }
+        if (u->kind == UNIT_FFN)
+            ffn_bwd_t(p, u, b, t, g, h, ht, R, dF, dFt, dht);
+        else if (u->kind == UNIT_SELF_ATTN)
+            attn_bwd_t(p, u, b, t, g, h, ht, h, ht, T, T, dF, dFt, dht, dht);
+        else
+            attn_bwd_t(p, u, b, t, g, h, ht, mem, memt, T, Tm, dF, dFt, dht, gmemt);
+        if (!post)
+            norm_bwd_t(p, &b->n, &t->n, u->ng, u->nb, gxt, gt->gs, g->gs, R, 1);
+        tmp = gyt, gyt = gxt, gxt = tmp;
+    }
+    lnk_embed_backward(HV(st->emb), sp->ids, gyt, R, d);
+}
+
+/* ============================================================ the passes */
+
+/* Fill the primal state's ids/masks and the labels from the batch (MODEL.md §4). */
+static void load_batch(lnk_primal *pr, const lnk_model *m, const lnk_batch *bt)
+{
     int B = bt->B;
-    ws->B = B;
-    ws->Tenc = m->has_enc ? bt->S : 0;
-    ws->Tdec = m->has_dec ? bt->T - 1 : 0;
+    pr->B = B;
+    pr->Tenc = m->has_enc ? bt->S : 0;
+    pr->Tdec = m->has_dec ? bt->T - 1 : 0;
     if (m->has_enc)
         for (int b = 0; b < B; b++)
             for (int t = 0; t < bt->S; t++) {
                 size_t i = (size_t)b * bt->S + t;
-                ws->enc.ids[i] = bt->src[i];
-                ws->enc.kmask[i] = bt->src[i] == LNK_PAD;
+                pr->enc.ids[i] = bt->src[i];
+                pr->enc.kmask[i] = bt->src[i] == LNK_PAD;
                 if (m->cfg.task == LNK_TASK_CLS)
-                    ws->labels[i] = bt->src[i] == LNK_PAD ? -1 : bt->labels[i];
+                    pr->labels[i] = bt->src[i] == LNK_PAD ? -1 : bt->labels[i];
             }
     if (m->has_dec) {
-        int T = ws->Tdec;
+        int T = pr->Tdec;
         for (int b = 0; b < B; b++)
             for (int t = 0; t < T; t++) {
                 size_t i = (size_t)b * T + t;
                 int64_t x = bt->tgt[(size_t)b * bt->T + t], y = bt->tgt[(size_t)b * bt->T + t + 1];
-                ws->dec.ids[i] = x;
-                ws->dec.kmask[i] = x == LNK_PAD;
-                ws->labels[i] = y == LNK_PAD ? -1 : y;
+                pr->dec.ids[i] = x;
+                pr->dec.kmask[i] = x == LNK_PAD;
+                pr->labels[i] = y == LNK_PAD ? -1 : y;
             }
     }
 }
 
-static int run(lnk_workspace *ws, const double *theta, const lnk_batch *bt, const double *v,
-               double *hv, double *loss, double *grad, size_t *n_scored)
+/* The output layer's weight tensor and whether it is used transposed (tied). */
+static int out_weight(const lnk_model *m, int *wt)
+{
+    *wt = m->out_w < 0;
+    return m->out_w >= 0 ? m->out_w : m->out_tied;
+}
+
+enum { PRIMAL_NONE = 0, PRIMAL_FORWARD = 1, PRIMAL_FULL = 2 };
+
+/* The primal pass of theta on bt in ws's primal state: forward and loss;
+ * then, if reverse, the adjoints (and grad if not NULL). */
+static int primal_pass(lnk_workspace *ws, const double *theta, const lnk_batch *bt, int reverse,
+                       double *grad)
 {
     const lnk_model *m = ws->m;
     const lnk_config *c = &m->cfg;
-    if (bt->B > ws->Bmax || (m->has_enc && bt->S > ws->Smax) || (m->has_dec && bt->T > ws->Tmax))
+    lnk_primal *pr = ws->pr;
+    if (bt->B > pr->Bmax || (m->has_enc && bt->S > pr->Smax) || (m->has_dec && bt->T > pr->Tmax))
         return lnk_error(LNK_EINVAL, "batch of B = %d, S = %d, T = %d does not fit the workspace "
-                         "(B <= %d, S <= %d, T <= %d)", bt->B, bt->S, bt->T, ws->Bmax, ws->Smax,
-                         ws->Tmax);
-    if (v && !ws->hvp)
-        return lnk_error(LNK_EINVAL, "lnk_model_hvp needs a workspace allocated with LNK_WS_HVP");
+                         "(B <= %d, S <= %d, T <= %d)", bt->B, bt->S, bt->T, pr->Bmax, pr->Smax,
+                         pr->Tmax);
+    pr->valid = PRIMAL_NONE;
     int st = lnk_batch_check(m, bt);
     if (st)
         return st;
-    st = lnk_params_check_finite(m, theta, "parameters");
-    if (st)
+    if ((st = lnk_params_check_finite(m, theta, "parameters")))
         return st;
-    if (v && (st = lnk_params_check_finite(m, v, "vector")))
-        return st;
-    load_batch(ws, bt);
-    size_t np = m->lay.n_params;
+    load_batch(pr, m, bt);
     if (grad)
-        memset(grad, 0, np * sizeof(double));
-    if (hv)
-        memset(hv, 0, np * sizeof(double));
-    pass p = {ws, m, theta, v, grad, hv, bt->B};
-    int d = c->d, B = bt->B, tan = v != NULL;
-    /* forward */
+        memset(grad, 0, m->lay.n_params * sizeof(double));
+    pass p = {ws, m, pr, theta, NULL, grad, NULL, bt->B};
+    int d = c->d, B = bt->B;
     if (m->has_enc)
-        stack_fwd(&p, &m->enc, &ws->enc, ws->Tenc, NULL, NULL, NULL, 0);
+        stack_fwd(&p, &m->enc, &pr->enc, pr->Tenc, NULL, NULL, 0);
     const lnk_stack *top = m->has_dec ? &m->dec : &m->enc;
-    stack_buf *tb = m->has_dec ? &ws->dec : &ws->enc;
-    int T = m->has_dec ? ws->Tdec : ws->Tenc, R = B * T, C = m->n_out;
+    stack_buf *tp = m->has_dec ? &pr->dec : &pr->enc;
+    int T = m->has_dec ? pr->Tdec : pr->Tenc, R = B * T, C = m->n_out, wt;
+    int s2s = m->has_enc && m->has_dec;
     if (m->has_dec)
-        stack_fwd(&p, &m->dec, &ws->dec, T, m->has_enc ? ws->enc.z : NULL,
-                  m->has_enc && tan ? ws->enc.zt : NULL, ws->enc.kmask, ws->Tenc);
-    /* output layer and loss */
-    int wi = m->out_w >= 0 ? m->out_w : m->out_tied, wt = m->out_w < 0;
-    lnk_linear_forward(ws->logits, tb->z, lnk_tp(m, theta, wi), NULL, R, d, C, wt);
-    if (tan)
-        lnk_linear_tangent(ws->logits_t, tb->zt, tb->z, lnk_tp(m, theta, wi), lnk_tp(m, v, wi), NULL, R, d,
-                           C, wt);
+        stack_fwd(&p, &m->dec, &pr->dec, T, m->has_enc ? pr->enc.a.z : NULL, pr->enc.kmask,
+                  pr->Tenc);
+    /* output layer and loss: prob holds the logits, then the probabilities */
+    int wi = out_weight(m, &wt);
+    lnk_linear_forward(pr->prob, tp->a.z, lnk_tp(m, theta, wi), NULL, R, d, C, wt);
     size_t N = 0;
     for (int i = 0; i < R; i++)
-        N += ws->labels[i] >= 0;
-    double sum = lnk_xent_forward(ws->logits, ws->logits, ws->labels, R, C, c->label_smoothing);
+        N += pr->labels[i] >= 0;
+    double sum = lnk_xent_forward(pr->prob, pr->prob, pr->labels, R, C, c->label_smoothing);
     double L = sum / (double)N, invN = 1.0 / (double)N;
     if (!isfinite(L))
         return lnk_error(LNK_ENONFINITE, "the loss is %g (not finite): check the weights' scale "
                          "and eps", L);
-    if (loss)
-        *loss = L;
-    if (n_scored)
-        *n_scored = N;
-    if (!grad && !tan)
+    pr->loss = L;
+    pr->N = N;
+    pr->theta = theta;
+    pr->batch = bt;
+    pr->valid = PRIMAL_FORWARD;
+    if (!reverse)
         return LNK_OK;
-    /* reverse: dlogits (and R{dlogits}) then dz */
-    if (tan)
-        lnk_xent_backward_tangent(ws->logits_t, ws->logits, ws->labels, R, C, invN);
-    lnk_xent_backward(ws->logits, ws->logits, ws->labels, R, C, c->label_smoothing, invN);
-    if (tan)
-        lnk_linear_backward_tangent(ws->gt.gy, hv ? hv + m->lay.t[wi].offset : NULL, NULL,
-                                    ws->logits_t, ws->logits, tb->zt, tb->z, lnk_tp(m, theta, wi),
-                                    lnk_tp(m, v, wi), R, d, C, wt, 0);
-    lnk_linear_backward(ws->g.gy, grad ? grad + m->lay.t[wi].offset : NULL, NULL, ws->logits,
-                        tb->z, lnk_tp(m, theta, wi), R, d, C, wt, 0);
-    if (m->has_dec && m->has_enc) {
-        memset(ws->g.gmem, 0, (size_t)B * ws->Tenc * d * sizeof(double));
-        if (tan)
-            memset(ws->gt.gmem, 0, (size_t)B * ws->Tenc * d * sizeof(double));
-    }
-    stack_bwd(&p, top, tb, T, m->has_enc && m->has_dec ? ws->enc.z : NULL,
-              m->has_enc && m->has_dec && tan ? ws->enc.zt : NULL, ws->Tenc);
-    if (m->has_enc && m->has_dec) {
-        copy(ws->g.gy, ws->g.gmem, (size_t)B * ws->Tenc * d);
-        if (tan)
-            copy(ws->gt.gy, ws->gt.gmem, (size_t)B * ws->Tenc * d);
-        stack_bwd(&p, &m->enc, &ws->enc, ws->Tenc, NULL, NULL, 0);
+    lnk_xent_backward(pr->dlogits, pr->prob, pr->labels, R, C, c->label_smoothing, invN);
+    lnk_linear_backward(tp->gz, grad ? grad + m->lay.t[wi].offset : NULL, NULL, pr->dlogits,
+                        tp->a.z, lnk_tp(m, theta, wi), R, d, C, wt, 0);
+    if (s2s)
+        memset(pr->enc.gz, 0, (size_t)B * pr->Tenc * d * sizeof(double));
+    stack_bwd(&p, top, tp, T, s2s ? pr->enc.a.z : NULL, pr->Tenc, s2s ? pr->enc.gz : NULL);
+    if (s2s)
+        stack_bwd(&p, &m->enc, &pr->enc, pr->Tenc, NULL, 0, NULL);
+    pr->valid = PRIMAL_FULL;
+    return LNK_OK;
+}
+
+/* The tangent pass: hv = H v from the full primal state in use. */
+static int tangent_pass(lnk_workspace *ws, const double *v, double *hv)
+{
+    const lnk_model *m = ws->m;
+    const lnk_config *c = &m->cfg;
+    lnk_primal *pr = ws->pr;
+    if (!ws->hvp || !pr->adj)
+        return lnk_error(LNK_EINVAL, "H v needs a workspace allocated with LNK_WS_HVP");
+    if (pr->valid != PRIMAL_FULL)
+        return lnk_error(LNK_EINVAL, "lnk_model_hvp_apply: no primal pass to reuse (call "
+                         "lnk_model_hvp_prepare first)");
+    int st = lnk_params_check_finite(m, v, "vector");
+    if (st)
+        return st;
+    memset(hv, 0, m->lay.n_params * sizeof(double));
+    pass p = {ws, m, pr, pr->theta, v, NULL, hv, pr->B};
+    int d = c->d, B = pr->B, wt, s2s = m->has_enc && m->has_dec;
+    const lnk_stack *top = m->has_dec ? &m->dec : &m->enc;
+    const stack_buf *tp = m->has_dec ? &pr->dec : &pr->enc;
+    stack_act *tt = m->has_dec ? &ws->dect : &ws->enct;
+    int T = m->has_dec ? pr->Tdec : pr->Tenc, R = B * T, C = m->n_out;
+    double invN = 1.0 / (double)pr->N;
+    if (m->has_enc)
+        stack_fwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0);
+    if (m->has_dec)
+        stack_fwd_t(&p, &m->dec, &pr->dec, &ws->dect, T, m->has_enc ? pr->enc.a.z : NULL,
+                    m->has_enc ? ws->enct.z : NULL, pr->Tenc);
+    int wi = out_weight(m, &wt);
+    const double *W = lnk_tp(m, pr->theta, wi), *Wd = lnk_tp(m, v, wi);
+    lnk_linear_tangent(ws->logits_t, tt->z, tp->a.z, W, Wd, NULL, R, d, C, wt);
+    lnk_xent_backward_tangent(ws->logits_t, pr->prob, pr->labels, R, C, invN);
+    lnk_linear_backward_tangent(ws->gt.gy, hv + m->lay.t[wi].offset, NULL, ws->logits_t,
+                                pr->dlogits, tt->z, tp->a.z, W, Wd, R, d, C, wt, 0);
+    if (s2s)
+        memset(ws->gt.gmem, 0, (size_t)B * pr->Tenc * d * sizeof(double));
+    stack_bwd_t(&p, top, tp, tt, T, s2s ? pr->enc.a.z : NULL, s2s ? ws->enct.z : NULL, pr->Tenc,
+                ws->gt.gmem);
+    if (s2s) {
+        copy(ws->gt.gy, ws->gt.gmem, (size_t)B * pr->Tenc * d);
+        stack_bwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0, NULL);
     }
     return LNK_OK;
 }
@@ -410,7 +566,32 @@ static int run(lnk_workspace *ws, const double *theta, const lnk_batch *bt, cons
 int lnk_model_eval(lnk_workspace *ws, const double *theta, const lnk_batch *b, double *loss,
                    double *grad, size_t *n_scored)
 {
-    return run(ws, theta, b, NULL, NULL, loss, grad, n_scored);
+    int st = primal_pass(ws, theta, b, grad != NULL, grad);
+    if (st)
+        return st;
+    if (loss)
+        *loss = ws->pr->loss;
+    if (n_scored)
+        *n_scored = ws->pr->N;
+    return LNK_OK;
+}
+
+int lnk_model_hvp_prepare(lnk_workspace *ws, const double *theta, const lnk_batch *b,
+                          double *loss, double *grad)
+{
+    if (!ws->hvp)
+        return lnk_error(LNK_EINVAL, "lnk_model_hvp needs a workspace allocated with LNK_WS_HVP");
+    int st = primal_pass(ws, theta, b, 1, grad);
+    if (!st && loss)
+        *loss = ws->pr->loss;
+    return st;
+}
+
+int lnk_model_hvp_apply(lnk_workspace *ws, const double *v, double *hv)
+{
+    if (!v || !hv)
+        return lnk_error(LNK_EINVAL, "lnk_model_hvp: v and hv must not be NULL");
+    return tangent_pass(ws, v, hv);
 }
 
 int lnk_model_hvp(lnk_workspace *ws, const double *theta, const lnk_batch *b, const double *v,
@@ -418,5 +599,6 @@ int lnk_model_hvp(lnk_workspace *ws, const double *theta, const lnk_batch *b, co
 {
     if (!v || !hv)
         return lnk_error(LNK_EINVAL, "lnk_model_hvp: v and hv must not be NULL");
-    return run(ws, theta, b, v, hv, loss, grad, NULL);
+    int st = lnk_model_hvp_prepare(ws, theta, b, loss, grad);
+    return st ? st : tangent_pass(ws, v, hv);
 }

@@ -81,7 +81,7 @@ static int stack_stats(const lnk_workspace *ws, const lnk_stack *st, const stack
                        double eps, lnk_stats_stack *out)
 {
     const lnk_config *c = &ws->m->cfg;
-    int d = c->d, R = ws->B * T, post = c->norm_pos == LNK_POS_POST;
+    int d = c->d, R = ws->pr->B * T, post = c->norm_pos == LNK_POS_POST;
     int nn = c->norm != LNK_NORM_NONE, cen = c->norm == LNK_NORM_LAYERNORM;
     const unsigned char *skip = sb->kmask;
     memset(out, 0, sizeof *out);
@@ -96,13 +96,13 @@ static int stack_stats(const lnk_workspace *ws, const lnk_stack *st, const stack
         lnk_stats_block *b = &out->blk[l];
         int k0 = l * per;
         b->n_units = per;
-        lnk_stats_rows(sb->x[k0], skip, R, d, eps, &b->in, NULL, cen);
+        lnk_stats_rows(sb->a.x[k0], skip, R, d, eps, &b->in, NULL, cen);
         for (int j = 0; j < per; j++) {
             int k = k0 + j;
-            const unit_buf *u = &sb->u[k];
+            const unit_buf *u = &sb->a.u[k];
             b->unit[j] = unit_name(st->u[k].kind);
-            const double *res = post ? u->s : sb->x[k + 1];
-            const double *nin = post ? u->s : sb->x[k];
+            const double *res = post ? u->s : sb->a.x[k + 1];
+            const double *nin = post ? u->s : sb->a.x[k];
             /* the residual sum is the norm's input in Post-LN: one pass gives both */
             lnk_stats_rows(res, skip, R, d, eps, &b->res[j], post && nn ? &b->jac[j] : NULL, cen);
             if (!post && nn) {
@@ -112,12 +112,12 @@ static int stack_stats(const lnk_workspace *ws, const lnk_stack *st, const stack
             lnk_stats_rows(u->n.out, skip, R, d, eps, &b->norm_out[j], NULL, cen);
         }
     }
-    const double *xo = sb->x[st->n_units];
+    const double *xo = sb->a.x[st->n_units];
     int fin = !post && nn;
     lnk_stats_rows(xo, skip, R, d, eps, &out->out, fin ? &out->final_jac : NULL, cen);
     if (fin) {
         out->has_final = 1;
-        lnk_stats_rows(sb->fin.out, skip, R, d, eps, &out->final_out, NULL, cen);
+        lnk_stats_rows(sb->a.fin.out, skip, R, d, eps, &out->final_out, NULL, cen);
     }
     return LNK_OK;
 }
@@ -127,7 +127,7 @@ int lnk_stats_hidden(const lnk_workspace *ws, double eps, lnk_stats_hidden_t *ou
     memset(out, 0, sizeof *out);
     if (!(eps > 0))
         return lnk_error(LNK_EINVAL, "stats: boundedness threshold eps = %g, expected > 0", eps);
-    if (ws->B < 1)
+    if (!ws->pr->valid)
         return lnk_error(LNK_EINVAL, "stats: the workspace holds no evaluated batch (call "
                          "lnk_model_eval first)");
     const lnk_model *m = ws->m;
@@ -136,9 +136,9 @@ int lnk_stats_hidden(const lnk_workspace *ws, double eps, lnk_stats_hidden_t *ou
     out->d = m->cfg.d;
     int st = LNK_OK;
     if (m->has_enc)
-        st = stack_stats(ws, &m->enc, &ws->enc, ws->Tenc, eps, &out->enc);
+        st = stack_stats(ws, &m->enc, &ws->pr->enc, ws->pr->Tenc, eps, &out->enc);
     if (!st && m->has_dec)
-        st = stack_stats(ws, &m->dec, &ws->dec, ws->Tdec, eps, &out->dec);
+        st = stack_stats(ws, &m->dec, &ws->pr->dec, ws->pr->Tdec, eps, &out->dec);
     if (st)
         lnk_stats_hidden_free(out);
     return st;

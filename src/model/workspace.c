@@ -1,147 +1,411 @@
 /* Workspace allocation: every buffer of the forward, reverse and tangent
- * passes for batches up to B x S (source) and B x T (stored target rows). */
+ * passes for batches up to B x S (source) and B x T (stored target rows).
+ *
+ * Sizes are counted in size_t with saturating products, first as a plan (no
+ * large allocation), and a workspace that would not fit in the memory this
+ * process may use (lnkit/memory.h) is refused with a message naming the
+ * sizes before anything large is allocated. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/error.h"
+#include "lnkit/memory.h"
 #include "model/workspace.h"
 
-static void *wsalloc(lnk_workspace *ws, size_t n_elems, size_t elem)
+/* a b, or SIZE_MAX if it overflows (SIZE_MAX stays SIZE_MAX). */
+static size_t mul(size_t a, size_t b)
 {
-    if (n_elems == 0)
-        n_elems = 1;
-    if (ws->n_allocs == ws->cap_allocs) {
-        int nc = ws->cap_allocs ? 2 * ws->cap_allocs : 256;
-        void **a = realloc(ws->allocs, sizeof *a * nc);
-        if (!a) {
-            ws->oom = 1;
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+static size_t add(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+
+/* Count n elements of elem bytes; allocate them unless planning (big) - the
+ * small structural arrays (meta) are allocated in a plan too. */
+static void *aalloc(ws_arena *a, size_t n, size_t elem, int big)
+{
+    if (n == 0)
+        n = 1;
+    size_t b = mul(n, elem);
+    a->bytes = add(a->bytes, b);
+    if ((a->plan && big) || a->oom)
+        return NULL;
+    if (a->n == a->cap) {
+        int nc = a->cap ? 2 * a->cap : 256;
+        void **p = realloc(a->p, sizeof *p * (size_t)nc);
+        if (!p) {
+            a->oom = 1;
             return NULL;
         }
-        ws->allocs = a;
-        ws->cap_allocs = nc;
+        a->p = p;
+        a->cap = nc;
     }
-    void *p = calloc(n_elems, elem);
+    void *p = b == SIZE_MAX ? NULL : calloc(n, elem);
     if (!p)
-        ws->oom = 1;
-    else {
-        ws->allocs[ws->n_allocs++] = p;
-        ws->bytes += n_elems * elem;
+        a->oom = 1;
+    else
+        a->p[a->n++] = p;
+    return p;
+}
+
+static void arena_free(ws_arena *a)
+{
+    for (int i = 0; i < a->n; i++)
+        free(a->p[i]);
+    free(a->p);
+    memset(a, 0, sizeof *a);
+}
+
+#define D(a, n) ((double *)aalloc((a), (n), sizeof(double), 1))
+#define META(a, n, T) ((T *)aalloc((a), (n), sizeof(T), 0))
+/* a plan fills structural arrays only; the pointers they hold stay NULL */
+#define META_OK(a, p) ((p) || (a)->oom)
+
+/* One set of activation buffers (primal or tangent) for a stack of B rows of
+ * T positions attending to a memory of Tm positions. */
+static int build_act(ws_arena *a, const lnk_model *m, const lnk_stack *st, size_t B, size_t T,
+                     size_t Tm, stack_act *s)
+{
+    const lnk_config *c = &m->cfg;
+    size_t d = (size_t)c->d, h = (size_t)c->h;
+    int post = c->norm_pos == LNK_POS_POST, nn = c->norm != LNK_NORM_NONE;
+    int qk = c->qk_norm != LNK_NORM_NONE;
+    size_t R = mul(B, T), Rm = mul(B, Tm);
+    s->u = META(a, (size_t)st->n_units, unit_buf);
+    s->x = META(a, (size_t)st->n_units + 1, double *);
+    if (!s->u || !s->x)
+        return LNK_ENOMEM;
+    s->x[0] = D(a, mul(R, d));
+    for (int k = 0; k < st->n_units; k++) {
+        const lnk_unit *un = &st->u[k];
+        unit_buf *b = &s->u[k];
+        if (un->kind == UNIT_FFN) {
+            b->hpre = D(a, mul(R, (size_t)c->d_ff));
+            b->hact = D(a, mul(R, (size_t)c->d_ff));
+        } else {
+            int cross = un->kind == UNIT_CROSS_ATTN;
+            size_t Rk = cross ? Rm : R, Tk = cross ? Tm : T;
+            b->q = D(a, mul(R, d));
+            b->k = D(a, mul(Rk, d));
+            b->v = D(a, mul(Rk, d));
+            b->qn = qk ? D(a, mul(R, d)) : b->q;
+            b->kn = qk ? D(a, mul(Rk, d)) : b->k;
+            b->qr = qk ? D(a, mul(R, h)) : NULL;
+            b->kr = qk ? D(a, mul(Rk, h)) : NULL;
+            b->a = D(a, mul(mul(mul(B, h), T), Tk));
+            b->ctx = D(a, mul(R, d));
+        }
+        if (nn) {
+            b->n.xhat = D(a, mul(R, d));
+            b->n.r = D(a, R);
+        }
+        if (post) {
+            b->s = D(a, mul(R, d));
+            b->n.out = nn ? D(a, mul(R, d)) : b->s;
+            s->x[k + 1] = b->n.out;
+        } else {
+            b->n.out = nn ? D(a, mul(R, d)) : s->x[k];
+            s->x[k + 1] = D(a, mul(R, d));
+        }
+    }
+    if (!post && nn) {
+        s->fin.xhat = D(a, mul(R, d));
+        s->fin.r = D(a, R);
+        s->fin.out = D(a, mul(R, d));
+        s->z = s->fin.out;
+    } else {
+        s->z = s->x[st->n_units];
+    }
+    return LNK_OK;
+}
+
+/* Attention adjoints: gctx, gq of R rows, gk, gv of Rk rows, and gqn, gkn
+ * with qk-norm (else aliases of gq, gk). */
+static void build_attn_adj(ws_arena *a, size_t R, size_t Rk, size_t d, int qk, double **gctx,
+                           double **gq, double **gk, double **gv, double **gqn, double **gkn)
+{
+    *gctx = D(a, mul(R, d));
+    *gq = D(a, mul(R, d));
+    *gk = D(a, mul(Rk, d));
+    *gv = D(a, mul(Rk, d));
+    *gqn = qk ? D(a, mul(R, d)) : *gq;
+    *gkn = qk ? D(a, mul(Rk, d)) : *gk;
+}
+
+/* Shared adjoint scratch of a primal state without the adjoint store. */
+typedef struct {
+    double *gy[2], *gs, *gctx, *gq, *gk, *gv, *gqn, *gkn, *gh;
+} adj_scratch;
+
+/* A stack's primal state: activations, ids, mask and the unit adjoints (own
+ * buffers with adj, else aliases of sc).  gz: dL/dz, given (the encoder of a
+ * seq2seq model: the decoder's cross-attention adjoint) or allocated. */
+static int build_primal_stack(ws_arena *a, const lnk_model *m, const lnk_stack *st,
+                              stack_buf *sp, size_t B, size_t T, size_t Tm, int adj,
+                              const adj_scratch *sc)
+{
+    const lnk_config *c = &m->cfg;
+    size_t d = (size_t)c->d, R = mul(B, T);
+    int qk = c->qk_norm != LNK_NORM_NONE;
+    int fin = c->norm_pos == LNK_POS_PRE && c->norm != LNK_NORM_NONE;
+    sp->n_units = st->n_units;
+    int st_ = build_act(a, m, st, B, T, Tm, &sp->a);
+    sp->ids = (int64_t *)aalloc(a, R, sizeof(int64_t), 1);
+    sp->kmask = (uint8_t *)aalloc(a, R, sizeof(uint8_t), 1);
+    sp->g = META(a, (size_t)st->n_units, unit_adj);
+    if (st_ || !META_OK(a, sp->g))
+        return LNK_ENOMEM;
+    if (!sp->gz)
+        sp->gz = D(a, mul(R, d));
+    int n = st->n_units, alt = 0;
+    for (int k = n - 1; k >= 0; k--) {
+        unit_adj *g = &sp->g[k];
+        const lnk_unit *un = &st->u[k];
+        if (k == n - 1 && !fin)
+            g->gy = sp->gz;
+        else if (adj)
+            g->gy = D(a, mul(R, d));
+        else
+            g->gy = sc->gy[alt++ % 2];
+        if (!adj) {
+            g->gs = sc->gs, g->gctx = sc->gctx, g->gq = sc->gq, g->gk = sc->gk, g->gv = sc->gv;
+            g->gqn = sc->gqn, g->gkn = sc->gkn, g->gh = sc->gh;
+            continue;
+        }
+        g->gs = D(a, mul(R, d));
+        if (un->kind == UNIT_FFN) {
+            g->gh = D(a, mul(R, (size_t)c->d_ff));
+        } else {
+            size_t Rkv = un->kind == UNIT_CROSS_ATTN ? mul(B, Tm) : R;
+            build_attn_adj(a, R, Rkv, d, qk, &g->gctx, &g->gq, &g->gk, &g->gv, &g->gqn, &g->gkn);
+        }
+    }
+    sp->gemb = adj ? D(a, mul(R, d)) : sc->gy[alt % 2];
+    return LNK_OK;
+}
+
+/* The passes' sizes for batches of B rows, S src and T stored tgt columns:
+ * positions per stack, rows of the widest stack (R), of the encoder memory
+ * seen by the decoder (Rm), the larger of the two (Rk), of the output (Rout). */
+typedef struct {
+    size_t Tenc, Tdec, Tq, R, Rm, Rk, Rout;
+} ws_dims;
+
+static ws_dims dims_of(const lnk_model *m, size_t B, size_t S, size_t T)
+{
+    ws_dims z;
+    z.Tenc = m->has_enc ? S : 0;
+    z.Tdec = m->has_dec ? T - 1 : 0;
+    z.Tq = z.Tenc > z.Tdec ? z.Tenc : z.Tdec;
+    z.R = mul(B, z.Tq);
+    z.Rm = mul(B, m->has_dec ? z.Tenc : 0);
+    z.Rk = z.R > z.Rm ? z.R : z.Rm;
+    z.Rout = mul(B, m->has_dec ? z.Tdec : z.Tenc);
+    return z;
+}
+
+/* Build (or plan) a primal state into p (p->mem.plan set for a plan). */
+static int build_primal(lnk_primal *p, const lnk_model *m, size_t B, size_t S, size_t T)
+{
+    ws_arena *a = &p->mem;
+    const lnk_config *c = &m->cfg;
+    ws_dims z = dims_of(m, B, S, T);
+    size_t d = (size_t)c->d, Tenc = z.Tenc, Tdec = z.Tdec, R = z.R, Rk = z.Rk;
+    adj_scratch sc = {{NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    if (!p->adj) {
+        int qk = c->qk_norm != LNK_NORM_NONE;
+        sc.gy[0] = D(a, mul(R, d));
+        sc.gy[1] = D(a, mul(R, d));
+        sc.gs = D(a, mul(R, d));
+        build_attn_adj(a, R, Rk, d, qk, &sc.gctx, &sc.gq, &sc.gk, &sc.gv, &sc.gqn, &sc.gkn);
+        sc.gh = D(a, mul(R, (size_t)c->d_ff));
+    }
+    int st = LNK_OK;
+    if (m->has_enc)
+        st = build_primal_stack(a, m, &m->enc, &p->enc, B, Tenc, 0, p->adj, &sc);
+    /* the encoder's dL/dz (its own buffer, never scratch) collects the decoder's
+     * cross-attention adjoints while the decoder's units run */
+    if (!st && m->has_dec)
+        st = build_primal_stack(a, m, &m->dec, &p->dec, B, Tdec, Tenc, p->adj, &sc);
+    p->labels = (int64_t *)aalloc(a, z.Rout, sizeof(int64_t), 1);
+    p->prob = D(a, mul(z.Rout, (size_t)m->n_out));
+    p->dlogits = p->adj ? D(a, mul(z.Rout, (size_t)m->n_out)) : p->prob;
+    p->ascr = D(a, mul(z.Tq, z.Tq));
+    return st;
+}
+
+/* The check that every int row count of the passes fits CBLAS's int. */
+static int rows_fit(const lnk_model *m, size_t B, size_t S, size_t T)
+{
+    return mul(dims_of(m, B, S, T).R, (size_t)m->cfg.h) <= INT_MAX;
+}
+
+static int check_shape(const lnk_model *m, int B, int S, int T)
+{
+    if (B < 1 || (m->has_enc && S < 1) || (m->has_dec && T < 2))
+        return lnk_error(LNK_EINVAL, "workspace: B = %d, S = %d, T = %d: need B >= 1%s%s", B, S,
+                         T, m->has_enc ? ", S >= 1" : "",
+                         m->has_dec ? ", T >= 2 (stored target rows)" : "");
+    return LNK_OK;
+}
+
+/* The refusal of a workspace of `bytes` that does not fit, naming the sizes
+ * and the largest part (the attention maps, B h Tq Tk doubles each). */
+static int too_big(const lnk_model *m, int B, int S, int T, size_t bytes, size_t limit,
+                   int rows)
+{
+    const lnk_config *c = &m->cfg;
+    size_t Tq = dims_of(m, (size_t)B, (size_t)S, (size_t)T).Tq;
+    char b1[48], b2[48], b3[48];
+    size_t map = mul(mul(mul((size_t)B, (size_t)c->h), Tq), Tq);
+    if (rows)
+        return lnk_error(LNK_EINVAL, "workspace: B = %d, S = %d, T = %d: B x %zu positions x h "
+                         "= %d heads exceeds %d rows (the CBLAS int range)", B, S, T, Tq, c->h,
+                         INT_MAX);
+    return lnk_error(LNK_ENOMEM, "workspace: B = %d, S = %d, T = %d needs %s (an attention map "
+                     "is B x h x %zu x %zu positions = %d x %d x %zu x %zu doubles = %s), more "
+                     "than the %s this process may use (the machine's memory, or "
+                     "LNK_MEM_LIMIT_MB); use shorter rows or fewer rows per chunk", B, S, T,
+                     lnk_bytes_str(bytes, b1, sizeof b1), Tq, Tq, B, c->h, Tq, Tq,
+                     lnk_bytes_str(mul(map, 8), b2, sizeof b2),
+                     lnk_bytes_str(limit, b3, sizeof b3));
+}
+
+static size_t plan_primal(const lnk_model *m, int B, int S, int T, int adj)
+{
+    lnk_primal p;
+    memset(&p, 0, sizeof p);
+    p.adj = adj;
+    p.mem.plan = 1;
+    int st = build_primal(&p, m, (size_t)B, (size_t)S, (size_t)T);
+    size_t bytes = st || p.mem.oom ? SIZE_MAX : p.mem.bytes;
+    arena_free(&p.mem);
+    return bytes;
+}
+
+size_t lnk_primal_bytes(const lnk_model *m, int B, int S, int T, int adj)
+{
+    if (check_shape(m, B, S, T))
+        return SIZE_MAX;
+    return plan_primal(m, B, S, T, adj);
+}
+
+void lnk_primal_free(lnk_primal *p)
+{
+    if (!p)
+        return;
+    arena_free(&p->mem);
+    free(p);
+}
+
+static lnk_primal *primal_make(const lnk_model *m, int B, int S, int T, int adj)
+{
+    lnk_primal *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->Bmax = B, p->Smax = S, p->Tmax = T, p->adj = adj;
+    if (build_primal(p, m, (size_t)B, (size_t)S, (size_t)T) || p->mem.oom) {
+        lnk_primal_free(p);
+        return NULL;
     }
     return p;
 }
 
-#define D(n) ((double *)wsalloc(ws, (size_t)(n), sizeof(double)))
-
-/* One set of unit buffers (primal or tangent) for a stack. */
-static int alloc_stack_set(lnk_workspace *ws, const lnk_stack *st, int B, int T, int Tm,
-                           unit_buf *u, double **x, norm_buf *fin, double **z)
+lnk_primal *lnk_primal_alloc(const lnk_model *m, int B, int S, int T, int adj)
 {
-    const lnk_config *c = &ws->m->cfg;
-    int d = c->d, h = c->h, post = c->norm_pos == LNK_POS_POST, nn = c->norm != LNK_NORM_NONE;
+    if (check_shape(m, B, S, T))
+        return NULL;
+    size_t bytes = plan_primal(m, B, S, T, adj), limit = lnk_memory_limit();
+    int rows = !rows_fit(m, (size_t)B, (size_t)S, (size_t)T);
+    if (rows || bytes > limit) {
+        too_big(m, B, S, T, bytes, limit, rows);
+        return NULL;
+    }
+    lnk_primal *p = primal_make(m, B, S, T, adj);
+    if (!p)
+        lnk_error(LNK_ENOMEM, "out of memory allocating a workspace of %zu bytes (B = %d, S = "
+                  "%d, T = %d)", bytes, B, S, T);
+    return p;
+}
+
+/* The tangent part of a workspace (build or plan). */
+static int build_tangent(lnk_workspace *ws, size_t B, size_t S, size_t T)
+{
+    const lnk_model *m = ws->m;
+    ws_arena *a = &ws->mem;
+    const lnk_config *c = &m->cfg;
+    ws_dims z = dims_of(m, B, S, T);
+    size_t d = (size_t)c->d, R = z.R, Rm = z.Rm;
     int qk = c->qk_norm != LNK_NORM_NONE;
-    size_t R = (size_t)B * T, Rm = (size_t)B * Tm;
-    x[0] = D(R * d);
-    for (int k = 0; k < st->n_units; k++) {
-        const lnk_unit *un = &st->u[k];
-        unit_buf *b = &u[k];
-        memset(b, 0, sizeof *b);
-        if (un->kind == UNIT_FFN) {
-            b->hpre = D(R * c->d_ff);
-            b->hact = D(R * c->d_ff);
-        } else {
-            size_t Rk = un->kind == UNIT_CROSS_ATTN ? Rm : R;
-            int Tk = un->kind == UNIT_CROSS_ATTN ? Tm : T;
-            b->q = D(R * d);
-            b->k = D(Rk * d);
-            b->v = D(Rk * d);
-            b->qn = qk ? D(R * d) : b->q;
-            b->kn = qk ? D(Rk * d) : b->k;
-            b->qr = qk ? D(R * h) : NULL;
-            b->kr = qk ? D(Rk * h) : NULL;
-            b->a = D((size_t)B * h * T * Tk);
-            b->ctx = D(R * d);
-        }
-        if (nn) {
-            b->n.xhat = D(R * d);
-            b->n.r = D(R);
-        }
-        if (post) {
-            b->s = D(R * d);
-            b->n.out = nn ? D(R * d) : b->s;
-            x[k + 1] = b->n.out;
-        } else {
-            b->n.out = nn ? D(R * d) : x[k];
-            x[k + 1] = D(R * d);
-        }
-    }
-    if (!post && nn) {
-        fin->xhat = D(R * d);
-        fin->r = D(R);
-        fin->out = D(R * d);
-        *z = fin->out;
-    } else {
-        *z = x[st->n_units];
-    }
-    return LNK_OK;
-}
-
-static int alloc_stack(lnk_workspace *ws, const lnk_stack *st, stack_buf *sb, int B, int T,
-                       int Tm)
-{
-    sb->n_units = st->n_units;
-    sb->u = wsalloc(ws, (size_t)st->n_units, sizeof(unit_buf));
-    sb->x = wsalloc(ws, (size_t)st->n_units + 1, sizeof(double *));
-    sb->ids = wsalloc(ws, (size_t)B * T, sizeof(int64_t));
-    sb->kmask = wsalloc(ws, (size_t)B * T, sizeof(uint8_t));
-    if (!sb->u || !sb->x || !sb->ids || !sb->kmask)
-        return LNK_ENOMEM;
-    alloc_stack_set(ws, st, B, T, Tm, sb->u, sb->x, &sb->fin, &sb->z);
-    if (ws->hvp) {
-        sb->ut = wsalloc(ws, (size_t)st->n_units, sizeof(unit_buf));
-        sb->xt = wsalloc(ws, (size_t)st->n_units + 1, sizeof(double *));
-        if (!sb->ut || !sb->xt)
-            return LNK_ENOMEM;
-        alloc_stack_set(ws, st, B, T, Tm, sb->ut, sb->xt, &sb->fint, &sb->zt);
-    }
-    return LNK_OK;
-}
-
-static void alloc_grad(lnk_workspace *ws, grad_buf *g, size_t R, size_t Rm, int TT)
-{
-    const lnk_config *c = &ws->m->cfg;
-    int d = c->d, qk = c->qk_norm != LNK_NORM_NONE;
-    size_t Rk = R > Rm ? R : Rm;
-    g->gy = D(R * d);
-    g->gx = D(R * d);
-    g->gs = D(R * d);
-    g->gctx = D(R * d);
-    g->gq = D(R * d);
-    g->gk = D(Rk * d);
-    g->gv = D(Rk * d);
-    g->gqn = qk ? D(R * d) : g->gq;
-    g->gkn = qk ? D(Rk * d) : g->gk;
-    g->gh = D(R * c->d_ff);
-    g->gmem = Rm ? D(Rm * d) : NULL;
-    g->ascr = D((size_t)4 * TT);
+    int st = LNK_OK;
+    if (m->has_enc)
+        st = build_act(a, m, &m->enc, B, z.Tenc, 0, &ws->enct);
+    if (!st && m->has_dec)
+        st = build_act(a, m, &m->dec, B, z.Tdec, z.Tenc, &ws->dect);
+    ws->logits_t = D(a, mul(z.Rout, (size_t)m->n_out));
+    grad_buf *g = &ws->gt;
+    g->gy = D(a, mul(R, d));
+    g->gx = D(a, mul(R, d));
+    g->gs = D(a, mul(R, d));
+    build_attn_adj(a, R, z.Rk, d, qk, &g->gctx, &g->gq, &g->gk, &g->gv, &g->gqn, &g->gkn);
+    g->gh = D(a, mul(R, (size_t)c->d_ff));
+    g->gmem = Rm ? D(a, mul(Rm, d)) : NULL;
+    g->ascr = D(a, mul(2, mul(z.Tq, z.Tq)));
+    return st;
 }
 
 void lnk_workspace_free(lnk_workspace *ws)
 {
     if (!ws)
         return;
-    for (int i = 0; i < ws->n_allocs; i++)
-        free(ws->allocs[i]);
-    free(ws->allocs);
+    lnk_primal_free(ws->own);
+    arena_free(&ws->mem);
     free(ws);
 }
 
-size_t lnk_workspace_bytes(const lnk_workspace *ws) { return ws->bytes; }
+size_t lnk_workspace_bytes(const lnk_workspace *ws)
+{
+    return ws->mem.bytes + (ws->own ? ws->own->mem.bytes : 0);
+}
+
+void lnk_workspace_use(lnk_workspace *ws, lnk_primal *pr) { ws->pr = pr ? pr : ws->own; }
+
+/* Bytes of both parts of a workspace (the tangent part only with hvp). */
+static size_t plan_workspace(const lnk_model *m, int B, int S, int T, int hvp)
+{
+    size_t bytes = plan_primal(m, B, S, T, hvp);
+    if (hvp) {
+        lnk_workspace w;
+        memset(&w, 0, sizeof w);
+        w.m = m;
+        w.mem.plan = 1;
+        int st = build_tangent(&w, (size_t)B, (size_t)S, (size_t)T);
+        bytes = st || w.mem.oom ? SIZE_MAX : add(bytes, w.mem.bytes);
+        arena_free(&w.mem);
+    }
+    return bytes;
+}
+
+size_t lnk_workspace_plan(const lnk_model *m, int B, int S, int T, unsigned flags)
+{
+    if (check_shape(m, B, S, T))
+        return SIZE_MAX;
+    return plan_workspace(m, B, S, T, (flags & LNK_WS_HVP) != 0);
+}
 
 lnk_workspace *lnk_workspace_alloc(const lnk_model *m, int B, int S, int T, unsigned flags)
 {
-    int Tenc = m->has_enc ? S : 0, Tdec = m->has_dec ? T - 1 : 0;
-    if (B < 1 || (m->has_enc && S < 1) || (m->has_dec && T < 2)) {
-        lnk_error(LNK_EINVAL, "workspace: B = %d, S = %d, T = %d: need B >= 1%s%s", B, S, T,
-                  m->has_enc ? ", S >= 1" : "", m->has_dec ? ", T >= 2 (stored target rows)" : "");
+    if (check_shape(m, B, S, T))
+        return NULL;
+    int hvp = (flags & LNK_WS_HVP) != 0;
+    /* plan both parts, refuse what cannot fit, then allocate */
+    size_t bytes = plan_workspace(m, B, S, T, hvp), limit = lnk_memory_limit();
+    int rows = !rows_fit(m, (size_t)B, (size_t)S, (size_t)T);
+    if (rows || bytes > limit) {
+        too_big(m, B, S, T, bytes, limit, rows);
         return NULL;
     }
     lnk_workspace *ws = calloc(1, sizeof *ws);
@@ -153,28 +417,18 @@ lnk_workspace *lnk_workspace_alloc(const lnk_model *m, int B, int S, int T, unsi
     ws->Bmax = B;
     ws->Smax = S;
     ws->Tmax = T;
-    ws->hvp = (flags & LNK_WS_HVP) != 0;
-    int st = LNK_OK;
-    if (m->has_enc)
-        st = alloc_stack(ws, &m->enc, &ws->enc, B, Tenc, 0);
-    if (!st && m->has_dec)
-        st = alloc_stack(ws, &m->dec, &ws->dec, B, Tdec, Tenc);
-    size_t Rout = (size_t)B * (m->has_dec ? Tdec : Tenc);
-    size_t R = (size_t)B * (Tenc > Tdec ? Tenc : Tdec), Rm = (size_t)B * (m->has_dec ? Tenc : 0);
-    int Tq = Tenc > Tdec ? Tenc : Tdec;
-    ws->labels = wsalloc(ws, Rout, sizeof(int64_t));
-    ws->logits = D(Rout * m->n_out);
-    alloc_grad(ws, &ws->g, R, Rm, Tq * Tq);
-    if (ws->hvp) {
-        ws->logits_t = D(Rout * m->n_out);
-        alloc_grad(ws, &ws->gt, R, Rm, Tq * Tq);
+    ws->hvp = hvp;
+    ws->own = primal_make(m, B, S, T, hvp);
+    if (ws->own && hvp && (build_tangent(ws, (size_t)B, (size_t)S, (size_t)T) || ws->mem.oom)) {
+        lnk_primal_free(ws->own);
+        ws->own = NULL;
     }
-    /* every pointer above comes from wsalloc: any NULL means out of memory */
-    if (st || ws->oom) {
+    if (!ws->own) {
         lnk_workspace_free(ws);
-        lnk_error(LNK_ENOMEM, "out of memory allocating the workspace (B = %d, S = %d, T = %d)",
-                  B, S, T);
+        lnk_error(LNK_ENOMEM, "out of memory allocating the workspace (B = %d, S = %d, T = %d, "
+                  "%zu bytes)", B, S, T, bytes);
         return NULL;
     }
+    ws->pr = ws->own;
     return ws;
 }

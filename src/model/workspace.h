@@ -1,5 +1,13 @@
 /* lnkit model workspace: every activation, cache, adjoint and tangent buffer.
- * Internal to src/model. */
+ * Internal to src/model.
+ *
+ * Two parts.  The primal state of a batch (lnk_primal): the forward
+ * activations and caches, the softmax probabilities, and, in a workspace for
+ * H v, the adjoints of the primal reverse pass that the tangent reverse pass
+ * reads; it stays valid for products at the same weights and batch.  The
+ * tangent part (the R{.} copies and the reverse pass's tangent scratch) is
+ * the workspace's own and serves any primal state of the same model whose
+ * sizes fit it (the Hessian keeps one primal state per cached chunk). */
 #ifndef LNK_WORKSPACE_H
 #define LNK_WORKSPACE_H
 
@@ -21,17 +29,63 @@ typedef struct {
     double *hpre, *hact;                        /* ffn hidden before / after ReLU */
 } unit_buf;
 
+/* One unit's primal adjoints, as the tangent reverse pass reads them.  In a
+ * workspace without LNK_WS_HVP they alias shared scratch (gy alternates
+ * between two buffers), as nothing reads them after the unit. */
+typedef struct {
+    double *gy;                                 /* dL/d(unit output) */
+    double *gs;                                 /* post: N^T gy, F's output adjoint;
+                                                   pre: F^T gy, the norm's output adjoint */
+    double *gctx, *gq, *gk, *gv, *gqn, *gkn;    /* attention (gqn, gkn == gq, gk without qk-norm) */
+    double *gh;                                 /* ffn hidden adjoint after the ReLU mask */
+} unit_adj;
+
+/* A stack's activations (primal or tangent). */
+typedef struct {
+    unit_buf *u;                                /* [n_units] */
+    double **x;                                 /* residual stream: x[k] input of unit k */
+    norm_buf fin;                               /* final norm (Pre-LN) */
+    double *z;                                  /* stack output */
+} stack_act;
+
 typedef struct {
     int n_units;
-    unit_buf *u, *ut;                           /* primal, tangent */
-    double **x, **xt;                           /* residual stream: x[k] input of unit k */
-    norm_buf fin, fint;                         /* final norm (Pre-LN) */
-    double *z, *zt;                             /* stack output */
+    stack_act a;
+    unit_adj *g;                                /* [n_units] primal adjoints */
+    double *gz;                                 /* dL/dz (== g[n-1].gy without a final norm) */
+    double *gemb;                               /* dL/d(embedding output) */
     int64_t *ids;                               /* [B*T] token ids of the stack's input */
     uint8_t *kmask;                             /* [B*T] 1 where the input is <pad> */
 } stack_buf;
 
-/* Scratch for the reverse pass (shared by all units; tangent copies in *t). */
+/* Allocations of one part, with the byte count (a plan counts only). */
+typedef struct {
+    void **p;
+    int n, cap;
+    size_t bytes;                               /* saturates at SIZE_MAX */
+    int oom, plan;
+} ws_arena;
+
+/* The primal state of a batch of up to Bmax rows, Smax src and Tmax stored
+ * tgt columns. */
+typedef struct lnk_primal {
+    ws_arena mem;
+    int Bmax, Smax, Tmax, adj;                  /* adj: keeps the adjoints (H v) */
+    stack_buf enc, dec;
+    int64_t *labels;                            /* [B*Tout], -1 = not scored */
+    double *prob;                               /* [R_out, C] logits, then softmax probabilities */
+    double *dlogits;                            /* [R_out, C] dL/dlogits (== prob without adj) */
+    double *ascr;                               /* attention scratch of the primal reverse */
+    /* what it holds */
+    int valid;                                  /* forward and reverse done for theta, batch */
+    const double *theta;
+    const lnk_batch *batch;
+    int B, Tenc, Tdec;
+    size_t N;                                   /* scored positions */
+    double loss;
+} lnk_primal;
+
+/* Tangent reverse-pass scratch, shared by all units. */
 typedef struct {
     double *gy, *gx, *gs;                       /* stream adjoints and the norm/F seam */
     double *gctx, *gq, *gk, *gv, *gqn, *gkn;    /* attention adjoints */
@@ -43,16 +97,22 @@ typedef struct {
 struct lnk_workspace {
     const lnk_model *m;
     int Bmax, Smax, Tmax, hvp;
-    size_t bytes;
-    void **allocs;
-    int n_allocs, cap_allocs;
-    int oom;                                    /* an allocation failed */
-    stack_buf enc, dec;
-    int64_t *labels;                            /* [B*Tout], -1 = not scored */
-    double *logits, *logits_t;                  /* [R_out, C]: probabilities after the loss */
-    grad_buf g, gt;
-    /* the batch being processed */
-    int B, Tenc, Tdec;
+    ws_arena mem;                               /* the tangent part */
+    lnk_primal *own;                            /* the workspace's own primal state */
+    lnk_primal *pr;                             /* the one in use (own, or a cache's) */
+    stack_act enct, dect;                       /* tangent activations */
+    double *logits_t;                           /* [R_out, C] */
+    grad_buf gt;
 };
+
+/* A primal state for batches up to B x S x T of m; adj: with the adjoints of
+ * the reverse pass (needed for H v).  NULL with a message if it does not fit
+ * in memory (lnk_memory_limit) or cannot be allocated. */
+lnk_primal *lnk_primal_alloc(const lnk_model *m, int B, int S, int T, int adj);
+void lnk_primal_free(lnk_primal *p);
+/* Bytes lnk_primal_alloc would take (SIZE_MAX on overflow). */
+size_t lnk_primal_bytes(const lnk_model *m, int B, int S, int T, int adj);
+/* Run the next passes of ws on pr (NULL: its own).  pr's sizes must fit ws's. */
+void lnk_workspace_use(lnk_workspace *ws, lnk_primal *pr);
 
 #endif
