@@ -61,7 +61,8 @@ MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
         fuzz fuzz-build \
-        test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root FORCE \
+        test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
+        FORCE check-results quotes \
         results study-grad study-geometry study-hessian study-multi30k study-demo
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
@@ -155,6 +156,7 @@ test: deps-test
 	$(MAKE) test-mpi
 	$(MAKE) test-install
 	$(MAKE) test-readme
+	$(MAKE) check-results
 
 # make install into a temporary DESTDIR, the example built against the
 # installed lnkit.pc (shared and static), checked against `lnkit eigs`; the
@@ -167,6 +169,15 @@ test-install: all
 # of make test.  FRESH_ROOT, FRESH_BASE, FRESH_LOG: see tools/fresh-root.sh.
 test-fresh-root:
 	bash tools/fresh-root.sh
+
+# Numbers quoted in Markdown against the result files they come from
+# (tools/quotes.py: marked tables and values); `make quotes` rewrites them.
+QUOTED := README.md
+check-results:
+	python3 tools/quotes.py --check $(QUOTED)
+	bash tests/test_quotes.sh
+quotes:
+	python3 tools/quotes.py --write $(QUOTED)
 
 # The README's command-line walk-through, extracted from README.md and run as
 # written in an empty folder (every exit status checked).
@@ -185,6 +196,7 @@ test-mpi:
 bench-mpi: all
 	$(MAKE) MPI=1 all build-mpi/bench/bench_mpi
 	bash tools/bench_mpi.sh build build-mpi
+	$(MAKE) quotes
 
 run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN)
 	LNK_BIN=$(abspath $(BIN)) bash tools/runtests.sh $(TEST_BIN)
@@ -220,13 +232,16 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB)
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)
+	$(MAKE) quotes
 
 bench-torch: all $(BENCH_BIN)
 	bash tools/bench_torch.sh $(BUILD)
+	$(MAKE) quotes
 
 # lnkit against PyTorch + SciPy eigsh on config (b), and the Multi30k full-size product
 bench-peer: all $(BENCH_BIN)
 	bash tools/bench_peer.sh $(BUILD)
+	$(MAKE) quotes
 
 # The main job: Post-LN vs Pre-LN loss and per-layer gradient norms on
 # built-in synthetic data, CSV + .meta.json under out/demo/ (git-ignored, so

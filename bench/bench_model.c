@@ -314,7 +314,8 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
     static const char *const hdr[] = {
         "config", "pos", "fwd_s", "grad_s", "hvp_s", "grad_over_fwd", "hvp_over_grad",
         "fwd_gflops", "grad_gflops", "hvp_gflops", "dgemm_gflops", "grad_frac_peak",
-        "hvp_frac_peak", "workspace_mb", "maxrss_mb", "hvp_kept_s", "kept_over_hvp"};
+        "hvp_frac_peak", "workspace_mb", "maxrss_mb", "hvp_kept_s", "kept_over_hvp",
+        "other_cpu_share"};
     lnk_csv csv;
     if (lnk_csv_begin(&csv, af->f, hdr, (int)(sizeof hdr / sizeof hdr[0])))
         die("csv");
@@ -331,7 +332,8 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
              lnk_csv_double(&csv, dgemm) || lnk_csv_double(&csv, gg / dgemm) ||
              lnk_csv_double(&csv, gh / dgemm) || lnk_csv_double(&csv, x->ws_mb) ||
              lnk_csv_double(&csv, x->rss_mb) || lnk_csv_double(&csv, x->kept_s) ||
-             lnk_csv_double(&csv, x->kept_s / x->hvp_s) || lnk_csv_end_row(&csv);
+             lnk_csv_double(&csv, x->kept_s / x->hvp_s) || lnk_csv_double(&csv, x->other) ||
+             lnk_csv_end_row(&csv);
     }
     lnk_csv_free(&csv);
     if (st)

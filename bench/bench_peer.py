@@ -257,8 +257,8 @@ def main():
             mcsv = os.path.join(work, "m30k.csv")
             run([m30k, "--all", "--sizes", "512,8,2048", "--products", "2", "--threads",
                  str(a.threads), "--csv", mcsv,
-                 "--src", os.path.join(ROOT, "..", "shared", "data", "multi30k", "val.de"),
-                 "--tgt", os.path.join(ROOT, "..", "shared", "data", "multi30k", "val.en")])
+                 "--src", os.path.join(ROOT, "data", "multi30k", "val.de"),
+                 "--tgt", os.path.join(ROOT, "data", "multi30k", "val.en")])
             with open(mcsv, newline="") as f:
                 m30 = list(csv.DictReader(f))
             for r in m30:

@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""Numbers quoted in Markdown, taken from the result files, never typed by hand.
+
+Two kinds of marks in a Markdown file:
+
+  <!-- gen:NAME -->            a block (usually a table) made by generator NAME
+  ...                          from the files under results/; replaced whole
+  <!-- /gen -->
+
+  <!--q:NAME-->TEXT<!--/q-->   one number: TEXT is value NAME, formatted
+
+`quotes.py --write FILE...` rewrites the marked parts from the files;
+`quotes.py --check FILE...` (make check-results) recomputes them and fails,
+naming the file, the mark and both texts, where the Markdown differs.  An
+unknown name or a missing result file fails too.  The comments are invisible
+in rendered Markdown.
+
+Standard library only: runs with any python3.
+"""
+import csv
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class QuoteError(Exception):
+    pass
+
+
+def read_csv(rel):
+    path = os.path.join(ROOT, rel)
+    try:
+        with open(path, newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError as e:
+        raise QuoteError(f"{rel}: {e.strerror}") from None
+
+
+def col(row, key, rel):
+    if key not in row or row[key] in (None, ""):
+        raise QuoteError(f"{rel}: no column '{key}'")
+    return float(row[key])
+
+
+def fx(x, digits):
+    """Fixed-point with `digits` decimals."""
+    return f"{x:.{digits}f}"
+
+
+def pct(x):
+    return f"{100 * x:.0f}%"
+
+
+# ------------------------------------------------------------------ bench
+
+BM = "results/bench/bench_model.csv"
+BL = "results/bench/bench_lanczos.csv"
+BP = "results/bench/bench_peer.csv"
+BMPI = "results/bench/bench_mpi.csv"
+
+
+def bench_model_rows():
+    rows = read_csv(BM)
+    if not rows:
+        raise QuoteError(f"{BM}: no rows")
+    return rows
+
+
+def opt(row, key, fmt):
+    """A column a file from before it existed lacks: '-'."""
+    v = row.get(key)
+    return "-" if v in (None, "") else fmt(float(v))
+
+
+def gen_bench_model():
+    out = ["| cfg | pos | forward s | gradient s | H v s | H v, primal kept, s | kept / H v "
+           "| H v / gradient | gradient % DGEMM | H v % DGEMM | other processes' CPU share |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in bench_model_rows():
+        c = lambda k: col(r, k, BM)  # noqa: E731
+        out.append(f"| {r['config']} | {r['pos']} | {fx(c('fwd_s'), 4)} | {fx(c('grad_s'), 4)} "
+                   f"| {fx(c('hvp_s'), 4)} | {opt(r, 'hvp_kept_s', lambda x: fx(x, 4))} "
+                   f"| {opt(r, 'kept_over_hvp', lambda x: fx(x, 2))} "
+                   f"| {fx(c('hvp_over_grad'), 2)} "
+                   f"| {pct(c('grad_frac_peak'))} | {pct(c('hvp_frac_peak'))} "
+                   f"| {opt(r, 'other_cpu_share', pct)} |")
+    return "\n".join(out)
+
+
+def bench_model_value(cfg, pos, key):
+    for r in bench_model_rows():
+        if r["config"] == cfg and r["pos"] == pos:
+            return col(r, key, BM)
+    raise QuoteError(f"{BM}: no row config={cfg} pos={pos}")
+
+
+def peer(measure, tool):
+    for r in read_csv(BP):
+        if r["measure"] == measure and r["tool"] == tool:
+            return float(r["value"])
+    raise QuoteError(f"{BP}: no row measure={measure} tool={tool}")
+
+
+def gen_bench_peer():
+    rows = [
+        ("top-5 eigenvalues, tol 1e-6: wall time (s)", "eigs_top5_wall", 1),
+        ("top-5 eigenvalues: products", "eigs_top5_products", 0),
+        ("one H v, PyTorch graph reused / lnkit primal pass kept (s)", None, 3),
+        ("one H v, PyTorch graph built / lnkit primal pass recomputed (s)", None, 3),
+    ]
+    out = ["| measure | PyTorch + SciPy | lnkit | lnkit faster by |", "|---|---|---|---|"]
+    t, l = peer("eigs_top5_wall", "torch+scipy"), peer("eigs_top5_wall", "lnkit")
+    out.append(f"| {rows[0][0]} | {fx(t, 1)} | {fx(l, 1)} | {fx(t / l, 2)}x |")
+    out.append(f"| {rows[1][0]} | {peer('eigs_top5_products', 'torch+scipy'):.0f} "
+               f"| {peer('eigs_top5_products', 'lnkit'):.0f} | |")
+    t, l = peer("hvp_reused_graph", "torch"), peer("hvp_primal_kept", "lnkit")
+    out.append(f"| {rows[2][0]} | {fx(t, 3)} | {fx(l, 3)} | {fx(t / l, 2)}x |")
+    t, l = peer("hvp_fresh_graph", "torch"), peer("hvp_recomputed", "lnkit")
+    out.append(f"| {rows[3][0]} | {fx(t, 3)} | {fx(l, 3)} | {fx(t / l, 2)}x |")
+    return "\n".join(out)
+
+
+def gen_bench_lanczos():
+    if not os.path.exists(os.path.join(ROOT, BL)):
+        return (f"(`{BL}` is not committed yet: `make bench` writes it; the figures of the "
+                "Lanczos step come from it.)")
+    r = lanczos()
+    steps = int(col(r, "steps", BL))
+    return "\n".join([
+        "| measure | value |", "|---|---|",
+        f"| steps | {steps} |",
+        f"| product alone (mean of its median before and after the run), s "
+        f"| {fx(col(r, 'hv_alone_s', BL), 3)} |",
+        f"| mean step over steps 61-{steps}, s | {fx(col(r, 'tail_step_s', BL), 3)} |",
+        f"| of which the product, s | {fx(col(r, 'tail_hv_s', BL), 3)} |",
+        f"| of which the vector work, s | {fx(col(r, 'tail_vector_s', BL), 3)} |",
+        f"| of which first writes to the new basis row, s "
+        f"| {fx(col(r, 'tail_first_touch_s', BL), 3)} |",
+        f"| step / product (target 1.15) | {fx(col(r, 'step_over_hv', BL), 2)} |",
+        f"| reorthogonalisations | {col(r, 'n_reorth', BL):.0f} |",
+        f"| basis rows read (full reorthogonalisation: {steps * (steps + 1)}) "
+        f"| {col(r, 'reorth_rows', BL):.0f} |",
+        f"| BLAS kernel, threads | {r['kernel']}, {r['threads']} |"])
+
+
+def lanczos():
+    rows = read_csv(BL)
+    if len(rows) != 1:
+        raise QuoteError(f"{BL}: expected one row, found {len(rows)}")
+    return rows[0]
+
+
+def gen_bench_mpi():
+    out = ["| ranks x threads | s per H v | s per Lanczos step | communication per H v "
+           "| Lanczos basis (80 steps) per rank |", "|---|---|---|---|---|"]
+    for r in read_csv(BMPI):
+        c = lambda k: col(r, k, BMPI)  # noqa: E731
+        mb = c("bytes_per_hvp") / int(r["ranks"]) / 1e6
+        comm = "-" if int(r["ranks"]) == 1 else f"{mb:.2f} MB per rank, {fx(c('t_comm_s'), 4)} s"
+        out.append(f"| {r['ranks']} x {r['threads']} | {fx(c('t_hvp_s'), 3)} "
+                   f"| {fx(c('t_step_s'), 3)} | {comm} | {c('basis_MB_80_steps'):.0f} MB |")
+    return "\n".join(out)
+
+
+BT = "results/bench/bench_model_vs_torch.csv"
+
+
+def gen_bench_vs_torch():
+    out = ["| cfg | pos | lnkit gradient s | PyTorch gradient s | speed-up | lnkit H v s "
+           "| PyTorch H v s | speed-up |", "|---|---|---|---|---|---|---|---|"]
+    for r in read_csv(BT):
+        c = lambda k: col(r, k, BT)  # noqa: E731
+        out.append(f"| {r['config']} | {r['pos']} | {fx(c('lnkit_grad_s'), 3)} "
+                   f"| {fx(c('torch_grad_s'), 3)} | {fx(c('grad_speedup'), 1)}x "
+                   f"| {fx(c('lnkit_hvp_s'), 3)} | {fx(c('torch_hvp_s'), 3)} "
+                   f"| {fx(c('hvp_speedup'), 1)}x |")
+    return "\n".join(out)
+
+
+def mpi_row(ranks, threads):
+    for r in read_csv(BMPI):
+        if int(r["ranks"]) == ranks and int(r["threads"]) == threads:
+            return r
+    raise QuoteError(f"{BMPI}: no row ranks={ranks} threads={threads}")
+
+
+def mpi_value(key):
+    r11, r12, r21 = mpi_row(1, 1), mpi_row(1, 2), mpi_row(2, 1)
+    t11, t12, t21 = (col(r, "t_hvp_s", BMPI) for r in (r11, r12, r21))
+    imb = col(r21, "imbalance_padded", BMPI)
+    comm = col(r21, "t_comm_s", BMPI)
+    model = t11 / 2 * imb + comm
+    s2 = t11 / t12
+    table = {
+        "pairs": f"{col(r11, 'pairs', BMPI):.0f}",
+        "scored_tokens": f"{col(r11, 'scored_tokens', BMPI):.0f}",
+        "chunks": f"{col(r11, 'chunks', BMPI):.0f}",
+        "n_params_M": f"{col(r11, 'n_params', BMPI) / 1e6:.2f}",
+        "t11": fx(t11, 3), "t21": fx(t21, 3), "comm21": fx(comm, 4),
+        "speedup_threads": fx(s2, 2), "speedup_ranks": fx(t11 / t21, 2),
+        # Amdahl: S = 1 / (f + (1 - f) / 2) on 2 threads, so f = 2 / S - 1
+        "amdahl_serial": fx(2 / s2 - 1, 2),
+        "imbalance": fx(imb, 3), "model2": fx(model, 3),
+        "model2_dev": f"{100 * (model - t21) / t21:+.1f}%",
+        "exchange_GBps": fx(col(r21, "bytes_per_hvp", BMPI) / 2 / comm / 1e9, 1),
+    }
+    if key not in table:
+        raise QuoteError(f"unknown quote 'bench_mpi.{key}'")
+    return table[key]
+
+
+PM = "results/bench/bench_peer.meta.json"
+
+
+def m30k_value(key):
+    import json
+    try:
+        with open(os.path.join(ROOT, PM)) as f:
+            rows = json.load(f)["multi30k"]
+    except (OSError, KeyError, ValueError) as e:
+        raise QuoteError(f"{PM}: no multi30k rows ({e})") from None
+    first = next(r for r in rows if r["product"] == "1")
+    kept = next(r for r in rows if r["product"] == "2")
+    n = float(first["n_params"])
+    t1, t2 = float(first["seconds"]), float(kept["seconds"])
+    steps = 80
+    table = {
+        "n_params_M": f"{n / 1e6:.1f}", "pairs": first["pairs"], "chunks": first["chunks"],
+        "cached_chunks": kept["cached_chunks"], "cache_GB": fx(float(kept["cache_mb"]) / 1e3, 1),
+        "maxrss_GB": fx(float(kept["maxrss_mb"]) / 1e3, 1),
+        "first_s": f"{t1:.0f}", "kept_s": f"{t2:.0f}",
+        "exchange_MB": f"{16 * n / 1e6:.0f}",            # 16 n bytes per rank per H v
+        "exchange_10gbit_s": fx(16 * n * 8 / 10e9, 2),   # on a 10 Gbit/s link
+        "basis_GB": f"{(steps + 1) * n * 8 / 1e9:.0f}",  # (m + 1) n doubles
+        "basis_32_GB": fx((steps + 1) * n * 8 / 1e9 / 32, 2),
+        # 32 single-thread ranks: one thread about twice the 2-thread time
+        "t32_kept_s": f"{2 * t2 / 32 + 16 * n * 8 / 10e9 * 31 / 32:.1f}",
+    }
+    if key not in table:
+        raise QuoteError(f"unknown quote 'm30k.{key}'")
+    return table[key]
+
+
+GENERATORS = {
+    "bench_vs_torch": gen_bench_vs_torch,
+    "bench_lanczos": gen_bench_lanczos,
+    "bench_model": gen_bench_model,
+    "bench_peer": gen_bench_peer,
+    "bench_mpi": gen_bench_mpi,
+}
+
+
+def value(name):
+    """The formatted value of an inline quote."""
+    m = re.fullmatch(r"bench_model\.([ab])\.(post|pre)\.(\w+)", name)
+    if m:
+        cfg, pos, key = m.groups()
+        x = bench_model_value(cfg, pos, key)
+        if key.endswith("_frac_peak") or key == "other_cpu_share":
+            return pct(x)
+        if key.endswith("_s"):
+            return fx(x, 4)
+        return fx(x, 2) if "over" in key else fx(x, 1)
+    if name == "bench_model.dgemm_gflops":
+        return fx(col(bench_model_rows()[0], "dgemm_gflops", BM), 1)
+    m = re.fullmatch(r"bench_mpi\.(\w+)", name)
+    if m:
+        return mpi_value(m.group(1))
+    m = re.fullmatch(r"m30k\.(\w+)", name)
+    if m:
+        return m30k_value(m.group(1))
+    m = re.fullmatch(r"bench_lanczos\.(\w+)", name)
+    if m:
+        r, key = lanczos(), m.group(1)
+        if key in ("n_reorth", "reorth_rows", "steps"):
+            return f"{col(r, key, BL):.0f}"
+        if key == "full_reorth_rows":  # 2 passes over j rows at step j = 1..steps
+            s = int(col(r, "steps", BL))
+            return f"{s * (s + 1):.0f}"
+        if key == "step_over_hv":
+            return fx(col(r, key, BL), 2)
+        if key == "kernel":
+            return r["kernel"]
+        return fx(col(r, key, BL), 3)
+    m = re.fullmatch(r"bench_peer\.(\w+)\.([\w+]+)", name)
+    if m:
+        measure, tool = m.groups()
+        x = peer(measure, tool)
+        if "speedup" in measure:
+            return fx(x, 2)
+        if "products" in measure or "chunks" in measure:
+            return f"{x:.0f}"
+        if "agreement" in measure:
+            return f"{x:.1e}"
+        return fx(x, 1) if x >= 10 else fx(x, 3)
+    raise QuoteError(f"unknown quote '{name}'")
+
+
+GEN_RE = re.compile(r"(<!-- gen:([\w.-]+) -->\n)(.*?)(<!-- /gen -->)", re.S)
+Q_RE = re.compile(r"(<!--q:([\w.+-]+)-->)(.*?)(<!--/q-->)", re.S)
+
+
+def process(path, write):
+    with open(path) as f:
+        text = f.read()
+    problems = []
+
+    def gen(m):
+        name = m.group(2)
+        if name not in GENERATORS:
+            raise QuoteError(f"{path}: unknown generator '{name}'")
+        new = GENERATORS[name]() + "\n"
+        if new != m.group(3):
+            problems.append(f"{path}: block '{name}' differs from its files")
+        return m.group(1) + new + m.group(4)
+
+    def quote(m):
+        new = value(m.group(2))
+        if new != m.group(3):
+            problems.append(f"{path}: '{m.group(2)}' reads {m.group(3)!r}, the files give {new!r}")
+        return m.group(1) + new + m.group(4)
+
+    out = Q_RE.sub(quote, GEN_RE.sub(gen, text))
+    if write and out != text:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(out)
+        os.replace(tmp, path)
+    return problems, len(GEN_RE.findall(text)) + len(Q_RE.findall(text))
+
+
+def main(argv):
+    if len(argv) < 2 or argv[0] not in ("--check", "--write"):
+        print("usage: quotes.py --check|--write FILE.md...", file=sys.stderr)
+        return 2
+    write = argv[0] == "--write"
+    bad = 0
+    for path in argv[1:]:
+        try:
+            problems, n = process(path, write)
+        except (QuoteError, OSError) as e:
+            print(f"quotes: {e}", file=sys.stderr)
+            return 2
+        if problems and not write:
+            for p in problems:
+                print(f"quotes: {p}", file=sys.stderr)
+            bad = 1
+        print(f"quotes: {path}: {n} marks {'written' if write else 'checked'}"
+              + (f", {len(problems)} differ" if problems else ""))
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
