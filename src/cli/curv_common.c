@@ -249,6 +249,9 @@ void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kin
     rc = rc ? rc : lnk_ckpt_id_add(id, "--chunk", "%d", o->chunk_rows);
     rc = rc ? rc : lnk_ckpt_id_add(id, "--block", "%s", o->block ? o->block : "*");
     rc = rc ? rc : lnk_ckpt_id_add(id, "--rng-seed", "%llu", (unsigned long long)o->rng_seed);
+    /* OpenBLAS's threaded kernels sum in an order that depends on their count */
+    rc = rc ? rc : lnk_ckpt_id_add(id, "the BLAS thread count (--threads)", "%d",
+                                   lnk_blas_threads());
     cli_check(rc);
     rc = lnk_ckpt_open(&s->ck, o->checkpoint, s->cmd, id, kind, s->op.n, max_rows, mapped);
     cli_check(rc);
