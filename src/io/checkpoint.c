@@ -777,7 +777,8 @@ static int read_state(lnk_ckpt *ck)
             ok = 0;
         s->resid = ok ? get_da(ck, "eigs.resid", (size_t)s->n_resid, &ok) : NULL;
         s->elapsed = elapsed;
-        if (ok && s->lanczos.mode == LNK_LANCZOS_FULL && (size_t)count != (size_t)s->lanczos.steps + 1)
+        if (ok && s->lanczos.mode == LNK_LANCZOS_FULL &&
+            (size_t)count != (size_t)s->lanczos.steps + 1)
             ok = 0;
         if (ok && ck->mapped != (s->lanczos.mode == LNK_LANCZOS_FULL))
             ok = 0;
