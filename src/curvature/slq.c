@@ -98,10 +98,12 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
         done = rs->steps_done;
         res->n_applies = rs->n_applies;
         memcpy(res->offset, rs->offset, (size_t)(v0 + 1) * sizeof(int));
-        memcpy(res->node, rs->node, (size_t)rs->offset[v0] * sizeof(double));
-        memcpy(res->weight, rs->weight, (size_t)rs->offset[v0] * sizeof(double));
-        memcpy(res->steps, rs->steps, (size_t)v0 * sizeof(int));
-        memcpy(res->invariant, rs->invariant, (size_t)v0 * sizeof(int));
+        if (v0 > 0) {
+            memcpy(res->node, rs->node, (size_t)rs->offset[v0] * sizeof(double));
+            memcpy(res->weight, rs->weight, (size_t)rs->offset[v0] * sizeof(double));
+            memcpy(res->steps, rs->steps, (size_t)v0 * sizeof(int));
+            memcpy(res->invariant, rs->invariant, (size_t)v0 * sizeof(int));
+        }
         for (int v = 0; v < v0; v++) {
             res->node_min = fmin(res->node_min, res->node[res->offset[v]]);
             res->node_max = fmax(res->node_max, res->node[res->offset[v + 1] - 1]);

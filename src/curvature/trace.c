@@ -94,7 +94,7 @@ static int hutchinson(ctx_t *c, lnk_trace_result *res)
     }
     const lnk_trace_state *rs = c->o->resume;
     int p0 = rs ? rs->index : 0;
-    if (rs) {
+    if (rs && p0 > 0) {
         memcpy(q, rs->samples, (size_t)p0 * sizeof(double));
         replay(c->op->group, r, z, n, p0);
     }
@@ -140,10 +140,10 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
     /* A resumed run: where it was (phase, index) and what it had. */
     const lnk_trace_state *rs = c->o->resume;
     int ph = rs ? rs->phase : 0, at = rs ? rs->index : 0;
-    if (rs) {
+    if (rs && rs->n_rows > 0)
         memcpy(Q, rs->rows, (size_t)rs->n_rows * n * sizeof(double));
+    if (rs && rs->n_samples > 0)
         memcpy(q, rs->samples, (size_t)rs->n_samples * sizeof(double));
-    }
     /* Q = orth(A S): column i of the column-major n x s matrix is at Q + i n. */
     const lnk_group *grp = c->op->group;
     if (ph == 0)

@@ -99,7 +99,7 @@ typedef struct {
 
 static void put(wbuf *b, const void *x, size_t k)
 {
-    if (b->err)
+    if (b->err || k == 0)
         return;
     if (b->n + k > b->cap) {
         size_t nc = b->cap ? b->cap : 4096;
