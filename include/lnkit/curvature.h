@@ -296,7 +296,9 @@ double lnk_orthogonalize(const double *V, int k, size_t n, double *x, double *h)
  * count from it). */
 
 /* lnk_eigs: the Lanczos run, and then the explicit residuals done so far
- * (n_resid > 0 once the run has stopped; resid in result order). */
+ * (n_resid > 0 once the run has stopped; resid in result order).  A LIGHT
+ * run resumed after its Lanczos steps does its second pass (steps - 1
+ * applies) again. */
 typedef struct {
     lnk_lanczos_state lanczos;
     int n_resid;
