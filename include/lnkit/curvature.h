@@ -184,12 +184,17 @@ typedef struct {
     int *ivl, n_ivl;        /* PARTIAL: row runs [lo, hi) of the last reorthogonalisation */
     int force;              /* PARTIAL: reorthogonalise again at the next step */
     int touched;            /* FULL: basis rows 0..touched written at least once */
+    int own_V;              /* FULL: V was allocated here (not given to alloc_basis) */
 } lnk_lanczos;
 
 /* Workspace for up to max_steps steps on n-vectors (1 <= max_steps; steps
  * beyond n are never taken).  Returns NULL on error (message in lnk_errmsg). */
 lnk_lanczos *lnk_lanczos_alloc(size_t n, int max_steps, int mode);
 void lnk_lanczos_free(lnk_lanczos *w);
+/* The same with the FULL basis in the caller's memory: basis (room for
+ * (max_steps + 1) n doubles, e.g. a file mapped by src/io/checkpoint.c) is
+ * used as V and not freed; NULL: allocated as by lnk_lanczos_alloc. */
+lnk_lanczos *lnk_lanczos_alloc_basis(size_t n, int max_steps, int mode, double *basis);
 /* Bytes lnk_lanczos_alloc(n, max_steps, mode) allocates (for planning). */
 size_t lnk_lanczos_bytes(size_t n, int max_steps, int mode);
 
@@ -205,6 +210,27 @@ int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed);
 int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op);
 /* Steps until `steps` more are done, the run is done, or max_steps. */
 int lnk_lanczos_run(lnk_lanczos *w, const lnk_operator *op, int steps);
+
+/* The state of a run, to save it and continue later with the same bits
+ * (see "Checkpoints" below).  get: pointers into w (valid until its next
+ * step); set: copied into w, which must have been allocated with the same n,
+ * max_steps and mode (and distributed alike); the run then goes on as if it
+ * had never stopped.  A FULL run's basis rows 0..steps are not part of it:
+ * they must already be in w->V (a basis given to lnk_lanczos_alloc_basis,
+ * e.g. a mapped file).  alpha, beta: [max_steps]; om, om_prev: [max_steps +
+ * 1] and ivl: [2 (max_steps + 1)] (FULL; the partial reorthogonalisation's
+ * omega estimates and row runs); v0, vprev, vcur: [n] (LIGHT). */
+typedef struct {
+    int mode, max_steps, steps, done, invariant, n_restarts, n_reorth, force, n_ivl;
+    long n_applies;
+    uint64_t seed;
+    double tnorm, reorth_rows;
+    const double *alpha, *beta, *om, *om_prev;
+    const int *ivl;
+    const double *v0, *vprev, *vcur;
+} lnk_lanczos_state;
+void lnk_lanczos_get_state(const lnk_lanczos *w, lnk_lanczos_state *s);
+int lnk_lanczos_set_state(lnk_lanczos *w, const lnk_lanczos_state *s);
 
 /* Eigen-decomposition of T_j (j = w->steps >= 1) by LAPACKE_dstevr (MRRR,
  * a symmetric tridiagonal solver).  theta[0..j) ascending; S (NULL: values
@@ -249,6 +275,65 @@ int lnk_lanczos_ghosts(const lnk_lanczos *w, const double *theta, const double *
  * 2k doubles) gets the summed coefficients in h[0..k).  Returns ||x||
  * afterwards. */
 double lnk_orthogonalize(const double *V, int k, size_t n, double *x, double *h);
+
+/* ============================================================ checkpoints
+ *
+ * A long run (days at full size) saves its state and continues from it with
+ * bitwise the result of an uninterrupted run.  The routines stay numerics:
+ * lnk_eigs, lnk_trace and lnk_slq hand their state to opts.checkpoint after
+ * every operator application, and start from opts.resume, a state handed out
+ * before (by an earlier process, read back from a file: src/io/checkpoint.c
+ * does the saving for lnkit's --checkpoint).  The callback decides whether to
+ * save; it returns LNK_OK, or an error status (with lnk_error's message) that
+ * the routine returns.  must = 1 asks it to save now: the routine is about to
+ * overwrite basis rows that an earlier state refers to (lnk_slq between runs).
+ * A state's pointers are valid during the call only.  A resumed run must have
+ * the same operator (the same bits, the same group size), options and basis
+ * memory as the run that handed the state out: the caller checks that, the
+ * routine trusts it.  No random-number state is saved: a stream is replayed to
+ * its position on resume (O(n_global) draws a vector, no applies).  elapsed:
+ * seconds of the run so far, over all its processes (results and progress
+ * count from it). */
+
+/* lnk_eigs: the Lanczos run, and then the explicit residuals done so far
+ * (n_resid > 0 once the run has stopped; resid in result order).  A LIGHT
+ * run resumed after its Lanczos steps does its second pass (steps - 1
+ * applies) again. */
+typedef struct {
+    lnk_lanczos_state lanczos;
+    int n_resid;
+    const double *resid;
+    double elapsed;
+} lnk_eigs_state;
+typedef int lnk_eigs_checkpoint_fn(void *ctx, const lnk_eigs_state *st, int must);
+
+/* lnk_trace: applies done; phase 0 for Hutchinson; Hutch++: phase 0 the
+ * sketch columns A s_i, 1 the exact part q_i^T A q_i (partial: their sum so
+ * far), 2 the deflated probes; index: vectors done in the phase; samples: the
+ * quadratic forms of the probes so far; rows (n values each, this process's
+ * slice): phase 0 the index columns A s_i done, phases 1 and 2 the sketch's
+ * orthonormal basis Q (n_rows = s). */
+typedef struct {
+    int applies, phase, index, n_samples, n_rows;
+    double partial;
+    const double *samples, *rows;
+    double elapsed;
+} lnk_trace_state;
+typedef int lnk_trace_checkpoint_fn(void *ctx, const lnk_trace_state *st, int must);
+
+/* lnk_slq: `run` runs finished, with their results (offset [run + 1], node and
+ * weight [offset[run]], steps and invariant [run], their applies n_applies);
+ * lanczos: run `run` so far (steps 0: not begun); steps_done: the progress
+ * count (steps over all runs). */
+typedef struct {
+    int run, steps_done;
+    long n_applies;
+    const int *offset, *steps, *invariant;
+    const double *node, *weight;
+    lnk_lanczos_state lanczos;
+    double elapsed;
+} lnk_slq_state;
+typedef int lnk_slq_checkpoint_fn(void *ctx, const lnk_slq_state *st, int must);
 
 /* ====================================================== extremal eigenpairs
  *
@@ -315,6 +400,11 @@ typedef struct {
     const double *v0;         /* start vector, or NULL (default): Gaussian from seed */
     lnk_eigs_progress_fn *progress; /* NULL: none */
     void *progress_ctx;
+    double *basis;            /* FULL: memory for the basis, (min(max_steps, n) + 1) x n
+                                 doubles (a mapped file), or NULL (default): allocated */
+    lnk_eigs_checkpoint_fn *checkpoint; /* NULL: none (see "Checkpoints") */
+    void *checkpoint_ctx;
+    const lnk_eigs_state *resume; /* NULL (default) or the state to continue from */
 } lnk_eigs_opts;
 void lnk_eigs_opts_default(lnk_eigs_opts *o);
 
@@ -373,6 +463,9 @@ typedef struct {
     uint64_t seed;            /* default 0 */
     lnk_progress_fn *progress; /* NULL: none; called after each apply */
     void *progress_ctx;
+    lnk_trace_checkpoint_fn *checkpoint; /* NULL: none (see "Checkpoints") */
+    void *checkpoint_ctx;
+    const lnk_trace_state *resume; /* NULL (default) or the state to continue from */
 } lnk_trace_opts;
 void lnk_trace_opts_default(lnk_trace_opts *o);
 
@@ -419,6 +512,11 @@ typedef struct {
     uint64_t seed;            /* default 0 */
     lnk_progress_fn *progress; /* NULL: none; done/total count steps over all runs */
     void *progress_ctx;
+    double *basis;            /* FULL: memory for one run's basis, (min(steps, n) + 1) x n
+                                 doubles (a mapped file), or NULL (default): allocated */
+    lnk_slq_checkpoint_fn *checkpoint; /* NULL: none (see "Checkpoints") */
+    void *checkpoint_ctx;
+    const lnk_slq_state *resume; /* NULL (default) or the state to continue from */
 } lnk_slq_opts;
 void lnk_slq_opts_default(lnk_slq_opts *o);
 

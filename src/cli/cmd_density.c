@@ -40,6 +40,18 @@ static double num(const char *opt, const char *s)
     return v;
 }
 
+/* --checkpoint: save the state when due (cli_ckpt_due). */
+static int save(void *ctx, const lnk_slq_state *st, int must)
+{
+    cli_curv *s = ctx;
+    if (!cli_ckpt_due(s, must))
+        return LNK_OK;
+    int rc = lnk_ckpt_save_slq(s->ck, st, cli_ckpt_products(s));
+    if (rc == LNK_OK)
+        cli_ckpt_saved(s);
+    return rc;
+}
+
 enum { O_NODES = 1, O_RUNS, O_STEPS, O_START, O_MODE, O_SIG, O_SIGV, O_SIGK, O_SIGF, O_GRID,
        O_REORTH };
 
@@ -115,22 +127,43 @@ int cmd_density(int argc, char **argv)
                 "--sigma-kappa, --sigma-fraction)");
     so.seed = co.rng_seed;
     char *meta = cli_meta_path(out);
-    cli_file outs[3] = {{out, "-o"}, {nodes, "--nodes"}, {meta, "the sidecar of -o"}},
+    cli_file outs[4] = {{out, "-o"}, {nodes, "--nodes"}, {meta, "the sidecar of -o"},
+                        {co.checkpoint, "--checkpoint"}},
              ins[CLI_MAX_FILES];
-    cli_check_outputs("density", outs, 3, ins, cli_curv_inputs(&co, ins));
+    cli_check_outputs("density", outs, 4, ins, cli_curv_inputs(&co, ins));
     free(meta);
-    cli_progress prog = {"density", "step", -1e9};
+    cli_curv s;
+    cli_progress prog = {"density", "step", -1e9, &s};
     if (!co.quiet) {
         so.progress = cli_progress_fn;
         so.progress_ctx = &prog;
     }
-    cli_curv s;
     cli_curv_open(&s, &co);
+    /* --checkpoint: what the run belongs to (the kernel width only shapes the
+     * output: not part of it); one run's basis in FILE.basis */
+    lnk_ckpt_id id = {0};
+    cli_check(lnk_ckpt_id_add(&id, "--runs", "%d", so.runs) ||
+              lnk_ckpt_id_add(&id, "--steps", "%d", so.steps) ||
+              lnk_ckpt_id_add(&id, "--start", "%s", so.start == LNK_SLQ_GAUSSIAN ? "gaussian" :
+                              "rademacher") ||
+              lnk_ckpt_id_add(&id, "--mode", "%s", so.mode == LNK_LANCZOS_FULL ? "full" : "light") ||
+              lnk_ckpt_id_add(&id, "--reorth", "%s", so.reorth == LNK_REORTH_ALWAYS ? "always" :
+                              "partial") ? LNK_ENOMEM : LNK_OK);
+    int m = (size_t)so.steps < s.block_n ? so.steps : (int)s.block_n;
+    int full = so.mode == LNK_LANCZOS_FULL;
+    cli_ckpt_open(&s, &co, &id, LNK_CKPT_SLQ, full ? (size_t)m + 1 : 6, full, (long)so.runs * m);
+    if (s.ck) {
+        so.basis = lnk_ckpt_basis(s.ck);
+        so.resume = lnk_ckpt_slq_state(s.ck);
+        so.checkpoint = save;
+        so.checkpoint_ctx = &s;
+    }
     lnk_slq_result r;
     if (lnk_slq(&s.op, &so, &r) != LNK_OK)
         cli_die_lib();
     if (!cli_root()) {
         lnk_slq_result_free(&r);
+        cli_ckpt_done(&s);
         cli_curv_close(&s);
         return 0;
     }
@@ -177,6 +210,7 @@ int cmd_density(int argc, char **argv)
              nodes ? nodes : "");
     cli_curv_meta(&s, &co, out, "density", extra);
     cli_outputs_commit();
+    cli_ckpt_done(&s);
     if (!co.quiet)
         fprintf(stderr, "density: %d runs x %d steps, nodes in [%.6g, %.6g], sigma %.6g, %zu grid "
                 "points, integral %.12f -> %s\n", so.runs, so.steps, r.node_min, r.node_max, sigma,

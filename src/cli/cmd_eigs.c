@@ -31,6 +31,7 @@ static void help(void)
 typedef struct {
     int quiet;
     double last;
+    cli_curv *s;
 } progress_ctx;
 
 static int progress(void *ctx, const lnk_eigs_progress *p)
@@ -45,10 +46,24 @@ static int progress(void *ctx, const lnk_eigs_progress *p)
         snprintf(top, sizeof top, "  top %.6g", p->top[0]);
     if (p->n_bottom)
         snprintf(bot, sizeof bot, "  bottom %.6g", p->bottom[0]);
-    fprintf(stderr, "eigs: step %d/%d%s%s  converged %d/%d  %.1f s (at most %.0f s left)\n",
+    char rate[160];
+    cli_ckpt_rate(pc->s, rate, sizeof rate);
+    fprintf(stderr, "eigs: step %d/%d%s%s  converged %d/%d  %.1f s (at most %.0f s left)%s\n",
             p->step, p->max_steps, top, bot, p->n_converged, p->n_top + p->n_bottom, p->elapsed,
-            eta);
+            eta, rate);
     return 0;
+}
+
+/* --checkpoint: save the state when due (cli_ckpt_due). */
+static int save(void *ctx, const lnk_eigs_state *st, int must)
+{
+    cli_curv *s = ctx;
+    if (!cli_ckpt_due(s, must))
+        return LNK_OK;
+    int rc = lnk_ckpt_save_eigs(s->ck, st, cli_ckpt_products(s));
+    if (rc == LNK_OK)
+        cli_ckpt_saved(s);
+    return rc;
 }
 
 enum { O_K = 1, O_WHICH, O_TOL, O_MAXS, O_MODE, O_VEC, O_REORTH };
@@ -108,9 +123,10 @@ int cmd_eigs(int argc, char **argv)
     eo.seed = co.rng_seed;
     /* the outputs can be written: checked before the hours of work */
     char *meta = cli_meta_path(out);
-    cli_file outs[3] = {{out, "-o"}, {vec, "--vectors"}, {meta, "the sidecar of -o"}},
+    cli_file outs[4] = {{out, "-o"}, {vec, "--vectors"}, {meta, "the sidecar of -o"},
+                        {co.checkpoint, "--checkpoint"}},
              ins[CLI_MAX_FILES];
-    cli_check_outputs("eigs", outs, 3, ins, cli_curv_inputs(&co, ins));
+    cli_check_outputs("eigs", outs, 4, ins, cli_curv_inputs(&co, ins));
     free(meta);
     cli_curv s;
     cli_curv_open(&s, &co);
@@ -123,7 +139,25 @@ int cmd_eigs(int argc, char **argv)
     if (eo.max_steps < eo.k_top + eo.k_bottom && (size_t)eo.max_steps < s.block_n)
         cli_die("eigs: --max-steps %d is smaller than the %d eigenpairs asked for", eo.max_steps,
                 eo.k_top + eo.k_bottom);
-    progress_ctx pc = {co.quiet, -1e9};
+    /* --checkpoint: what the run belongs to, and the basis in FILE.basis */
+    lnk_ckpt_id id = {0};
+    cli_check(lnk_ckpt_id_add(&id, "-k", "%d", k) || lnk_ckpt_id_add(&id, "--which", "%s", which) ||
+              lnk_ckpt_id_add(&id, "--tol", "%.17g", eo.tol) ||
+              lnk_ckpt_id_add(&id, "--max-steps", "%d", eo.max_steps) ||
+              lnk_ckpt_id_add(&id, "--mode", "%s", eo.mode == LNK_LANCZOS_FULL ? "full" : "light") ||
+              lnk_ckpt_id_add(&id, "--reorth", "%s", eo.reorth == LNK_REORTH_ALWAYS ? "always" :
+                              "partial") ? LNK_ENOMEM : LNK_OK);
+    int m = (size_t)eo.max_steps < s.block_n ? eo.max_steps : (int)s.block_n;
+    int full = eo.mode == LNK_LANCZOS_FULL;
+    cli_ckpt_open(&s, &co, &id, LNK_CKPT_EIGS, full ? (size_t)m + 1 : 6, full,
+                  m + eo.k_top + eo.k_bottom);
+    if (s.ck) {
+        eo.basis = lnk_ckpt_basis(s.ck);
+        eo.resume = lnk_ckpt_eigs_state(s.ck);
+        eo.checkpoint = save;
+        eo.checkpoint_ctx = &s;
+    }
+    progress_ctx pc = {co.quiet, -1e9, &s};
     eo.progress = progress;
     eo.progress_ctx = &pc;
     lnk_eigs_result r;
@@ -151,6 +185,7 @@ int cmd_eigs(int argc, char **argv)
         if (Y != r.vectors)
             free(Y);
         lnk_eigs_result_free(&r);
+        cli_ckpt_done(&s);
         cli_curv_close(&s);
         return 0;
     }
@@ -196,6 +231,7 @@ int cmd_eigs(int argc, char **argv)
              lnk_eigs_stop_name(r.stop), nconv, r.scale);
     cli_curv_meta(&s, &co, out, "eigs", extra);
     cli_outputs_commit();
+    cli_ckpt_done(&s);
     if (!co.quiet) {
         /* "stopped by tol" means the residual bounds of the Ritz pairs met tol; the
          * converged column is the explicit residual test, which rounding can fail */

@@ -35,6 +35,18 @@ static int write_csv(FILE *f, const lnk_trace_result *r, const char *method)
     return st;
 }
 
+/* --checkpoint: save the state when due (cli_ckpt_due). */
+static int save(void *ctx, const lnk_trace_state *st, int must)
+{
+    cli_curv *s = ctx;
+    if (!cli_ckpt_due(s, must))
+        return LNK_OK;
+    int rc = lnk_ckpt_save_trace(s->ck, st, cli_ckpt_products(s));
+    if (rc == LNK_OK)
+        cli_ckpt_saved(s);
+    return rc;
+}
+
 enum { O_PROBES = 1, O_METHOD, O_JSON };
 
 int cmd_trace(int argc, char **argv)
@@ -76,25 +88,40 @@ int cmd_trace(int argc, char **argv)
     if (to.method == LNK_TRACE_HUTCHPP && to.probes < 4)
         cli_die("trace: --probes must be at least 4 with hutchpp, got %d", to.probes);
     to.seed = co.rng_seed;
-    if (out) {
-        char *meta = cli_meta_path(out);
-        cli_file outs[2] = {{out, "-o"}, {meta, "the sidecar of -o"}}, ins[CLI_MAX_FILES];
-        cli_check_outputs("trace", outs, 2, ins, cli_curv_inputs(&co, ins));
+    if (out || co.checkpoint) {
+        char *meta = out ? cli_meta_path(out) : NULL;
+        cli_file outs[3] = {{out, "-o"}, {meta, "the sidecar of -o"},
+                            {co.checkpoint, "--checkpoint"}}, ins[CLI_MAX_FILES];
+        cli_check_outputs("trace", outs, 3, ins, cli_curv_inputs(&co, ins));
         free(meta);
     }
-    cli_progress prog = {"trace", "probe", -1e9};
+    cli_curv s;
+    cli_progress prog = {"trace", "probe", -1e9, &s};
     if (!co.quiet) {
         to.progress = cli_progress_fn;
         to.progress_ctx = &prog;
     }
-    cli_curv s;
     cli_curv_open(&s, &co);
+    /* --checkpoint: what the run belongs to; Hutch++'s sketch and Q in FILE.basis */
+    lnk_ckpt_id id = {0};
+    cli_check(lnk_ckpt_id_add(&id, "--method", "%s", lnk_trace_method_name(to.method)) ||
+              lnk_ckpt_id_add(&id, "--probes", "%d", to.probes) ? LNK_ENOMEM : LNK_OK);
+    size_t sk = to.method == LNK_TRACE_HUTCHPP ? (size_t)to.probes / 3 : 0;
+    if (sk > s.block_n)
+        sk = s.block_n;
+    cli_ckpt_open(&s, &co, &id, LNK_CKPT_TRACE, 2 * sk, 0, to.probes);
+    if (s.ck) {
+        to.resume = lnk_ckpt_trace_state(s.ck);
+        to.checkpoint = save;
+        to.checkpoint_ctx = &s;
+    }
     lnk_trace_result r;
     if (lnk_trace(&s.op, &to, &r) != LNK_OK)
         cli_die_lib();
     if (!isfinite(r.trace) || !isfinite(r.std_error))
         cli_die("trace: the estimate is not finite (%g +- %g)", r.trace, r.std_error);
     if (!cli_root()) {
+        cli_ckpt_done(&s);
         cli_curv_close(&s);
         return 0;
     }
@@ -130,6 +157,7 @@ int cmd_trace(int argc, char **argv)
         cli_die_lib();
     if (fflush(stdout) != 0)
         cli_die("trace: could not write to standard output");
+    cli_ckpt_done(&s);
     cli_curv_close(&s);
     return 0;
 }

@@ -3,11 +3,13 @@
 #define LNK_CLI_CURV_H
 
 #include "cli/cli.h"
+#include "lnkit/checkpoint.h"
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
 
 #define CLI_MAX_BATCH 64
-enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE };
+enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE,
+       CURV_CKPT, CURV_CKPT_EVERY };
 
 typedef struct {
     cli_model_opts mo;
@@ -20,6 +22,8 @@ typedef struct {
     int quiet;
     long cache_mb;      /* --cache-mb: MB for the kept primal passes; -1 (default): auto */
     int cache_set;
+    const char *checkpoint; /* --checkpoint FILE, or NULL */
+    int checkpoint_every;   /* --checkpoint-every N products (0: the default, 5) */
 } cli_curv_opts;
 
 typedef struct {
@@ -35,6 +39,14 @@ typedef struct {
     lnk_operator op;
     double t0;
     char start[32];
+    /* --checkpoint (see cli_ckpt_open) */
+    lnk_ckpt *ck;
+    const char *cmd;
+    int every;
+    long resumed_from;  /* products of the state resumed from (0: a fresh run) */
+    long last_saved;    /* products at the last save */
+    double last_save_t, work_t0; /* lnk_now() at the last save, at the start of the work */
+    long total;         /* products the run takes at most (for the estimate) */
 } cli_curv;
 
 /* Add the shared options (and the model options) to opts; returns the new count. */
@@ -48,6 +60,7 @@ void cli_curv_close(cli_curv *s);
 typedef struct {
     const char *what, *unit;
     double last;
+    cli_curv *s;        /* NULL, or the run whose products and rate are shown */
 } cli_progress;
 int cli_progress_fn(void *ctx, int done, int total, double elapsed);
 
@@ -64,6 +77,26 @@ int cli_lanczos_mode(const char *cmd, const char *arg);
 
 /* The input files of o (config, weights, batches) into in[]; returns the count. */
 int cli_curv_inputs(const cli_curv_opts *o, cli_file *in);
+
+/* --checkpoint: the identity items every curvature run shares (configuration,
+ * weights, batches, chunk, block, seed) added to id, which the command has
+ * filled with its own options; then the checkpoint opened (resumed or begun)
+ * for kind with rows of the operator's slice (max_rows, mapped: see
+ * lnk_ckpt_open), total: the run's products at most.  Dies on a mismatch or a
+ * bad file.  Nothing without --checkpoint (s->ck stays NULL). */
+void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kind,
+                   size_t max_rows, int mapped, long total);
+/* Products of the whole run so far (resumed ones included). */
+long cli_ckpt_products(const cli_curv *s);
+/* 1 if a save is due now (every N products, 10 minutes, or must); the same
+ * answer on every rank.  cli_ckpt_saved records a save. */
+int cli_ckpt_due(cli_curv *s, int must);
+void cli_ckpt_saved(cli_curv *s);
+/* The run is complete and its outputs committed: remove the checkpoint
+ * (every rank calls it).  Nothing without --checkpoint. */
+void cli_ckpt_done(cli_curv *s);
+/* "  P products (resumed from R), X/h, about T left" for progress lines. */
+void cli_ckpt_rate(const cli_curv *s, char *buf, size_t n);
 
 /* NAME.meta.json beside csv_path; extra_fields: NULL or '"k": v, ...' JSON members. */
 void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cli/curv.h"
 #include "lnkit/provenance.h"
+#include "lnkit/sha256.h"
 
 int cli_curv_add_options(struct option *opts, int n)
 {
@@ -16,6 +17,8 @@ int cli_curv_add_options(struct option *opts, int n)
     opts[n++] = (struct option){"rng-seed", required_argument, NULL, CURV_RNG};
     opts[n++] = (struct option){"quiet", no_argument, NULL, CURV_QUIET};
     opts[n++] = (struct option){"cache-mb", required_argument, NULL, CURV_CACHE};
+    opts[n++] = (struct option){"checkpoint", required_argument, NULL, CURV_CKPT};
+    opts[n++] = (struct option){"checkpoint-every", required_argument, NULL, CURV_CKPT_EVERY};
     return cli_add_model_options(opts, n);
 }
 
@@ -35,6 +38,10 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
     case CURV_RNG: o->rng_seed = (uint64_t)cli_int("rng-seed", arg, 0, 0x7fffffffL); return 1;
     case CURV_QUIET: o->quiet = cli_quiet = 1; return 1;
     case CURV_CACHE: o->cache_mb = cli_cache_mb(arg), o->cache_set = 1; return 1;
+    case CURV_CKPT: o->checkpoint = arg; return 1;
+    case CURV_CKPT_EVERY:
+        o->checkpoint_every = (int)cli_int("checkpoint-every", arg, 1, 1 << 30);
+        return 1;
     }
     return 0;
 }
@@ -52,7 +59,11 @@ void cli_curv_print_help(void)
            "  --quiet                no progress on stderr\n"
            "  --cache-mb MB          memory for keeping the chunks' primal passes\n"
            "                         between products (same results; 0: recompute\n"
-           "                         them every product)       (half the available memory)\n\n");
+           "                         them every product)       (half the available memory)\n"
+           "  --checkpoint FILE      save the run's state to FILE (vectors in FILE.basis)\n"
+           "                         and continue from it when started again with the\n"
+           "                         same arguments; removed when the run completes (none)\n"
+           "  --checkpoint-every N   products between saves (and at most 10 minutes) (5)\n\n");
     cli_print_model_help();
 }
 
@@ -151,10 +162,10 @@ void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, co
     snprintf(extra, sizeof extra,
              "{\"command\": \"%s\", \"weights\": \"%s\", \"block\": \"%s\", \"block_size\": %zu, "
              "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld, "
-             "\"cached_chunks\": %d%s%s}",
+             "\"products_total\": %ld, \"resumed_from\": %ld, \"cached_chunks\": %d%s%s}",
              cmd, o->weights, o->block ? o->block : "*", s->block_n, s->n_chunks, s->n_scored,
-             (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h),
-             lnk_hessian_cached_chunks(s->h, NULL),
+             (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h), cli_ckpt_products(s),
+             s->resumed_from, lnk_hessian_cached_chunks(s->h, NULL),
              extra_fields ? ", " : "", extra_fields ? extra_fields : "");
     if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
         cli_die_lib();
@@ -167,8 +178,11 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed)
         return 0;
     if (elapsed - p->last >= 1.0 || done == total) {
         p->last = elapsed;
-        fprintf(stderr, "%s: %s %d/%d  %.1f s (about %.0f s left)\n", p->what, p->unit, done,
-                total, elapsed, elapsed / done * (total - done));
+        char rate[160] = "";
+        if (p->s)
+            cli_ckpt_rate(p->s, rate, sizeof rate);
+        fprintf(stderr, "%s: %s %d/%d  %.1f s (about %.0f s left)%s\n", p->what, p->unit, done,
+                total, elapsed, elapsed / done * (total - done), rate);
     }
     return 0;
 }
@@ -197,4 +211,107 @@ int cli_lanczos_mode(const char *cmd, const char *arg)
     if (!strcmp(arg, "light"))
         return LNK_LANCZOS_LIGHT;
     cli_die("%s: --mode: expected full or light, got '%s'", cmd, arg);
+}
+
+/* ------------------------------------------------------------ --checkpoint */
+
+void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kind,
+                   size_t max_rows, int mapped, long total)
+{
+    static const char *const names[] = {"", "eigs", "trace", "density"};
+    s->cmd = names[kind];
+    s->total = total;
+    s->every = o->checkpoint_every > 0 ? o->checkpoint_every : 5;
+    s->work_t0 = s->last_save_t = lnk_now();
+    if (!o->checkpoint) {
+        lnk_ckpt_id_free(id);
+        return;
+    }
+    /* what the run belongs to: the numbers it computes depend on these */
+    char *cj = lnk_config_to_json(&s->c, 0, NULL, 0);
+    cli_check(cj ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+    lnk_sha256 h;
+    unsigned char d[32];
+    char hex[65];
+    lnk_sha256_init(&h);
+    lnk_sha256_update(&h, cj, strlen(cj));
+    lnk_sha256_final(&h, d);
+    lnk_sha256_hex(d, hex);
+    free(cj);
+    int rc = lnk_ckpt_id_add(id, "the configuration (SHA-256 of its resolved keys)", "%s", hex);
+    rc = rc ? rc : lnk_ckpt_id_add_file(id, "--weights (SHA-256)", o->weights);
+    rc = rc ? rc : lnk_ckpt_id_add(id, "the number of --batch files", "%d", o->n_batch);
+    for (int i = 0; !rc && i < o->n_batch; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "--batch file %d (SHA-256)", i + 1);
+        rc = lnk_ckpt_id_add_file(id, nm, o->batch[i]);
+    }
+    rc = rc ? rc : lnk_ckpt_id_add(id, "--chunk", "%d", o->chunk_rows);
+    rc = rc ? rc : lnk_ckpt_id_add(id, "--block", "%s", o->block ? o->block : "*");
+    rc = rc ? rc : lnk_ckpt_id_add(id, "--rng-seed", "%llu", (unsigned long long)o->rng_seed);
+    /* OpenBLAS's threaded kernels sum in an order that depends on their count */
+    rc = rc ? rc : lnk_ckpt_id_add(id, "the BLAS thread count (--threads)", "%d",
+                                   lnk_blas_threads());
+    cli_check(rc);
+    rc = lnk_ckpt_open(&s->ck, o->checkpoint, s->cmd, id, kind, s->op.n, max_rows, mapped);
+    cli_check(rc);
+    lnk_ckpt_id_free(id);
+    s->resumed_from = s->last_saved = lnk_ckpt_products(s->ck);
+    if (!o->quiet && cli_root()) {
+        if (lnk_ckpt_resumed(s->ck))
+            fprintf(stderr, "%s: resumed from %ld products (checkpoint %s)\n", s->cmd,
+                    s->resumed_from, o->checkpoint);
+        else
+            fprintf(stderr, "%s: checkpoint %s: a new run, saved every %d products\n", s->cmd,
+                    o->checkpoint, s->every);
+    }
+}
+
+long cli_ckpt_products(const cli_curv *s) { return s->resumed_from + lnk_hessian_n_products(s->h); }
+
+int cli_ckpt_due(cli_curv *s, int must)
+{
+    int go = must || cli_ckpt_products(s) - s->last_saved >= s->every ||
+             lnk_now() - s->last_save_t >= 600;
+    if (lnk_comm_size() > 1) /* rank 0's clock decides for all */
+        cli_check(lnk_comm_bcast(&go, sizeof go, 0));
+    return go;
+}
+
+void cli_ckpt_saved(cli_curv *s)
+{
+    s->last_saved = cli_ckpt_products(s);
+    s->last_save_t = lnk_now();
+}
+
+void cli_ckpt_done(cli_curv *s)
+{
+    if (!s->ck)
+        return;
+    cli_check(lnk_ckpt_remove(s->ck));
+    lnk_ckpt_close(s->ck);
+    s->ck = NULL;
+}
+
+static void human_time(double sec, char *buf, size_t n)
+{
+    if (sec < 120)
+        snprintf(buf, n, "%.0f s", sec);
+    else if (sec < 7200)
+        snprintf(buf, n, "%.0f min", sec / 60);
+    else
+        snprintf(buf, n, "%.1f h", sec / 3600);
+}
+
+void cli_ckpt_rate(const cli_curv *s, char *buf, size_t n)
+{
+    long done = cli_ckpt_products(s), here = lnk_hessian_n_products(s->h);
+    double t = lnk_now() - s->work_t0, rate = t > 0 ? here / t * 3600 : 0;
+    char left[32] = "?", from[48] = "";
+    if (rate > 0 && s->total > 0)
+        human_time(done < s->total ? (s->total - done) / rate * 3600 : 0, left, sizeof left);
+    if (s->resumed_from)
+        snprintf(from, sizeof from, " (resumed from %ld)", s->resumed_from);
+    snprintf(buf, n, "  | %ld/%ld products%s, %.0f/h, about %s left", done, s->total, from, rate,
+             left);
 }

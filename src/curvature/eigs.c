@@ -118,15 +118,17 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
     int rc = check_opts(op, o);
     if (rc != LNK_OK)
         return rc;
-    double t0 = lnk_now();
+    const lnk_eigs_state *rs = o->resume && o->resume->lanczos.steps > 0 ? o->resume : NULL;
+    double t0 = lnk_now() - (rs ? rs->elapsed : 0);
     size_t n = op->n, ng = op->group ? op->group->n_global : n;
     int m = (size_t)o->max_steps < ng ? o->max_steps : (int)ng;
     int kt = o->k_top, kb = o->k_bottom;
 
-    lnk_lanczos *lz = lnk_lanczos_alloc(n, m, o->mode);
+    lnk_lanczos *lz = lnk_lanczos_alloc_basis(n, m, o->mode, o->basis);
     if (!lz)
         return LNK_ENOMEM;
     lz->reorth = o->reorth;
+    lnk_eigs_state st = {.n_resid = 0};
     double *theta = malloc((size_t)m * sizeof(double));
     double *S = malloc((size_t)m * m * sizeof(double));
     int *flag = malloc((size_t)m * sizeof(int)), *good = malloc((size_t)m * sizeof(int));
@@ -141,7 +143,7 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
     }
     rc = lnk_lanczos_distribute(lz, op->group);
     if (rc == LNK_OK)
-        rc = lnk_lanczos_start(lz, o->v0, o->seed);
+        rc = rs ? lnk_lanczos_set_state(lz, &rs->lanczos) : lnk_lanczos_start(lz, o->v0, o->seed);
     if (rc != LNK_OK)
         goto out;
 
@@ -149,10 +151,17 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
     /* with n < k_top + k_bottom, bottom gets the n - k_top values left */
     int need = (size_t)(kt + kb) < ng ? kt + kb : (int)ng;
     int stop = LNK_EIGS_MAXSTEPS;
-    for (;;) {
-        rc = lnk_lanczos_step(lz, op);
-        if (rc != LNK_OK)
-            goto out;
+    for (int resumed = rs != NULL;; resumed = 0) {
+        if (!resumed) { /* a resumed run first takes the decisions of its last step */
+            if ((rc = lnk_lanczos_step(lz, op)) != LNK_OK)
+                goto out;
+            if (o->checkpoint) {
+                lnk_lanczos_get_state(lz, &st.lanczos);
+                st.elapsed = lnk_now() - t0;
+                if ((rc = o->checkpoint(o->checkpoint_ctx, &st, 0)) != LNK_OK)
+                    goto out;
+            }
+        }
         int j = lz->steps;
         if ((rc = lnk_lanczos_ritz(lz, theta, S)) != LNK_OK ||
             (rc = lnk_lanczos_ghosts(lz, theta, S, flag)) != LNK_OK)
@@ -228,19 +237,33 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
     if (all && k > 0 && (rc = lnk_lanczos_ritz_vectors(lz, op, S, idx, k, y)) != LNK_OK)
         goto out;
     long extra = 0;
+    int done = rs ? rs->n_resid : 0; /* residuals of a resumed run done before */
     for (int i = 0; i < k; i++) {
         double *yi = all ? y + (size_t)i * n : y;
-        if (!all && (rc = lnk_lanczos_ritz_vectors(lz, op, S, &idx[i], 1, yi)) != LNK_OK)
-            goto out;
         double th = theta[idx[i]];
-        rc = op->apply(op->ctx, yi, Ay);
-        extra++;
-        if (rc != LNK_OK)
-            goto out;
-        cblas_daxpy((int)n, -th, yi, 1, Ay, 1);
         res->value[i] = th;
-        res->residual[i] = lnk_cv_nrm2(op->group, n, Ay);
         res->bound[i] = bound_of(lz, S, idx[i]);
+        if (i < done) {
+            res->residual[i] = rs->resid[i];
+            extra++;
+        } else {
+            if (!all && (rc = lnk_lanczos_ritz_vectors(lz, op, S, &idx[i], 1, yi)) != LNK_OK)
+                goto out;
+            rc = op->apply(op->ctx, yi, Ay);
+            extra++;
+            if (rc != LNK_OK)
+                goto out;
+            cblas_daxpy((int)n, -th, yi, 1, Ay, 1);
+            res->residual[i] = lnk_cv_nrm2(op->group, n, Ay);
+            if (o->checkpoint && isfinite(res->residual[i])) {
+                lnk_lanczos_get_state(lz, &st.lanczos);
+                st.n_resid = i + 1;
+                st.resid = res->residual;
+                st.elapsed = lnk_now() - t0;
+                if ((rc = o->checkpoint(o->checkpoint_ctx, &st, 0)) != LNK_OK)
+                    goto out;
+            }
+        }
         res->converged[i] = res->residual[i] <= o->tol * p.scale;
         if (!isfinite(res->residual[i])) {
             rc = lnk_error(LNK_ENONFINITE, "eigs: residual of pair %d is %g: the operator "

@@ -56,8 +56,17 @@ size_t lnk_lanczos_bytes(size_t n, int max_steps, int mode)
 
 lnk_lanczos *lnk_lanczos_alloc(size_t n, int max_steps, int mode)
 {
+    return lnk_lanczos_alloc_basis(n, max_steps, mode, NULL);
+}
+
+lnk_lanczos *lnk_lanczos_alloc_basis(size_t n, int max_steps, int mode, double *basis)
+{
     if (check_size(n, max_steps, mode) != LNK_OK)
         return NULL;
+    if (basis && mode != LNK_LANCZOS_FULL) {
+        lnk_error(LNK_EINVAL, "lanczos: a basis was given for light mode (it keeps none)");
+        return NULL;
+    }
     size_t m = (size_t)max_steps;
     lnk_lanczos *w = calloc(1, sizeof *w);
     if (!w)
@@ -75,7 +84,8 @@ lnk_lanczos *lnk_lanczos_alloc(size_t n, int max_steps, int mode)
     if (mode == LNK_LANCZOS_FULL) {
         if (m + 1 > SIZE_MAX / sizeof(double) / n)
             goto nomem;
-        w->V = malloc((m + 1) * n * sizeof(double));
+        w->V = basis ? basis : malloc((m + 1) * n * sizeof(double));
+        w->own_V = !basis;
         w->om = calloc(m + 1, sizeof(double));
         w->om_prev = calloc(m + 1, sizeof(double));
         w->ivl = calloc(2 * (m + 1), sizeof(int));
@@ -105,7 +115,8 @@ void lnk_lanczos_free(lnk_lanczos *w)
     free(w->alpha);
     free(w->beta);
     free(w->h);
-    free(w->V);
+    if (w->own_V)
+        free(w->V);
     free(w->om);
     free(w->om_prev);
     free(w->ivl);
@@ -304,6 +315,7 @@ static double partial_reorth(lnk_lanczos *w, int j, double *x, double *a, double
         r = lnk_cv_nrm2(g, n, x);
     }
     double anorm = fmax(w->tnorm, fabs(*a) + r + (j ? w->beta[j - 1] : 0));
+    w->alpha[j] = *a; /* the recurrence needs alpha_j (the caller stores its final value) */
     double big = update_omega(w, j, r > 0 ? r : DBL_MIN, anorm, eps1);
     int tiny = r * delta < anorm * eps1; /* omega would jump past delta at once */
     if (!w->force && !tiny && !(big > delta))
@@ -460,6 +472,80 @@ int lnk_lanczos_run(lnk_lanczos *w, const lnk_operator *op, int steps)
         if (rc != LNK_OK)
             return rc;
     }
+    return LNK_OK;
+}
+
+void lnk_lanczos_get_state(const lnk_lanczos *w, lnk_lanczos_state *s)
+{
+    memset(s, 0, sizeof *s);
+    s->mode = w->mode;
+    s->max_steps = w->max_steps;
+    s->steps = w->steps;
+    s->done = w->done;
+    s->invariant = w->invariant;
+    s->n_restarts = w->n_restarts;
+    s->n_reorth = w->n_reorth;
+    s->force = w->force;
+    s->n_ivl = w->n_ivl;
+    s->n_applies = w->n_applies;
+    s->seed = w->seed;
+    s->tnorm = w->tnorm;
+    s->reorth_rows = w->reorth_rows;
+    s->alpha = w->alpha;
+    s->beta = w->beta;
+    s->om = w->om;
+    s->om_prev = w->om_prev;
+    s->ivl = w->ivl;
+    if (w->mode == LNK_LANCZOS_LIGHT) {
+        s->v0 = w->v0;
+        s->vprev = w->vprev;
+        s->vcur = w->vcur;
+    }
+}
+
+int lnk_lanczos_set_state(lnk_lanczos *w, const lnk_lanczos_state *s)
+{
+    if (!w || !s)
+        return lnk_error(LNK_EINVAL, "lanczos_set_state: NULL argument");
+    if (s->mode != w->mode || s->max_steps != w->max_steps)
+        return lnk_error(LNK_EINVAL, "lanczos_set_state: a state of %s mode and %d steps for a "
+                         "workspace of %s mode and %d steps",
+                         s->mode == LNK_LANCZOS_FULL ? "full" : "light", s->max_steps,
+                         w->mode == LNK_LANCZOS_FULL ? "full" : "light", w->max_steps);
+    int full = w->mode == LNK_LANCZOS_FULL;
+    if (s->steps < 0 || s->steps > w->max_steps || s->n_ivl < 0 || s->n_ivl > w->max_steps + 1 ||
+        !s->alpha || !s->beta || (full && (!s->om || !s->om_prev || !s->ivl)) ||
+        (!full && (!s->v0 || !s->vprev || !s->vcur)))
+        return lnk_error(LNK_EINVAL, "lanczos_set_state: inconsistent state (%d steps, %d "
+                         "reorthogonalisation runs, arrays %s)", s->steps, s->n_ivl,
+                         s->alpha && s->beta ? "set" : "missing");
+    size_t m = (size_t)w->max_steps, n = w->n;
+    memcpy(w->alpha, s->alpha, m * sizeof(double));
+    memcpy(w->beta, s->beta, m * sizeof(double));
+    if (full) {
+        memcpy(w->om, s->om, (m + 1) * sizeof(double));
+        memcpy(w->om_prev, s->om_prev, (m + 1) * sizeof(double));
+        memcpy(w->ivl, s->ivl, 2 * (m + 1) * sizeof(int));
+    } else {
+        memcpy(w->v0, s->v0, n * sizeof(double));
+        memcpy(w->vprev, s->vprev, n * sizeof(double));
+        memcpy(w->vcur, s->vcur, n * sizeof(double));
+    }
+    w->steps = s->steps;
+    w->done = s->done;
+    w->invariant = s->invariant;
+    w->n_restarts = s->n_restarts;
+    w->n_reorth = s->n_reorth;
+    w->force = s->force;
+    w->n_ivl = s->n_ivl;
+    w->n_applies = s->n_applies;
+    w->seed = s->seed;
+    w->tnorm = s->tnorm;
+    w->reorth_rows = s->reorth_rows;
+    w->t_apply = w->t_orth = w->last_apply = w->last_orth = 0;
+    w->t_touch = w->last_touch = 0;
+    w->touched = full ? s->steps : 0;
+    w->started = 1;
     return LNK_OK;
 }
 

@@ -55,12 +55,19 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
     if (o->reorth != LNK_REORTH_PARTIAL && o->reorth != LNK_REORTH_ALWAYS)
         return lnk_error(LNK_EINVAL, "slq: reorth = %d; expected LNK_REORTH_PARTIAL (0) or "
                          "LNK_REORTH_ALWAYS (1)", o->reorth);
-    double t0 = lnk_now();
+    const lnk_slq_state *rs = o->resume;
+    double t0 = lnk_now() - (rs ? rs->elapsed : 0);
     size_t n = op->n, ng = op->group ? op->group->n_global : n;
     int m = (size_t)o->steps < ng ? o->steps : (int)ng;
     int total = o->runs * m;
+    if (rs && (rs->run < 0 || rs->run > o->runs || (rs->run == o->runs && rs->lanczos.steps) ||
+               rs->steps_done < 0 || rs->steps_done > total || !rs->offset ||
+               rs->offset[0] != 0 || rs->offset[rs->run] > rs->run * m ||
+               (rs->run && (!rs->node || !rs->weight || !rs->steps || !rs->invariant))))
+        return lnk_error(LNK_EINVAL, "slq: the state to resume from does not fit the options "
+                         "(%d of %d runs done)", rs->run, o->runs);
 
-    lnk_lanczos *lz = lnk_lanczos_alloc(n, m, o->mode);
+    lnk_lanczos *lz = lnk_lanczos_alloc_basis(n, m, o->mode, o->basis);
     if (!lz)
         return LNK_ENOMEM;
     lz->reorth = o->reorth;
@@ -84,21 +91,51 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
     }
     res->node_min = INFINITY;
     res->node_max = -INFINITY;
-    int done = 0;
-    for (int v = 0; v < o->runs; v++) {
-        gsl_rng *r = lnk_cv_rng(o->seed, (uint64_t)v);
-        if (!r) {
-            rc = lnk_error(LNK_ENOMEM, "slq: cannot allocate a random stream");
-            goto out;
+    int done = 0, v0 = 0;
+    lnk_slq_state st = {0};
+    if (rs) { /* the finished runs' results, and where the run under way is */
+        v0 = rs->run;
+        done = rs->steps_done;
+        res->n_applies = rs->n_applies;
+        memcpy(res->offset, rs->offset, (size_t)(v0 + 1) * sizeof(int));
+        if (v0 > 0) {
+            memcpy(res->node, rs->node, (size_t)rs->offset[v0] * sizeof(double));
+            memcpy(res->weight, rs->weight, (size_t)rs->offset[v0] * sizeof(double));
+            memcpy(res->steps, rs->steps, (size_t)v0 * sizeof(int));
+            memcpy(res->invariant, rs->invariant, (size_t)v0 * sizeof(int));
         }
-        lnk_cv_random(op->group, r, o->start == LNK_SLQ_RADEMACHER, z, n);
-        gsl_rng_free(r);
-        if ((rc = lnk_lanczos_start(lz, z, o->seed)) != LNK_OK) /* normalises z */
-            goto out;
+        for (int v = 0; v < v0; v++) {
+            res->node_min = fmin(res->node_min, res->node[res->offset[v]]);
+            res->node_max = fmax(res->node_max, res->node[res->offset[v + 1] - 1]);
+        }
+    }
+    for (int v = v0; v < o->runs; v++) {
+        if (rs && v == v0 && rs->lanczos.steps > 0) {
+            if ((rc = lnk_lanczos_set_state(lz, &rs->lanczos)) != LNK_OK)
+                goto out;
+        } else {
+            gsl_rng *r = lnk_cv_rng(o->seed, (uint64_t)v);
+            if (!r) {
+                rc = lnk_error(LNK_ENOMEM, "slq: cannot allocate a random stream");
+                goto out;
+            }
+            lnk_cv_random(op->group, r, o->start == LNK_SLQ_RADEMACHER, z, n);
+            gsl_rng_free(r);
+            if ((rc = lnk_lanczos_start(lz, z, o->seed)) != LNK_OK) /* normalises z */
+                goto out;
+        }
         while (!lz->done && lz->steps < m) {
             if ((rc = lnk_lanczos_step(lz, op)) != LNK_OK)
                 goto out;
             done++;
+            if (o->checkpoint) {
+                st = (lnk_slq_state){v, done, res->n_applies, res->offset, res->steps,
+                                     res->invariant, res->node, res->weight, {0},
+                                     lnk_now() - t0};
+                lnk_lanczos_get_state(lz, &st.lanczos);
+                if ((rc = o->checkpoint(o->checkpoint_ctx, &st, 0)) != LNK_OK)
+                    goto out;
+            }
             if (o->progress && o->progress(o->progress_ctx, done, total, lnk_now() - t0)) {
                 rc = lnk_error(LNK_EINVAL, "slq: cancelled by the progress callback in run %d "
                                "at step %d", v, lz->steps);
@@ -122,6 +159,13 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
         res->node_max = fmax(res->node_max, theta[j - 1]);
         res->n_applies += lz->n_applies;
         done += m - j; /* a run that ended early leaves its steps undone */
+        if (o->checkpoint && v + 1 < o->runs) {
+            /* the next run overwrites the basis the last state refers to */
+            st = (lnk_slq_state){v + 1, done, res->n_applies, res->offset, res->steps,
+                                 res->invariant, res->node, res->weight, {0}, lnk_now() - t0};
+            if ((rc = o->checkpoint(o->checkpoint_ctx, &st, 1)) != LNK_OK)
+                goto out;
+        }
     }
     res->elapsed = lnk_now() - t0;
 out:

@@ -64,6 +64,23 @@ static int cancelled(void)
     return lnk_error(LNK_EINVAL, "trace: cancelled by the progress callback");
 }
 
+/* Hand the state to the checkpoint callback (if any). */
+static int save(ctx_t *c, int phase, int index, double partial, const double *q, int nq,
+                const double *rows, int n_rows)
+{
+    if (!c->o->checkpoint)
+        return LNK_OK;
+    lnk_trace_state st = {c->done, phase, index, nq, n_rows, partial, q, rows, lnk_now() - c->t0};
+    return c->o->checkpoint(c->o->checkpoint_ctx, &st, 0);
+}
+
+/* Draw k vectors of the stream to put it where a resumed run left it. */
+static void replay(const lnk_group *g, gsl_rng *r, double *z, size_t n, int k)
+{
+    for (int i = 0; i < k; i++)
+        lnk_cv_random(g, r, 1, z, n);
+}
+
 static int hutchinson(ctx_t *c, lnk_trace_result *res)
 {
     size_t n = c->op->n;
@@ -75,11 +92,19 @@ static int hutchinson(ctx_t *c, lnk_trace_result *res)
         rc = lnk_error(LNK_ENOMEM, "trace: cannot allocate 2 vectors of size %zu", n);
         goto out;
     }
-    for (int p = 0; p < N; p++) {
+    const lnk_trace_state *rs = c->o->resume;
+    int p0 = rs ? rs->index : 0;
+    if (rs && p0 > 0) {
+        memcpy(q, rs->samples, (size_t)p0 * sizeof(double));
+        replay(c->op->group, r, z, n, p0);
+    }
+    for (int p = p0; p < N; p++) {
         lnk_cv_random(c->op->group, r, 1, z, n);
         if ((rc = apply(c, z, Az, &stop)) != LNK_OK)
             goto out;
         q[p] = lnk_cv_dot(c->op->group, n, z, Az);
+        if ((rc = save(c, 0, p + 1, 0, q, p + 1, NULL, 0)) != LNK_OK)
+            goto out;
         if (stop && p + 1 < N) {
             rc = cancelled();
             goto out;
@@ -112,11 +137,22 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
         rc = lnk_error(LNK_ENOMEM, "trace: cannot allocate the Hutch++ sketch (%d x %zu)", s, n);
         goto out;
     }
+    /* A resumed run: where it was (phase, index) and what it had. */
+    const lnk_trace_state *rs = c->o->resume;
+    int ph = rs ? rs->phase : 0, at = rs ? rs->index : 0;
+    if (rs && rs->n_rows > 0)
+        memcpy(Q, rs->rows, (size_t)rs->n_rows * n * sizeof(double));
+    if (rs && rs->n_samples > 0)
+        memcpy(q, rs->samples, (size_t)rs->n_samples * sizeof(double));
     /* Q = orth(A S): column i of the column-major n x s matrix is at Q + i n. */
     const lnk_group *grp = c->op->group;
-    for (int i = 0; i < s; i++) {
+    if (ph == 0)
+        replay(grp, rS, z, n, at);
+    for (int i = ph == 0 ? at : s; i < s; i++) {
         lnk_cv_random(grp, rS, 1, z, n);
         if ((rc = apply(c, z, Q + (size_t)i * n, &stop)) != LNK_OK)
+            goto out;
+        if ((rc = save(c, 0, i + 1, 0, NULL, 0, Q, i + 1)) != LNK_OK)
             goto out;
         if (stop) {
             rc = cancelled();
@@ -124,7 +160,9 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
         }
     }
     lapack_int info = 0;
-    if (!grp) {
+    if (ph > 0) {
+        /* Q was saved after its QR */
+    } else if (!grp) {
         info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, ni, s, Q, ni, tau);
         if (info == 0)
             info = LAPACKE_dorgqr(LAPACK_COL_MAJOR, ni, s, s, Q, ni, tau);
@@ -149,24 +187,30 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
         goto out;
     }
     /* tr(Q^T A Q), exactly. */
-    double t1 = 0;
-    for (int i = 0; i < s; i++) {
+    double t1 = ph > 0 ? rs->partial : 0;
+    for (int i = ph == 1 ? at : ph == 2 ? s : 0; i < s; i++) {
         const double *qi = Q + (size_t)i * n;
         if ((rc = apply(c, qi, Az, &stop)) != LNK_OK)
             goto out;
         t1 += lnk_cv_dot(grp, n, qi, Az);
+        if ((rc = save(c, 1, i + 1, t1, NULL, 0, Q, s)) != LNK_OK)
+            goto out;
         if (stop) {
             rc = cancelled();
             goto out;
         }
     }
     /* Hutchinson on P A P, P = I - Q Q^T: samples (P g)^T A (P g). */
-    for (int p = 0; p < g; p++) {
+    int p0 = ph == 2 ? at : 0;
+    replay(grp, rG, z, n, p0);
+    for (int p = p0; p < g; p++) {
         lnk_cv_random(grp, rG, 1, z, n);
         lnk_cv_orthogonalize(grp, Q, s, n, z, h); /* the rows of Q^T are Q's columns */
         if ((rc = apply(c, z, Az, &stop)) != LNK_OK)
             goto out;
         q[p] = lnk_cv_dot(grp, n, z, Az);
+        if ((rc = save(c, 2, p + 1, t1, q, p + 1, Q, s)) != LNK_OK)
+            goto out;
         if (stop && p + 1 < g) {
             rc = cancelled();
             goto out;
@@ -212,6 +256,25 @@ int lnk_trace(const lnk_operator *op, const lnk_trace_opts *o, lnk_trace_result 
                          "LNK_TRACE_HUTCHPP (1)", o->method);
     }
     ctx_t c = {op, o, 0, lnk_now()};
+    const lnk_trace_state *rs = o->resume;
+    if (rs) {
+        int s = o->method == LNK_TRACE_HUTCHPP ? o->probes / 3 : 0;
+        size_t ng = op->group ? op->group->n_global : op->n;
+        if ((size_t)s > ng)
+            s = (int)ng;
+        int lim = rs->phase == 0 && s ? s : rs->phase == 1 ? s : o->probes - 2 * s;
+        if (rs->phase < 0 || rs->phase > (s ? 2 : 0) || rs->index < 0 || rs->index > lim ||
+            rs->applies < 0 || rs->applies > o->probes ||
+            rs->n_samples != (rs->phase == (s ? 2 : 0) ? rs->index : 0) ||
+            (rs->n_samples && !rs->samples) ||
+            rs->n_rows != (rs->phase == 0 ? (s ? rs->index : 0) : s) ||
+            (rs->n_rows && !rs->rows))
+            return lnk_error(LNK_EINVAL, "trace: the state to resume from does not fit the "
+                             "options (phase %d, index %d, %d rows)", rs->phase, rs->index,
+                             rs->n_rows);
+        c.done = rs->applies;
+        c.t0 -= rs->elapsed;
+    }
     rc = o->method == LNK_TRACE_HUTCHINSON ? hutchinson(&c, res) : hutchpp(&c, res);
     if (rc != LNK_OK) {
         memset(res, 0, sizeof *res);

@@ -1,0 +1,988 @@
+/* Checkpoints of long curvature runs: the states of lnk_eigs, lnk_trace and
+ * lnk_slq to a file and back, vectors in a rows file beside it.  See
+ * include/lnkit/checkpoint.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lnkit/checkpoint.h"
+#include "lnkit/comm.h"
+#include "lnkit/error.h"
+#include "lnkit/io.h"
+#include "lnkit/sha256.h"
+
+#define MAGIC "LNKCKPT1"
+#define TRAILER "END!"
+enum { T_INT = 'i', T_DBL = 'd', T_STR = 's' };
+
+/* Tests only: LNK_CKPT_FAULT="rows:N" sends SIGKILL to the process in its
+ * N-th save once the rows are on disk, before FILE is written; "file:N" once
+ * FILE's temporary file is written, before the rename.  Rank 0 only. */
+static void fault(const char *point)
+{
+    static long hits[2];
+    const char *f = getenv("LNK_CKPT_FAULT");
+    size_t k = strlen(point);
+    if (!f || strncmp(f, point, k) || f[k] != ':' || lnk_comm_rank() != 0)
+        return;
+    if (++hits[point[0] == 'f'] == atol(f + k + 1))
+        raise(SIGKILL);
+}
+
+/* ------------------------------------------------------------ identity */
+
+int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
+{
+    if (id->n == id->cap) {
+        int nc = id->cap ? 2 * id->cap : 16;
+        char **a = realloc(id->name, sizeof *a * (size_t)nc);
+        if (a)
+            id->name = a;
+        char **b = a ? realloc(id->value, sizeof *b * (size_t)nc) : NULL;
+        if (!b)
+            return lnk_error(LNK_ENOMEM, "checkpoint: out of memory");
+        id->value = b;
+        id->cap = nc;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    char *v = NULL;
+    int r = vasprintf(&v, fmt, ap);
+    va_end(ap);
+    char *nm = strdup(name);
+    if (r < 0 || !nm) {
+        free(nm);
+        if (r >= 0)
+            free(v);
+        return lnk_error(LNK_ENOMEM, "checkpoint: out of memory");
+    }
+    id->name[id->n] = nm;
+    id->value[id->n++] = v;
+    return LNK_OK;
+}
+
+int lnk_ckpt_id_add_file(lnk_ckpt_id *id, const char *name, const char *path)
+{
+    char hex[65];
+    int rc = lnk_sha256_file(path, hex, NULL);
+    return rc != LNK_OK ? rc : lnk_ckpt_id_add(id, name, "%s", hex);
+}
+
+void lnk_ckpt_id_free(lnk_ckpt_id *id)
+{
+    for (int i = 0; i < id->n; i++)
+        free(id->name[i]), free(id->value[i]);
+    free(id->name);
+    free(id->value);
+    memset(id, 0, sizeof *id);
+}
+
+/* ------------------------------------------------------ record format
+ * MAGIC, then records (u32 name length, name, u8 type, u64 count, count
+ * values: int64, double or bytes), then TRAILER and the SHA-256 of all that
+ * precedes it.  Native byte order (a checkpoint stays on its machine). */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int err;
+} wbuf;
+
+static void put(wbuf *b, const void *x, size_t k)
+{
+    if (b->err || k == 0)
+        return;
+    if (b->n + k > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->n + k)
+            nc *= 2;
+        char *p = realloc(b->p, nc);
+        if (!p) {
+            b->err = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, x, k);
+    b->n += k;
+}
+
+static void rec(wbuf *b, const char *name, int type, uint64_t count, const void *data)
+{
+    uint32_t ln = (uint32_t)strlen(name);
+    uint8_t t = (uint8_t)type;
+    put(b, &ln, 4);
+    put(b, name, ln);
+    put(b, &t, 1);
+    put(b, &count, 8);
+    put(b, data, count * (type == T_STR ? 1 : 8));
+}
+
+static void rec_i(wbuf *b, const char *name, int64_t v) { rec(b, name, T_INT, 1, &v); }
+static void rec_d(wbuf *b, const char *name, double v) { rec(b, name, T_DBL, 1, &v); }
+static void rec_s(wbuf *b, const char *name, const char *s) { rec(b, name, T_STR, strlen(s), s); }
+static void rec_ints(wbuf *b, const char *name, const int *x, size_t k)
+{
+    int64_t *t = malloc(8 * (k ? k : 1));
+    if (!t) {
+        b->err = 1;
+        return;
+    }
+    for (size_t i = 0; i < k; i++)
+        t[i] = x[i];
+    rec(b, name, T_INT, k, t);
+    free(t);
+}
+
+typedef struct {
+    const char *name;
+    uint32_t ln;
+    int type;
+    uint64_t count;
+    const char *data;
+} record;
+
+struct lnk_ckpt {
+    char *path, *rows_path, *cmd;
+    int kind, rank, size, mapped, resumed;
+    lnk_ckpt_id id;
+    size_t row_len, max_rows;
+    int fd;                 /* rows file, -1 until needed */
+    double *map;
+    size_t map_bytes;
+    uint64_t *hash;         /* checksum of each file row written/synced */
+    size_t synced;          /* mapped: rows [0, synced) synced and checksummed */
+    size_t written;         /* written: rows [0, written) of the sketch on disk */
+    int q_saved, slot;      /* trace: Q on disk; LIGHT: the slot of the last save */
+    long products;
+    /* read back */
+    char *buf;
+    size_t len;
+    record *r;
+    int nr;
+    double *rows;           /* written rows read back */
+    int *ivl, *offset, *steps, *inv;
+    lnk_eigs_state es;
+    lnk_trace_state ts;
+    lnk_slq_state ss;
+};
+
+static int bad(const lnk_ckpt *ck, const char *what)
+{
+    return lnk_error(LNK_EFORMAT, "%s: checkpoint %s is corrupt or not a lnkit checkpoint (%s); "
+                     "remove it to start again", ck->cmd, ck->path, what);
+}
+
+static int parse(lnk_ckpt *ck)
+{
+    size_t n = ck->len, ml = strlen(MAGIC), tl = strlen(TRAILER) + 32;
+    if (n < ml + tl || memcmp(ck->buf, MAGIC, ml))
+        return bad(ck, n < ml + tl ? "too short" : "no lnkit checkpoint header");
+    if (memcmp(ck->buf + n - tl, TRAILER, strlen(TRAILER)))
+        return bad(ck, "truncated: no end mark");
+    lnk_sha256 s;
+    unsigned char d[32];
+    lnk_sha256_init(&s);
+    lnk_sha256_update(&s, ck->buf, n - 32);
+    lnk_sha256_final(&s, d);
+    if (memcmp(d, ck->buf + n - 32, 32))
+        return bad(ck, "its SHA-256 does not match its contents");
+    size_t at = ml, end = n - tl;
+    int cap = 0;
+    while (at < end) {
+        record r;
+        uint8_t t;
+        if (end - at < 4)
+            return bad(ck, "a record is cut short");
+        memcpy(&r.ln, ck->buf + at, 4);
+        at += 4;
+        if (r.ln > end - at || end - at - r.ln < 9)
+            return bad(ck, "a record is cut short");
+        r.name = ck->buf + at;
+        at += r.ln;
+        memcpy(&t, ck->buf + at, 1);
+        memcpy(&r.count, ck->buf + at + 1, 8);
+        at += 9;
+        r.type = t;
+        size_t es = t == T_STR ? 1 : 8;
+        if ((t != T_INT && t != T_DBL && t != T_STR) || r.count > (end - at) / es)
+            return bad(ck, "a record has a bad type or length");
+        r.data = ck->buf + at;
+        at += r.count * es;
+        if (ck->nr == cap) {
+            cap = cap ? 2 * cap : 64;
+            record *p = realloc(ck->r, sizeof *p * (size_t)cap);
+            if (!p)
+                return lnk_error(LNK_ENOMEM, "%s: out of memory reading checkpoint %s", ck->cmd,
+                                 ck->path);
+            ck->r = p;
+        }
+        ck->r[ck->nr++] = r;
+    }
+    return LNK_OK;
+}
+
+static const record *find(const lnk_ckpt *ck, const char *name, int type)
+{
+    for (int i = 0; i < ck->nr; i++)
+        if (ck->r[i].ln == strlen(name) && !memcmp(ck->r[i].name, name, ck->r[i].ln))
+            return ck->r[i].type == type ? &ck->r[i] : NULL;
+    return NULL;
+}
+
+/* Typed reads; any missing or malformed record makes *ok 0. */
+static int64_t get_i(const lnk_ckpt *ck, const char *name, int *ok)
+{
+    const record *r = find(ck, name, T_INT);
+    int64_t v = 0;
+    if (r && r->count == 1)
+        memcpy(&v, r->data, 8);
+    else
+        *ok = 0;
+    return v;
+}
+
+static double get_d(const lnk_ckpt *ck, const char *name, int *ok)
+{
+    const record *r = find(ck, name, T_DBL);
+    double v = 0;
+    if (r && r->count == 1)
+        memcpy(&v, r->data, 8);
+    else
+        *ok = 0;
+    return v;
+}
+
+/* An array of exactly count doubles, copied into a malloc'd buffer kept in
+ * the file buffer's place (the records are unaligned). */
+static double *get_da(const lnk_ckpt *ck, const char *name, size_t count, int *ok)
+{
+    const record *r = find(ck, name, T_DBL);
+    if (!r || r->count != count) {
+        *ok = 0;
+        return NULL;
+    }
+    double *x = malloc(8 * (count ? count : 1));
+    if (!x) {
+        *ok = 0;
+        return NULL;
+    }
+    memcpy(x, r->data, 8 * count);
+    return x;
+}
+
+static int *get_ia(const lnk_ckpt *ck, const char *name, size_t count, int *ok)
+{
+    const record *r = find(ck, name, T_INT);
+    if (!r || r->count != count) {
+        *ok = 0;
+        return NULL;
+    }
+    int *x = malloc(sizeof(int) * (count ? count : 1));
+    if (!x) {
+        *ok = 0;
+        return NULL;
+    }
+    for (size_t i = 0; i < count; i++) {
+        int64_t v;
+        memcpy(&v, r->data + 8 * i, 8);
+        if (v < -2147483647 || v > 2147483647)
+            *ok = 0;
+        x[i] = (int)v;
+    }
+    return x;
+}
+
+/* ---------------------------------------------------------- rows, checksums */
+
+static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+/* A 64-bit checksum of a row (xxHash64's round function on 4 lanes): it
+ * runs at memory speed and finds a changed or zeroed row, not an adversary. */
+static uint64_t row_hash(const double *x, size_t n)
+{
+    const uint64_t P1 = 11400714785074694791ull, P2 = 14029467366897019727ull;
+    uint64_t a[4] = {P1 + P2, P2, 0, (uint64_t)0 - P1};
+    const unsigned char *p = (const unsigned char *)x;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int l = 0; l < 4; l++) {
+            uint64_t w;
+            memcpy(&w, p + 8 * (i + l), 8);
+            a[l] = rotl(a[l] + w * P2, 31) * P1;
+        }
+    for (; i < n; i++) {
+        uint64_t w;
+        memcpy(&w, p + 8 * i, 8);
+        a[0] = rotl(a[0] + w * P2, 31) * P1;
+    }
+    uint64_t h = rotl(a[0], 1) + rotl(a[1], 7) + rotl(a[2], 12) + rotl(a[3], 18) + n;
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= 1609587929392839161ull;
+    return h ^ (h >> 32);
+}
+
+size_t lnk_ckpt_rows_bytes(size_t row_len, size_t max_rows) { return 8 * row_len * max_rows; }
+
+static int need_hash(lnk_ckpt *ck)
+{
+    if (ck->hash)
+        return LNK_OK;
+    ck->hash = calloc(ck->max_rows ? ck->max_rows : 1, sizeof(uint64_t));
+    return ck->hash ? LNK_OK : lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
+}
+
+static int open_rows(lnk_ckpt *ck, int create)
+{
+    if (ck->fd >= 0)
+        return LNK_OK;
+    ck->fd = open(ck->rows_path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
+    if (ck->fd < 0)
+        return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: cannot open: %s", ck->cmd,
+                         ck->rows_path, strerror(errno));
+    struct stat sb;
+    if (fstat(ck->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return lnk_error(LNK_EIO, "%s: checkpoint rows file %s is not a regular file", ck->cmd,
+                         ck->rows_path);
+    if (!ck->mapped)
+        return LNK_OK;
+    size_t bytes = lnk_ckpt_rows_bytes(ck->row_len, ck->max_rows);
+    if (ck->resumed && (size_t)sb.st_size != bytes)
+        return lnk_error(LNK_EFORMAT, "%s: checkpoint rows file %s has %lld bytes, expected %zu "
+                         "(truncated?); remove %s and it to start again", ck->cmd, ck->rows_path,
+                         (long long)sb.st_size, bytes, ck->path);
+    if ((size_t)sb.st_size != bytes) {
+        /* all the space now: a full disk must fail here, not as SIGBUS in a store */
+        if (ftruncate(ck->fd, 0) != 0)
+            return lnk_error(LNK_EIO, "%s: %s: %s", ck->cmd, ck->rows_path, strerror(errno));
+        int e = posix_fallocate(ck->fd, 0, (off_t)bytes);
+        if (e)
+            return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: cannot reserve %.3g GB for "
+                             "the basis (%zu rows of %zu values): %s", ck->cmd, ck->rows_path,
+                             bytes / 1e9, ck->max_rows, ck->row_len, strerror(e));
+    }
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ck->fd, 0);
+    if (m == MAP_FAILED)
+        return lnk_error(LNK_EIO, "%s: cannot map checkpoint rows file %s (%zu bytes): %s",
+                         ck->cmd, ck->rows_path, bytes, strerror(errno));
+    ck->map = m;
+    ck->map_bytes = bytes;
+    return LNK_OK;
+}
+
+/* Mapped rows [ck->synced, valid) to disk and their checksums. */
+static int sync_mapped(lnk_ckpt *ck, size_t valid)
+{
+    if (valid < ck->synced)
+        ck->synced = 0; /* a new run rewrites the basis from row 0 (lnk_slq) */
+    if (valid <= ck->synced)
+        return LNK_OK;
+    int rc = need_hash(ck);
+    if (rc != LNK_OK)
+        return rc;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), lo = ck->synced * ck->row_len * 8;
+    size_t hi = valid * ck->row_len * 8;
+    lo -= lo % pg;
+    if (msync((char *)ck->map + lo, hi - lo, MS_SYNC) != 0)
+        return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: cannot sync rows %zu..%zu: %s",
+                         ck->cmd, ck->rows_path, ck->synced, valid, strerror(errno));
+    for (size_t i = ck->synced; i < valid; i++)
+        ck->hash[i] = row_hash(ck->map + i * ck->row_len, ck->row_len);
+    ck->synced = valid;
+    return LNK_OK;
+}
+
+/* Write count rows (data) at file row first, checksum them, fdatasync. */
+static int write_rows(lnk_ckpt *ck, size_t first, size_t count, const double *data)
+{
+    int rc = need_hash(ck);
+    if (rc == LNK_OK)
+        rc = open_rows(ck, 1);
+    if (rc != LNK_OK)
+        return rc;
+    size_t rb = 8 * ck->row_len;
+    for (size_t i = 0; i < count; i++) {
+        const char *p = (const char *)(data + i * ck->row_len);
+        off_t off = (off_t)((first + i) * rb);
+        for (size_t done = 0; done < rb;) {
+            ssize_t w = pwrite(ck->fd, p + done, rb - done, off + (off_t)done);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: write failed: %s",
+                                 ck->cmd, ck->rows_path, w < 0 ? strerror(errno) : "no space");
+            done += (size_t)w;
+        }
+        ck->hash[first + i] = row_hash(data + i * ck->row_len, ck->row_len);
+    }
+    if (count && fdatasync(ck->fd) != 0)
+        return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: sync failed: %s", ck->cmd,
+                         ck->rows_path, strerror(errno));
+    return LNK_OK;
+}
+
+/* ------------------------------------------------------------- saving */
+
+static void put_id(wbuf *b, const lnk_ckpt *ck)
+{
+    put(b, MAGIC, strlen(MAGIC));
+    rec_i(b, "kind", ck->kind);
+    rec_i(b, "ranks", ck->size);
+    for (int i = 0; i < ck->id.n; i++) {
+        char *nm;
+        if (asprintf(&nm, "id:%s", ck->id.name[i]) < 0) {
+            b->err = 1;
+            return;
+        }
+        rec_s(b, nm, ck->id.value[i]);
+        free(nm);
+    }
+}
+
+/* Close b (trailer) and write it to ck->path atomically (rank 0); state: a
+ * save (not the initial file). */
+static int write_file(lnk_ckpt *ck, wbuf *b, int state)
+{
+    put(b, TRAILER, strlen(TRAILER));
+    if (b->err)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory writing checkpoint %s", ck->cmd, ck->path);
+    lnk_sha256 s;
+    unsigned char d[32];
+    lnk_sha256_init(&s);
+    lnk_sha256_update(&s, b->p, b->n);
+    lnk_sha256_final(&s, d);
+    put(b, d, 32);
+    if (b->err)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory writing checkpoint %s", ck->cmd, ck->path);
+    lnk_afile af;
+    int rc = lnk_afile_open(&af, ck->path);
+    if (rc != LNK_OK)
+        return rc;
+    if (fwrite(b->p, 1, b->n, af.f) != b->n) {
+        lnk_afile_abort(&af);
+        return lnk_error(LNK_EIO, "%s: cannot write checkpoint %s", ck->cmd, ck->path);
+    }
+    if (state) {
+        fflush(af.f);
+        fault("file");
+    }
+    return lnk_afile_commit(&af);
+}
+
+/* The common end of a save: checksums of rows [first, first + count) of
+ * every rank to rank 0, which writes FILE; all ranks agree on the outcome.
+ * rc: this rank's status so far (its rows written and synced or not). */
+static int finish(lnk_ckpt *ck, wbuf *b, int rc, size_t first, size_t count, long products,
+                  double elapsed)
+{
+    /* every rank's checksums, as bytes, in rank order */
+    char *all = NULL;
+    size_t *len = calloc((size_t)ck->size, sizeof(size_t));
+    if (!len && rc == LNK_OK)
+        rc = lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
+    rc = lnk_comm_agree(rc);
+    if (rc == LNK_OK)
+        rc = lnk_comm_gather_bytes(ck->hash ? (const char *)(ck->hash + first) : "",
+                                   ck->hash ? 8 * count : 0, &all, len, 0);
+    if (rc == LNK_OK && ck->rank == 0) {
+        size_t tot = 0;
+        for (int r = 0; r < ck->size; r++)
+            tot += len[r];
+        if (tot != 8 * count * (size_t)ck->size)
+            rc = lnk_error(LNK_EINVAL, "%s: checkpoint: the ranks' row checksums differ in "
+                           "number", ck->cmd);
+        rec_i(b, "products", products);
+        rec_d(b, "elapsed", elapsed);
+        rec_i(b, "rows.first", (int64_t)first);
+        rec_i(b, "rows.count", (int64_t)count);
+        rec(b, "rows.hash", T_INT, count * (size_t)ck->size, all ? all : "");
+        fault("rows");
+        if (rc == LNK_OK)
+            rc = write_file(ck, b, 1);
+    }
+    free(all);
+    free(len);
+    free(b->p);
+    rc = lnk_comm_agree(rc);
+    if (rc == LNK_OK)
+        ck->products = products;
+    return rc;
+}
+
+static void put_lanczos(wbuf *b, const lnk_lanczos_state *l)
+{
+    rec_i(b, "lz.mode", l->mode);
+    rec_i(b, "lz.max_steps", l->max_steps);
+    rec_i(b, "lz.steps", l->steps);
+    rec_i(b, "lz.done", l->done);
+    rec_i(b, "lz.invariant", l->invariant);
+    rec_i(b, "lz.n_restarts", l->n_restarts);
+    rec_i(b, "lz.n_reorth", l->n_reorth);
+    rec_i(b, "lz.force", l->force);
+    rec_i(b, "lz.n_ivl", l->n_ivl);
+    rec_i(b, "lz.n_applies", l->n_applies);
+    rec_i(b, "lz.seed", (int64_t)l->seed);
+    rec_d(b, "lz.tnorm", l->tnorm);
+    rec_d(b, "lz.reorth_rows", l->reorth_rows);
+    size_t m = (size_t)l->max_steps;
+    rec(b, "lz.alpha", T_DBL, m, l->alpha);
+    rec(b, "lz.beta", T_DBL, m, l->beta);
+    if (l->mode == LNK_LANCZOS_FULL) {
+        rec(b, "lz.om", T_DBL, m + 1, l->om);
+        rec(b, "lz.om_prev", T_DBL, m + 1, l->om_prev);
+        rec_ints(b, "lz.ivl", l->ivl, 2 * (m + 1));
+    }
+}
+
+/* The rows of a Lanczos state: FULL the mapped basis rows 0..steps; LIGHT
+ * its three vectors, written to the slot the last state does not use. */
+static int lanczos_rows(lnk_ckpt *ck, const lnk_lanczos_state *l, size_t *first, size_t *count)
+{
+    if (l->mode == LNK_LANCZOS_FULL) {
+        *first = 0;
+        *count = l->steps > 0 ? (size_t)l->steps + 1 : 0;
+        return sync_mapped(ck, *count);
+    }
+    *count = l->steps > 0 ? 3 : 0;
+    *first = 0;
+    if (!*count)
+        return LNK_OK;
+    ck->slot = !ck->slot;
+    *first = 3 * (size_t)ck->slot;
+    const double *v[3] = {l->v0, l->vprev, l->vcur};
+    for (int i = 0; i < 3; i++) {
+        int rc = write_rows(ck, *first + (size_t)i, 1, v[i]);
+        if (rc != LNK_OK)
+            return rc;
+    }
+    return LNK_OK;
+}
+
+int lnk_ckpt_save_eigs(lnk_ckpt *ck, const lnk_eigs_state *st, long products)
+{
+    wbuf b = {0};
+    size_t first = 0, count = 0;
+    int rc = lanczos_rows(ck, &st->lanczos, &first, &count);
+    if (ck->rank == 0) {
+        put_id(&b, ck);
+        put_lanczos(&b, &st->lanczos);
+        rec_i(&b, "eigs.n_resid", st->n_resid);
+        rec(&b, "eigs.resid", T_DBL, (size_t)st->n_resid, st->resid);
+    }
+    return finish(ck, &b, rc, first, count, products, st->elapsed);
+}
+
+int lnk_ckpt_save_trace(lnk_ckpt *ck, const lnk_trace_state *st, long products)
+{
+    wbuf b = {0};
+    size_t first = 0, count = (size_t)st->n_rows;
+    int rc = LNK_OK;
+    if (st->phase == 0) { /* the sketch columns so far: the new ones */
+        if ((size_t)st->n_rows > ck->written)
+            rc = write_rows(ck, ck->written, (size_t)st->n_rows - ck->written,
+                            st->rows + ck->written * ck->row_len);
+        if (rc == LNK_OK)
+            ck->written = (size_t)st->n_rows;
+    } else { /* Q, once, after the sketch's rows */
+        first = (size_t)st->n_rows;
+        if (!ck->q_saved)
+            rc = write_rows(ck, first, count, st->rows);
+        ck->q_saved = rc == LNK_OK;
+    }
+    if (ck->rank == 0) {
+        put_id(&b, ck);
+        rec_i(&b, "tr.applies", st->applies);
+        rec_i(&b, "tr.phase", st->phase);
+        rec_i(&b, "tr.index", st->index);
+        rec_i(&b, "tr.n_rows", st->n_rows);
+        rec_d(&b, "tr.partial", st->partial);
+        rec(&b, "tr.samples", T_DBL, (size_t)st->n_samples, st->samples);
+    }
+    return finish(ck, &b, rc, first, count, products, st->elapsed);
+}
+
+int lnk_ckpt_save_slq(lnk_ckpt *ck, const lnk_slq_state *st, long products)
+{
+    wbuf b = {0};
+    size_t first = 0, count = 0;
+    int rc = lanczos_rows(ck, &st->lanczos, &first, &count);
+    if (ck->rank == 0) {
+        put_id(&b, ck);
+        rec_i(&b, "slq.run", st->run);
+        rec_i(&b, "slq.steps_done", st->steps_done);
+        rec_i(&b, "slq.n_applies", st->n_applies);
+        rec_ints(&b, "slq.offset", st->offset, (size_t)st->run + 1);
+        size_t nn = (size_t)st->offset[st->run];
+        rec(&b, "slq.node", T_DBL, nn, st->node);
+        rec(&b, "slq.weight", T_DBL, nn, st->weight);
+        rec_ints(&b, "slq.steps", st->steps, (size_t)st->run);
+        rec_ints(&b, "slq.invariant", st->invariant, (size_t)st->run);
+        if (st->lanczos.steps > 0)
+            put_lanczos(&b, &st->lanczos);
+    }
+    return finish(ck, &b, rc, first, count, products, st->elapsed);
+}
+
+/* ------------------------------------------------------------- reading */
+
+static int get_lanczos(lnk_ckpt *ck, lnk_lanczos_state *l, int *ok)
+{
+    l->mode = (int)get_i(ck, "lz.mode", ok);
+    l->max_steps = (int)get_i(ck, "lz.max_steps", ok);
+    l->steps = (int)get_i(ck, "lz.steps", ok);
+    l->done = (int)get_i(ck, "lz.done", ok);
+    l->invariant = (int)get_i(ck, "lz.invariant", ok);
+    l->n_restarts = (int)get_i(ck, "lz.n_restarts", ok);
+    l->n_reorth = (int)get_i(ck, "lz.n_reorth", ok);
+    l->force = (int)get_i(ck, "lz.force", ok);
+    l->n_ivl = (int)get_i(ck, "lz.n_ivl", ok);
+    l->n_applies = (long)get_i(ck, "lz.n_applies", ok);
+    l->seed = (uint64_t)get_i(ck, "lz.seed", ok);
+    l->tnorm = get_d(ck, "lz.tnorm", ok);
+    l->reorth_rows = get_d(ck, "lz.reorth_rows", ok);
+    if (!*ok || l->max_steps < 1 || l->max_steps > (1 << 26) || l->steps < 1 ||
+        l->steps > l->max_steps || (l->mode != LNK_LANCZOS_FULL && l->mode != LNK_LANCZOS_LIGHT))
+        return *ok = 0;
+    size_t m = (size_t)l->max_steps;
+    l->alpha = get_da(ck, "lz.alpha", m, ok);
+    l->beta = get_da(ck, "lz.beta", m, ok);
+    if (l->mode == LNK_LANCZOS_FULL) {
+        l->om = get_da(ck, "lz.om", m + 1, ok);
+        l->om_prev = get_da(ck, "lz.om_prev", m + 1, ok);
+        l->ivl = ck->ivl = get_ia(ck, "lz.ivl", 2 * (m + 1), ok);
+    }
+    return *ok;
+}
+
+static void free_lanczos(lnk_lanczos_state *l)
+{
+    free((void *)l->alpha), free((void *)l->beta), free((void *)l->om), free((void *)l->om_prev);
+}
+
+/* This rank's rows [first, first + count) against the recorded checksums;
+ * written rows are read into ck->rows. */
+static int check_rows(lnk_ckpt *ck, size_t first, size_t count, const uint64_t *h)
+{
+    if (!count)
+        return LNK_OK;
+    if (first + count > ck->max_rows)
+        return bad(ck, "its rows lie outside the rows file");
+    int rc = open_rows(ck, 0);
+    if (rc != LNK_OK)
+        return rc;
+    size_t rb = 8 * ck->row_len;
+    if (!ck->mapped) {
+        ck->rows = malloc(rb * count);
+        if (!ck->rows)
+            return lnk_error(LNK_ENOMEM, "%s: out of memory for %zu checkpoint rows", ck->cmd,
+                             count);
+        for (size_t done = 0; done < rb * count;) {
+            ssize_t r = pread(ck->fd, (char *)ck->rows + done, rb * count - done,
+                              (off_t)(first * rb + done));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                return lnk_error(LNK_EFORMAT, "%s: checkpoint rows file %s is too short "
+                                 "(truncated?); remove %s and it to start again", ck->cmd,
+                                 ck->rows_path, ck->path);
+            done += (size_t)r;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        const double *x = ck->mapped ? ck->map + (first + i) * ck->row_len
+                                     : ck->rows + i * ck->row_len;
+        if (row_hash(x, ck->row_len) != h[i])
+            return lnk_error(LNK_EFORMAT, "%s: checkpoint rows file %s: row %zu does not match "
+                             "its checksum (corrupt, or another run's); remove %s and it to "
+                             "start again", ck->cmd, ck->rows_path, first + i, ck->path);
+    }
+    int r2 = need_hash(ck);
+    if (r2 != LNK_OK)
+        return r2;
+    memcpy(ck->hash + first, h, 8 * count);
+    return LNK_OK;
+}
+
+static int read_state(lnk_ckpt *ck)
+{
+    int ok = 1;
+    /* identity first: a different run is named, not reported as corrupt */
+    int64_t kind = get_i(ck, "kind", &ok), ranks = get_i(ck, "ranks", &ok);
+    if (!ok)
+        return bad(ck, "no kind or ranks record");
+    static const char *const kn[] = {"", "eigs", "trace", "density"};
+    if (kind != ck->kind)
+        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it was "
+                         "written by lnkit %s, this is lnkit %s", ck->cmd, ck->path,
+                         kind >= 1 && kind <= 3 ? kn[kind] : "?", kn[ck->kind]);
+    if (ranks != ck->size)
+        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it was "
+                         "written by %lld MPI rank(s), this run has %d; resume with the same "
+                         "number", ck->cmd, ck->path, (long long)ranks, ck->size);
+    for (int i = 0; i < ck->id.n; i++) {
+        char *nm;
+        if (asprintf(&nm, "id:%s", ck->id.name[i]) < 0)
+            return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
+        const record *r = find(ck, nm, T_STR);
+        free(nm);
+        const char *v = ck->id.value[i];
+        if (!r || r->count != strlen(v) || memcmp(r->data, v, r->count))
+            return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: "
+                             "%s is %.*s there, %s here", ck->cmd, ck->path, ck->id.name[i],
+                             r ? (int)(r->count > 80 ? 80 : r->count) : 6,
+                             r ? r->data : "absent", v);
+    }
+    int n_id = 0;
+    for (int i = 0; i < ck->nr; i++)
+        n_id += ck->r[i].ln > 3 && !memcmp(ck->r[i].name, "id:", 3);
+    if (n_id != ck->id.n)
+        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it "
+                         "records %d items of what it belongs to, this run %d", ck->cmd,
+                         ck->path, n_id, ck->id.n);
+    if (!find(ck, "products", T_INT))
+        return LNK_OK; /* the initial file of a run that saved no state yet */
+    ck->products = (long)get_i(ck, "products", &ok);
+    double elapsed = get_d(ck, "elapsed", &ok);
+    int64_t first = get_i(ck, "rows.first", &ok), count = get_i(ck, "rows.count", &ok);
+    const record *hr = find(ck, "rows.hash", T_INT);
+    if (!ok || !hr || first < 0 || count < 0 || (uint64_t)count > ck->max_rows ||
+        hr->count != (uint64_t)count * (uint64_t)ck->size)
+        return bad(ck, "its rows record is malformed");
+    uint64_t *h = malloc(8 * ((size_t)count + 1));
+    if (!h)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
+    memcpy(h, hr->data + 8 * (size_t)count * (size_t)ck->rank, 8 * (size_t)count);
+    ck->resumed = 1;
+    int rc = check_rows(ck, (size_t)first, (size_t)count, h);
+    free(h);
+    if (rc != LNK_OK)
+        return rc;
+    if (ck->kind == LNK_CKPT_EIGS) {
+        lnk_eigs_state *s = &ck->es;
+        get_lanczos(ck, &s->lanczos, &ok);
+        s->n_resid = (int)get_i(ck, "eigs.n_resid", &ok);
+        if (ok && (s->n_resid < 0 || s->n_resid > (1 << 22)))
+            ok = 0;
+        s->resid = ok ? get_da(ck, "eigs.resid", (size_t)s->n_resid, &ok) : NULL;
+        s->elapsed = elapsed;
+        if (ok && s->lanczos.mode == LNK_LANCZOS_FULL &&
+            (size_t)count != (size_t)s->lanczos.steps + 1)
+            ok = 0;
+        if (ok && ck->mapped != (s->lanczos.mode == LNK_LANCZOS_FULL))
+            ok = 0;
+    } else if (ck->kind == LNK_CKPT_TRACE) {
+        lnk_trace_state *s = &ck->ts;
+        s->applies = (int)get_i(ck, "tr.applies", &ok);
+        s->phase = (int)get_i(ck, "tr.phase", &ok);
+        s->index = (int)get_i(ck, "tr.index", &ok);
+        s->n_rows = (int)get_i(ck, "tr.n_rows", &ok);
+        s->partial = get_d(ck, "tr.partial", &ok);
+        const record *r = find(ck, "tr.samples", T_DBL);
+        s->n_samples = r ? (int)r->count : 0;
+        ok = ok && r && r->count < (1u << 30) && s->n_rows == count;
+        s->samples = ok ? get_da(ck, "tr.samples", (size_t)s->n_samples, &ok) : NULL;
+        s->rows = ck->rows;
+        s->elapsed = elapsed;
+        if (ok && s->phase == 0)
+            ck->written = (size_t)count;
+        else if (ok)
+            ck->q_saved = 1;
+    } else {
+        lnk_slq_state *s = &ck->ss;
+        s->run = (int)get_i(ck, "slq.run", &ok);
+        s->steps_done = (int)get_i(ck, "slq.steps_done", &ok);
+        s->n_applies = (long)get_i(ck, "slq.n_applies", &ok);
+        if (ok && (s->run < 0 || s->run > (1 << 20)))
+            ok = 0;
+        s->offset = ck->offset = ok ? get_ia(ck, "slq.offset", (size_t)s->run + 1, &ok) : NULL;
+        size_t nn = ok && s->offset[s->run] >= 0 ? (size_t)s->offset[s->run] : 0;
+        for (int v = 0; ok && v < s->run; v++)
+            if (s->offset[v + 1] <= s->offset[v])
+                ok = 0;
+        s->node = ok ? get_da(ck, "slq.node", nn, &ok) : NULL;
+        s->weight = ok ? get_da(ck, "slq.weight", nn, &ok) : NULL;
+        s->steps = ck->steps = ok ? get_ia(ck, "slq.steps", (size_t)s->run, &ok) : NULL;
+        s->invariant = ck->inv = ok ? get_ia(ck, "slq.invariant", (size_t)s->run, &ok) : NULL;
+        if (ok && find(ck, "lz.steps", T_INT))
+            get_lanczos(ck, &s->lanczos, &ok);
+        s->elapsed = elapsed;
+        if (ok && s->lanczos.steps > 0 && s->lanczos.mode == LNK_LANCZOS_FULL &&
+            (size_t)count != (size_t)s->lanczos.steps + 1)
+            ok = 0;
+    }
+    lnk_lanczos_state *l = ck->kind == LNK_CKPT_EIGS ? &ck->es.lanczos
+                         : ck->kind == LNK_CKPT_SLQ ? &ck->ss.lanczos : NULL;
+    if (ok && l && l->steps > 0 && l->mode == LNK_LANCZOS_LIGHT) {
+        if (count != 3 || !ck->rows)
+            ok = 0;
+        else {
+            l->v0 = ck->rows;
+            l->vprev = ck->rows + ck->row_len;
+            l->vcur = ck->rows + 2 * ck->row_len;
+            ck->slot = first == 3;
+        }
+    }
+    if (!ok)
+        return bad(ck, "its state records are missing or inconsistent");
+    return LNK_OK;
+}
+
+/* ------------------------------------------------------------ open, close */
+
+int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_ckpt_id *id,
+                  int kind, size_t row_len, size_t max_rows, int mapped)
+{
+    *out = NULL;
+    lnk_ckpt *ck = calloc(1, sizeof *ck);
+    if (!ck)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
+    ck->fd = -1;
+    ck->kind = kind;
+    ck->rank = lnk_comm_rank();
+    ck->size = lnk_comm_size();
+    ck->row_len = row_len;
+    ck->max_rows = max_rows;
+    ck->mapped = mapped;
+    int rc = LNK_OK;
+    ck->path = strdup(path);
+    ck->cmd = strdup(cmd);
+    if (!ck->path || !ck->cmd)
+        rc = lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
+    else if ((ck->size > 1 ? asprintf(&ck->rows_path, "%s.basis.%d", path, ck->rank)
+                           : asprintf(&ck->rows_path, "%s.basis", path)) < 0) {
+        ck->rows_path = NULL;
+        rc = lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
+    }
+    for (int i = 0; rc == LNK_OK && i < id->n; i++)
+        rc = lnk_ckpt_id_add(&ck->id, id->name[i], "%s", id->value[i]);
+    if (rc != LNK_OK) {
+        lnk_ckpt_close(ck);
+        return rc;
+    }
+    /* what a save cut by a kill left: FILE's temporary files (lnk_afile's names) */
+    char *pat = NULL;
+    glob_t g;
+    if (ck->rank == 0 && asprintf(&pat, "%s.tmp.??????", path) >= 0 &&
+        glob(pat, GLOB_NOSORT | GLOB_NOESCAPE, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            unlink(g.gl_pathv[i]);
+        globfree(&g);
+    }
+    free(pat);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        if (!S_ISREG(sb.st_mode))
+            rc = lnk_error(LNK_EIO, "%s: --checkpoint %s is not a regular file", cmd, path);
+        else {
+            FILE *f = fopen(path, "rb");
+            ck->len = (size_t)sb.st_size;
+            ck->buf = malloc(ck->len ? ck->len : 1);
+            rc = LNK_OK;
+            if (!f)
+                rc = lnk_error(LNK_EIO, "%s: checkpoint %s: cannot open: %s", cmd, path,
+                               strerror(errno));
+            else if (!ck->buf)
+                rc = lnk_error(LNK_ENOMEM, "%s: out of memory for checkpoint %s", cmd, path);
+            else if (fread(ck->buf, 1, ck->len, f) != ck->len)
+                rc = bad(ck, "it could not be read whole");
+            if (f)
+                fclose(f);
+            if (rc == LNK_OK)
+                rc = parse(ck);
+            if (rc == LNK_OK)
+                rc = read_state(ck);
+        }
+    } else if (errno != ENOENT) {
+        rc = lnk_error(LNK_EIO, "%s: --checkpoint %s: %s", cmd, path, strerror(errno));
+    } else {
+        /* a fresh run: no orphan rows file may be replaced; FILE first */
+        if (access(ck->rows_path, F_OK) == 0)
+            rc = lnk_error(LNK_EIO, "%s: %s exists but its checkpoint %s does not: remove it "
+                           "or choose another --checkpoint", cmd, ck->rows_path, path);
+        rc = lnk_comm_agree(rc);
+        if (rc == LNK_OK && ck->rank == 0) {
+            wbuf b = {0};
+            put_id(&b, ck);
+            rc = write_file(ck, &b, 0);
+            free(b.p);
+        }
+        rc = lnk_comm_agree(rc);
+    }
+    if (rc == LNK_OK && mapped)
+        rc = open_rows(ck, 1);
+    if (rc != LNK_OK) {
+        lnk_ckpt_close(ck);
+        return rc;
+    }
+    *out = ck;
+    return LNK_OK;
+}
+
+double *lnk_ckpt_basis(lnk_ckpt *ck) { return ck ? ck->map : NULL; }
+int lnk_ckpt_resumed(const lnk_ckpt *ck) { return ck && ck->resumed; }
+long lnk_ckpt_products(const lnk_ckpt *ck) { return ck ? ck->products : 0; }
+
+const lnk_eigs_state *lnk_ckpt_eigs_state(const lnk_ckpt *ck)
+{
+    return ck && ck->resumed && ck->kind == LNK_CKPT_EIGS ? &ck->es : NULL;
+}
+
+const lnk_trace_state *lnk_ckpt_trace_state(const lnk_ckpt *ck)
+{
+    return ck && ck->resumed && ck->kind == LNK_CKPT_TRACE ? &ck->ts : NULL;
+}
+
+const lnk_slq_state *lnk_ckpt_slq_state(const lnk_ckpt *ck)
+{
+    return ck && ck->resumed && ck->kind == LNK_CKPT_SLQ ? &ck->ss : NULL;
+}
+
+int lnk_ckpt_remove(lnk_ckpt *ck)
+{
+    /* rank 0 comes here once the outputs are committed: only then may rows go */
+    int rc = lnk_comm_agree(LNK_OK);
+    if (rc == LNK_OK && unlink(ck->rows_path) != 0 && errno != ENOENT)
+        rc = lnk_error(LNK_EIO, "%s: cannot remove %s: %s", ck->cmd, ck->rows_path,
+                       strerror(errno));
+    rc = lnk_comm_agree(rc);
+    if (rc == LNK_OK && ck->rank == 0 && unlink(ck->path) != 0 && errno != ENOENT)
+        rc = lnk_error(LNK_EIO, "%s: cannot remove checkpoint %s: %s", ck->cmd, ck->path,
+                       strerror(errno));
+    return lnk_comm_agree(rc);
+}
+
+void lnk_ckpt_close(lnk_ckpt *ck)
+{
+    if (!ck)
+        return;
+    if (ck->map)
+        munmap(ck->map, ck->map_bytes);
+    if (ck->fd >= 0)
+        close(ck->fd);
+    free_lanczos(&ck->es.lanczos);
+    free_lanczos(&ck->ss.lanczos);
+    free((void *)ck->es.resid);
+    free((void *)ck->ts.samples);
+    free((void *)ck->ss.node);
+    free((void *)ck->ss.weight);
+    free(ck->ivl), free(ck->offset), free(ck->steps), free(ck->inv);
+    free(ck->rows);
+    free(ck->hash);
+    free(ck->buf);
+    free(ck->r);
+    lnk_ckpt_id_free(&ck->id);
+    free(ck->path), free(ck->rows_path), free(ck->cmd);
+    free(ck);
+}

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Resumable runs under MPI (issue 18; run by tests/mpi/run.sh):
+#   bash tests/mpi/test_checkpoint.sh MPI_BUILD
+# With 2 ranks: a run killed inside a save (rank 0, LNK_CKPT_FAULT) or at a
+# random H v product (rank 1 gets SIGKILL, LNK_FAULT=1:hvp:kill:N; 3 seeds)
+# and started again gives the CSV of the uninterrupted 2-rank run byte for
+# byte, for eigs --which both (full, partial reorthogonalisation: each rank's
+# basis slice in ck.basis.R), Hutch++ and density; the files are gone at the
+# end.  Resuming with another rank count is refused: exit 2, one line.
+# Prints "ok - ..." / "not ok - ..." and "tests: N passed, N failed, N skipped".
+set -u
+M=$(cd "${1:-build-mpi}" && pwd)/bin/lnkit
+LIMIT=120
+MR=(timeout -k 10 $LIMIT mpirun -q --allow-run-as-root --oversubscribe)
+export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+pass=0; fail=0
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+bad() { fail=$((fail + 1)); echo "not ok - $*"; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+
+"$M" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s.safetensors >/dev/null 2>&1 &&
+"$M" batch --synthetic --config s.json --batch 16 --len 8 --seed 1 -o b.safetensors >/dev/null 2>&1 ||
+    { bad "set-up"; echo "tests: $pass passed, $fail failed, 0 skipped"; exit 1; }
+C=(--config s.json --weights s.safetensors --batch b.safetensors --chunk 2)
+CASES=(
+  "eigs|eigs ${C[*]} -k 3 --which both --tol 0 --max-steps 30"
+  "hutchpp|trace ${C[*]} --probes 18 --method hutchpp"
+  "density|density ${C[*]} --runs 2 --steps 12 --sigma-fraction 0.01"
+)
+R2=("${MR[@]}" -np 2 "$M")
+for c in "${CASES[@]}"; do
+    name=${c%%|*}; read -r -a A <<< "${c#*|}"
+    "${R2[@]}" "${A[@]}" --quiet -o ref.csv > ref.out 2>err || { bad "$name: reference: $(cat err)"; continue; }
+    for how in rows:2 file:3 hvp:5 hvp:11 hvp:17; do
+        rm -f ck ck.* out.*
+        if [ "${how%%:*}" = hvp ]; then
+            LNK_FAULT=1:hvp:kill:${how#*:} "${R2[@]}" "${A[@]}" --quiet --checkpoint ck \
+                --checkpoint-every 2 -o out.csv > out.out 2>/dev/null
+        else
+            LNK_CKPT_FAULT=$how "${R2[@]}" "${A[@]}" --quiet --checkpoint ck \
+                --checkpoint-every 2 -o out.csv > out.out 2>/dev/null
+        fi
+        krc=$?
+        slices=$(ls ck.basis.* 2>/dev/null | tr '\n' ' ')
+        "${R2[@]}" "${A[@]}" --checkpoint ck --checkpoint-every 2 -o out.csv > out.out 2>err
+        rc=$?
+        from=$(grep -o 'resumed from [0-9]* products' err | head -1)
+        left=$(ls ck* 2>/dev/null | tr '\n' ' ')
+        if [ $krc -ne 0 ] && [ $rc -eq 0 ] && cmp -s ref.csv out.csv && cmp -s ref.out out.out &&
+            [ -z "$left" ]; then
+            ok "$name, 2 ranks, killed ($how; slices: ${slices:-none}), ${from:-started again}: output identical, no file left"
+        else
+            bad "$name, 2 ranks, killed ($how): exits $krc, $rc, left '$left': $(grep -v '^[a-z]*: \(step\|probe\)' err | head -c 400)"
+        fi
+    done
+done
+# another rank count: refused
+read -r -a A <<< "${CASES[0]#*|}"
+rm -f ck ck.* out.*
+LNK_CKPT_FAULT=rows:3 "${R2[@]}" "${A[@]}" --quiet --checkpoint ck -o out.csv >/dev/null 2>&1
+for np in 1 3; do
+    "${MR[@]}" -np $np "$M" "${A[@]}" --quiet --checkpoint ck -o out.csv > /dev/null 2>err
+    rc=$?
+    if [ $rc -ne 0 ] && [ "$(grep -c . err)" -eq 1 ] &&
+        grep -q "written by 2 MPI rank(s), this run has $np" err && [ ! -e out.csv ]; then
+        ok "resumed with $np rank(s) instead of 2: refused, exit $rc: $(cat err)"
+    else
+        bad "resumed with $np rank(s) instead of 2: exit $rc: $(cat err)"
+    fi
+done
+echo "tests: $pass passed, $fail failed, 0 skipped"
+[ $fail -eq 0 ]
