@@ -2,6 +2,8 @@
 extremal eigenpairs with explicit residuals (lnk_eigs) and the spectral
 density by stochastic Lanczos quadrature (lnk_slq)."""
 import ctypes
+import signal
+import threading
 
 import numpy as np
 
@@ -50,10 +52,14 @@ class _Progress:
     def __init__(self, user, eigs):
         self.user = user
         self.exc = None
+        self.interrupted = False
+        self.old = None
         self.cfunc = (_lib.EIGS_PROGRESS_FN(self._eigs) if eigs else
                       _lib.PROGRESS_FN(self._plain))
 
     def _eigs(self, ctx, p):
+        if self.interrupted:
+            return 1
         try:
             if self.user is not None:
                 p = p.contents
@@ -69,6 +75,8 @@ class _Progress:
             return 1
 
     def _plain(self, ctx, done, total, elapsed):
+        if self.interrupted:
+            return 1
         try:
             if self.user is not None and self.user({"done": done, "total": total,
                                                     "elapsed": elapsed}):
@@ -78,9 +86,30 @@ class _Progress:
             self.exc = e
             return 1
 
+    # Ctrl-C: Python runs its SIGINT handler when the callback is entered,
+    # before any line of it, where a KeyboardInterrupt could not be caught
+    # (ctypes would print and drop it).  During the run a handler that only
+    # notes the signal stands in (main thread, default handler only); the
+    # callback then cancels the run and the interrupt is raised after it.
+    def _note(self, signum, frame):
+        self.interrupted = True
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.old = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+            self.old = None
+
     def reraise(self):
         if self.exc is not None:
             raise self.exc
+        if self.interrupted:
+            raise KeyboardInterrupt
 
 
 class EigsResult:
@@ -141,10 +170,14 @@ def eigs(m, data=None, k=5, which="top", tol=1e-6, max_steps=200, mode="full",
     o.progress = pr.cfunc
     op = H._operator()
     r = _lib.EigsResult()
-    with H._lock:
+    with H._lock, pr:
         st = lib.lnk_eigs(ctypes.byref(op), ctypes.byref(o), ctypes.byref(r))
     pr.reraise()
     check(st)
+    if r.stop == 3:  # LNK_EIGS_CANCELLED
+        steps = r.steps
+        lib.lnk_eigs_result_free(ctypes.byref(r))
+        raise Error("eigs: cancelled by the progress function after %d Lanczos steps" % steps)
     try:
         res = EigsResult()
         kk = r.k
@@ -206,7 +239,7 @@ def density(m, data=None, runs=10, steps=80, sigma=None, sigma_fraction=0.01, pe
     o.progress = pr.cfunc
     op = H._operator()
     r = _lib.SlqResult()
-    with H._lock:
+    with H._lock, pr:
         st = lib.lnk_slq(ctypes.byref(op), ctypes.byref(o), ctypes.byref(r))
     pr.reraise()
     check(st)
