@@ -46,15 +46,13 @@ def _candidates():
     env = os.environ.get("LNKIT_LIB")
     if env:
         return [(env, True)]
-    out = []
     try:
         from . import _install  # written by make install
-        out.append((os.path.normpath(os.path.join(here, _install.LIB_RELATIVE)), False))
-        out.append((_install.LIB_ABSOLUTE, False))
-    except ImportError:
-        pass
-    out.append((os.path.normpath(os.path.join(here, "..", "..", "build",
-                                              "liblnkit.so." + SOVERSION)), False))
+        out = [(os.path.normpath(os.path.join(here, _install.LIB_RELATIVE)), False),
+               (_install.LIB_ABSOLUTE, False)]
+    except ImportError:  # the clone's python/lnkit
+        out = [(os.path.normpath(os.path.join(here, "..", "..", "build",
+                                              "liblnkit.so." + SOVERSION)), False)]
     out.append(("liblnkit.so." + SOVERSION, False))
     return out
 
