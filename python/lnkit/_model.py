@@ -70,8 +70,9 @@ class Params(collections.abc.Mapping):
     NumPy views: params["dec.0.ffn.w2"] has the tensor's shape ([in, out]
     for matrices) and shares memory with model.theta."""
 
-    def __init__(self, model):
+    def __init__(self, model, vector):
         self._model = model
+        self._vector = vector
         self._info = model._tensors
 
     def __getitem__(self, name):
@@ -79,7 +80,7 @@ class Params(collections.abc.Mapping):
         if info is None:
             raise KeyError("%s (the tensors are listed by model.names)" % name)
         off, size, shape = info
-        return self._model.theta[off:off + size].reshape(shape)
+        return self._vector[off:off + size].reshape(shape)
 
     def __setitem__(self, name, value):
         self[name][...] = value
@@ -184,7 +185,13 @@ class Model:
 
     @property
     def params(self):
-        return Params(self)
+        """The named tensors of m.theta as writable views (MODEL.md §6 names)."""
+        return Params(self, self._theta)
+
+    def named(self, vector):
+        """The named tensors of any flat vector of the layout (a gradient, H v)
+        as views into it (a float64 C-contiguous vector is not copied)."""
+        return Params(self, as_vector(vector, self.n_params, "vector"))
 
     @property
     def names(self):
