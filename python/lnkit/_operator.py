@@ -66,8 +66,24 @@ class HessianOperator(LinearOperator):
         n = self.shape[0]
         if isinstance(x, np.ndarray) and x.shape == (n, 1):
             x = x.reshape(n)
+        return self.apply(x)
+
+    def apply(self, x, out=None):
+        """H x into out (a float64 C-contiguous array of n, not x) if given,
+        else into a new array.  Reusing out saves a large new array's page
+        faults in each product (about 10 ms for 6.8e6 parameters)."""
+        n = self.shape[0]
         x = as_vector(x, n, "v", self.model if n == self.model.n_params else None)
-        y = np.empty(n)
+        if out is None:
+            y = np.empty(n)
+        else:
+            y = out
+            if not isinstance(y, np.ndarray) or y.dtype != np.float64 or y.shape != (n,) or \
+                    not y.flags.c_contiguous or not y.flags.writeable or not y.flags.aligned:
+                raise Error("out: expected a writable C-contiguous float64 array of shape (%d,)"
+                            % n)
+            if np.shares_memory(x, y):
+                raise Error("out: must not share memory with the vector")
         with self._lock:
             if not self._h:
                 raise Error("hessian: the operator is closed")

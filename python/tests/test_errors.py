@@ -159,6 +159,11 @@ def test_bad_options(mdv):
     raises("sigma", lnkit.density, m, d, sigma=-1.0)
     raises("data", m.loss, 3.5)
     H = m.hessian(d)
+    for bad in (np.empty(m.n_params, np.float32), np.empty(m.n_params + 1),
+                np.empty(2 * m.n_params)[::2], v):
+        raises("out", H.apply, v, out=bad)
+    y = np.empty(m.n_params)
+    assert H.apply(v, out=y) is y and np.array_equal(y, m.hvp(d, v))
     H.close()
     raises("closed", H.matvec, v)
     with pytest.raises(KeyError):
