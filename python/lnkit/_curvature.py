@@ -228,6 +228,8 @@ def density(m, data=None, runs=10, steps=80, sigma=None, sigma_fraction=0.01, pe
         raise Error("mode: expected 'full' or 'light', got %r" % (mode,))
     if sigma is not None:
         sigma = _float("sigma", sigma)
+        if not sigma > 0:
+            raise Error("sigma: expected a number > 0, got %r" % (sigma,))
     else:
         sigma_fraction = _float("sigma_fraction", sigma_fraction)
     H = _operator_of(m, data, block, cache_mb)

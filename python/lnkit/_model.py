@@ -165,12 +165,14 @@ class Model:
             check(lib.lnk_model_init_params(self._m, _dptr(self._theta)))
 
     def __del__(self):
-        if getattr(self, "_m", None):
-            lib.lnk_model_free(self._m)
-            self._m = None
-        if getattr(self, "_cfg", None) is not None:
-            lib.lnk_config_clear(self._cfg)
-            self._cfg = None
+        try:
+            if getattr(self, "_m", None):
+                lib.lnk_model_free(self._m)
+            if getattr(self, "_cfg", None) is not None:
+                lib.lnk_config_clear(self._cfg)
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+        self._m = self._cfg = None
 
     # ------------------------------------------------------------ parameters
     @property
