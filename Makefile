@@ -60,7 +60,7 @@ MAN_SRC  := $(wildcard man/*.1)
 MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
-        fuzz fuzz-build \
+        fuzz fuzz-build test-python bench-python \
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
         FORCE check-results quotes \
         results study-grad study-geometry study-hessian study-multi30k study-demo
@@ -73,7 +73,8 @@ deps:
 # implementation (tools/ref_torch.py) that tests/test_reference.c compares with.
 # OpenMPI for the MPI build's tests (make test runs them; the default build
 # does not need it).
-TEST_PKGS := python3-torch python3-numpy libopenmpi-dev openmpi-bin
+# NumPy, SciPy and pytest for the Python package's tests (make test-python).
+TEST_PKGS := python3-torch python3-numpy libopenmpi-dev openmpi-bin python3-scipy python3-pytest
 deps-test:
 	bash tools/deps.sh $(TEST_PKGS)
 
@@ -153,16 +154,30 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h studies/study.h $(LIB)
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
 test: deps-test
 	$(MAKE) run-tests
+	$(MAKE) test-python
 	$(MAKE) test-mpi
 	$(MAKE) test-install
 	$(MAKE) test-readme
 	$(MAKE) check-results
 
+# The Python package (python/lnkit) and its tests (python/tests, pytest) with
+# Debian's python3 (its python3-numpy, -scipy, -pytest; a python3 of another
+# installation may come first on the PATH), against this build's liblnkit.so
+# and lnkit program.
+PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+test-python: all
+	cd python && LNKIT_LIB=$(abspath $(SOLIB)) LNK_BIN=$(abspath $(BIN)) \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+# A product through Python against `lnkit hvp --repeat` on config (b).
+bench-python: all
+	LNKIT_LIB=$(abspath $(SOLIB)) PYTHON=$(PYTHON) bash tools/bench_python.sh $(BUILD)
+
 # make install into a temporary DESTDIR, the example built against the
 # installed lnkit.pc (shared and static), checked against `lnkit eigs`; the
 # man pages against every command's --help; make uninstall leaves nothing.
 test-install: all
-	bash tests/test_install.sh $(BUILD)
+	PYTHON=$(PYTHON) bash tests/test_install.sh $(BUILD)
 
 # The README's two commands on a fresh Debian 12 root (debootstrap) from a
 # plain clone of the committed HEAD; needs root.  .ci/run runs it; not part
@@ -182,7 +197,7 @@ quotes:
 # The README's command-line walk-through, extracted from README.md and run as
 # written in an empty folder (every exit status checked).
 test-readme: all
-	bash tests/test_readme.sh $(BUILD)
+	PYTHON=$(PYTHON) bash tests/test_readme.sh $(BUILD)
 
 # The MPI build and its tests (1, 2 and 3 ranks against one process); skipped
 # with a message when mpicc is not installed.
@@ -285,6 +300,14 @@ LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 PCDIR   ?= $(LIBDIR)/pkgconfig
+# The Python package goes where Debian's python3 looks: /usr/lib/python3/
+# dist-packages for PREFIX=/usr, PREFIX/lib/python3.X/dist-packages otherwise
+# (/usr/local/lib/python3.11/dist-packages on Debian 12).  Its _install.py
+# names liblnkit.so relative to the package (so a DESTDIR copy finds its own)
+# and absolutely.  Skipped, with a note, where there is no python3.
+PYVER    = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR   ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYVER)/dist-packages)
+PY_SRC  := $(wildcard python/lnkit/*.py)
 
 # Made at every make run (PREFIX may differ from the last one), rewritten
 # only when it changes.
@@ -306,6 +329,14 @@ install: all $(BUILD)/lnkit.pc
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/liblnkit.so
 	install -m 644 $(BUILD)/lnkit.pc $(DESTDIR)$(PCDIR)/lnkit.pc
 	install -m 644 $(MAN_OUT) $(DESTDIR)$(MANDIR)/man1/
+	@if [ -n "$(PYVER)" ]; then \
+	    install -d $(DESTDIR)$(PYDIR)/lnkit && install -m 644 $(PY_SRC) $(DESTDIR)$(PYDIR)/lnkit/ && \
+	    rel=$$($(PYTHON) -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' \
+	           $(LIBDIR) $(PYDIR)/lnkit) && \
+	    printf '# written by make install\nLIB_RELATIVE = "%s"\nLIB_ABSOLUTE = "%s"\n' \
+	        "$$rel/$(SONAME)" "$(LIBDIR)/$(SONAME)" > $(DESTDIR)$(PYDIR)/lnkit/_install.py && \
+	    echo "install: the Python package lnkit in $(DESTDIR)$(PYDIR)"; \
+	else echo "install: no $(PYTHON): the Python package lnkit is not installed"; fi
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 uninstall:
@@ -315,6 +346,7 @@ uninstall:
 	    $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_SRC))) \
 	    $(addprefix $(DESTDIR)$(INCDIR)/lnkit/,$(notdir $(wildcard include/lnkit/*.h)))
 	-rmdir $(DESTDIR)$(INCDIR)/lnkit 2>/dev/null
+	@if [ -n "$(PYVER)" ]; then rm -rf $(DESTDIR)$(PYDIR)/lnkit; fi
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 clean:

@@ -3,8 +3,9 @@
 # (program, headers, static and shared library with its versioned soname,
 # lnkit.pc, man pages), the man pages against --help (tests/check_man.py), the
 # example built against the installed lnkit.pc, shared and static, whose top
-# eigenvalues must equal `lnkit eigs` on the same inputs (1e-12 relative), and
-# make uninstall, which must leave no file behind.
+# eigenvalues must equal `lnkit eigs` on the same inputs (1e-12 relative), the
+# Python package imported from the DESTDIR (the same eigenvalues), and make
+# uninstall, which must leave no file behind.
 #
 #   bash tests/test_install.sh [BUILD_DIR]        (make test-install)
 set -euo pipefail
@@ -76,9 +77,38 @@ for a, b in zip(ex, cli):
     assert abs(a - b) <= 1e-12 * abs(b), (a, b)
 print("test-install: example top eigenvalues", ", ".join(f"{x:.12g}" for x in ex), "= lnkit eigs")
 PY
+
+# the Python package: installed where Debian's python3 looks (for the real
+# PREFIX), imported from the DESTDIR copy with nothing of the clone on the
+# path, it loads the DESTDIR's liblnkit.so and gives the top eigenvalues of
+# lnkit eigs (1e-12 relative)
+PY=${PYTHON:-/usr/bin/python3}
+pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+pkg=$R/lib/python$pyver/dist-packages
+[ -f "$pkg/lnkit/__init__.py" ] && [ -f "$pkg/lnkit/_install.py" ] ||
+    fail "the Python package is not in $pkg"
+"$PY" -c "import sys; sys.exit('$P/lib/python$pyver/dist-packages' not in sys.path)" ||
+    fail "$P/lib/python$pyver/dist-packages is not on $PY's sys.path"
+env -u LNKIT_LIB PYTHONPATH="$pkg" "$PY" -I - "$R" <<'PY' ||
+import csv, os, sys
+sys.path.insert(0, os.environ.get("PYTHONPATH", ""))
+import lnkit
+root = sys.argv[1]
+assert lnkit.__file__.startswith(root), lnkit.__file__
+assert os.path.realpath(lnkit.library_path) == os.path.realpath(
+    os.path.join(root, "lib", os.path.basename(lnkit.library_path))), lnkit.library_path
+m = lnkit.Model.load("w.json", "w.safetensors")
+r = lnkit.eigs(m, "b.safetensors", k=3, tol=1e-10)
+cli = [float(x["eigenvalue"]) for x in csv.DictReader(open("cli.csv")) if x["which"] == "top"]
+assert all(abs(a - b) <= 1e-12 * abs(b) for a, b in zip(r.top, cli)), (r.top, cli)
+print("test-install: the installed Python package (%s) gives lnkit eigs's top eigenvalues"
+      % lnkit.library_path)
+PY
+    fail "the installed Python package does not work (run: PYTHONPATH=$pkg $PY -c 'import lnkit')"
 cd - >/dev/null
 
 make -s BUILD="$BUILD" uninstall DESTDIR="$D" PREFIX="$P" >/dev/null
 left=$(find "$D" -type f -o -type l)
 [ -z "$left" ] || fail "make uninstall left: $left"
-echo "test-install: passed (install, man pages, example shared and static, uninstall)"
+[ ! -e "$pkg/lnkit" ] || fail "make uninstall left $pkg/lnkit"
+echo "test-install: passed (install, man pages, example shared and static, Python package, uninstall)"

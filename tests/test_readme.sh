@@ -5,7 +5,9 @@
 # README.md and run in order by one bash in an empty folder, with the clone
 # seen at ~/lnkit (HOME is a temporary folder holding a link to it), under
 # `set -euo pipefail`: the first command whose exit status is not 0 fails the
-# test and is named.  Then a few outputs are checked.
+# test and is named.  Then the ```python block marked <!-- test-readme: python -->
+# runs in the same folder as example.py, as the README says.  Then a few
+# outputs are checked.
 #
 #   bash tests/test_readme.sh [BUILD_DIR]          (make test-readme)
 set -euo pipefail
@@ -17,11 +19,11 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "test-readme: FAILED: $*" >&2; exit 1; }
 [ -x "$ROOT/bin/lnkit" ] || fail "bin/lnkit not built (make all)"
 
-# the lines of the ```sh block after the marker <!-- test-readme: NAME -->
+# the lines of the ```sh (or ```python) block after the marker <!-- test-readme: NAME -->
 extract() {
     awk -v tag="<!-- test-readme: $1 -->" '
         $0 == tag { want = 1; next }
-        want && /^```sh$/ { inside = 1; next }
+        want && /^```(sh|python)$/ { inside = 1; next }
         inside && /^```$/ { exit }
         inside { print }' README.md
 }
@@ -43,6 +45,23 @@ if ! (cd "$T/work" && env HOME="$T/home" bash -euo pipefail "$T/walk.sh") >"$T/w
     tail -n 15 "$T/walk.log" >&2
     fail "the walk-through stopped (see the line above)"
 fi
+# the Python example, saved as example.py in the same folder and run as the
+# README says (PYTHONPATH=~/lnkit/python python3 example.py) with Debian's
+# python3; the package finds the clone's build/liblnkit.so by itself
+py=$(extract python)
+[ -n "$py" ] || fail "no python block in README.md"
+printf '%s\n' "$py" > "$T/work/example.py"
+PY=${PYTHON:-/usr/bin/python3}
+if ! (cd "$T/work" && env -u LNKIT_LIB HOME="$T/home" PYTHONPATH="$T/home/lnkit/python" \
+        "$PY" example.py) >"$T/py.log" 2>&1; then
+    tail -n 15 "$T/py.log" >&2
+    fail "the Python example failed (see above)"
+fi
+grep -q '^post-LN top eigenvalues' "$T/py.log" && grep -q '^pre-LN top eigenvalues' "$T/py.log" ||
+    fail "the Python example did not print both spectra"
+if "$PY" -c 'import matplotlib' 2>/dev/null; then
+    [ -s "$T/work/density_postpre.png" ] || fail "the Python example made no density_postpre.png"
+fi
 n_cmd=$(grep -c '^lnkit\|^mpirun\|^head\|^printf' "$T/walk.sh" || true)
 
 # what the walk-through must have made
@@ -63,7 +82,7 @@ b = [float(r["eigenvalue"]) for r in csv.DictReader(open("s2s_eigs_mpi.csv"))]
 assert len(a) == len(b) == 4, (a, b)
 assert all(abs(x - y) <= 1e-10 * max(abs(y), 1e-300) for x, y in zip(a, b)), (a, b)
 PY
-    echo "test-readme: passed: walk-through ($n_cmd commands) and the MPI block (2 ranks = 1 process to 1e-10)"
+    echo "test-readme: passed: walk-through ($n_cmd commands), the Python example and the MPI block (2 ranks = 1 process to 1e-10)"
 else
-    echo "test-readme: passed: walk-through ($n_cmd commands); MPI block SKIPPED (no build-mpi/bin/lnkit or mpirun: make MPI=1)"
+    echo "test-readme: passed: walk-through ($n_cmd commands) and the Python example; MPI block SKIPPED (no build-mpi/bin/lnkit or mpirun: make MPI=1)"
 fi

@@ -1,0 +1,95 @@
+"""lnkit from Python: exact float64 loss, gradient and Hessian-vector
+products of the transformers of docs/MODEL.md, as NumPy arrays and a SciPy
+LinearOperator, over the C library liblnkit.so (ctypes; no compiled
+extension).
+
+    import lnkit
+    m = lnkit.Model.load("w.json", "w.safetensors")     # or lnkit.Model(config, seed=0)
+    data = lnkit.Data(["b1.safetensors", "b2.safetensors"], chunk=64)
+    loss, g = m.loss_grad(data)                          # float, ndarray [n_params]
+    hv = m.hvp(data, v)                                  # exact H v
+    H = m.hessian(data, block="*.attn.*")                # scipy LinearOperator
+    r = lnkit.eigs(m, data, k=5, which="both")           # lnkit's Lanczos, with residuals
+    m.params["dec.0.ffn.w2"]                             # a view into m.theta
+
+Errors of the library (and bad input: dtype, shape, NaN, missing files)
+raise lnkit.Error, a ValueError, with the library's one-line message.
+Products release the GIL.  The BLAS thread count: lnkit.set_threads(n).
+
+BLAS kernel: the lnkit program restarts itself on OpenBLAS's best kernel
+when OpenBLAS's own CPU detection fell back to a slower one (include/lnkit/
+blas.h); a Python process cannot, as OpenBLAS is loaded already.  On import
+lnkit warns (lnkit.BlasWarning) if the kernel in use is slower than the CPU
+allows, naming the setting to start Python with:
+    OPENBLAS_CORETYPE=<kernel> python3 ...
+(lnkit.blas_advice() returns it, or None when the kernel is already the best.)
+"""
+import warnings as _warnings
+
+from ._lib import Error, SOVERSION, lib as _clib, lib_path as library_path, take_string as _take
+from ._data import Data
+from ._model import Model, Params
+from ._operator import HessianOperator
+from ._curvature import eigs, density, EigsResult, Density
+
+__version__ = "0.1.0"
+__all__ = ["Error", "Model", "Params", "Data", "HessianOperator", "eigs", "density",
+           "EigsResult", "Density", "set_threads", "threads", "blas_kernel", "blas_advice",
+           "version", "BlasWarning", "library_path"]
+
+
+class BlasWarning(UserWarning):
+    """OpenBLAS runs a slower kernel than the CPU allows (see blas_advice)."""
+
+
+def set_threads(n):
+    """Set the number of BLAS (OpenBLAS) threads used by the library's products."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise Error("threads: expected an integer >= 1, got %r" % (n,))
+    _clib.lnk_set_blas_threads(n)
+
+
+def threads():
+    """The number of BLAS threads in use."""
+    return int(_clib.lnk_blas_threads())
+
+
+def blas_kernel():
+    """The OpenBLAS kernel in use (e.g. "Haswell", "SkylakeX")."""
+    k = _clib.lnk_blas_kernel()
+    return k.decode() if k else None
+
+
+def blas_advice():
+    """The faster OpenBLAS kernel to start Python with (OPENBLAS_CORETYPE), or
+    None if the one in use is already the best for this CPU (or the user's
+    own OPENBLAS_CORETYPE / LNK_BLAS_KERNEL=keep is in force)."""
+    k = _clib.lnk_blas_advice()
+    if k is None:
+        from ._lib import errmsg
+        msg = errmsg()
+        if msg:
+            raise Error(msg)
+        return None
+    return k.decode()
+
+
+def version():
+    """The library's version text (version, commit, compiler, BLAS, LAPACK, GSL, ...)."""
+    return _take(_clib.lnk_version_text())
+
+
+def _check_blas():
+    _clib.lnk_error_clear()
+    try:
+        adv = blas_advice()
+    except Error as e:
+        _warnings.warn("lnkit: %s" % e, BlasWarning, stacklevel=3)
+        return
+    if adv:
+        _warnings.warn("lnkit: OpenBLAS runs its %s kernel, slower than this CPU allows: start "
+                       "Python with OPENBLAS_CORETYPE=%s for the faster one (see "
+                       "help(lnkit))" % (blas_kernel(), adv), BlasWarning, stacklevel=3)
+
+
+_check_blas()

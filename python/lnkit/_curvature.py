@@ -1,0 +1,273 @@
+"""Curvature by the library's own Lanczos (include/lnkit/curvature.h):
+extremal eigenpairs with explicit residuals (lnk_eigs) and the spectral
+density by stochastic Lanczos quadrature (lnk_slq)."""
+import ctypes
+import signal
+import threading
+
+import numpy as np
+
+from . import _lib
+from ._lib import Error, lib, check
+from ._model import Model, _data_arg
+from ._operator import HessianOperator
+
+__all__ = ["eigs", "density", "EigsResult", "Density"]
+
+
+def _operator_of(m, data, block, cache_mb):
+    if isinstance(m, HessianOperator):
+        if data is not None or block is not None:
+            raise Error("eigs/density: give a model and data, or a HessianOperator alone")
+        return m
+    if not isinstance(m, Model):
+        raise Error("expected an lnkit.Model (with data) or an lnkit.HessianOperator, got %s"
+                    % type(m).__name__)
+    if data is None:
+        raise Error("data: a data set is needed (lnkit.Data or batch file paths)")
+    return m.hessian(_data_arg(data), block=block, cache_mb=cache_mb)
+
+
+def _int(name, v, lo, hi=2**31 - 1):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+        raise Error("%s: expected an integer in [%d, %d], got %r" % (name, lo, hi, v))
+    return int(v)
+
+
+def _float(name, v, lo=0.0):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise Error("%s: expected a number, got %r" % (name, v)) from None
+    if not np.isfinite(f) or f < lo:
+        raise Error("%s: expected a finite number >= %g, got %r" % (name, lo, v))
+    return f
+
+
+class _Progress:
+    """The C progress callback: calls the user's function, and turns an
+    exception raised meanwhile (Ctrl-C's KeyboardInterrupt, or the user's)
+    into a cancel of the run; the exception is raised again after it."""
+
+    def __init__(self, user, eigs):
+        self.user = user
+        self.exc = None
+        self.interrupted = False
+        self.old = None
+        self.cfunc = (_lib.EIGS_PROGRESS_FN(self._eigs) if eigs else
+                      _lib.PROGRESS_FN(self._plain))
+
+    def _eigs(self, ctx, p):
+        if self.interrupted:
+            return 1
+        try:
+            if self.user is not None:
+                p = p.contents
+                info = {"step": p.step, "max_steps": p.max_steps, "elapsed": p.elapsed,
+                        "n_converged": p.n_converged,
+                        "top": [p.top[i] for i in range(p.n_top)],
+                        "bottom": [p.bottom[i] for i in range(p.n_bottom)]}
+                if self.user(info):
+                    return 1
+            return 0
+        except BaseException as e:  # noqa: B902 - KeyboardInterrupt too
+            self.exc = e
+            return 1
+
+    def _plain(self, ctx, done, total, elapsed):
+        if self.interrupted:
+            return 1
+        try:
+            if self.user is not None and self.user({"done": done, "total": total,
+                                                    "elapsed": elapsed}):
+                return 1
+            return 0
+        except BaseException as e:  # noqa: B902
+            self.exc = e
+            return 1
+
+    # Ctrl-C: Python runs its SIGINT handler when the callback is entered,
+    # before any line of it, where a KeyboardInterrupt could not be caught
+    # (ctypes would print and drop it).  During the run a handler that only
+    # notes the signal stands in (main thread, default handler only); the
+    # callback then cancels the run and the interrupt is raised after it.
+    def _note(self, signum, frame):
+        self.interrupted = True
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.old = signal.signal(signal.SIGINT, self._note)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+            self.old = None
+
+    def reraise(self):
+        if self.exc is not None:
+            raise self.exc
+        if self.interrupted:
+            raise KeyboardInterrupt
+
+
+class EigsResult:
+    """Extremal eigenpairs: values (top ones largest first, then bottom ones
+    smallest first), which ("top"/"bottom" per value), residuals ||H y - l y||
+    (computed with the operator), bounds, converged (residual <= tol * scale),
+    vectors (k x n, if asked), top and bottom (views of values), scale,
+    steps, stop ("tol", "max_steps", "invariant"), n_applies, elapsed."""
+
+    def __repr__(self):
+        return "lnkit.EigsResult(top=%s, bottom=%s, residuals=%s, steps=%d, stop=%s)" % (
+            np.array2string(self.top, precision=8), np.array2string(self.bottom, precision=8),
+            np.array2string(self.residuals, precision=2), self.steps, self.stop)
+
+
+def eigs(m, data=None, k=5, which="top", tol=1e-6, max_steps=200, mode="full",
+         reorth="partial", seed=0, block=None, vectors=False, cache_mb=None, progress=None):
+    """The k largest (which="top"), smallest ("bottom") or both ("both": k
+    of each) eigenvalues of the data-set loss Hessian (or of a block) by the
+    library's Lanczos (lnk_eigs), with residuals computed explicitly: the
+    same numbers as `lnkit eigs` with the same options (defaults as its:
+    tol 1e-6 relative to max|l|, 200 steps, full mode with partial
+    reorthogonalisation, start vector from seed 0).
+
+    m: an lnkit.Model with data (an lnkit.Data or batch file paths), or an
+    lnkit.HessianOperator alone.  progress: None or a function called after
+    each Lanczos step with a dict (step, max_steps, top, bottom, n_converged,
+    elapsed); a true return value cancels the run (lnkit.Error).  Ctrl-C
+    cancels it too (KeyboardInterrupt after the current step)."""
+    if which not in ("top", "bottom", "both"):
+        raise Error("which: expected 'top', 'bottom' or 'both', got %r" % (which,))
+    if mode not in ("full", "light"):
+        raise Error("mode: expected 'full' or 'light', got %r" % (mode,))
+    if reorth not in ("partial", "always"):
+        raise Error("reorth: expected 'partial' or 'always', got %r" % (reorth,))
+    k = _int("k", k, 1)
+    max_steps = _int("max_steps", max_steps, 1)
+    tol = _float("tol", tol)
+    seed = _int("seed", seed, 0, 2**64 - 1)
+    H = _operator_of(m, data, block, cache_mb)
+    n = H.shape[0]
+    if k > n:
+        raise Error("k: %d is larger than the operator's size %d" % (k, n))
+    if which == "both" and 2 * k > n:
+        raise Error("k: %d with which='both' asks for %d eigenpairs, but the operator has %d: the "
+                    "two ends would overlap" % (k, 2 * k, n))
+    o = _lib.EigsOpts()
+    lib.lnk_eigs_opts_default(ctypes.byref(o))
+    o.k_top = k if which != "bottom" else 0
+    o.k_bottom = k if which != "top" else 0
+    o.max_steps = max_steps
+    o.tol = tol
+    o.mode = _lib.LNK_LANCZOS_FULL if mode == "full" else _lib.LNK_LANCZOS_LIGHT
+    o.reorth = _lib.LNK_REORTH_PARTIAL if reorth == "partial" else _lib.LNK_REORTH_ALWAYS
+    o.vectors = 1 if vectors else 0
+    o.seed = seed
+    pr = _Progress(progress, True)
+    o.progress = pr.cfunc
+    op = H._operator()
+    r = _lib.EigsResult()
+    with H._lock, pr:
+        st = lib.lnk_eigs(ctypes.byref(op), ctypes.byref(o), ctypes.byref(r))
+    pr.reraise()
+    check(st)
+    if r.stop == 3:  # LNK_EIGS_CANCELLED
+        steps = r.steps
+        lib.lnk_eigs_result_free(ctypes.byref(r))
+        raise Error("eigs: cancelled by the progress function after %d Lanczos steps" % steps)
+    try:
+        res = EigsResult()
+        kk = r.k
+        res.values = np.array([r.value[i] for i in range(kk)])
+        res.residuals = np.array([r.residual[i] for i in range(kk)])
+        res.bounds = np.array([r.bound[i] for i in range(kk)])
+        res.converged = np.array([bool(r.converged[i]) for i in range(kk)])
+        res.which = np.array(["top"] * r.n_top + ["bottom"] * r.n_bottom)
+        res.top = res.values[:r.n_top]
+        res.bottom = res.values[r.n_top:]
+        res.vectors = (np.ctypeslib.as_array(r.vectors, shape=(kk, n)).copy()
+                       if vectors and r.vectors else None)
+        res.scale = r.scale
+        res.steps = r.steps
+        res.stop = lib.lnk_eigs_stop_name(r.stop).decode()
+        res.n_applies = int(r.n_applies)
+        res.n_reorth = r.n_reorth
+        res.elapsed = r.elapsed
+        res.tol = tol
+    finally:
+        lib.lnk_eigs_result_free(ctypes.byref(r))
+    if not (np.all(np.isfinite(res.values)) and np.all(np.isfinite(res.residuals))):
+        raise Error("eigs: an eigenpair is not finite (values %s, residuals %s)"
+                    % (res.values, res.residuals), 6)
+    return res
+
+
+class Density:
+    """A spectral density by SLQ: t (grid), density (phi(t)), sigma, and the
+    quadrature: nodes and weights per run (lists of arrays), n_applies."""
+
+
+def density(m, data=None, runs=10, steps=80, sigma=None, sigma_fraction=0.01, per_sigma=4,
+            seed=0, mode="full", block=None, cache_mb=None, progress=None):
+    """The spectral density of the data-set loss Hessian (or a block) by
+    stochastic Lanczos quadrature (lnk_slq; `lnkit density`): `runs` Rademacher
+    start vectors, `steps` Lanczos steps each; phi on a grid covering the
+    nodes +- 6 sigma with `per_sigma` points per sigma.  The Gaussian kernel's
+    standard deviation is sigma (eigenvalue units) or, if sigma is None,
+    sigma_fraction times the range of the nodes."""
+    runs = _int("runs", runs, 1)
+    steps = _int("steps", steps, 1)
+    seed = _int("seed", seed, 0, 2**64 - 1)
+    per_sigma = _float("per_sigma", per_sigma)
+    if per_sigma <= 0:
+        raise Error("per_sigma: expected a number > 0, got %r" % (per_sigma,))
+    if mode not in ("full", "light"):
+        raise Error("mode: expected 'full' or 'light', got %r" % (mode,))
+    if sigma is not None:
+        sigma = _float("sigma", sigma)
+        if not sigma > 0:
+            raise Error("sigma: expected a number > 0, got %r" % (sigma,))
+    else:
+        sigma_fraction = _float("sigma_fraction", sigma_fraction)
+    H = _operator_of(m, data, block, cache_mb)
+    o = _lib.SlqOpts()
+    lib.lnk_slq_opts_default(ctypes.byref(o))
+    o.runs, o.steps, o.seed = runs, steps, seed
+    o.mode = _lib.LNK_LANCZOS_FULL if mode == "full" else _lib.LNK_LANCZOS_LIGHT
+    pr = _Progress(progress, False)
+    o.progress = pr.cfunc
+    op = H._operator()
+    r = _lib.SlqResult()
+    with H._lock, pr:
+        st = lib.lnk_slq(ctypes.byref(op), ctypes.byref(o), ctypes.byref(r))
+    pr.reraise()
+    check(st)
+    try:
+        d = Density()
+        off = [r.offset[i] for i in range(r.runs + 1)]
+        d.nodes = [np.array([r.node[j] for j in range(off[v], off[v + 1])]) for v in range(r.runs)]
+        d.weights = [np.array([r.weight[j] for j in range(off[v], off[v + 1])])
+                     for v in range(r.runs)]
+        d.n_applies = int(r.n_applies)
+        if sigma is None:
+            s = ctypes.c_double()
+            check(lib.lnk_sigma_from_fraction(sigma_fraction, r.node_min, r.node_max,
+                                              ctypes.byref(s)))
+            sigma = s.value
+        if not sigma > 0:
+            raise Error("sigma: expected a number > 0, got %r" % (sigma,))
+        npts = lib.lnk_slq_grid_size(ctypes.byref(r), sigma, 6.0, per_sigma)
+        if npts < 2 or npts > 10**8:
+            raise Error("density: %d grid points for sigma %g (expected 2 to 1e8)" % (npts, sigma))
+        d.t = np.empty(npts)
+        d.density = np.empty(npts)
+        check(lib.lnk_slq_grid(ctypes.byref(r), sigma, 6.0, npts, d.t.ctypes.data_as(_lib.c_double_p)))
+        check(lib.lnk_slq_density(ctypes.byref(r), sigma, d.t.ctypes.data_as(_lib.c_double_p), npts,
+                                  d.density.ctypes.data_as(_lib.c_double_p)))
+        d.sigma = sigma
+    finally:
+        lib.lnk_slq_result_free(ctypes.byref(r))
+    return d

@@ -1,0 +1,139 @@
+"""The data-set loss Hessian (or a block of it) as a SciPy LinearOperator over
+the library's lnk_hessian (include/lnkit/hessian.h): each product is one
+exact H v per chunk, with the chunks' primal passes kept between products
+where memory allows (the same bits as recomputing them)."""
+import ctypes
+import threading
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from . import _lib
+from ._lib import Error, lib, check, check_ptr, c_double_p
+from ._model import as_vector, _block_arg
+
+__all__ = ["HessianOperator"]
+
+
+class HessianOperator(LinearOperator):
+    """H (n x n, float64, symmetric): H @ x, H.matvec(x), H.matmat(X) run the
+    library's exact products (the GIL is released during each).  Attributes:
+    tensors (the block's tensor names), n_products, model, data.
+    H.gather(full) / H.scatter(part) map between full and block vectors."""
+
+    def __init__(self, model, data, block=None, cache_mb=None, _copy=True, _once=False):
+        self.model = model
+        self.data = data
+        self._chunks = data._chunks(model)
+        # the library borrows theta and the chunks for the operator's life
+        self._theta = model.theta.copy() if _copy else model.theta
+        self._h = None
+        self._lock = threading.Lock()
+        pat = _block_arg(block)
+        self._h = check_ptr(lib.lnk_hessian_alloc(model._m, self._theta.ctypes.data_as(c_double_p),
+                                                  self._chunks.ptr(), self._chunks.n, pat))
+        if cache_mb is not None:
+            if isinstance(cache_mb, bool) or not isinstance(cache_mb, (int, float, np.number)) \
+                    or not cache_mb >= 0 or cache_mb > 2**40:
+                raise Error("cache_mb: expected a number of MB >= 0, got %r" % (cache_mb,))
+            check(lib.lnk_hessian_set_cache(self._h, int(cache_mb * 1048576)))
+        elif _once and self._chunks.n > 1:
+            check(lib.lnk_hessian_set_cache(self._h, 0))
+        blk = lib.lnk_hessian_block(self._h).contents
+        names = list(model._tensors)
+        self.tensors = [names[blk.tensor[i]] for i in range(blk.n_tensors)]
+        self.block = block
+        n = int(blk.n)
+        super().__init__(np.float64, (n, n))
+
+    def close(self):
+        """Free the library's workspace now (else when the operator is collected)."""
+        with self._lock:
+            if self._h:
+                lib.lnk_hessian_free(self._h)
+                self._h = None
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            lib.lnk_hessian_free(self._h)
+            self._h = None
+
+    @property
+    def n_products(self):
+        return int(lib.lnk_hessian_n_products(self._h)) if self._h else 0
+
+    def _matvec(self, x):
+        n = self.shape[0]
+        if isinstance(x, np.ndarray) and x.shape == (n, 1):
+            x = x.reshape(n)
+        return self.apply(x)
+
+    def apply(self, x, out=None):
+        """H x into out (a float64 C-contiguous array of n, not x) if given,
+        else into a new array.  Reusing out saves a large new array's page
+        faults in each product (about 10 ms for 6.8e6 parameters)."""
+        n = self.shape[0]
+        x = as_vector(x, n, "v", self.model if n == self.model.n_params else None)
+        if out is None:
+            y = np.empty(n)
+        else:
+            y = out
+            if not isinstance(y, np.ndarray) or y.dtype != np.float64 or y.shape != (n,) or \
+                    not y.flags.c_contiguous or not y.flags.writeable or not y.flags.aligned:
+                raise Error("out: expected a writable C-contiguous float64 array of shape (%d,)"
+                            % n)
+            if np.shares_memory(x, y):
+                raise Error("out: must not share memory with the vector")
+        with self._lock:
+            if not self._h:
+                raise Error("hessian: the operator is closed")
+            check(lib.lnk_hessian_apply_full(self._h, x.ctypes.data_as(c_double_p),
+                                             y.ctypes.data_as(c_double_p)))
+        return y
+
+    _rmatvec = _matvec
+
+    def matvec(self, x):
+        """H x for x of shape (n,) or (n, 1) (the same shape back); bad input
+        (dtype, shape, NaN) raises lnkit.Error."""
+        n = self.shape[0]
+        if isinstance(x, np.ndarray) and x.shape == (n, 1):
+            return self._matvec(x).reshape(n, 1)
+        return self._matvec(x)
+
+    rmatvec = matvec
+
+    def _adjoint(self):
+        return self
+
+    def _operator(self):
+        """The lnk_operator for the library's curvature routines (kept alive
+        by self)."""
+        if not self._h:
+            raise Error("hessian: the operator is closed")
+        return lib.lnk_hessian_operator(self._h)
+
+    def gather(self, full):
+        """The block's coordinates of a full vector (n_params) as a block vector."""
+        full = np.asarray(full)
+        if full.shape != (self.model.n_params,):
+            raise Error("gather: expected shape (%d,), got %s" % (self.model.n_params, full.shape))
+        return np.concatenate([full[o:o + s] for o, s, _ in
+                               (self.model._tensors[t] for t in self.tensors)])
+
+    def scatter(self, part):
+        """A block vector as a full vector (zeros outside the block)."""
+        part = np.asarray(part)
+        if part.shape != (self.shape[0],):
+            raise Error("scatter: expected shape (%d,), got %s" % (self.shape[0], part.shape))
+        full = np.zeros(self.model.n_params)
+        at = 0
+        for t in self.tensors:
+            o, s, _ = self.model._tensors[t]
+            full[o:o + s] = part[at:at + s]
+            at += s
+        return full
+
+    def __repr__(self):
+        return "<lnkit.HessianOperator %dx%d, block %s (%d tensors), %d chunk(s)>" % (
+            self.shape[0], self.shape[1], self.block or "*", len(self.tensors), self._chunks.n)

@@ -1,0 +1,139 @@
+"""Products through Python equal the lnkit program's on the same files to
+rounding: loss and gradient (lnkit eval), H v (lnkit hvp), extremal
+eigenvalues (lnkit eigs, several files, chunks, a block), initial weights
+(lnkit init); for lm, seq2seq and cls models, Post-LN and Pre-LN."""
+import json
+
+import numpy as np
+import pytest
+
+import lnkit
+from conftest import run, read_eigs_csv, rel_err, read_safetensors, MODELS
+
+TOL = 1e-12
+
+
+def test_loss_grad_equals_cli(files):
+    m = lnkit.Model.load(files.config, files.weights)
+    out = json.loads(run("eval", "--config", files.config, "--weights", files.weights,
+                         "--batch", files.batch, "--json", "--grad-out", files.path("g.safetensors")))
+    loss, g = m.loss_grad(lnkit.Data(files.batch))
+    g_cli = m.load_vector(files.path("g.safetensors"))
+    assert abs(loss - out["loss"]) <= TOL * abs(out["loss"])
+    assert rel_err(g, g_cli) <= TOL
+    assert m.loss(lnkit.Data(files.batch)) == pytest.approx(loss, rel=TOL)
+    for name, norm in out["grad_norms"].items():
+        o, s, _ = m.offset(name)
+        assert np.linalg.norm(g[o:o + s]) == pytest.approx(norm, rel=1e-12, abs=1e-300)
+    assert lnkit.Data(files.batch).n_scored(m) == out["n_scored"]
+
+
+def test_hvp_equals_cli(files):
+    m = lnkit.Model.load(files.config, files.weights)
+    hv_path = files.path("hv.safetensors")
+    run("hvp", "--config", files.config, "--weights", files.weights, "--batch", files.batch,
+        "--vector", files.vector, "-o", hv_path, "--quiet")
+    v = m.load_vector(files.vector)
+    hv = m.hvp(lnkit.Data(files.batch), v)
+    assert hv.dtype == np.float64 and hv.shape == (m.n_params,) and hv.flags.c_contiguous
+    assert rel_err(hv, m.load_vector(hv_path)) <= TOL
+    H = m.hessian(files.batch)
+    assert rel_err(H @ v, hv) <= TOL
+    assert rel_err(H.matvec(v), hv) <= TOL  # the kept primal pass: same numbers
+    assert H.n_products == 2
+
+
+def test_eigs_equals_cli(files):
+    """Both ends, two files cut into chunks of 2 rows: the data-set Hessian."""
+    m = lnkit.Model.load(files.config, files.weights)
+    csv_path = files.path("eigs.csv")
+    run("eigs", "--config", files.config, "--weights", files.weights, "--batch", files.batch,
+        "--batch", files.batch2, "--chunk", 2, "-k", 3, "--which", "both", "--tol", "1e-10",
+        "-o", csv_path, "--quiet")
+    top, bottom, res = read_eigs_csv(csv_path)
+    data = lnkit.Data([files.batch, files.batch2], chunk=2)
+    assert data.n_chunks(m) == 2 + 3
+    r = lnkit.eigs(m, data, k=3, which="both", tol=1e-10)
+    assert list(r.which) == ["top"] * 3 + ["bottom"] * 3
+    assert rel_err(r.top, top) <= TOL and rel_err(r.bottom, bottom) <= TOL
+    assert r.converged.all() and np.all(r.residuals <= 1e-10 * r.scale)
+    assert np.all(np.diff(r.top) <= 0) and np.all(np.diff(r.bottom) >= 0)
+
+
+def test_block_eigs_equals_cli(pre):
+    m = lnkit.Model.load(pre.config, pre.weights)
+    csv_path = pre.path("eigs_block.csv")
+    run("eigs", "--config", pre.config, "--weights", pre.weights, "--batch", pre.batch,
+        "--block", "*.ffn.w2,dec.1.*", "-k", 2, "--tol", "1e-10", "-o", csv_path, "--quiet")
+    top, _, _ = read_eigs_csv(csv_path)
+    r = lnkit.eigs(m, pre.batch, k=2, tol=1e-10, block="*.ffn.w2,dec.1.*")
+    assert rel_err(r.top, top) <= TOL
+    H = m.hessian(pre.batch, block="*.ffn.w2,dec.1.*")
+    assert H.tensors == [t for t in m.names if t.endswith("ffn.w2") or t.startswith("dec.1.")]
+    assert H.shape[0] == sum(m.offset(t)[1] for t in H.tensors)
+    # the block product is the full product's block: P^T H P x
+    x = np.random.default_rng(1).standard_normal(H.shape[0])
+    full = m.hvp(pre.batch, H.scatter(x))
+    assert rel_err(H @ x, H.gather(full)) <= TOL
+    assert rel_err(m.hvp(pre.batch, x, block="*.ffn.w2,dec.1.*"), H @ x) <= TOL
+
+
+def test_chunks_are_the_token_weighted_mean(pre):
+    """One file cut into chunks of 1 row = the whole file (exact data-set mean)."""
+    m = lnkit.Model.load(pre.config, pre.weights)
+    v = m.load_vector(pre.vector)
+    whole, chunked = lnkit.Data(pre.batch), lnkit.Data(pre.batch, chunk=1)
+    assert chunked.n_chunks(m) == 4
+    l1, g1 = m.loss_grad(whole)
+    l2, g2 = m.loss_grad(chunked)
+    assert l2 == pytest.approx(l1, rel=1e-13) and rel_err(g2, g1) <= 1e-12
+    assert rel_err(m.hvp(chunked, v), m.hvp(whole, v)) <= 1e-12
+
+
+def read_batch_flags(files):
+    for name, (init, batch) in MODELS.items():
+        if files.init_flags == init:
+            return dict(zip(batch[::2], batch[1::2]))
+    raise KeyError(files.config)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_init_equals_cli(folder, name):
+    """Model(config, seed=...) makes the weights `lnkit init` makes, bit for bit."""
+    init, _ = MODELS[name]
+    flags = dict(zip(init[::2], init[1::2]))
+    cfg = {k.lstrip("-").replace("-", "_"): v for k, v in flags.items() if k != "--seed"}
+    m = lnkit.Model(cfg, seed=flags["--seed"])
+    path = folder / ("init_%s.safetensors" % name)
+    run("init", *init, "-o", path, "--quiet")
+    ref = lnkit.Model.load(str(path).replace(".safetensors", ".json"), path)
+    assert m.n_params == ref.n_params and m.names == ref.names
+    assert np.array_equal(m.theta, ref.theta)
+    assert m.config == ref.config
+
+
+def test_arrays_and_synthetic_equal_files(files):
+    """Data.from_arrays of a batch file's arrays (read here, not by the library)
+    and Data.synthetic give the loss and products of the file itself."""
+    m = lnkit.Model.load(files.config, files.weights)
+    arrays = read_safetensors(files.batch)
+    a = lnkit.Data.from_arrays(**{k: arrays[k].astype(np.int32) for k in arrays})
+    f = lnkit.Data(files.batch)
+    assert m.loss(a) == m.loss(f)
+    v = m.load_vector(files.vector)
+    assert np.array_equal(m.hvp(a, v), m.hvp(f, v))
+    b = read_batch_flags(files)
+    syn = lnkit.Data.synthetic(m, batch=b["--batch"], length=b["--len"], seed=1)
+    assert m.loss(syn) == m.loss(f)
+
+
+def test_save_roundtrip(pre, tmp_path):
+    m = lnkit.Model.load(pre.config, pre.weights)
+    m.params["dec.0.ffn.w2"][0, 0] += 0.25
+    m.save(tmp_path / "x.safetensors", tmp_path / "x.json")
+    m2 = lnkit.Model.load(tmp_path / "x.json", tmp_path / "x.safetensors")
+    assert np.array_equal(m2.theta, m.theta)
+    # the CLI reads them too
+    out = json.loads(run("eval", "--config", tmp_path / "x.json", "--weights",
+                         tmp_path / "x.safetensors", "--batch", pre.batch, "--json"))
+    assert out["loss"] == pytest.approx(m.loss(pre.batch), rel=TOL)
