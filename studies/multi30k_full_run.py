@@ -18,7 +18,7 @@ import sys
 
 HEADER = ["run", "d", "h", "d_ff", "pos", "seed", "what", "products_total", "resumed_from",
           "last_process_products", "last_process_seconds", "seconds_per_product",
-          "estimated_hours", "blas_kernel", "threads", "cpu", "git_commit", "finished"]
+          "estimated_hours", "blas_kernel", "threads", "cpu", "git_commit", "last_process_started"]
 
 
 def cpu_model():
@@ -45,7 +45,7 @@ def main(a):
     spp = wall / here if here else float("nan")
     row = [tag, d, h, dff, pos, seed, what, tot, m.get("resumed_from", 0), here, f"{wall:.1f}",
            f"{spp:.2f}", f"{tot * spp / 3600:.2f}", m.get("blas_kernel", ""), m.get("threads", ""),
-           cpu_model(), m.get("git_commit", ""), m.get("end_time", m.get("start_time", ""))]
+           cpu_model(), m.get("git_commit", ""), m.get("start_time", "")]
     rows = []
     if os.path.exists(runs):
         with open(runs, newline="") as f:
