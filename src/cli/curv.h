@@ -7,7 +7,8 @@
 #include "lnkit/hessian.h"
 
 #define CLI_MAX_BATCH 64
-enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE };
+enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE,
+       CURV_OPERATOR };
 
 typedef struct {
     cli_model_opts mo;
@@ -20,6 +21,7 @@ typedef struct {
     int quiet;
     long cache_mb;      /* --cache-mb: MB for the kept primal passes; -1 (default): auto */
     int cache_set;
+    lnk_op_kind op_kind; /* --operator hessian|ggn|functional (LNK_OP_HESSIAN) */
 } cli_curv_opts;
 
 typedef struct {
@@ -55,6 +57,9 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed);
 void cli_set_cache(lnk_hessian *h, int set, long mb);
 /* --cache-mb's value, or die. */
 long cli_cache_mb(const char *arg);
+
+/* The value of --operator hessian|ggn|functional, or die naming cmd. */
+lnk_op_kind cli_op_kind(const char *cmd, const char *arg);
 
 /* The value of --reorth partial|always, or die naming cmd. */
 int cli_reorth(const char *cmd, const char *arg);

@@ -16,6 +16,7 @@ int cli_curv_add_options(struct option *opts, int n)
     opts[n++] = (struct option){"rng-seed", required_argument, NULL, CURV_RNG};
     opts[n++] = (struct option){"quiet", no_argument, NULL, CURV_QUIET};
     opts[n++] = (struct option){"cache-mb", required_argument, NULL, CURV_CACHE};
+    opts[n++] = (struct option){"operator", required_argument, NULL, CURV_OPERATOR};
     return cli_add_model_options(opts, n);
 }
 
@@ -35,6 +36,7 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
     case CURV_RNG: o->rng_seed = (uint64_t)cli_int("rng-seed", arg, 0, 0x7fffffffL); return 1;
     case CURV_QUIET: o->quiet = cli_quiet = 1; return 1;
     case CURV_CACHE: o->cache_mb = cli_cache_mb(arg), o->cache_set = 1; return 1;
+    case CURV_OPERATOR: o->op_kind = cli_op_kind(NULL, arg); return 1;
     }
     return 0;
 }
@@ -52,7 +54,10 @@ void cli_curv_print_help(void)
            "  --quiet                no progress on stderr\n"
            "  --cache-mb MB          memory for keeping the chunks' primal passes\n"
            "                         between products (same results; 0: recompute\n"
-           "                         them every product)       (half the available memory)\n\n");
+           "                         them every product)       (half the available memory)\n"
+           "  --operator hessian|ggn|functional\n"
+           "                         H, its Gauss-Newton part G = J^T H_out J, or\n"
+           "                         the functional part F = H - G              (hessian)\n\n");
     cli_print_model_help();
 }
 
@@ -117,6 +122,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     if (!s->h)
         cli_die_lib();
     cli_set_cache(s->h, o->cache_set, o->cache_mb);
+    cli_check(lnk_hessian_set_kind(s->h, o->op_kind));
     s->op = lnk_hessian_operator(s->h);
     s->block_n = lnk_hessian_block(s->h)->n;
     cli_setup_done();
@@ -151,10 +157,10 @@ void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, co
     snprintf(extra, sizeof extra,
              "{\"command\": \"%s\", \"weights\": \"%s\", \"block\": \"%s\", \"block_size\": %zu, "
              "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld, "
-             "\"cached_chunks\": %d%s%s}",
+             "\"cached_chunks\": %d, \"operator\": \"%s\"%s%s}",
              cmd, o->weights, o->block ? o->block : "*", s->block_n, s->n_chunks, s->n_scored,
              (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h),
-             lnk_hessian_cached_chunks(s->h, NULL),
+             lnk_hessian_cached_chunks(s->h, NULL), lnk_op_kind_name(o->op_kind),
              extra_fields ? ", " : "", extra_fields ? extra_fields : "");
     if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
         cli_die_lib();
@@ -179,6 +185,15 @@ void cli_set_cache(lnk_hessian *h, int set, long mb)
 {
     if (set && lnk_hessian_set_cache(h, (size_t)mb * 1048576) != LNK_OK)
         cli_die_lib();
+}
+
+lnk_op_kind cli_op_kind(const char *cmd, const char *arg)
+{
+    lnk_op_kind k = LNK_OP_HESSIAN;
+    if (lnk_op_kind_parse(arg, &k) != LNK_OK)
+        cli_die("%s%s--operator: expected hessian, ggn or functional, got '%s'", cmd ? cmd : "",
+                cmd ? ": " : "", arg);
+    return k;
 }
 
 int cli_reorth(const char *cmd, const char *arg)
