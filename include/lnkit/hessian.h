@@ -81,7 +81,7 @@ void lnk_hessian_free(lnk_hessian *h);
 /* The operator y = H_BB x (n = block size). */
 lnk_operator lnk_hessian_operator(lnk_hessian *h);
 const lnk_block *lnk_hessian_block(const lnk_hessian *h);
-/* Number of H v products applied so far. */
+/* Number of products (H v, G v or F v, lnk_hessian_set_kind) applied so far. */
 long lnk_hessian_n_products(const lnk_hessian *h);
 /* Bytes of the workspace, the kept primal passes and 3 full vectors. */
 size_t lnk_hessian_workspace_bytes(const lnk_hessian *h);
