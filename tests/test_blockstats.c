@@ -9,7 +9,8 @@
  *     (JSD = h(m) - (h(p) + h(q)) / 2) and to scipy's jensenshannon on the
  *     normalised vectors (when /usr/bin/python3 has scipy); bad input is an
  *     error naming it;
- *   - the common grid covers every block's nodes. */
+ *   - the common grid covers every block's nodes;
+ *   - lnk_hessian_set_block gives the bits of an operator made on that block. */
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
@@ -182,6 +183,44 @@ static void test_model_blocks(void **state)
     }
 }
 
+/* lnk_hessian_set_block: the same bits as an operator allocated on that block;
+ * a bad pattern is an error that leaves the block as it was. */
+static void test_set_block(void **state)
+{
+    (void)state;
+    small s;
+    small_open(&s, "task=seq2seq");
+    lnk_hessian *h = lnk_hessian_alloc(s.m, s.th, &s.b, 1, NULL);
+    assert_non_null(h);
+    assert_int_equal(lnk_hessian_set_kind(h, LNK_OP_FUNCTIONAL), LNK_OK);
+    const char *pats[] = {"enc.0.attn.wq", "*.ffn.*,dec.0.xattn.wv", "*"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(lnk_hessian_set_block(h, pats[i]), LNK_OK);
+        lnk_hessian *r = lnk_hessian_alloc(s.m, s.th, &s.b, 1, pats[i]);
+        assert_non_null(r);
+        assert_int_equal(lnk_hessian_set_kind(r, LNK_OP_FUNCTIONAL), LNK_OK);
+        lnk_operator a = lnk_hessian_operator(h), b = lnk_hessian_operator(r);
+        assert_int_equal(a.n, b.n);
+        assert_int_equal(lnk_hessian_block(h)->n, a.n);
+        double *x = malloc(sizeof(double) * a.n), *y = malloc(sizeof(double) * a.n),
+               *z = malloc(sizeof(double) * a.n);
+        tu_randn(x, a.n, 9 + i);
+        assert_int_equal(a.apply(a.ctx, x, y), LNK_OK);
+        assert_int_equal(b.apply(b.ctx, x, z), LNK_OK);
+        assert_memory_equal(y, z, sizeof(double) * a.n);
+        free(x);
+        free(y);
+        free(z);
+        lnk_hessian_free(r);
+    }
+    size_t n = lnk_hessian_block(h)->n;
+    assert_int_equal(lnk_hessian_set_block(h, "no.such.*"), LNK_EINVAL);
+    assert_non_null(strstr(lnk_errmsg(), "no.such.*"));
+    assert_int_equal(lnk_hessian_block(h)->n, n);
+    lnk_hessian_free(h);
+    small_close(&s);
+}
+
 static double gauss(double t, double mu, double s)
 {
     return exp(-0.5 * (t - mu) * (t - mu) / (s * s)) / (s * sqrt(2 * M_PI));
@@ -302,6 +341,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_frobenius_dense),
         cmocka_unit_test(test_model_blocks),
+        cmocka_unit_test(test_set_block),
         cmocka_unit_test(test_js_distance),
         cmocka_unit_test(test_common_grid),
     };

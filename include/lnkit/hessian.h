@@ -92,6 +92,14 @@ size_t lnk_hessian_workspace_bytes(const lnk_hessian *h);
 int lnk_hessian_set_kind(lnk_hessian *h, lnk_op_kind kind);
 lnk_op_kind lnk_hessian_kind(const lnk_hessian *h);
 
+/* Restrict the operator to another block (patterns as lnk_hessian_alloc),
+ * keeping the workspace and the kept primal passes: a sweep over blocks
+ * (lnkit blocks) computes each chunk's primal pass once.  Operators taken
+ * before (lnk_hessian_operator) are stale: take it again.  On error the
+ * block is unchanged.  Collective for a sharded operator (the new block is
+ * split over the ranks; every rank must pass the same patterns). */
+int lnk_hessian_set_block(lnk_hessian *h, const char *patterns);
+
 /* Memory (bytes) for the kept primal passes of the chunks (see above):
  * LNK_HESSIAN_CACHE_AUTO (the default) is half the memory available at the
  * first product (lnk_memory_available), divided by the job's number of ranks

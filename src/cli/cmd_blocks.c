@@ -253,8 +253,10 @@ int cmd_blocks(int argc, char **argv)
     free(meta);
     free(pmeta);
     free(dmeta);
-    /* the model and data set once; a block operator per block over them.
-     * --block selects the per-tensor blocks, not the groups' tensors. */
+    /* the model, the data set and the operator once; then the operator is
+     * restricted to each block in turn (lnk_hessian_set_block: the kept
+     * primal passes serve every block).  --block selects the per-tensor
+     * blocks, not the groups' tensors. */
     const char *tensor_pat = co.block;
     co.block = NULL;
     cli_curv s;
@@ -272,30 +274,34 @@ int cmd_blocks(int argc, char **argv)
         b[i].name = strdup(nm);
         b[i].type = i < sel.n_tensors ? "tensor" : "group";
         cli_check(b[i].name ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+        /* every group's globs are checked before the work starts */
+        lnk_block g;
+        int st = i < sel.n_tensors ? LNK_OK : lnk_block_select(s.m, nm, &g);
+        if (st) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+            cli_check(lnk_error(st, "blocks: --group '%s': %s", nm, msg));
+        }
+        if (i >= sel.n_tensors)
+            lnk_block_free(&g);
     }
-    long products = 0;
     double t0 = lnk_now();
     for (int i = 0; i < nb; i++) {
-        lnk_hessian *h = lnk_hessian_alloc_shard(s.m, s.theta, s.chunks, s.n_own, s.n_scored,
-                                                 b[i].name);
-        if (!h)
+        if (lnk_hessian_set_block(s.h, b[i].name) != LNK_OK) /* agreed over the ranks */
             cli_die_lib();
-        cli_set_cache(h, co.cache_set, co.cache_mb);
-        cli_check(lnk_hessian_set_kind(h, co.op_kind));
-        lnk_operator op = lnk_hessian_operator(h);
+        lnk_operator op = lnk_hessian_operator(s.h);
         int st = lnk_blockstat_compute(&op, &bo, &b[i].st);
         if (st) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", lnk_errmsg());
             cli_check(lnk_error(st, "blocks: block '%s': %s", b[i].name, msg));
         }
-        products += lnk_hessian_n_products(h);
-        lnk_hessian_free(h);
         if (!co.quiet && cli_root())
             fprintf(stderr, "blocks: %d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, "
                     "%.6g]  %.1f s\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
                     b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, lnk_now() - t0);
     }
+    long products = lnk_hessian_n_products(s.h);
     /* the densities on one grid, and the distances between them */
     const lnk_slq_result **r = malloc(sizeof *r * (size_t)nb);
     double *js = calloc((size_t)nb * nb, sizeof(double)), *t = NULL, sigma = sval;

@@ -402,6 +402,45 @@ size_t lnk_hessian_workspace_bytes(const lnk_hessian *h)
            (3 + (h->gbuf != NULL)) * sizeof(double) * lnk_model_n_params(h->m);
 }
 
+int lnk_hessian_set_block(lnk_hessian *h, const char *patterns)
+{
+    lnk_block nb;
+    int sel = lnk_block_select(h->m, patterns, &nb), st = sel;
+    double *xb = NULL, *yb = NULL;
+    if (!st && h->dist) {
+        int P = h->group.size;
+        if ((size_t)P > nb.n)
+            st = lnk_error(LNK_EINVAL, "block of %zu parameters over %d ranks: fewer than one "
+                           "per rank", nb.n, P);
+        xb = st ? NULL : malloc(sizeof(double) * nb.n);
+        yb = st ? NULL : malloc(sizeof(double) * nb.n);
+        if (!st && (!xb || !yb))
+            st = lnk_error(LNK_ENOMEM, "out of memory for a block of %zu parameters", nb.n);
+    }
+    if (h->dist)
+        st = lnk_comm_agree(st);
+    if (st) {
+        if (!sel) /* a failed select has freed its own */
+            lnk_block_free(&nb);
+        free(xb);
+        free(yb);
+        return st;
+    }
+    lnk_block_free(&h->block);
+    h->block = nb;
+    h->full = nb.n == lnk_model_n_params(h->m);
+    if (h->dist) {
+        free(h->xb);
+        free(h->yb);
+        h->xb = xb;
+        h->yb = yb;
+        lnk_comm_split(nb.n, h->group.size, h->count, h->displ);
+        h->group.n_global = nb.n;
+        h->group.offset = h->displ[h->group.rank];
+    }
+    return LNK_OK;
+}
+
 int lnk_hessian_set_kind(lnk_hessian *h, lnk_op_kind kind)
 {
     if (kind != LNK_OP_HESSIAN && kind != LNK_OP_GGN && kind != LNK_OP_FUNCTIONAL)
