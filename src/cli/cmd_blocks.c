@@ -84,93 +84,95 @@ static const char *json_body(char *dst, size_t cap, const char *src)
     return dst;
 }
 
-static int write_blocks(const char *path, const block_row *b, int nb, const char *op,
-                        int probes)
+/* What the three CSVs are written from. */
+typedef struct {
+    const block_row *b;
+    int nb;
+    const char *op;
+    int probes;
+    const double *js, *t; /* pairs: js [nb x nb]; density: the grid t */
+    size_t npts;
+} tables;
+
+/* The rows of -o: one per block. */
+static int rows_blocks(lnk_csv *c, const tables *x)
 {
-    static const char *const hdr[] = {"block", "type", "n", "operator", "probes", "frob",
-                                      "frob_se", "frob2", "frob2_se", "top", "top_residual",
-                                      "top_converged", "bottom", "bottom_residual",
-                                      "bottom_converged", "eig_steps", "node_min", "node_max",
-                                      "applies"};
-    lnk_afile af;
-    int st = lnk_afile_open(&af, path);
-    if (st)
-        return st;
-    lnk_csv c;
-    st = lnk_csv_begin(&c, af.f, hdr, 19);
-    for (int i = 0; !st && i < nb; i++) {
-        const lnk_blockstat *s = &b[i].st;
-        st = lnk_csv_str(&c, b[i].name);
-        st = st ? st : lnk_csv_str(&c, b[i].type);
-        st = st ? st : lnk_csv_int(&c, (long long)s->n);
-        st = st ? st : lnk_csv_str(&c, op);
-        st = st ? st : lnk_csv_int(&c, probes);
-        st = st ? st : lnk_csv_double(&c, s->frob.frob);
-        st = st ? st : lnk_csv_double(&c, s->frob.frob_se);
-        st = st ? st : lnk_csv_double(&c, s->frob.frob2);
-        st = st ? st : lnk_csv_double(&c, s->frob.frob2_se);
-        st = st ? st : lnk_csv_double(&c, s->top);
-        st = st ? st : lnk_csv_double(&c, s->top_residual);
-        st = st ? st : lnk_csv_int(&c, s->top_converged);
-        st = st ? st : lnk_csv_double(&c, s->bottom);
-        st = st ? st : lnk_csv_double(&c, s->bottom_residual);
-        st = st ? st : lnk_csv_int(&c, s->bottom_converged);
-        st = st ? st : lnk_csv_int(&c, s->eig_steps);
-        st = st ? st : lnk_csv_double(&c, s->slq.node_min);
-        st = st ? st : lnk_csv_double(&c, s->slq.node_max);
-        st = st ? st : lnk_csv_int(&c, s->n_applies);
-        st = st ? st : lnk_csv_end_row(&c);
+    int st = LNK_OK;
+    for (int i = 0; !st && i < x->nb; i++) {
+        const lnk_blockstat *s = &x->b[i].st;
+        st = lnk_csv_str(c, x->b[i].name);
+        st = st ? st : lnk_csv_str(c, x->b[i].type);
+        st = st ? st : lnk_csv_int(c, (long long)s->n);
+        st = st ? st : lnk_csv_str(c, x->op);
+        st = st ? st : lnk_csv_int(c, x->probes);
+        const double v[] = {s->frob.frob, s->frob.frob_se, s->frob.frob2, s->frob.frob2_se,
+                            s->top, s->top_residual};
+        for (int k = 0; k < 6 && !st; k++)
+            st = lnk_csv_double(c, v[k]);
+        st = st ? st : lnk_csv_int(c, s->top_converged);
+        st = st ? st : lnk_csv_double(c, s->bottom);
+        st = st ? st : lnk_csv_double(c, s->bottom_residual);
+        st = st ? st : lnk_csv_int(c, s->bottom_converged);
+        st = st ? st : lnk_csv_int(c, s->eig_steps);
+        st = st ? st : lnk_csv_double(c, s->slq.node_min);
+        st = st ? st : lnk_csv_double(c, s->slq.node_max);
+        st = st ? st : lnk_csv_int(c, s->n_applies);
+        st = st ? st : lnk_csv_end_row(c);
     }
+    return st;
+}
+
+/* The rows of --pairs: every pair of blocks once. */
+static int rows_pairs(lnk_csv *c, const tables *x)
+{
+    int st = LNK_OK;
+    for (int i = 0; !st && i < x->nb; i++)
+        for (int j = i + 1; !st && j < x->nb; j++) {
+            st = lnk_csv_str(c, x->b[i].name);
+            st = st ? st : lnk_csv_str(c, x->b[j].name);
+            st = st ? st : lnk_csv_double(c, x->js[(size_t)i * x->nb + j]);
+            st = st ? st : lnk_csv_end_row(c);
+        }
+    return st;
+}
+
+/* The rows of --density: every block on the common grid. */
+static int rows_density(lnk_csv *c, const tables *x)
+{
+    int st = LNK_OK;
+    for (int i = 0; !st && i < x->nb; i++)
+        for (size_t p = 0; !st && p < x->npts; p++) {
+            st = lnk_csv_str(c, x->b[i].name);
+            st = st ? st : lnk_csv_double(c, x->t[p]);
+            st = st ? st : lnk_csv_double(c, x->b[i].phi[p]);
+            st = st ? st : lnk_csv_end_row(c);
+        }
+    return st;
+}
+
+/* One CSV through lnk_afile (temporary name, renamed on commit). */
+static int write_csv(const char *path, const char *const *hdr, int ncol,
+                     int (*rows)(lnk_csv *, const tables *), const tables *x)
+{
+    lnk_afile af;
+    int st = lnk_afile_open(&af, path);
+    if (st)
+        return st;
+    lnk_csv c;
+    st = lnk_csv_begin(&c, af.f, hdr, ncol);
+    st = st ? st : rows(&c, x);
     lnk_csv_free(&c);
     if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
         lnk_afile_abort(&af);
     return st;
 }
 
-static int write_pairs(const char *path, const block_row *b, int nb, const double *js)
-{
-    static const char *const hdr[] = {"block_a", "block_b", "js_distance"};
-    lnk_afile af;
-    int st = lnk_afile_open(&af, path);
-    if (st)
-        return st;
-    lnk_csv c;
-    st = lnk_csv_begin(&c, af.f, hdr, 3);
-    for (int i = 0; !st && i < nb; i++)
-        for (int j = i + 1; !st && j < nb; j++) {
-            st = lnk_csv_str(&c, b[i].name);
-            st = st ? st : lnk_csv_str(&c, b[j].name);
-            st = st ? st : lnk_csv_double(&c, js[(size_t)i * nb + j]);
-            st = st ? st : lnk_csv_end_row(&c);
-        }
-    lnk_csv_free(&c);
-    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
-        lnk_afile_abort(&af);
-    return st;
-}
-
-static int write_density(const char *path, const block_row *b, int nb, const double *t,
-                         size_t npts)
-{
-    static const char *const hdr[] = {"block", "t", "density"};
-    lnk_afile af;
-    int st = lnk_afile_open(&af, path);
-    if (st)
-        return st;
-    lnk_csv c;
-    st = lnk_csv_begin(&c, af.f, hdr, 3);
-    for (int i = 0; !st && i < nb; i++)
-        for (size_t p = 0; !st && p < npts; p++) {
-            st = lnk_csv_str(&c, b[i].name);
-            st = st ? st : lnk_csv_double(&c, t[p]);
-            st = st ? st : lnk_csv_double(&c, b[i].phi[p]);
-            st = st ? st : lnk_csv_end_row(&c);
-        }
-    lnk_csv_free(&c);
-    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
-        lnk_afile_abort(&af);
-    return st;
-}
+static const char *const HDR_BLOCKS[] = {
+    "block", "type", "n", "operator", "probes", "frob", "frob_se", "frob2", "frob2_se", "top",
+    "top_residual", "top_converged", "bottom", "bottom_residual", "bottom_converged",
+    "eig_steps", "node_min", "node_max", "applies"};
+static const char *const HDR_PAIRS[] = {"block_a", "block_b", "js_distance"};
+static const char *const HDR_DENSITY[] = {"block", "t", "density"};
 
 int cmd_blocks(int argc, char **argv)
 {
@@ -341,11 +343,10 @@ int cmd_blocks(int argc, char **argv)
     if (cli_root()) {
         const char *opname = lnk_op_kind_name(co.op_kind);
         cli_outputs_begin(); /* every CSV and sidecar, or none */
-        if (write_blocks(out, b, nb, opname, bo.probes) != LNK_OK)
-            cli_die_lib();
-        if (pairs && write_pairs(pairs, b, nb, js) != LNK_OK)
-            cli_die_lib();
-        if (dens && write_density(dens, b, nb, t, npts) != LNK_OK)
+        tables x = {b, nb, opname, bo.probes, js, t, npts};
+        if (write_csv(out, HDR_BLOCKS, 19, rows_blocks, &x) != LNK_OK ||
+            (pairs && write_csv(pairs, HDR_PAIRS, 3, rows_pairs, &x) != LNK_OK) ||
+            (dens && write_csv(dens, HDR_DENSITY, 3, rows_density, &x) != LNK_OK))
             cli_die_lib();
         char extra[4096], jp[600], jq[600], jd[600];
         int len = snprintf(extra, sizeof extra,
