@@ -168,6 +168,17 @@ static void test_model_blocks(void **state)
                     fail_msg("%s %s %s: extremes [%.15g, %.15g], dsyev [%.15g, %.15g]", tasks[ti],
                              pats[pi], lnk_op_kind_name((lnk_op_kind)k), r.bottom, r.top, w[0],
                              w[n - 1]);
+                if (ti == 0 && pi == 1) { /* converging with the probes, on the model too */
+                    lnk_frob_result f20, f2k;
+                    assert_int_equal(lnk_frobenius(&op, 20, 77, &f20), LNK_OK);
+                    assert_int_equal(lnk_frobenius(&op, 2000, 77, &f2k), LNK_OK);
+                    assert_true(fabs(f20.frob - exact) <= 3 * f20.frob_se);
+                    assert_true(fabs(f2k.frob - exact) <= 3 * f2k.frob_se);
+                    assert_true(f2k.frob_se < f20.frob_se / 5); /* 1/sqrt(100) = 1/10 expected */
+                    if (!(fabs(f2k.frob - exact) < f20.frob_se)) /* below the first spread */
+                        fail_msg("2000 probes: %g +- %g, exact %g (20: +- %g)", f2k.frob,
+                                 f2k.frob_se, exact, f20.frob_se);
+                }
                 assert_true(r.top_converged && r.bottom_converged);
                 assert_true(r.top_residual <= 1e-8 * lmax && r.bottom_residual <= 1e-8 * lmax);
                 /* the quadrature's nodes lie in the spectrum */
