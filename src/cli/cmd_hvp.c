@@ -127,7 +127,8 @@ int cmd_hvp(int argc, char **argv)
     for (int c = 0; c < n_own; c++)
         lnk_batch_free(&own[c]);
     free(own);
-    if (lnk_params_check_finite(s.m, hv, lnk_op_kind_name(kind)) != LNK_OK)
+    if (lnk_params_check_finite(s.m, hv, kind == LNK_OP_HESSIAN ? "H v" : kind == LNK_OP_GGN ?
+                                "G v" : "F v") != LNK_OK)
         cli_die_lib();
     if (!cli_root()) {
         free(v), free(hv), free(t), free(gv);
