@@ -12,7 +12,11 @@
  * (lnk_model_eval with grad) and one HVP (lnk_model_hvp, grad = NULL); the
  * achieved GFLOP/s from the analytic GEMM flop counts below; the same run's
  * DGEMM rate (cblas_dgemm 2000^3, median of 5 after a warm-up, same threads);
- * lnk_workspace_bytes and the peak resident set size.
+ * lnk_workspace_bytes and the peak resident set size.  With the primal pass
+ * kept (lnk_model_hvp_prepare once): H v (lnk_model_hvp_apply), the
+ * Gauss-Newton product G v (lnk_model_ggn_apply: tangent forward, H_out,
+ * plain reverse) and the functional part's H v and G v together (what
+ * F v = H v - G v costs: the tangent pass plus one reverse pass).
  *
  * Programs print and exit; on any lnk_ failure: "bench_model: <message>", exit 2. */
 #include <cblas.h>
@@ -209,6 +213,7 @@ typedef struct {
     size_t n_params;
     double loss;
     double fwd_s, grad_s, hvp_s, kept_s; /* kept: H v with the primal pass kept */
+    double ggn_s, fun_s;   /* G v, and H v with G v (F v), with the primal pass kept */
     double ws_mb, rss_mb;
     double other;   /* CPU share used by other processes during the timed runs */
 } result;
@@ -236,6 +241,7 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
     size_t n = lnk_model_n_params(m);
     double *th = xmalloc(n * sizeof(double)), *g = xmalloc(n * sizeof(double));
     double *v = xmalloc(n * sizeof(double)), *hv = xmalloc(n * sizeof(double));
+    double *gv = xmalloc(n * sizeof(double));
     if (lnk_model_init_params(m, th))
         die("init");
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -258,7 +264,7 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
     double *t = xmalloc((size_t)repeat * sizeof(double)), loss = 0;
     cpu_mark mark = cpu_now();
     double wall0 = lnk_now();
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 6; kind++) {
         if (kind == 3 && lnk_model_hvp_prepare(ws, th, &b, &loss, NULL))
             die("hvp_prepare");
         for (int r = -WARMUP; r < repeat; r++) {
@@ -270,11 +276,15 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
                 st = lnk_model_eval(ws, th, &b, &loss, g, NULL);
             else if (kind == 2)
                 st = lnk_model_hvp(ws, th, &b, v, hv, &loss, NULL);
-            else
+            else if (kind == 3)
                 st = lnk_model_hvp_apply(ws, v, hv);
+            else if (kind == 4)
+                st = lnk_model_ggn_apply(ws, v, NULL, gv);
+            else
+                st = lnk_model_ggn_apply(ws, v, hv, gv);
             double dt = lnk_now() - t0;
             if (st)
-                die(kind == 0 ? "forward" : kind == 1 ? "gradient" : "hvp");
+                die(kind == 0 ? "forward" : kind == 1 ? "gradient" : kind < 4 ? "hvp" : "ggn");
             if (r >= 0)
                 t[r] = dt;
         }
@@ -285,8 +295,12 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
             res->grad_s = med;
         else if (kind == 2)
             res->hvp_s = med;
-        else
+        else if (kind == 3)
             res->kept_s = med;
+        else if (kind == 4)
+            res->ggn_s = med;
+        else
+            res->fun_s = med;
     }
     res->other = other_load(mark, lnk_now() - wall0);
     res->s = s;
@@ -303,6 +317,7 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
     free(g);
     free(v);
     free(hv);
+    free(gv);
     lnk_model_free(m);
     lnk_config_clear(&c);
 }
@@ -315,7 +330,7 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
         "config", "pos", "fwd_s", "grad_s", "hvp_s", "grad_over_fwd", "hvp_over_grad",
         "fwd_gflops", "grad_gflops", "hvp_gflops", "dgemm_gflops", "grad_frac_peak",
         "hvp_frac_peak", "workspace_mb", "maxrss_mb", "hvp_kept_s", "kept_over_hvp",
-        "other_cpu_share"};
+        "ggn_kept_s", "ggn_over_kept", "hvp_ggn_kept_s", "hvp_ggn_over_kept", "other_cpu_share"};
     lnk_csv csv;
     if (lnk_csv_begin(&csv, af->f, hdr, (int)(sizeof hdr / sizeof hdr[0])))
         die("csv");
@@ -332,7 +347,9 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
              lnk_csv_double(&csv, dgemm) || lnk_csv_double(&csv, gg / dgemm) ||
              lnk_csv_double(&csv, gh / dgemm) || lnk_csv_double(&csv, x->ws_mb) ||
              lnk_csv_double(&csv, x->rss_mb) || lnk_csv_double(&csv, x->kept_s) ||
-             lnk_csv_double(&csv, x->kept_s / x->hvp_s) || lnk_csv_double(&csv, x->other) ||
+             lnk_csv_double(&csv, x->kept_s / x->hvp_s) || lnk_csv_double(&csv, x->ggn_s) ||
+             lnk_csv_double(&csv, x->ggn_s / x->kept_s) || lnk_csv_double(&csv, x->fun_s) ||
+             lnk_csv_double(&csv, x->fun_s / x->kept_s) || lnk_csv_double(&csv, x->other) ||
              lnk_csv_end_row(&csv);
     }
     lnk_csv_free(&csv);
@@ -344,26 +361,29 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
 
 static void print_table(const result *r, int nr, double dgemm)
 {
-    printf("%-3s %-4s %9s %9s %9s %9s %9s %6s %8s %8s %7s %7s %7s %6s %6s %6s %8s %8s %6s\n",
+    printf("%-3s %-4s %9s %9s %9s %9s %9s %6s %8s %8s %7s %7s %7s %6s %6s %6s %8s %8s %6s "
+           "%9s %6s %9s %6s\n",
            "cfg", "pos", "n_params", "fwd_s", "grad_s", "hvp_s", "kept_s", "kept/h", "grad/fwd",
            "hvp/grad", "fwd_GF", "grad_GF", "hvp_GF", "fwd%", "grad%", "hvp%", "ws_MB", "rss_MB",
-           "other");
+           "other", "ggn_s", "ggn/k", "hg_s", "hg/k");
     for (int i = 0; i < nr; i++) {
         const result *x = &r[i];
         double gf = flops_fwd(x->s) / x->fwd_s / 1e9, gg = flops_grad(x->s) / x->grad_s / 1e9;
         double gh = flops_hvp(x->s) / x->hvp_s / 1e9;
         printf("%-3s %-4s %9zu %9.5f %9.5f %9.5f %9.5f %6.3f %8.2f %8.2f %7.2f %7.2f %7.2f "
-               "%5.1f%% %5.1f%% %5.1f%% %8.1f %8.1f %5.0f%%\n",
+               "%5.1f%% %5.1f%% %5.1f%% %8.1f %8.1f %5.0f%% %9.5f %6.3f %9.5f %6.3f\n",
                x->s->name, x->pos, x->n_params, x->fwd_s, x->grad_s, x->hvp_s, x->kept_s,
                x->kept_s / x->hvp_s,
                x->grad_s / x->fwd_s, x->hvp_s / x->grad_s, gf, gg, gh, 100 * gf / dgemm,
-               100 * gg / dgemm, 100 * gh / dgemm, x->ws_mb, x->rss_mb, 100 * x->other);
+               100 * gg / dgemm, 100 * gh / dgemm, x->ws_mb, x->rss_mb, 100 * x->other,
+               x->ggn_s, x->ggn_s / x->kept_s, x->fun_s, x->fun_s / x->kept_s);
     }
     printf("(kept_s = H v reusing the primal pass (lnk_model_hvp_apply); GF = GFLOP/s of the "
            "analytic GEMM flops of the full H v;\n %% = fraction of the DGEMM rate; ws_MB = "
            "lnk_workspace_bytes; rss_MB = peak resident set of the process so far;\n"
            " other = CPU share taken by other processes during the row's runs: above a few %%, "
-           "the times are not trustworthy)\n");
+           "the times are not trustworthy;\n ggn_s = G v, hg_s = H v and G v together (F v = "
+           "H v - G v), both with the primal pass kept; /k = over kept_s)\n");
     /* the project's targets */
     int hvp_ok = 1, frac_ok = 1, have_b = 0;
     for (int i = 0; i < nr; i++) {

@@ -116,6 +116,7 @@ refuse "--mode" '--mode is full there, light here' "${A[@]}" --mode light
 refuse "--rng-seed" '--rng-seed is 0 there, 1 here' "${A[@]}" --rng-seed 1
 refuse "--chunk" '--chunk is 8 there, 4 here' eigs "${C2[@]}" --chunk 4 -k 3 --which both --tol 0 --max-steps 40
 refuse "--block" '--block is \* there, \*.attn.\* here' "${A[@]}" --block '*.attn.*'
+refuse "--operator" '--operator is absent there, ggn here' "${A[@]}" --operator ggn
 "$L" init --task seq2seq --d 32 --h 4 --L 2 --V 60 --seed 6 -o m6.safetensors >/dev/null 2>&1
 refuse "weights" '--weights \(SHA-256\) is [0-9a-f]{64} there' eigs --config m.json --weights m6.safetensors \
     --batch b1.safetensors --batch b2.safetensors --chunk 8 -k 3 --which both --tol 0 --max-steps 40

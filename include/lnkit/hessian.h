@@ -55,6 +55,21 @@ void lnk_block_scatter(const lnk_model *m, const lnk_block *b, const double *par
 
 typedef struct lnk_hessian lnk_hessian;
 
+/* Which curvature operator an lnk_hessian applies (lnk_hessian_set_kind):
+ *   LNK_OP_HESSIAN     H v, the exact Hessian (lnk_model_hvp_apply);
+ *   LNK_OP_GGN         G v, the Gauss-Newton part J^T H_out J (symmetric PSD;
+ *                      lnk_model_ggn_apply: tangent forward, H_out, plain
+ *                      reverse; ~2/3 of an H v's work);
+ *   LNK_OP_FUNCTIONAL  F v = H v - G v, the functional part (one H v plus one
+ *                      reverse pass, sharing the tangent forward pass).
+ * All three are data-set means over the chunks, restricted to the block, and
+ * reuse the kept primal passes; exact to rounding (tests/test_ggn.c: G + F =
+ * H to 1e-12, G = the dense J^T H_out J to 1e-10). */
+typedef enum { LNK_OP_HESSIAN = 0, LNK_OP_GGN = 1, LNK_OP_FUNCTIONAL = 2 } lnk_op_kind;
+/* "hessian", "ggn", "functional" (parse: LNK_EINVAL naming the bad word). */
+const char *lnk_op_kind_name(lnk_op_kind kind);
+int lnk_op_kind_parse(const char *s, lnk_op_kind *kind);
+
 /* The Hessian of the mean loss over the chunks at theta, restricted to the
  * block selected by patterns (NULL: all parameters).  theta and the chunks
  * are borrowed: they must outlive the object and not change (products reuse
@@ -66,10 +81,24 @@ void lnk_hessian_free(lnk_hessian *h);
 /* The operator y = H_BB x (n = block size). */
 lnk_operator lnk_hessian_operator(lnk_hessian *h);
 const lnk_block *lnk_hessian_block(const lnk_hessian *h);
-/* Number of H v products applied so far. */
+/* Number of products (H v, G v or F v, lnk_hessian_set_kind) applied so far. */
 long lnk_hessian_n_products(const lnk_hessian *h);
 /* Bytes of the workspace, the kept primal passes and 3 full vectors. */
 size_t lnk_hessian_workspace_bytes(const lnk_hessian *h);
+
+/* The operator applied from now on (default LNK_OP_HESSIAN); may be changed
+ * between products (the kept primal passes serve all three).  The
+ * functional part takes one more full-size vector. */
+int lnk_hessian_set_kind(lnk_hessian *h, lnk_op_kind kind);
+lnk_op_kind lnk_hessian_kind(const lnk_hessian *h);
+
+/* Restrict the operator to another block (patterns as lnk_hessian_alloc),
+ * keeping the workspace and the kept primal passes: a sweep over blocks
+ * (lnkit blocks) computes each chunk's primal pass once.  Operators taken
+ * before (lnk_hessian_operator) are stale: take it again.  On error the
+ * block is unchanged.  Collective for a sharded operator (the new block is
+ * split over the ranks; every rank must pass the same patterns). */
+int lnk_hessian_set_block(lnk_hessian *h, const char *patterns);
 
 /* Memory (bytes) for the kept primal passes of the chunks (see above):
  * LNK_HESSIAN_CACHE_AUTO (the default) is half the memory available at the

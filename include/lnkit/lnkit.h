@@ -9,6 +9,7 @@
 #include "lnkit/io.h"
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
+#include "lnkit/blockstats.h"
 #include "lnkit/stats.h"
 #include "lnkit/analysis.h"
 #include "lnkit/geometry.h"

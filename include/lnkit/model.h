@@ -153,6 +153,34 @@ int lnk_model_hvp_prepare(lnk_workspace *ws, const double *theta, const lnk_batc
                           double *loss, double *grad);
 int lnk_model_hvp_apply(lnk_workspace *ws, const double *v, double *hv);
 
+/* Exact Gauss-Newton product gv = G v, G = J^T H_out J (J: the Jacobian of
+ * the logits in theta; H_out: the Hessian of the loss in the logits, per
+ * scored row (diag(p) - p p^T) / N, p the softmax; label smoothing adds a
+ * term linear in log-softmax with the same Hessian, so H_out does not depend
+ * on it).  G is symmetric positive semidefinite; H = G + F, F the functional
+ * part (the adjoint-weighted second derivatives of the network).
+ * Algorithm: the tangent forward pass to the logits (J v), H_out, then a
+ * plain reverse pass with that adjoint (J^T), over the primal pass kept by
+ * lnk_model_hvp_prepare (which must come first, as for _apply), in the
+ * workspace's tangent scratch: the kept pass is not changed.  If hv is not
+ * NULL it also receives H v (the tangent pass, whose R{dL/dlogits} is
+ * H_out J v, then the reverse pass: F v = hv - gv at the cost of H v plus one
+ * reverse pass).  Cost: G v alone ~ 4 forward passes of GEMM work (2 for J v,
+ * 2 for J^T), vs ~6 for lnk_model_hvp_apply.  Accuracy: exact to rounding. */
+int lnk_model_ggn_apply(lnk_workspace *ws, const double *v, double *hv, double *gv);
+/* prepare then ggn_apply (gv = G v at theta on b; loss may be NULL). */
+int lnk_model_ggn(lnk_workspace *ws, const double *theta, const lnk_batch *b, const double *v,
+                  double *gv, double *loss);
+/* For tests and analyses of the output layer, after lnk_model_hvp_prepare:
+ * rows (may be NULL) gets R_out, the positions of the output (B T for lm and
+ * seq2seq, B S for cls; unscored ones included), cols (may be NULL) C, the
+ * logits' width; prob (if not NULL, R_out x C) the softmax probabilities
+ * (rows of unscored positions are 0); jv (if not NULL and v not NULL,
+ * R_out x C) the logits' directional derivative J v (the tangent forward
+ * pass). */
+int lnk_model_output_jvp(lnk_workspace *ws, const double *v, double *jv, double *prob,
+                         size_t *rows, int *cols);
+
 /* Check theta for NaN / inf; error names the first tensor and index found. */
 int lnk_params_check_finite(const lnk_model *m, const double *theta, const char *what);
 

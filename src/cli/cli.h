@@ -69,6 +69,7 @@ int cmd_density(int argc, char **argv);
 int cmd_select(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_vector(int argc, char **argv);
+int cmd_blocks(int argc, char **argv);
 
 
 

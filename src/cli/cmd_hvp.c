@@ -18,7 +18,10 @@ static void help(void)
            "                         per product on stderr                      (1)\n"
            "  --cache-mb MB          keep the primal pass (forward, loss, adjoints)\n"
            "                         for the repeats: same bits, each repeat runs\n"
-           "                         only the tangent passes; 0: recompute it  (auto)\n\n");
+           "                         only the tangent passes; 0: recompute it  (auto)\n"
+           "  --operator hessian|ggn|functional\n"
+           "                         H v, the Gauss-Newton part G v (G = J^T H_out J)\n"
+           "                         or the functional part F v = H v - G v    (hessian)\n\n");
     cli_print_model_help();
 }
 
@@ -36,13 +39,15 @@ int cmd_hvp(int argc, char **argv)
                               {"output", required_argument, NULL, 'o'},
                               {"repeat", required_argument, NULL, 'r'},
                               {"help", no_argument, NULL, 'h'},
-                              {"cache-mb", required_argument, NULL, 'c'}};
-    int n = cli_add_model_options(opts, 7);
+                              {"cache-mb", required_argument, NULL, 'c'},
+                              {"operator", required_argument, NULL, 'O'}};
+    int n = cli_add_model_options(opts, 8);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_model_opts mo = {0};
     const char *wpath = NULL, *bpath = NULL, *vpath = NULL, *out = NULL;
     int repeat = 1, ch, cache_set = 0;
     long cache_mb = -1;
+    lnk_op_kind kind = LNK_OP_HESSIAN;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
         if (cli_model_option(&mo, ch, optarg))
@@ -54,6 +59,7 @@ int cmd_hvp(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'r': repeat = (int)cli_int("repeat", optarg, 1, 1000000); break;
         case 'c': cache_mb = cli_cache_mb(optarg), cache_set = 1; break;
+        case 'O': kind = cli_op_kind("hvp", optarg); break;
         case 'h': help(); return 0;
         default: cli_bad_option("hvp", ch, argv);
         }
@@ -73,7 +79,8 @@ int cmd_hvp(int argc, char **argv)
     size_t np = lnk_model_n_params(s.m);
     double *v = malloc(sizeof(double) * np), *hv = malloc(sizeof(double) * np);
     double *t = malloc(sizeof(double) * repeat);
-    if (!v || !hv || !t)
+    double *gv = kind == LNK_OP_FUNCTIONAL ? malloc(sizeof(double) * np) : NULL;
+    if (!v || !hv || !t || (kind == LNK_OP_FUNCTIONAL && !gv))
         cli_die("out of memory");
     int layout;
     cli_check(lnk_vector_load(vpath, s.m, v, &layout));
@@ -87,6 +94,7 @@ int cmd_hvp(int argc, char **argv)
         if (!h)
             cli_die_lib();
         cli_set_cache(h, cache_set, cache_mb);
+        cli_check(lnk_hessian_set_kind(h, kind));
         cli_setup_done();
     }
     /* one batch in one process: its primal pass is kept in the workspace at no
@@ -97,10 +105,18 @@ int cmd_hvp(int argc, char **argv)
         int st = LNK_OK;
         if (h)
             st = lnk_hessian_apply_full(h, v, hv);
-        else if (!keep)
+        else if (kind == LNK_OP_HESSIAN && !keep)
             st = lnk_model_hvp(s.ws, s.theta, &s.b, v, hv, NULL, NULL);
-        else if ((i > 0 || (st = lnk_model_hvp_prepare(s.ws, s.theta, &s.b, NULL, NULL)) == 0))
-            st = lnk_model_hvp_apply(s.ws, v, hv);
+        else if (((i > 0 && keep) ||
+                  (st = lnk_model_hvp_prepare(s.ws, s.theta, &s.b, NULL, NULL)) == 0)) {
+            if (kind == LNK_OP_HESSIAN)
+                st = lnk_model_hvp_apply(s.ws, v, hv);
+            else if (kind == LNK_OP_GGN)
+                st = lnk_model_ggn_apply(s.ws, v, NULL, hv);
+            else if ((st = lnk_model_ggn_apply(s.ws, v, hv, gv)) == LNK_OK)
+                for (size_t j = 0; j < np; j++)
+                    hv[j] -= gv[j];
+        }
         if (st != LNK_OK)
             cli_die_lib();
         t[i] = lnk_now() - t0;
@@ -111,10 +127,11 @@ int cmd_hvp(int argc, char **argv)
     for (int c = 0; c < n_own; c++)
         lnk_batch_free(&own[c]);
     free(own);
-    if (lnk_params_check_finite(s.m, hv, "H v") != LNK_OK)
+    if (lnk_params_check_finite(s.m, hv, kind == LNK_OP_HESSIAN ? "H v" : kind == LNK_OP_GGN ?
+                                "G v" : "F v") != LNK_OK)
         cli_die_lib();
     if (!cli_root()) {
-        free(v), free(hv), free(t);
+        free(v), free(hv), free(t), free(gv);
         cli_close(&s);
         return 0;
     }
@@ -136,6 +153,7 @@ int cmd_hvp(int argc, char **argv)
     free(v);
     free(hv);
     free(t);
+    free(gv);
     cli_close(&s);
     return 0;
 }

@@ -9,7 +9,7 @@
 
 #define CLI_MAX_BATCH 64
 enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE,
-       CURV_CKPT, CURV_CKPT_EVERY };
+       CURV_CKPT, CURV_CKPT_EVERY, CURV_OPERATOR };
 
 typedef struct {
     cli_model_opts mo;
@@ -24,6 +24,7 @@ typedef struct {
     int cache_set;
     const char *checkpoint; /* --checkpoint FILE, or NULL */
     int checkpoint_every;   /* --checkpoint-every N products (0: the default, 5) */
+    lnk_op_kind op_kind; /* --operator hessian|ggn|functional (LNK_OP_HESSIAN) */
 } cli_curv_opts;
 
 typedef struct {
@@ -68,6 +69,9 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed);
 void cli_set_cache(lnk_hessian *h, int set, long mb);
 /* --cache-mb's value, or die. */
 long cli_cache_mb(const char *arg);
+
+/* The value of --operator hessian|ggn|functional, or die naming cmd. */
+lnk_op_kind cli_op_kind(const char *cmd, const char *arg);
 
 /* The value of --reorth partial|always, or die naming cmd. */
 int cli_reorth(const char *cmd, const char *arg);

@@ -19,6 +19,7 @@ int cli_curv_add_options(struct option *opts, int n)
     opts[n++] = (struct option){"cache-mb", required_argument, NULL, CURV_CACHE};
     opts[n++] = (struct option){"checkpoint", required_argument, NULL, CURV_CKPT};
     opts[n++] = (struct option){"checkpoint-every", required_argument, NULL, CURV_CKPT_EVERY};
+    opts[n++] = (struct option){"operator", required_argument, NULL, CURV_OPERATOR};
     return cli_add_model_options(opts, n);
 }
 
@@ -42,6 +43,7 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
     case CURV_CKPT_EVERY:
         o->checkpoint_every = (int)cli_int("checkpoint-every", arg, 1, 1 << 30);
         return 1;
+    case CURV_OPERATOR: o->op_kind = cli_op_kind(NULL, arg); return 1;
     }
     return 0;
 }
@@ -63,7 +65,10 @@ void cli_curv_print_help(void)
            "  --checkpoint FILE      save the run's state to FILE (vectors in FILE.basis)\n"
            "                         and continue from it when started again with the\n"
            "                         same arguments; removed when the run completes (none)\n"
-           "  --checkpoint-every N   products between saves (and at most 10 minutes) (5)\n\n");
+           "  --checkpoint-every N   products between saves (and at most 10 minutes) (5)\n"
+           "  --operator hessian|ggn|functional\n"
+           "                         H, its Gauss-Newton part G = J^T H_out J, or\n"
+           "                         the functional part F = H - G              (hessian)\n\n");
     cli_print_model_help();
 }
 
@@ -128,6 +133,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     if (!s->h)
         cli_die_lib();
     cli_set_cache(s->h, o->cache_set, o->cache_mb);
+    cli_check(lnk_hessian_set_kind(s->h, o->op_kind));
     s->op = lnk_hessian_operator(s->h);
     s->block_n = lnk_hessian_block(s->h)->n;
     cli_setup_done();
@@ -162,10 +168,11 @@ void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, co
     snprintf(extra, sizeof extra,
              "{\"command\": \"%s\", \"weights\": \"%s\", \"block\": \"%s\", \"block_size\": %zu, "
              "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld, "
-             "\"products_total\": %ld, \"resumed_from\": %ld, \"cached_chunks\": %d%s%s}",
+             "\"products_total\": %ld, \"resumed_from\": %ld, \"cached_chunks\": %d, "
+             "\"operator\": \"%s\"%s%s}",
              cmd, o->weights, o->block ? o->block : "*", s->block_n, s->n_chunks, s->n_scored,
              (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h), cli_ckpt_products(s),
-             s->resumed_from, lnk_hessian_cached_chunks(s->h, NULL),
+             s->resumed_from, lnk_hessian_cached_chunks(s->h, NULL), lnk_op_kind_name(o->op_kind),
              extra_fields ? ", " : "", extra_fields ? extra_fields : "");
     if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
         cli_die_lib();
@@ -193,6 +200,15 @@ void cli_set_cache(lnk_hessian *h, int set, long mb)
 {
     if (set && lnk_hessian_set_cache(h, (size_t)mb * 1048576) != LNK_OK)
         cli_die_lib();
+}
+
+lnk_op_kind cli_op_kind(const char *cmd, const char *arg)
+{
+    lnk_op_kind k = LNK_OP_HESSIAN;
+    if (lnk_op_kind_parse(arg, &k) != LNK_OK)
+        cli_die("%s%s--operator: expected hessian, ggn or functional, got '%s'", cmd ? cmd : "",
+                cmd ? ": " : "", arg);
+    return k;
 }
 
 int cli_reorth(const char *cmd, const char *arg)
@@ -249,6 +265,10 @@ void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kin
     rc = rc ? rc : lnk_ckpt_id_add(id, "--chunk", "%d", o->chunk_rows);
     rc = rc ? rc : lnk_ckpt_id_add(id, "--block", "%s", o->block ? o->block : "*");
     rc = rc ? rc : lnk_ckpt_id_add(id, "--rng-seed", "%llu", (unsigned long long)o->rng_seed);
+    /* the Hessian's checkpoints name no operator (those written before --operator
+     * existed stay valid); G and F name theirs */
+    if (o->op_kind != LNK_OP_HESSIAN)
+        rc = rc ? rc : lnk_ckpt_id_add(id, "--operator", "%s", lnk_op_kind_name(o->op_kind));
     /* OpenBLAS's threaded kernels sum in an order that depends on their count */
     rc = rc ? rc : lnk_ckpt_id_add(id, "the BLAS thread count (--threads)", "%d",
                                    lnk_blas_threads());

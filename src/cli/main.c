@@ -17,6 +17,7 @@ static const struct {
     {"eigs", cmd_eigs, "extremal Hessian eigenvalues, residuals (Lanczos)"},
     {"trace", cmd_trace, "Hessian trace with standard error (Hutchinson, Hutch++)"},
     {"density", cmd_density, "Hessian spectral density (stochastic Lanczos quadrature)"},
+    {"blocks", cmd_blocks, "per-tensor / group blocks: ||A_bb||_F, extremes, densities, JS"},
     {"select", cmd_select, "which keys are selectable by some query (convex hull, exact LP)"},
     {"params", cmd_params, "the model's tensors: shapes, counts, offsets, --block groups"},
     {"vector", cmd_vector, "make a vector for hvp: random, ones, or a saved gradient"},

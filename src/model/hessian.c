@@ -117,6 +117,9 @@ struct lnk_hessian {
     int reuse;             /* 0: recompute every pass (budget 0) */
     int n_cached;
     size_t cache_bytes;
+    /* which operator (lnk_hessian_set_kind) and, for F, a full-size buffer for G v */
+    lnk_op_kind kind;
+    double *gbuf;
 };
 
 /* A workspace large enough for every chunk. */
@@ -196,6 +199,20 @@ static void plan_cache(lnk_hessian *h)
     h->n_cached = h->n_chunks - shared + (shared == 1);
 }
 
+/* dst = A v for the prepared chunk, A = H, G or F = H - G (h->kind). */
+static int kind_apply(lnk_hessian *h, const double *v, double *dst)
+{
+    if (h->kind == LNK_OP_GGN)
+        return lnk_model_ggn_apply(h->ws, v, NULL, dst);
+    if (h->kind == LNK_OP_HESSIAN)
+        return lnk_model_hvp_apply(h->ws, v, dst);
+    int st = lnk_model_ggn_apply(h->ws, v, dst, h->gbuf);
+    size_t np = lnk_model_n_params(h->m);
+    for (size_t i = 0; i < np && !st; i++)
+        dst[i] -= h->gbuf[i];
+    return st;
+}
+
 /* dst = H_c v for chunk c, reusing its kept primal pass when there is one. */
 static int chunk_hvp(lnk_hessian *h, int c, const double *v, double *dst)
 {
@@ -210,7 +227,7 @@ static int chunk_hvp(lnk_hessian *h, int c, const double *v, double *dst)
             h->own_holds = c;
     }
     if (!st)
-        st = lnk_model_hvp_apply(h->ws, v, dst);
+        st = kind_apply(h, v, dst);
     lnk_workspace_use(h->ws, NULL);
     return st;
 }
@@ -343,6 +360,7 @@ void lnk_hessian_free(lnk_hessian *h)
     free(h->v);
     free(h->hv);
     free(h->acc);
+    free(h->gbuf);
     free(h->count);
     free(h->xb);
     free(h->yb);
@@ -381,7 +399,81 @@ long lnk_hessian_n_products(const lnk_hessian *h) { return h->n_products; }
 size_t lnk_hessian_workspace_bytes(const lnk_hessian *h)
 {
     return (h->ws ? lnk_workspace_bytes(h->ws) : 0) + h->cache_bytes +
-           3 * sizeof(double) * lnk_model_n_params(h->m);
+           (3 + (h->gbuf != NULL)) * sizeof(double) * lnk_model_n_params(h->m);
+}
+
+int lnk_hessian_set_block(lnk_hessian *h, const char *patterns)
+{
+    lnk_block nb;
+    int sel = lnk_block_select(h->m, patterns, &nb), st = sel;
+    double *xb = NULL, *yb = NULL;
+    if (!st && h->dist) {
+        int P = h->group.size;
+        if ((size_t)P > nb.n)
+            st = lnk_error(LNK_EINVAL, "block of %zu parameters over %d ranks: fewer than one "
+                           "per rank", nb.n, P);
+        xb = st ? NULL : malloc(sizeof(double) * nb.n);
+        yb = st ? NULL : malloc(sizeof(double) * nb.n);
+        if (!st && (!xb || !yb))
+            st = lnk_error(LNK_ENOMEM, "out of memory for a block of %zu parameters", nb.n);
+    }
+    if (h->dist)
+        st = lnk_comm_agree(st);
+    if (st) {
+        if (!sel) /* a failed select has freed its own */
+            lnk_block_free(&nb);
+        free(xb);
+        free(yb);
+        return st;
+    }
+    lnk_block_free(&h->block);
+    h->block = nb;
+    h->full = nb.n == lnk_model_n_params(h->m);
+    if (h->dist) {
+        free(h->xb);
+        free(h->yb);
+        h->xb = xb;
+        h->yb = yb;
+        lnk_comm_split(nb.n, h->group.size, h->count, h->displ);
+        h->group.n_global = nb.n;
+        h->group.offset = h->displ[h->group.rank];
+    }
+    return LNK_OK;
+}
+
+int lnk_hessian_set_kind(lnk_hessian *h, lnk_op_kind kind)
+{
+    if (kind != LNK_OP_HESSIAN && kind != LNK_OP_GGN && kind != LNK_OP_FUNCTIONAL)
+        return lnk_error(LNK_EINVAL, "hessian: unknown operator kind %d", (int)kind);
+    if (kind == LNK_OP_FUNCTIONAL && !h->gbuf) {
+        size_t np = lnk_model_n_params(h->m);
+        h->gbuf = malloc(sizeof(double) * np);
+        if (!h->gbuf)
+            return lnk_error(LNK_ENOMEM, "out of memory for the functional part's buffer (%zu "
+                             "parameters)", np);
+    }
+    h->kind = kind;
+    return LNK_OK;
+}
+
+lnk_op_kind lnk_hessian_kind(const lnk_hessian *h) { return h->kind; }
+
+static const char *const kind_names[] = {"hessian", "ggn", "functional"};
+
+const char *lnk_op_kind_name(lnk_op_kind kind)
+{
+    return (unsigned)kind < 3 ? kind_names[kind] : "unknown";
+}
+
+int lnk_op_kind_parse(const char *s, lnk_op_kind *kind)
+{
+    for (int k = 0; k < 3; k++)
+        if (s && !strcmp(s, kind_names[k])) {
+            *kind = (lnk_op_kind)k;
+            return LNK_OK;
+        }
+    return lnk_error(LNK_EINVAL, "operator '%s': expected hessian, ggn or functional",
+                     s ? s : "(null)");
 }
 
 int lnk_hessian_set_cache(lnk_hessian *h, size_t bytes)

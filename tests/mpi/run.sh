@@ -106,6 +106,37 @@ done
 "$M" eigs "${C2[@]}" -k 5 --which both --tol 1e-10 --quiet -o eigs.single.csv 2>err || cat err
 check "MPI build run without mpirun" $CMP csv eigs.1.csv eigs.single.csv --cols eigenvalue
 
+# --- curvature operators (--operator ggn|functional) and lnkit blocks, 2 and 3 ranks
+CB=(--config lm.json --weights lm.safetensors --batch lm_b1.safetensors --batch lm_b2.safetensors
+    --chunk 3)
+BK=(--block 'dec.0.attn.w*' --group '*.ffn.*' --operator ggn --probes 10 --eig-steps 80 --tol 1e-10
+    --runs 2 --steps 12 --quiet)
+"$S" hvp "${C2[@]}" --vector v.safetensors --operator ggn -o gv.1.safetensors
+"$S" eigs "${CL[@]}" --operator ggn -k 3 --tol 1e-10 --quiet -o eigsg.1.csv
+"$S" eigs "${C2[@]}" --operator functional -k 3 --which both --tol 1e-10 --quiet -o eigsf.1.csv
+"$S" blocks "${CB[@]}" "${BK[@]}" -o blk.1.csv --pairs pairs.1.csv
+for p in 2 3; do
+    R=("${MR[@]}" -np $p "$M")
+    "${R[@]}" hvp "${C2[@]}" --vector v.safetensors --operator ggn -o gv.$p.safetensors 2>err || cat err
+    check "G v, $p ranks" $CMP st gv.1.safetensors gv.$p.safetensors
+    "${R[@]}" eigs "${CL[@]}" --operator ggn -k 3 --tol 1e-10 --quiet -o eigsg.$p.csv 2>err || cat err
+    check "lm block G over 2 files in chunks, top-3, $p ranks" $CMP csv eigsg.1.csv eigsg.$p.csv \
+        --cols which,index,eigenvalue,converged
+    "${R[@]}" eigs "${C2[@]}" --operator functional -k 3 --which both --tol 1e-10 --quiet \
+        -o eigsf.$p.csv 2>err || cat err
+    check "seq2seq F, top-3 and bottom-3, $p ranks" $CMP csv eigsf.1.csv eigsf.$p.csv \
+        --cols which,index,eigenvalue,converged
+    "${R[@]}" blocks "${CB[@]}" "${BK[@]}" -o blk.$p.csv --pairs pairs.$p.csv 2>err || cat err
+    check "blocks of G: Frobenius norms, top eigenvalues, SLQ ranges, $p ranks" $CMP csv \
+        blk.1.csv blk.$p.csv --cols block,type,n,frob,frob2,frob_se,top,node_max
+    # G is singular: its bottom eigenvalues and nodes are ~1e-8 of its top ones, so their own
+    # column scale is tiny; 1e-9 of it is ~1e-17 of the operator's
+    check "blocks of G: bottom eigenvalues (~0), $p ranks (1e-9 of their scale)" $CMP csv \
+        blk.1.csv blk.$p.csv --cols bottom,node_min --rtol 1e-9
+    check "blocks of G: Jensen-Shannon distances, $p ranks (1e-10)" $CMP csv pairs.1.csv \
+        pairs.$p.csv --rtol 1e-10
+done
+
 # --- faults: non-zero exit, one message naming the rank, nothing left behind
 fault() { # NAME SPEC EXPECT_REGEX [noq: mpirun without -q]
     local name=$1 spec=$2 re=$3 mr=("${MR[@]}") rc try t0

@@ -1,0 +1,390 @@
+/* lnkit blocks: statistics of the diagonal blocks of the Hessian (or of its
+ * Gauss-Newton or functional part): one block per named tensor and per
+ * --group, each with its Frobenius norm (Hutchinson), extreme eigenvalues and
+ * SLQ density; the Jensen-Shannon distances between the densities on a
+ * common grid (include/lnkit/blockstats.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/curv.h"
+#include "lnkit/blockstats.h"
+
+#define MAX_GROUPS 64
+#define MAX_GRID 5000000
+
+static void help(void)
+{
+    printf("usage: lnkit blocks --config C.json --weights W --batch B [--batch B2 ...]\n"
+           "                    [--group GLOBS ...] [--operator hessian|ggn|functional]\n"
+           "                    -o BLOCKS.csv [--pairs PAIRS.csv] [--density DENSITY.csv]\n\n"
+           "Statistics of diagonal blocks A_bb of the curvature operator A (the Hessian, its\n"
+           "Gauss-Newton part or its functional part; --operator): one block per named tensor\n"
+           "(those matched by --block, all by default) and one per --group.  For each: the\n"
+           "Frobenius norm ||A_bb||_F by Hutchinson on ||A_bb z||^2 (Rademacher z) with its\n"
+           "standard error, the largest and smallest eigenvalue (Lanczos) with residuals,\n"
+           "and the SLQ density on a grid common to all blocks; for each pair of blocks the\n"
+           "Jensen-Shannon distance between their densities (natural log: 0 for identical,\n"
+           "sqrt(ln 2) = 0.8326 for disjoint densities).\n"
+           "BLOCKS.csv: block,type,n,operator,probes,frob,frob_se,frob2,frob2_se,top,\n"
+           "top_residual,top_converged,bottom,bottom_residual,bottom_converged,eig_steps,\n"
+           "node_min,node_max,applies.  PAIRS.csv: block_a,block_b,js_distance.\n"
+           "DENSITY.csv: block,t,density.  Each with a .meta.json sidecar.\n\n"
+           "  -o, --output FILE      block statistics CSV                       (required)\n"
+           "  --pairs FILE           Jensen-Shannon distances between blocks    (none)\n"
+           "  --density FILE         the block densities on the common grid     (none)\n"
+           "  --group GLOBS          a block of the tensors matched by the\n"
+           "                         comma-separated globs, e.g. '*.attn.wq' or\n"
+           "                         'dec.3.*'; repeat for several              (none)\n"
+           "  --no-tensors           no per-tensor blocks: only the groups\n"
+           "  --probes N             Hutchinson probes for ||A_bb||_F           (30)\n"
+           "  --eig-steps M          Lanczos step limit for the extremes        (100)\n"
+           "  --tol T                residual tolerance of the extremes,\n"
+           "                         relative to max|l|                         (1e-6)\n"
+           "  --runs N               SLQ start vectors per block                (4)\n"
+           "  --steps M              SLQ Lanczos steps per run                  (40)\n"
+           "  --sigma S              kernel standard deviation (eigenvalue units)\n"
+           "  --sigma-fraction F     sigma = F * the common range of the nodes  (0.01)\n"
+           "  --grid-per-sigma P     grid points per sigma                      (4)\n\n");
+    cli_curv_print_help();
+}
+
+static double num(const char *opt, const char *s)
+{
+    char *e;
+    double v = strtod(s, &e);
+    if (*e || e == s || !isfinite(v) || v <= 0)
+        cli_die("blocks: --%s: expected a finite number > 0, got '%s'", opt, s);
+    return v;
+}
+
+enum { O_PAIRS = 1, O_DENSITY, O_GROUP, O_NOTENS, O_PROBES, O_EIGSTEPS, O_TOL, O_RUNS, O_STEPS,
+       O_SIG, O_SIGF, O_GRID };
+
+typedef struct {
+    char *name;          /* the tensor's name or the group's globs */
+    const char *type;    /* "tensor" or "group" */
+    lnk_blockstat st;
+    double *phi;         /* density on the common grid */
+} block_row;
+
+/* src as the body of a JSON string (quotes, backslashes, control characters
+ * escaped), truncated to fit cap. */
+static const char *json_body(char *dst, size_t cap, const char *src)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)(src ? src : ""); *p && o + 7 < cap; p++)
+        if (*p == '"' || *p == '\\')
+            dst[o++] = '\\', dst[o++] = (char)*p;
+        else if (*p < 0x20)
+            o += (size_t)snprintf(dst + o, cap - o, "\\u%04x", *p);
+        else
+            dst[o++] = (char)*p;
+    dst[o] = 0;
+    return dst;
+}
+
+/* What the three CSVs are written from. */
+typedef struct {
+    const block_row *b;
+    int nb;
+    const char *op;
+    int probes;
+    const double *js, *t; /* pairs: js [nb x nb]; density: the grid t */
+    size_t npts;
+} tables;
+
+/* The rows of -o: one per block. */
+static int rows_blocks(lnk_csv *c, const tables *x)
+{
+    int st = LNK_OK;
+    for (int i = 0; !st && i < x->nb; i++) {
+        const lnk_blockstat *s = &x->b[i].st;
+        st = lnk_csv_str(c, x->b[i].name);
+        st = st ? st : lnk_csv_str(c, x->b[i].type);
+        st = st ? st : lnk_csv_int(c, (long long)s->n);
+        st = st ? st : lnk_csv_str(c, x->op);
+        st = st ? st : lnk_csv_int(c, x->probes);
+        const double v[] = {s->frob.frob, s->frob.frob_se, s->frob.frob2, s->frob.frob2_se,
+                            s->top, s->top_residual};
+        for (int k = 0; k < 6 && !st; k++)
+            st = lnk_csv_double(c, v[k]);
+        st = st ? st : lnk_csv_int(c, s->top_converged);
+        st = st ? st : lnk_csv_double(c, s->bottom);
+        st = st ? st : lnk_csv_double(c, s->bottom_residual);
+        st = st ? st : lnk_csv_int(c, s->bottom_converged);
+        st = st ? st : lnk_csv_int(c, s->eig_steps);
+        st = st ? st : lnk_csv_double(c, s->slq.node_min);
+        st = st ? st : lnk_csv_double(c, s->slq.node_max);
+        st = st ? st : lnk_csv_int(c, s->n_applies);
+        st = st ? st : lnk_csv_end_row(c);
+    }
+    return st;
+}
+
+/* The rows of --pairs: every pair of blocks once. */
+static int rows_pairs(lnk_csv *c, const tables *x)
+{
+    int st = LNK_OK;
+    for (int i = 0; !st && i < x->nb; i++)
+        for (int j = i + 1; !st && j < x->nb; j++) {
+            st = lnk_csv_str(c, x->b[i].name);
+            st = st ? st : lnk_csv_str(c, x->b[j].name);
+            st = st ? st : lnk_csv_double(c, x->js[(size_t)i * x->nb + j]);
+            st = st ? st : lnk_csv_end_row(c);
+        }
+    return st;
+}
+
+/* The rows of --density: every block on the common grid. */
+static int rows_density(lnk_csv *c, const tables *x)
+{
+    int st = LNK_OK;
+    for (int i = 0; !st && i < x->nb; i++)
+        for (size_t p = 0; !st && p < x->npts; p++) {
+            st = lnk_csv_str(c, x->b[i].name);
+            st = st ? st : lnk_csv_double(c, x->t[p]);
+            st = st ? st : lnk_csv_double(c, x->b[i].phi[p]);
+            st = st ? st : lnk_csv_end_row(c);
+        }
+    return st;
+}
+
+/* One CSV through lnk_afile (temporary name, renamed on commit). */
+static int write_csv(const char *path, const char *const *hdr, int ncol,
+                     int (*rows)(lnk_csv *, const tables *), const tables *x)
+{
+    lnk_afile af;
+    int st = lnk_afile_open(&af, path);
+    if (st)
+        return st;
+    lnk_csv c;
+    st = lnk_csv_begin(&c, af.f, hdr, ncol);
+    st = st ? st : rows(&c, x);
+    lnk_csv_free(&c);
+    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
+        lnk_afile_abort(&af);
+    return st;
+}
+
+static const char *const HDR_BLOCKS[] = {
+    "block", "type", "n", "operator", "probes", "frob", "frob_se", "frob2", "frob2_se", "top",
+    "top_residual", "top_converged", "bottom", "bottom_residual", "bottom_converged",
+    "eig_steps", "node_min", "node_max", "applies"};
+static const char *const HDR_PAIRS[] = {"block_a", "block_b", "js_distance"};
+static const char *const HDR_DENSITY[] = {"block", "t", "density"};
+
+int cmd_blocks(int argc, char **argv)
+{
+    struct option opts[128] = {{"output", required_argument, NULL, 'o'},
+                               {"help", no_argument, NULL, 'h'},
+                               {"pairs", required_argument, NULL, O_PAIRS},
+                               {"density", required_argument, NULL, O_DENSITY},
+                               {"group", required_argument, NULL, O_GROUP},
+                               {"no-tensors", no_argument, NULL, O_NOTENS},
+                               {"probes", required_argument, NULL, O_PROBES},
+                               {"eig-steps", required_argument, NULL, O_EIGSTEPS},
+                               {"tol", required_argument, NULL, O_TOL},
+                               {"runs", required_argument, NULL, O_RUNS},
+                               {"steps", required_argument, NULL, O_STEPS},
+                               {"sigma", required_argument, NULL, O_SIG},
+                               {"sigma-fraction", required_argument, NULL, O_SIGF},
+                               {"grid-per-sigma", required_argument, NULL, O_GRID}};
+    int n = cli_curv_add_options(opts, 14);
+    opts[n] = (struct option){0, 0, 0, 0};
+    cli_curv_opts co = {0};
+    const char *out = NULL, *pairs = NULL, *dens = NULL, *groups[MAX_GROUPS];
+    int n_groups = 0, tensors = 1, ch, sig_kind = 0;
+    double sval = 0.01, per = 4;
+    lnk_blockstat_opts bo;
+    lnk_blockstat_opts_default(&bo);
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+        if (cli_curv_option(&co, ch, optarg))
+            continue;
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case O_PAIRS: pairs = optarg; break;
+        case O_DENSITY: dens = optarg; break;
+        case O_GROUP:
+            if (n_groups == MAX_GROUPS)
+                cli_die("blocks: at most %d --group options", MAX_GROUPS);
+            if (!*optarg)
+                cli_die("blocks: --group: expected comma-separated globs, got ''");
+            groups[n_groups++] = optarg;
+            break;
+        case O_NOTENS: tensors = 0; break;
+        case O_PROBES: bo.probes = (int)cli_int("probes", optarg, 2, 1 << 20); break;
+        case O_EIGSTEPS: bo.eig_steps = (int)cli_int("eig-steps", optarg, 2, 1 << 20); break;
+        case O_TOL: {
+            char *e;
+            bo.eig_tol = strtod(optarg, &e);
+            if (*e || e == optarg || !(bo.eig_tol >= 0) || !isfinite(bo.eig_tol))
+                cli_die("blocks: --tol: expected a finite number >= 0, got '%s'", optarg);
+            break;
+        }
+        case O_RUNS: bo.slq_runs = (int)cli_int("runs", optarg, 1, 1 << 20); break;
+        case O_STEPS: bo.slq_steps = (int)cli_int("steps", optarg, 1, 1 << 20); break;
+        case O_SIG: case O_SIGF:
+            if (sig_kind)
+                cli_die("blocks: give only one of --sigma, --sigma-fraction");
+            sig_kind = ch;
+            sval = num(ch == O_SIG ? "sigma" : "sigma-fraction", optarg);
+            break;
+        case O_GRID: per = num("grid-per-sigma", optarg); break;
+        case 'h': help(); return 0;
+        default: cli_bad_option("blocks", ch, argv);
+        }
+    }
+    if (optind < argc)
+        cli_die("blocks: unexpected argument '%s'", argv[optind]);
+    if (!out)
+        cli_die("blocks: -o BLOCKS.csv is required");
+    if (!tensors && !n_groups)
+        cli_die("blocks: --no-tensors without --group leaves no block");
+    if (!sig_kind)
+        sig_kind = O_SIGF;
+    bo.seed = co.rng_seed;
+    char *meta = cli_meta_path(out), *pmeta = pairs ? cli_meta_path(pairs) : NULL,
+         *dmeta = dens ? cli_meta_path(dens) : NULL;
+    cli_file outs[6] = {{out, "-o"}, {meta, "the sidecar of -o"}, {pairs, "--pairs"},
+                        {pmeta, "the sidecar of --pairs"}, {dens, "--density"},
+                        {dmeta, "the sidecar of --density"}},
+             ins[CLI_MAX_FILES];
+    cli_check_outputs("blocks", outs, 6, ins, cli_curv_inputs(&co, ins));
+    free(meta);
+    free(pmeta);
+    free(dmeta);
+    /* the model, the data set and the operator once; then the operator is
+     * restricted to each block in turn (lnk_hessian_set_block: the kept
+     * primal passes serve every block).  --block selects the per-tensor
+     * blocks, not the groups' tensors. */
+    const char *tensor_pat = co.block;
+    co.block = NULL;
+    cli_curv s;
+    cli_curv_open(&s, &co);
+    co.block = tensor_pat;
+    const lnk_layout *lay = lnk_model_layout(s.m);
+    lnk_block sel = {0};
+    if (tensors)
+        cli_check(lnk_block_select(s.m, tensor_pat, &sel));
+    int nb = sel.n_tensors + n_groups;
+    block_row *b = calloc((size_t)nb, sizeof *b);
+    cli_check(b ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+    for (int i = 0; i < nb; i++) {
+        const char *nm = i < sel.n_tensors ? lay->t[sel.tensor[i]].name : groups[i - sel.n_tensors];
+        b[i].name = strdup(nm);
+        b[i].type = i < sel.n_tensors ? "tensor" : "group";
+        cli_check(b[i].name ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+        /* every group's globs are checked before the work starts */
+        lnk_block g;
+        int st = i < sel.n_tensors ? LNK_OK : lnk_block_select(s.m, nm, &g);
+        if (st) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+            cli_check(lnk_error(st, "blocks: --group '%s': %s", nm, msg));
+        }
+        if (i >= sel.n_tensors)
+            lnk_block_free(&g);
+    }
+    double t0 = lnk_now();
+    for (int i = 0; i < nb; i++) {
+        if (lnk_hessian_set_block(s.h, b[i].name) != LNK_OK) /* agreed over the ranks */
+            cli_die_lib();
+        lnk_operator op = lnk_hessian_operator(s.h);
+        int st = lnk_blockstat_compute(&op, &bo, &b[i].st);
+        if (st) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+            cli_check(lnk_error(st, "blocks: block '%s': %s", b[i].name, msg));
+        }
+        if (!co.quiet && cli_root())
+            fprintf(stderr, "blocks: %d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, "
+                    "%.6g]  %.1f s\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
+                    b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, lnk_now() - t0);
+    }
+    long products = lnk_hessian_n_products(s.h);
+    /* the densities on one grid, and the distances between them */
+    const lnk_slq_result **r = malloc(sizeof *r * (size_t)nb);
+    double *js = calloc((size_t)nb * nb, sizeof(double)), *t = NULL, sigma = sval;
+    cli_check(r && js ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < nb; i++) {
+        r[i] = &b[i].st.slq;
+        lo = fmin(lo, r[i]->node_min);
+        hi = fmax(hi, r[i]->node_max);
+    }
+    if (sig_kind == O_SIGF && lnk_sigma_from_fraction(sval, lo, hi, &sigma) != LNK_OK)
+        cli_die("blocks: --sigma-fraction %g of the nodes' range [%g, %g] gives no width: give "
+                "--sigma S", sval, lo, hi);
+    size_t npts = 0;
+    if (lnk_slq_grid_common(r, nb, sigma, LNK_SLQ_PAD, per, MAX_GRID, &t, &npts) != LNK_OK)
+        cli_die_lib();
+    double worst = 0;
+    for (int i = 0; i < nb; i++) {
+        b[i].phi = malloc(sizeof(double) * npts);
+        cli_check(b[i].phi ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for a grid of %zu",
+                                                npts));
+        if (lnk_slq_density(r[i], sigma, t, npts, b[i].phi) != LNK_OK)
+            cli_die_lib();
+        double integral = lnk_trapezoid(t, b[i].phi, npts);
+        worst = fmax(worst, fabs(integral - 1));
+        if (!(fabs(integral - 1) < 1e-6))
+            cli_die("blocks: the density of block '%s' integrates to %.12g, not 1 (grid of %zu "
+                    "points): this is a bug, please report it", b[i].name, integral, npts);
+    }
+    for (int i = 0; i < nb; i++)
+        for (int j = i + 1; j < nb; j++) {
+            double d;
+            if (lnk_js_distance(t, b[i].phi, b[j].phi, npts, &d) != LNK_OK)
+                cli_die_lib();
+            js[(size_t)i * nb + j] = js[(size_t)j * nb + i] = d;
+        }
+    if (cli_root()) {
+        const char *opname = lnk_op_kind_name(co.op_kind);
+        cli_outputs_begin(); /* every CSV and sidecar, or none */
+        tables x = {b, nb, opname, bo.probes, js, t, npts};
+        if (write_csv(out, HDR_BLOCKS, 19, rows_blocks, &x) != LNK_OK ||
+            (pairs && write_csv(pairs, HDR_PAIRS, 3, rows_pairs, &x) != LNK_OK) ||
+            (dens && write_csv(dens, HDR_DENSITY, 3, rows_density, &x) != LNK_OK))
+            cli_die_lib();
+        char extra[4096], jp[600], jq[600], jd[600];
+        int len = snprintf(extra, sizeof extra,
+                           "\"blocks\": %d, \"tensor_blocks\": %d, \"tensors_pattern\": \"%s\", "
+                           "\"groups\": %d, \"probes\": %d, \"eig_steps\": %d, \"tol\": %.17g, "
+                           "\"runs\": %d, \"steps\": %d, \"sigma\": %.17g, \"sigma_option\": "
+                           "\"%s\", \"sigma_value\": %.17g, \"grid_points\": %zu, "
+                           "\"grid_min\": %.17g, \"grid_max\": %.17g, \"max_integral_error\": "
+                           "%.17g, \"js_log\": \"natural\", \"block_products\": %ld, "
+                           "\"pairs_file\": \"%s\", \"density_file\": \"%s\"",
+                           nb, sel.n_tensors, json_body(jp, sizeof jp, tensor_pat ? tensor_pat : "*"),
+                           n_groups, bo.probes,
+                           bo.eig_steps, bo.eig_tol, bo.slq_runs, bo.slq_steps, sigma,
+                           sig_kind == O_SIG ? "sigma" : "sigma-fraction", sval, npts, t[0],
+                           t[npts - 1], worst, products, json_body(jq, sizeof jq, pairs),
+                           json_body(jd, sizeof jd, dens));
+        if (len >= (int)sizeof extra)
+            cli_die("blocks: the sidecar's fields are too long");
+        cli_curv_meta(&s, &co, out, "blocks", extra);
+        if (pairs)
+            cli_curv_meta(&s, &co, pairs, "blocks", extra);
+        if (dens)
+            cli_curv_meta(&s, &co, dens, "blocks", extra);
+        cli_outputs_commit();
+        if (!co.quiet)
+            fprintf(stderr, "blocks: %d blocks (%s), %ld products, sigma %.6g, %zu grid points, "
+                    "%.2f s -> %s\n", nb, opname, products, sigma, npts, lnk_now() - t0, out);
+    }
+    for (int i = 0; i < nb; i++) {
+        free(b[i].name);
+        free(b[i].phi);
+        lnk_blockstat_free(&b[i].st);
+    }
+    free(b);
+    free(r);
+    free(js);
+    free(t);
+    lnk_block_free(&sel);
+    cli_curv_close(&s);
+    return 0;
+}
