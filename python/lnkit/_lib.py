@@ -218,6 +218,7 @@ for _name, _res, _args in [
     ("lnk_hessian_block", ctypes.POINTER(Block), (_P,)),
     ("lnk_hessian_n_products", ctypes.c_long, (_P,)),
     ("lnk_hessian_set_cache", _I, (_P, _Z)),
+    ("lnk_hessian_set_kind", _I, (_P, ctypes.c_int)),
     ("lnk_hessian_apply_full", _I, (_P, c_double_p, c_double_p)),
     ("lnk_eigs_opts_default", None, (ctypes.POINTER(EigsOpts),)),
     ("lnk_eigs", _I, (ctypes.POINTER(Operator), ctypes.POINTER(EigsOpts),

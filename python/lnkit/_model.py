@@ -285,13 +285,12 @@ class Model:
         scipy.sparse.linalg.LinearOperator of exact products.  The weights are
         copied: later changes to m.theta do not change the operator.
 
-        operator: "hessian" (the only one so far; the Gauss-Newton operators
-        "ggn" and "functional" raise lnkit.Error until the library has them).
+        operator: "hessian" (H), "ggn" (the Gauss-Newton part G = J^T H_out J,
+        symmetric positive semidefinite) or "functional" (F = H - G), as
+        `lnkit eigs --operator`.
         cache_mb: memory for the kept primal passes (None: the library's
         default, half the available memory; 0: recompute them every product).
         """
         from ._operator import HessianOperator
-        if operator != "hessian":
-            raise Error("operator: '%s' is not available: only 'hessian' (the Gauss-Newton "
-                        "operators are not in this version of the library)" % (operator,))
-        return HessianOperator(self, _data_arg(data), block=block, cache_mb=cache_mb)
+        return HessianOperator(self, _data_arg(data), block=block, cache_mb=cache_mb,
+                               operator=operator)

@@ -21,7 +21,13 @@ class HessianOperator(LinearOperator):
     tensors (the block's tensor names), n_products, model, data.
     H.gather(full) / H.scatter(part) map between full and block vectors."""
 
-    def __init__(self, model, data, block=None, cache_mb=None, _copy=True, _once=False):
+    KINDS = {"hessian": 0, "ggn": 1, "functional": 2}  # lnk_op_kind
+
+    def __init__(self, model, data, block=None, cache_mb=None, _copy=True, _once=False,
+                 operator="hessian"):
+        if not isinstance(operator, str) or operator not in self.KINDS:
+            raise Error("operator: expected 'hessian', 'ggn' or 'functional', got %r"
+                        % (operator,))
         self.model = model
         self.data = data
         self._chunks = data._chunks(model)
@@ -39,6 +45,8 @@ class HessianOperator(LinearOperator):
             check(lib.lnk_hessian_set_cache(self._h, int(cache_mb * 1048576)))
         elif _once and self._chunks.n > 1:
             check(lib.lnk_hessian_set_cache(self._h, 0))
+        check(lib.lnk_hessian_set_kind(self._h, self.KINDS[operator]))
+        self.operator = operator
         blk = lib.lnk_hessian_block(self._h).contents
         names = list(model._tensors)
         self.tensors = [names[blk.tensor[i]] for i in range(blk.n_tensors)]

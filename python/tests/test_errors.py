@@ -139,8 +139,8 @@ def test_bad_data_arrays(pre):
 
 def test_bad_options(mdv):
     m, d, v = mdv
-    raises("operator", m.hessian, d, operator="ggn")
-    raises("operator", m.hessian, d, operator="functional")
+    raises("operator", m.hessian, d, operator="gauss-newton")
+    raises("operator", m.hessian, d, operator=1)
     raises("nothing|match", m.hessian, d, block="enc.*")
     raises("block", m.hessian, d, block=3)
     raises("which", lnkit.eigs, m, d, which="middle")

@@ -137,3 +137,26 @@ def test_save_roundtrip(pre, tmp_path):
     out = json.loads(run("eval", "--config", tmp_path / "x.json", "--weights",
                          tmp_path / "x.safetensors", "--batch", pre.batch, "--json"))
     assert out["loss"] == pytest.approx(m.loss(pre.batch), rel=TOL)
+
+
+def test_operators_equal_cli(files):
+    """G v and F v (--operator ggn|functional) equal lnkit hvp's; G + F = H;
+    G is positive semidefinite along random directions."""
+    m = lnkit.Model.load(files.config, files.weights)
+    v = m.load_vector(files.vector)
+    out = {}
+    for op in ("ggn", "functional"):
+        p = files.path(f"{op}.safetensors")
+        run("hvp", "--config", files.config, "--weights", files.weights, "--batch", files.batch,
+            "--vector", files.vector, "--operator", op, "-o", p, "--quiet")
+        out[op] = m.hessian(files.batch, operator=op) @ v
+        assert rel_err(out[op], m.load_vector(p)) <= TOL
+    hv = m.hessian(files.batch) @ v
+    assert rel_err(out["ggn"] + out["functional"], hv) <= 1e-12
+    G = m.hessian(files.batch, operator="ggn")
+    assert G.operator == "ggn"
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        x = rng.standard_normal(m.n_params)
+        gx = G @ x
+        assert x @ gx >= -1e-12 * np.linalg.norm(x) * np.linalg.norm(gx)
