@@ -52,7 +52,7 @@ LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 # The shared library: liblnkit.so.MAJOR.MINOR.PATCH, soname liblnkit.so.MAJOR.MINOR
 # while the major version is 0 (no ABI promise between 0.x releases).
-VERSION  := $(shell sed -n 's/^\#define LNK_VERSION "\(.*\)"/\1/p' include/lnkit/io.h)
+VERSION  := $(shell sed -n 's/^\#define LNK_VERSION "\(.*\)"/\1/p' include/lnkit/sys.h)
 SOVER    := $(word 1,$(subst ., ,$(VERSION))).$(word 2,$(subst ., ,$(VERSION)))
 SONAME   := liblnkit.so.$(SOVER)
 SOLIB    := $(BUILD)/liblnkit.so.$(VERSION)

@@ -494,10 +494,7 @@ int lnk_sigma_from_kappa(double kappa, int m, double margin, double lambda_min,
                          double lambda_max, double *sigma);
 int lnk_sigma_from_fraction(double f, double lambda_min, double lambda_max, double *sigma);
 
-/* CSV output (through lnk_afile: atomic).  Nodes: columns run,index,node,weight
- * (one row per node of every run).  Density: columns t,density. */
-int lnk_slq_write_nodes(const lnk_slq_result *r, const char *path);
-int lnk_density_write(const char *path, const double *t, const double *phi, size_t npts);
+/* The CSV writers of these results are I/O: lnkit/curvature_io.h. */
 
 #ifdef __cplusplus
 }

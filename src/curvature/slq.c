@@ -9,7 +9,7 @@
 #include "curvature/internal.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
-#include "lnkit/io.h"
+#include "lnkit/sys.h"
 
 void lnk_slq_opts_default(lnk_slq_opts *o)
 {
@@ -280,56 +280,4 @@ int lnk_sigma_from_fraction(double f, double lmin, double lmax, double *sigma)
     if (rc != LNK_OK)
         return rc;
     return result_sigma(fn, f * (lmax - lmin), sigma);
-}
-
-int lnk_slq_write_nodes(const lnk_slq_result *r, const char *path)
-{
-    int rc = check_result("slq_write_nodes", r);
-    if (rc != LNK_OK)
-        return rc;
-    static const char *const hdr[] = {"run", "index", "node", "weight"};
-    lnk_afile a;
-    if ((rc = lnk_afile_open(&a, path)) != LNK_OK)
-        return rc;
-    lnk_csv c;
-    if ((rc = lnk_csv_begin(&c, a.f, hdr, 4)) != LNK_OK) {
-        lnk_afile_abort(&a);
-        return rc;
-    }
-    for (int v = 0; v < r->runs && rc == LNK_OK; v++)
-        for (int i = r->offset[v]; i < r->offset[v + 1] && rc == LNK_OK; i++) {
-            if ((rc = lnk_csv_int(&c, v)) == LNK_OK && (rc = lnk_csv_int(&c, i - r->offset[v])) == LNK_OK &&
-                (rc = lnk_csv_double(&c, r->node[i])) == LNK_OK &&
-                (rc = lnk_csv_double(&c, r->weight[i])) == LNK_OK)
-                rc = lnk_csv_end_row(&c);
-        }
-    lnk_csv_free(&c);
-    if (rc != LNK_OK) {
-        lnk_afile_abort(&a);
-        return rc;
-    }
-    return lnk_afile_commit(&a);
-}
-
-int lnk_density_write(const char *path, const double *t, const double *phi, size_t npts)
-{
-    static const char *const hdr[] = {"t", "density"};
-    lnk_afile a;
-    int rc = lnk_afile_open(&a, path);
-    if (rc != LNK_OK)
-        return rc;
-    lnk_csv c;
-    if ((rc = lnk_csv_begin(&c, a.f, hdr, 2)) != LNK_OK) {
-        lnk_afile_abort(&a);
-        return rc;
-    }
-    for (size_t p = 0; p < npts && rc == LNK_OK; p++)
-        if ((rc = lnk_csv_double(&c, t[p])) == LNK_OK && (rc = lnk_csv_double(&c, phi[p])) == LNK_OK)
-            rc = lnk_csv_end_row(&c);
-    lnk_csv_free(&c);
-    if (rc != LNK_OK) {
-        lnk_afile_abort(&a);
-        return rc;
-    }
-    return lnk_afile_commit(&a);
 }
