@@ -80,18 +80,13 @@ int main(int argc, char **argv)
     lnk_config c = {0}, base = {0}; /* base: the first point's config, for the metadata */
     for (int pos = 0; pos < 2; pos++)
         for (int s = 0; s < seeds; s++) {
-            char buf[32];
             lnk_config_default(&c);
-            CK(lnk_config_set(&c, "norm_pos", pos ? "pre" : "post"));
-            snprintf(buf, sizeof buf, "%d", d);
-            CK(lnk_config_set(&c, "d", buf));
-            CK(lnk_config_set(&c, "h", "4"));
-            snprintf(buf, sizeof buf, "%d", L);
-            CK(lnk_config_set(&c, "L", buf));
-            snprintf(buf, sizeof buf, "%d", V);
-            CK(lnk_config_set(&c, "V", buf));
-            snprintf(buf, sizeof buf, "%d", s);
-            CK(lnk_config_set(&c, "seed", buf));
+            c.norm_pos = pos ? LNK_POS_PRE : LNK_POS_POST;
+            c.d = d;
+            c.h = 4;
+            c.L = L;
+            c.V = V;
+            c.seed = (uint64_t)s;
             CK(lnk_config_finalize(&c));
             if (pos == 0 && s == 0)
                 base = c;

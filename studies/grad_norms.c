@@ -345,25 +345,18 @@ static pconf make_pconf(const opts *o, int setting, int task, int pos, int L, in
 
 static void make_config(const pconf *p, int seed, lnk_config *c)
 {
-    char b[64];
     lnk_config_default(c);
-#define SET(k, fmt, v)                                                                            \
-    do {                                                                                          \
-        snprintf(b, sizeof b, fmt, v);                                                            \
-        CK(lnk_config_set(c, k, b));                                                              \
-    } while (0)
-    SET("task", "%s", lnk_task_name((lnk_task)p->task));
-    SET("norm_pos", "%s", pos_name(p->pos));
-    SET("init", "%s", p->setting ? "xavier" : "theorem");
-    SET("d", "%d", p->d);
-    SET("h", "%d", p->h);
-    SET("d_ff", "%d", p->dff);
-    SET("L", "%d", p->L);
-    SET("V", "%d", p->V);
-    SET("seed", "%d", seed);
-    SET("tie_output", "%s", p->tie ? "true" : "false");
-    SET("label_smoothing", "%.17g", p->ls);
-#undef SET
+    c->task = (lnk_task)p->task;
+    CK(lnk_config_set(c, "norm_pos", pos_name(p->pos)));
+    c->init = p->setting ? LNK_INIT_XAVIER : LNK_INIT_THEOREM;
+    c->d = p->d;
+    c->h = p->h;
+    c->d_ff = p->dff;
+    c->L = p->L;
+    c->V = p->V;
+    c->seed = (uint64_t)seed;
+    c->tie_output = p->tie != 0;
+    c->label_smoothing = p->ls;
     CK(lnk_config_finalize(c));
 }
 

@@ -49,18 +49,13 @@ static void usage(void)
 
 static void make_config(lnk_config *c, const opts_t *o, int pre, int seed)
 {
-    char b[32];
     lnk_config_default(c);
-    CK(lnk_config_set(c, "norm_pos", pre ? "pre" : "post"));
-#define SETI(key, val)                                                                            \
-    snprintf(b, sizeof b, "%d", (val));                                                           \
-    CK(lnk_config_set(c, key, b))
-    SETI("d", o->d);
-    SETI("h", o->h);
-    SETI("L", o->L);
-    SETI("V", o->V);
-    SETI("seed", seed);
-#undef SETI
+    c->norm_pos = pre ? LNK_POS_PRE : LNK_POS_POST;
+    c->d = o->d;
+    c->h = o->h;
+    c->L = o->L;
+    c->V = o->V;
+    c->seed = (uint64_t)seed;
     CK(lnk_config_finalize(c));
 }
 

@@ -496,17 +496,12 @@ static lnk_config make_cfg(const char *task, int d, int h, int L, int V, const c
                            const char *qk)
 {
     lnk_config c;
-    char b[32];
     lnk_config_default(&c);
     CK(lnk_config_set(&c, "task", task));
-    snprintf(b, sizeof b, "%d", d);
-    CK(lnk_config_set(&c, "d", b));
-    snprintf(b, sizeof b, "%d", h);
-    CK(lnk_config_set(&c, "h", b));
-    snprintf(b, sizeof b, "%d", L);
-    CK(lnk_config_set(&c, "L", b));
-    snprintf(b, sizeof b, "%d", V);
-    CK(lnk_config_set(&c, "V", b));
+    c.d = d;
+    c.h = h;
+    c.L = L;
+    c.V = V;
     CK(lnk_config_set(&c, "norm_pos", pos));
     CK(lnk_config_set(&c, "qk_norm", qk));
     CK(lnk_config_finalize(&c));
@@ -1018,17 +1013,16 @@ static void part_counts(study *S)
         const cc *k = &cfg[i];
         /* count the norms of the architecture from a small model of the same shape */
         lnk_config c;
-        char b[32];
         lnk_config_default(&c);
         CK(lnk_config_set(&c, "task", k->task));
         CK(lnk_config_set(&c, "norm_pos", k->pos));
-        CK(lnk_config_set(&c, "d", "8"));
-        CK(lnk_config_set(&c, "h", "2"));
-        snprintf(b, sizeof b, "%d", k->L);
-        CK(lnk_config_set(&c, k->Ldec ? "L_enc" : "L", b));
+        c.d = 8;
+        c.h = 2;
         if (k->Ldec) {
-            snprintf(b, sizeof b, "%d", k->Ldec);
-            CK(lnk_config_set(&c, "L_dec", b));
+            c.L_enc = k->L;
+            c.L_dec = k->Ldec;
+        } else {
+            c.L = k->L;
         }
         CK(lnk_config_finalize(&c));
         lnk_model *m = lnk_model_alloc(&c);

@@ -145,21 +145,16 @@ static void load_data(const opts_t *o, data_t *D)
 static void make_config(lnk_config *c, const opts_t *o, const data_t *D, int pre, int L,
                         int seed)
 {
-    char b[32];
     lnk_config_default(c);
-    CK(lnk_config_set(c, "task", "seq2seq"));
-    CK(lnk_config_set(c, "norm_pos", pre ? "pre" : "post"));
-#define SETI(key, val)                                                                            \
-    snprintf(b, sizeof b, "%d", (val));                                                           \
-    CK(lnk_config_set(c, key, b))
-    SETI("d", o->d);
-    SETI("h", o->h);
-    SETI("d_ff", o->d_ff);
-    SETI("L", L);
-    SETI("V_src", D->V_src);
-    SETI("V_tgt", D->V_tgt);
-    SETI("seed", seed);
-#undef SETI
+    c->task = LNK_TASK_SEQ2SEQ;
+    c->norm_pos = pre ? LNK_POS_PRE : LNK_POS_POST;
+    c->d = o->d;
+    c->h = o->h;
+    c->d_ff = o->d_ff;
+    c->L = L;
+    c->V_src = D->V_src;
+    c->V_tgt = D->V_tgt;
+    c->seed = (uint64_t)seed;
     CK(lnk_config_finalize(c));
 }
 
