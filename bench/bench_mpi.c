@@ -154,9 +154,11 @@ int main(int argc, char **argv)
     lnk_model *m = lnk_model_alloc(&cfg);
     if (!m)
         die();
-    size_t n = lnk_model_n_params(m), N = 0;
-    for (int k = 0; k < n_chunks; k++)
-        N += lnk_batch_n_scored(m, &chunks[k]);
+    size_t n = lnk_model_n_params(m);
+    lnk_dataset ds; /* takes the chunks over; chunks[] stays readable for the balance below */
+    lnk_dataset_init(&ds);
+    CK(lnk_dataset_add_chunks(&ds, m, chunks, n_chunks));
+    size_t N = ds.n_scored;
     int *first = malloc(sizeof(int) * ((size_t)P + 1));
     double *th = malloc(sizeof(double) * n);
     if (!first || !th) {
@@ -182,8 +184,8 @@ int main(int argc, char **argv)
         all_pad += pad;
     }
     double imb_sc = max_sc * P / (double)N, imb_pad = max_pad * P / all_pad;
-    lnk_hessian *hs = lnk_hessian_alloc_shard(m, th, chunks + first[me], first[me + 1] - first[me],
-                                              N, NULL);
+    CK(lnk_dataset_shard(&ds, m, lnk_comm_world()));
+    lnk_hessian *hs = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!hs)
         die();
     lnk_operator op = lnk_hessian_operator(hs);
@@ -260,6 +262,7 @@ int main(int argc, char **argv)
     lnk_hessian_free(hs);
     lnk_model_free(m);
     lnk_config_clear(&cfg);
+    lnk_dataset_free(&ds);
     lnk_batches_free(chunks, n_chunks);
     lnk_pairs_free(&p);
     lnk_vocab_free(vs);

@@ -107,6 +107,13 @@ typedef struct {
     size_t n_scored, src_tokens, tgt_tokens, padded, max_chunk;
 } data_t;
 
+/* The data set of every job: a view of D's chunks (borrowed; each rank runs
+ * whole jobs, so no process group). */
+static lnk_dataset dataset_of(const data_t *D)
+{
+    return (lnk_dataset){D->chunks, D->n_chunks, D->n_chunks, 0, D->n_scored, NULL};
+}
+
 static void load_data(const opts_t *o, data_t *D)
 {
     lnk_corpus c;
@@ -237,8 +244,9 @@ static void run_spec(sched_t *S, spec_job *J)
         die();
     double *th = malloc(sizeof(double) * lnk_model_n_params(m));
     CK(lnk_model_init_params(m, th));
-    CK(lnk_dataset_eval(m, th, D->chunks, D->n_chunks, &J->loss, NULL, NULL));
-    lnk_hessian *h = lnk_hessian_alloc(m, th, D->chunks, D->n_chunks, NULL);
+    lnk_dataset ds = dataset_of(D);
+    CK(lnk_dataset_loss(m, th, &ds, &J->loss, NULL));
+    lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!h)
         die();
     J->ws_bytes = lnk_hessian_workspace_bytes(h);
@@ -277,7 +285,7 @@ static void run_spec(sched_t *S, spec_job *J)
     J->bsteps = calloc((size_t)nb, sizeof(int));
     J->bn = calloc((size_t)nb, sizeof(size_t));
     for (int k = 0; k < nb; k++) {
-        lnk_hessian *hb = lnk_hessian_alloc(m, th, D->chunks, D->n_chunks, S->blk[k].pat);
+        lnk_hessian *hb = lnk_hessian_alloc_dataset(m, th, &ds, S->blk[k].pat);
         if (!hb)
             die();
         lnk_operator bop = lnk_hessian_operator(hb);
@@ -327,7 +335,8 @@ static void run_grad(sched_t *S, grad_job *J)
     size_t n = lnk_model_n_params(m);
     double *th = malloc(sizeof(double) * n), *g = malloc(sizeof(double) * n);
     CK(lnk_model_init_params(m, th));
-    CK(lnk_dataset_eval(m, th, S->D->chunks, S->D->n_chunks, &J->loss, g, NULL));
+    lnk_dataset ds = dataset_of(S->D);
+    CK(lnk_dataset_loss(m, th, &ds, &J->loss, g));
     const lnk_layout *lay = lnk_model_layout(m);
     J->w1 = malloc(sizeof(double) * 2 * J->L);
     J->w2 = malloc(sizeof(double) * 2 * J->L);
