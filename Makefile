@@ -48,6 +48,10 @@ BENCH_SRC:= $(wildcard bench/*.c)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 STUDY_SRC:= $(wildcard studies/*.c)
 STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
+# The study kit (studies/kit/): compiled once, linked into the studies and benchmarks.
+KIT_SRC  := $(wildcard studies/kit/*.c)
+KIT_OBJ  := $(KIT_SRC:%.c=$(BUILD)/%.o)
+KIT      := $(BUILD)/studies/libkit.a
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 # The shared library: liblnkit.so.MAJOR.MINOR.PATCH, soname liblnkit.so.MAJOR.MINOR
@@ -81,7 +85,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d)
 
 # Library objects are position-independent: the same objects make the static
 # and the shared library.
@@ -92,7 +96,7 @@ $(LIB_OBJ): CFLAGS += -fPIC
 $(BUILD)/gen/cflags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) $(CFLAGS) pic-lib' > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-$(LIB_OBJ) $(CLI_OBJ): $(BUILD)/gen/cflags
+$(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ): $(BUILD)/gen/cflags
 
 # The commit the library is built from (sidecars, --version): rewritten only
 # when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
@@ -140,13 +144,17 @@ $(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) $< $(TEST_UTIL) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
 
-$(BUILD)/studies/%: studies/%.c studies/study.h $(LIB)
+$(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/bench/%: bench/%.c bench/bench.h studies/study.h $(LIB)
+$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
 
 # The test suite: every tests/test_*.c is a cmocka program; tools/runtests.sh
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.

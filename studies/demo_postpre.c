@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/lnkit.h"
-#include "study.h"
+#include "kit/kit.h"
 
 static void usage(void)
 {
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
     static const char *const hl[] = {"norm_pos", "seed", "loss", "n_scored", "grad_norm_total"};
     static const char *const hy[] = {"norm_pos", "seed", "layer", "tensor", "grad_norm"};
     /* points (norm_pos, seed), i = pos * seeds + s, spread over the ranks of
-     * an MPI job (study.h); rank 0 writes the rows in point order */
+     * an MPI job (kit/kit.h); rank 0 writes the rows in point order */
     out_csv fl, fy;
     csv_sweep(&fl, out, "postpre_loss.csv", hl, 5);
     csv_sweep(&fy, out, "postpre_layers.csv", hy, 5);

@@ -28,7 +28,7 @@
  * the files are left untouched.  Progress goes to stderr.
  *
  * Under mpirun (make MPI=1) the points still to compute are spread over the
- * ranks, the j-th on rank j % P (study.h); at the end of each round of P
+ * ranks, the j-th on rank j % P (kit/kit.h); at the end of each round of P
  * points rank 0 decides whether a checkpoint is due, gathers the rows of the
  * points done so far and writes them in point order: the files of a
  * one-process run (the seconds column aside). */
@@ -43,7 +43,7 @@
 #include "lnkit/lnkit.h"
 #include "lnkit/analysis.h"
 #include "lnkit/stats.h"
-#include "study.h"
+#include "kit/kit.h"
 
 
 static void *xmalloc(size_t n)
@@ -747,7 +747,7 @@ typedef struct {
     double t0, last_ckpt;
     int computed, skipped;
     /* Points to compute (not in the CSV when the run began), numbered j = 0, 1, ...
-     * in loop order; point j is rank j % P's (study.h).  Rows of points
+     * in loop order; point j is rank j % P's (kit/kit.h).  Rows of points
      * [merged, npend) are still with the rank that computed them, packed in
      * pend[j - merged]; rank 0 appends them to main and hid in point order. */
     keyset old;            /* (key, seed) of the rows read from the CSV */
@@ -840,7 +840,7 @@ static void merge(sweep *s)
 static void point_done(sweep *s)
 {
     s->npend++;
-    if (s->npend % study_P)
+    if (s->npend % study_ranks())
         return;
     int now = study_root() && lnk_now() - s->last_ckpt > s->o->checkpoint;
     CK(lnk_comm_bcast(&now, sizeof now, 0));
@@ -915,14 +915,14 @@ static void run_conf(sweep *s, const pconf *p, int idx, int total)
     }
     if (!study_root())
         return;
-    if (todo && study_P == 1)
+    if (todo && study_ranks() == 1)
         fprintf(stderr, "[%s %d/%d] %s: %d seeds in %.2f s, mean ||dL/dW2(last)|| %.5g "
                 "(total %.1f s)\n", sweep_name[o->sweep], idx, total, p->key, done,
                 lnk_now() - t0, w2 / done, lnk_now() - s->t0);
     else if (todo && done)
         fprintf(stderr, "[%s %d/%d] %s: %d seeds over %d ranks, %d on rank 0 in %.2f s, mean "
                 "||dL/dW2(last)|| %.5g (total %.1f s)\n", sweep_name[o->sweep], idx, total,
-                p->key, todo, study_P, done, lnk_now() - t0, w2 / done, lnk_now() - s->t0);
+                p->key, todo, study_ranks(), done, lnk_now() - t0, w2 / done, lnk_now() - s->t0);
     else if (todo)
         fprintf(stderr, "[%s %d/%d] %s: %d seeds on the other ranks (total %.1f s)\n",
                 sweep_name[o->sweep], idx, total, p->key, todo, lnk_now() - s->t0);

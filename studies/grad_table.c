@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include "lnkit/lnkit.h"
 #include "lnkit/analysis.h"
-#include "study.h"
+#include "kit/kit.h"
 
 
 static const char *dir = "results/grad";

@@ -22,7 +22,7 @@
 #include "lnkit/hessian.h"
 #include "lnkit/lnkit.h"
 #include "lnkit/text.h"
-#include "study.h"
+#include "kit/kit.h"
 
 
 typedef struct {
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
                                      "top_eigenvalue", "residual", "converged"};
     static const char *const hn[] = {"norm_pos", "seed", "run", "index", "node", "weight"};
     /* points (norm_pos, seed), i = pre * S + s, spread over the ranks of an
-     * MPI job (study.h): rank 0 writes the rows in point order and computes
+     * MPI job (kit/kit.h): rank 0 writes the rows in point order and computes
      * the density and the summary from every point's numbers */
     out_csv fe, ft, fb, fn;
     csv_sweep(&fe, o.out, "eigs.csv", he, 7);

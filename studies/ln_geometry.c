@@ -32,7 +32,7 @@
 #include "lnkit/geometry.h"
 #include "lnkit/lnkit.h"
 #include "lnkit/text.h"
-#include "study.h"
+#include "kit/kit.h"
 
 
 static void *xmalloc(size_t n)

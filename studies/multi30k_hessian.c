@@ -50,7 +50,7 @@
 
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
-#include "study.h"
+#include "kit/kit.h"
 
 typedef struct {
     const char *out, *src, *tgt, *depths_str;
