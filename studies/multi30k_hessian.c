@@ -51,6 +51,7 @@
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
 #include "kit/kit.h"
+#include "kit/spectral.h"
 
 typedef struct {
     const char *out, *src, *tgt, *depths_str;
@@ -167,10 +168,7 @@ static void make_config(lnk_config *c, const opts_t *o, const data_t *D, int pre
 
 /* ------------------------------------------------------------ blocks */
 
-typedef struct {
-    char pat[64], side[4], kind[16];
-    int layer;
-} block_t;
+typedef spec_block block_t;
 
 static int make_blocks(int L, block_t *b)
 {
@@ -200,15 +198,8 @@ static int make_blocks(int L, block_t *b)
 typedef struct {
     int pre, seed;
     double loss;
-    lnk_eigs_result er;
-    lnk_trace_result tr;
-    lnk_slq_result slq;
-    double *btop, *bres;
-    int *bconv, *bsteps;
-    size_t *bn;
-    long hvp;
-    double sec, sec_eigs, sec_trace, sec_slq, sec_blocks;
-    size_t ws_bytes;
+    spec_point P;   /* eigs, trace, SLQ, blocks (kit/spectral.h) */
+    double sec;
 } spec_job;
 
 typedef struct {
@@ -246,67 +237,9 @@ static void run_spec(sched_t *S, spec_job *J)
     CK(lnk_model_init_params(m, th));
     lnk_dataset ds = dataset_of(D);
     CK(lnk_dataset_loss(m, th, &ds, &J->loss, NULL));
-    lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
-    if (!h)
-        die();
-    J->ws_bytes = lnk_hessian_workspace_bytes(h);
-    lnk_operator op = lnk_hessian_operator(h);
-    double t = lnk_now();
-    lnk_eigs_opts eo;
-    lnk_eigs_opts_default(&eo);
-    eo.k_top = eo.k_bottom = o->k;
-    eo.tol = o->eig_tol;
-    eo.max_steps = o->eig_steps;
-    eo.seed = (uint64_t)J->seed;
-    CK(lnk_eigs(&op, &eo, &J->er));
-    J->sec_eigs = lnk_now() - t;
-    t = lnk_now();
-    lnk_trace_opts to;
-    lnk_trace_opts_default(&to);
-    to.probes = o->probes;
-    to.seed = (uint64_t)J->seed;
-    CK(lnk_trace(&op, &to, &J->tr));
-    J->sec_trace = lnk_now() - t;
-    t = lnk_now();
-    lnk_slq_opts so;
-    lnk_slq_opts_default(&so);
-    so.runs = o->runs;
-    so.steps = o->steps;
-    so.seed = (uint64_t)J->seed;
-    CK(lnk_slq(&op, &so, &J->slq));
-    J->sec_slq = lnk_now() - t;
-    J->hvp = lnk_hessian_n_products(h);
-    lnk_hessian_free(h);
-    t = lnk_now();
-    int nb = S->nblk;
-    J->btop = calloc((size_t)nb, sizeof(double));
-    J->bres = calloc((size_t)nb, sizeof(double));
-    J->bconv = calloc((size_t)nb, sizeof(int));
-    J->bsteps = calloc((size_t)nb, sizeof(int));
-    J->bn = calloc((size_t)nb, sizeof(size_t));
-    for (int k = 0; k < nb; k++) {
-        lnk_hessian *hb = lnk_hessian_alloc_dataset(m, th, &ds, S->blk[k].pat);
-        if (!hb)
-            die();
-        lnk_operator bop = lnk_hessian_operator(hb);
-        lnk_eigs_opts bo;
-        lnk_eigs_opts_default(&bo);
-        bo.k_top = 1;
-        bo.tol = o->block_tol;
-        bo.max_steps = o->block_steps;
-        bo.seed = (uint64_t)J->seed;
-        lnk_eigs_result br;
-        CK(lnk_eigs(&bop, &bo, &br));
-        J->btop[k] = br.value[0];
-        J->bres[k] = br.residual[0];
-        J->bconv[k] = br.converged[0];
-        J->bsteps[k] = br.steps;
-        J->bn[k] = bop.n;
-        J->hvp += lnk_hessian_n_products(hb);
-        lnk_eigs_result_free(&br);
-        lnk_hessian_free(hb);
-    }
-    J->sec_blocks = lnk_now() - t;
+    spec_opts so = {o->k, o->eig_tol, o->eig_steps, o->probes, o->runs, o->steps, o->block_tol,
+                    o->block_steps};
+    spec_run(m, th, &ds, &so, S->blk, S->nblk, (uint64_t)J->seed, &J->P);
     J->sec = lnk_now() - ts;
     if (!o->quiet && study_root())
         fprintf(stderr,
@@ -314,9 +247,9 @@ static void run_spec(sched_t *S, spec_job *J)
                 "in %.0f s (eigs %.0f, trace %.0f, slq %.0f, blocks %.0f; %.2f s/Hv); %.0f s so "
                 "far\n",
                 J->pre ? "pre " : "post", J->seed, J->loss,
-                J->er.n_top ? J->er.value[0] : NAN,
-                J->er.n_bottom ? J->er.value[J->er.n_top] : NAN, J->tr.trace, J->hvp, J->sec,
-                J->sec_eigs, J->sec_trace, J->sec_slq, J->sec_blocks, J->sec / J->hvp,
+                J->P.er.n_top ? J->P.er.value[0] : NAN,
+                J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN, J->P.tr.trace, J->P.hvp, J->sec,
+                J->P.sec_eigs, J->P.sec_trace, J->P.sec_slq, J->P.sec_blocks, J->sec / J->P.hvp,
                 lnk_now() - S->t0);
     free(th);
     lnk_model_free(m);
@@ -391,13 +324,13 @@ static void gather_jobs(sched_t *S)
         if (j < S->n_spec) {
             spec_job *J = &S->spec[j];
             SBUF_PUT(&pb[j], *J);
-            study_put_eigs(&pb[j], &J->er);
-            study_put_slq(&pb[j], &J->slq);
-            sbuf_put(&pb[j], J->btop, sizeof(double) * (size_t)nb);
-            sbuf_put(&pb[j], J->bres, sizeof(double) * (size_t)nb);
-            sbuf_put(&pb[j], J->bconv, sizeof(int) * (size_t)nb);
-            sbuf_put(&pb[j], J->bsteps, sizeof(int) * (size_t)nb);
-            sbuf_put(&pb[j], J->bn, sizeof(size_t) * (size_t)nb);
+            study_put_eigs(&pb[j], &J->P.er);
+            study_put_slq(&pb[j], &J->P.slq);
+            sbuf_put(&pb[j], J->P.btop, sizeof(double) * (size_t)nb);
+            sbuf_put(&pb[j], J->P.bres, sizeof(double) * (size_t)nb);
+            sbuf_put(&pb[j], J->P.bconv, sizeof(int) * (size_t)nb);
+            sbuf_put(&pb[j], J->P.bsteps, sizeof(int) * (size_t)nb);
+            sbuf_put(&pb[j], J->P.bn, sizeof(size_t) * (size_t)nb);
         } else {
             grad_job *J = &S->grad[j - S->n_spec];
             SBUF_PUT(&pb[j], *J);
@@ -412,13 +345,13 @@ static void gather_jobs(sched_t *S)
             if (j < S->n_spec) {
                 spec_job *J = &S->spec[j];
                 SRD_GET(&rd, *J);
-                study_get_eigs(&rd, &J->er);
-                study_get_slq(&rd, &J->slq);
-                J->btop = srd_array(&rd, (size_t)nb, sizeof(double));
-                J->bres = srd_array(&rd, (size_t)nb, sizeof(double));
-                J->bconv = srd_array(&rd, (size_t)nb, sizeof(int));
-                J->bsteps = srd_array(&rd, (size_t)nb, sizeof(int));
-                J->bn = srd_array(&rd, (size_t)nb, sizeof(size_t));
+                study_get_eigs(&rd, &J->P.er);
+                study_get_slq(&rd, &J->P.slq);
+                J->P.btop = srd_array(&rd, (size_t)nb, sizeof(double));
+                J->P.bres = srd_array(&rd, (size_t)nb, sizeof(double));
+                J->P.bconv = srd_array(&rd, (size_t)nb, sizeof(int));
+                J->P.bsteps = srd_array(&rd, (size_t)nb, sizeof(int));
+                J->P.bn = srd_array(&rd, (size_t)nb, sizeof(size_t));
             } else {
                 grad_job *J = &S->grad[j - S->n_spec];
                 SRD_GET(&rd, *J);
@@ -472,117 +405,27 @@ static void ratio_row(FILE *f, const char *name, const double *post, const doubl
 static void write_spec(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
                        const char *start, double t0)
 {
-    static const char *const he[] = {"norm_pos", "seed", "which", "index", "eigenvalue",
-                                     "residual", "converged"};
-    static const char *const ht[] = {"norm_pos", "seed", "method", "probes", "trace", "stderr"};
-    static const char *const hb[] = {"norm_pos", "seed",      "block", "side",     "layer",
-                                     "kind",     "n_params",  "top_eigenvalue", "residual",
-                                     "converged", "steps"};
-    static const char *const hn[] = {"norm_pos", "seed", "run", "index", "node", "weight"};
-    out_csv fe, ft, fb, fn;
-    csv_open(&fe, o->out, "eigs.csv", he, 7);
-    csv_open(&ft, o->out, "trace.csv", ht, 6);
-    csv_open(&fb, o->out, "blocks.csv", hb, 11);
-    csv_open(&fn, o->out, "slq_nodes.csv", hn, 6);
-    for (int j = 0; j < S->n_spec; j++) {
-        spec_job *J = &S->spec[j];
-        const char *pn = pname(J->pre);
-        for (int i = 0; i < J->er.k; i++) {
-            int t = i < J->er.n_top;
-            CK(lnk_csv_str(&fe.c, pn));
-            CK(lnk_csv_int(&fe.c, J->seed));
-            CK(lnk_csv_str(&fe.c, t ? "top" : "bottom"));
-            CK(lnk_csv_int(&fe.c, t ? i : i - J->er.n_top));
-            CK(lnk_csv_double(&fe.c, J->er.value[i]));
-            CK(lnk_csv_double(&fe.c, J->er.residual[i]));
-            CK(lnk_csv_int(&fe.c, J->er.converged[i]));
-            CK(lnk_csv_end_row(&fe.c));
-        }
-        CK(lnk_csv_str(&ft.c, pn));
-        CK(lnk_csv_int(&ft.c, J->seed));
-        CK(lnk_csv_str(&ft.c, "hutchinson"));
-        CK(lnk_csv_int(&ft.c, J->tr.probes));
-        CK(lnk_csv_double(&ft.c, J->tr.trace));
-        CK(lnk_csv_double(&ft.c, J->tr.std_error));
-        CK(lnk_csv_end_row(&ft.c));
-        for (int k = 0; k < S->nblk; k++) {
-            const block_t *b = &S->blk[k];
-            CK(lnk_csv_str(&fb.c, pn));
-            CK(lnk_csv_int(&fb.c, J->seed));
-            CK(lnk_csv_str(&fb.c, b->pat));
-            CK(lnk_csv_str(&fb.c, b->side));
-            CK(lnk_csv_int(&fb.c, b->layer));
-            CK(lnk_csv_str(&fb.c, b->kind));
-            CK(lnk_csv_int(&fb.c, (long long)J->bn[k]));
-            CK(lnk_csv_double(&fb.c, J->btop[k]));
-            CK(lnk_csv_double(&fb.c, J->bres[k]));
-            CK(lnk_csv_int(&fb.c, J->bconv[k]));
-            CK(lnk_csv_int(&fb.c, J->bsteps[k]));
-            CK(lnk_csv_end_row(&fb.c));
-        }
-        lnk_slq_result *sr = &J->slq;
-        for (int r = 0; r < sr->runs; r++)
-            for (int i = sr->offset[r]; i < sr->offset[r + 1]; i++) {
-                CK(lnk_csv_str(&fn.c, pn));
-                CK(lnk_csv_int(&fn.c, J->seed));
-                CK(lnk_csv_int(&fn.c, r));
-                CK(lnk_csv_int(&fn.c, i - sr->offset[r]));
-                CK(lnk_csv_double(&fn.c, sr->node[i]));
-                CK(lnk_csv_double(&fn.c, sr->weight[i]));
-                CK(lnk_csv_end_row(&fn.c));
-            }
-    }
-    csv_close(&fe, base, extra, start, t0);
-    csv_close(&ft, base, extra, start, t0);
-    csv_close(&fb, base, extra, start, t0);
-    csv_close(&fn, base, extra, start, t0);
+    spec_files F;
+    spec_files_open(&F, o->out, 1, 0);
+    for (int j = 0; j < S->n_spec; j++)
+        spec_rows(&F, pname(S->spec[j].pre), S->spec[j].seed, &S->spec[j].P, S->blk, S->nblk);
+    spec_files_close(&F, base, extra, start, t0);
 }
 
-/* Density of each variant (nodes of all its seeds pooled), one sigma and one grid. */
-static double write_density(const opts_t *o, sched_t *S, const lnk_config *base,
-                            const char *extra, const char *start, double t0, double integ[2])
+/* Density of each variant (nodes of all its seeds pooled), one sigma and one
+ * grid, from slq_nodes.csv. */
+static double write_density(const opts_t *o, const lnk_config *base, const char *extra,
+                            const char *start, double t0, double integ[2])
 {
-    int NS = o->seeds;
-    double lo = INFINITY, hi = -INFINITY;
-    for (int j = 0; j < S->n_spec; j++) {
-        lo = fmin(lo, S->spec[j].slq.node_min);
-        hi = fmax(hi, S->spec[j].slq.node_max);
-    }
-    double sigma;
-    CK(lnk_sigma_from_kappa(o->kappa, o->steps, 0.05, lo, hi, &sigma));
-    double a = lo - LNK_SLQ_PAD * sigma, w = hi - lo + 2 * LNK_SLQ_PAD * sigma;
-    size_t np = (size_t)ceil(w / (sigma / 4)) + 1;
-    double *t = malloc(sizeof(double) * np), *phi = malloc(sizeof(double) * np),
-           *acc = calloc(np * 2, sizeof(double));
-    for (size_t p = 0; p < np; p++)
-        t[p] = a + w * (double)p / (double)(np - 1);
-    for (int j = 0; j < S->n_spec; j++) {
-        spec_job *J = &S->spec[j];
-        CK(lnk_slq_density(&J->slq, sigma, t, np, phi));
-        for (size_t p = 0; p < np; p++)
-            acc[J->pre * np + p] += phi[p] / NS;
-    }
-    static const char *const hd[] = {"norm_pos", "t", "density"};
-    out_csv fd;
-    csv_open(&fd, o->out, "density.csv", hd, 3);
-    for (int pre = 0; pre < 2; pre++) {
-        integ[pre] = lnk_trapezoid(t, acc + pre * np, np);
-        for (size_t p = 0; p < np; p++) {
-            CK(lnk_csv_str(&fd.c, pname(pre)));
-            CK(lnk_csv_double(&fd.c, t[p]));
-            CK(lnk_csv_double(&fd.c, acc[pre * np + p]));
-            CK(lnk_csv_end_row(&fd.c));
-        }
-    }
-    char *x = malloc(strlen(extra) + 256);
-    sprintf(x, "%.*s, \"sigma\": %.17g, \"kappa\": %.17g, \"integral_post\": %.17g, "
-               "\"integral_pre\": %.17g}",
-            (int)strlen(extra) - 1, extra, sigma, o->kappa, integ[0], integ[1]);
-    csv_close(&fd, base, x, start, t0);
-    free(x);
-    free(t);
-    free(phi);
-    free(acc);
+    lnk_slq_result *r;
+    int *pre, n;
+    spec_read_slq(o->out, &r, &pre, &n);
+    double sigma = spec_write_density(o->out, r, pre, n, o->kappa, o->steps, base, extra, start,
+                                      t0, integ);
+    for (int i = 0; i < n; i++)
+        lnk_slq_result_free(&r[i]);
+    free(r);
+    free(pre);
     return sigma;
 }
 
@@ -701,11 +544,11 @@ static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double s
         double sec = 0;
         for (int j = 0; j < S->n_spec; j++) {
             spec_job *J = &S->spec[j];
-            q[0][J->pre][J->seed] = J->er.n_top ? J->er.value[0] : NAN;
-            q[1][J->pre][J->seed] = J->er.n_bottom ? J->er.value[J->er.n_top] : NAN;
-            q[2][J->pre][J->seed] = J->tr.trace;
+            q[0][J->pre][J->seed] = J->P.er.n_top ? J->P.er.value[0] : NAN;
+            q[1][J->pre][J->seed] = J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN;
+            q[2][J->pre][J->seed] = J->P.tr.trace;
             q[3][J->pre][J->seed] = J->loss;
-            hvp += J->hvp;
+            hvp += J->P.hvp;
             sec += J->sec;
         }
         fprintf(f, "## Hessian of the data-set loss\n\n%d seeds (0..%d; the same seed gives both "
@@ -722,9 +565,9 @@ static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double s
         int nconv[2] = {0, 0}, ntot[2] = {0, 0};
         for (int j = 0; j < S->n_spec; j++) {
             spec_job *J = &S->spec[j];
-            tse[J->pre] = fmax(tse[J->pre], J->tr.std_error);
-            for (int i = 0; i < J->er.k; i++) {
-                nconv[J->pre] += J->er.converged[i];
+            tse[J->pre] = fmax(tse[J->pre], J->P.tr.std_error);
+            for (int i = 0; i < J->P.er.k; i++) {
+                nconv[J->pre] += J->P.er.converged[i];
                 ntot[J->pre]++;
             }
         }
@@ -742,15 +585,15 @@ static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double s
         double *rel = malloc(sizeof(double) * 2 * NS * nb);
         for (int j = 0; j < S->n_spec; j++)
             for (int k = 0; k < nb; k++)
-                rel[nrel++] = S->spec[j].bres[k] / fabs(S->spec[j].btop[k]);
+                rel[nrel++] = S->spec[j].P.bres[k] / fabs(S->spec[j].P.btop[k]);
         qsort(rel, (size_t)nrel, sizeof *rel, cmp_double);
         for (int pre = 0; pre < 2; pre++)
             for (int k = 0; k < nb; k++) {
                 int n = 0;
                 for (int j = 0; j < S->n_spec; j++)
                     if (S->spec[j].pre == pre) {
-                        tmp[n++] = S->spec[j].btop[k];
-                        bconv += S->spec[j].bconv[k];
+                        tmp[n++] = S->spec[j].P.btop[k];
+                        bconv += S->spec[j].P.bconv[k];
                     }
                 bm[pre * nb + k] = mean(tmp, n);
                 bs[pre * nb + k] = sd(tmp, n);
@@ -791,7 +634,7 @@ static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double s
                    "| block | parameters | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|---|\n");
         for (int k = 0; k < nb; k++)
             fprintf(f, "| `%s` | %zu | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", S->blk[k].pat,
-                    S->spec[0].bn[k], bm[k], bs[k], bm[nb + k], bs[nb + k], bm[k] / bm[nb + k]);
+                    S->spec[0].P.bn[k], bm[k], bs[k], bm[nb + k], bs[nb + k], bm[k] / bm[nb + k]);
         fprintf(f, "\nSpectral density: `density.csv` / `density.png` (SLQ %d x %d per seed, "
                    "nodes of the %d seeds pooled; Gaussian kernel sigma = %.4g from Papyan's "
                    "kappa = %g; integrals %.6f and %.6f).\n\n",
@@ -1061,7 +904,7 @@ int main(int argc, char **argv)
     double sigma = 0, integ[2] = {0, 0};
     if (o.do_spec) {
         write_spec(&o, &S, &base, extra, start, t0);
-        sigma = write_density(&o, &S, &base, extra, start, t0, integ);
+        sigma = write_density(&o, &base, extra, start, t0, integ);
     }
     if (o.do_grad)
         write_grad(&o, &S, &base, extra, start, t0);
@@ -1071,13 +914,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "multi30k_hessian: wrote %s/ in %.0f s\n", o.out, lnk_now() - t0);
     for (int j = 0; j < S.n_spec; j++) {
         spec_job *J = &S.spec[j];
-        lnk_eigs_result_free(&J->er);
-        lnk_slq_result_free(&J->slq);
-        free(J->btop);
-        free(J->bres);
-        free(J->bconv);
-        free(J->bsteps);
-        free(J->bn);
+        spec_point_free(&J->P);
     }
     for (int j = 0; j < S.n_grad; j++) {
         free(S.grad[j].w1);

@@ -453,3 +453,34 @@ void study_density_gp(const char *dir, const char *title)
     CK(lnk_afile_commit(&ag));
 }
 
+
+/* ------------------------------------------------- reading the rows back */
+
+void study_table_read(study_table *t, const char *dir, const char *name)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CK(lnk_csvdata_read(path, &t->d));
+}
+
+int study_table_col(const study_table *t, const char *name)
+{
+    int j = lnk_csvdata_col(&t->d, name);
+    if (j < 0)
+        fail("%s: no column '%s'", t->d.what, name);
+    return j;
+}
+
+double study_table_num(const study_table *t, size_t row, int col)
+{
+    double v;
+    CK(lnk_csvdata_num(&t->d, row, col, &v));
+    return v;
+}
+
+const char *study_table_str(const study_table *t, size_t row, int col)
+{
+    return lnk_csvdata_str(&t->d, row, col);
+}
+
+void study_table_free(study_table *t) { lnk_csvdata_free(&t->d); }

@@ -137,6 +137,19 @@ void csv_point(out_csv *o, long i);
  * extra JSON, start time, wall time since t0) on rank 0. */
 void csv_close(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0);
 
+/* ------------------------------------------------- reading the rows back
+ * A study CSV read whole (lnk_csvdata), for summaries computed from the
+ * files a study wrote: columns by name, numbers exactly as written (%.17g
+ * round-trips).  Errors fail the study naming the file, row and column. */
+typedef struct {
+    lnk_csvdata d;
+} study_table;
+void study_table_read(study_table *t, const char *dir, const char *name);
+int study_table_col(const study_table *t, const char *name);
+double study_table_num(const study_table *t, size_t row, int col);
+const char *study_table_str(const study_table *t, size_t row, int col);
+void study_table_free(study_table *t);
+
 /* ---------------------------------------------------------------- plotting */
 /* DIR/density.gp: gnuplot script plotting density.csv (columns norm_pos,
  * t, phi) of Post-LN and Pre-LN on a log axis into density.png. */
