@@ -248,7 +248,8 @@ static void run_spec(sched_t *S, spec_job *J)
                 "far\n",
                 J->pre ? "pre " : "post", J->seed, J->loss,
                 J->P.er.n_top ? J->P.er.value[0] : NAN,
-                J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN, J->P.tr.trace, J->P.hvp, J->sec,
+                J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN, J->P.tr.trace, J->P.hvp,
+                J->sec,
                 J->P.sec_eigs, J->P.sec_trace, J->P.sec_slq, J->P.sec_blocks, J->sec / J->P.hvp,
                 lnk_now() - S->t0);
     free(th);

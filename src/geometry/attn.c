@@ -105,7 +105,8 @@ int lnk_geom_model_attn(const lnk_workspace *ws, lnk_geom_attn_stat **out, int *
         lnk_attn_view v;
         if (lnk_workspace_attn(ws, u->stack, u->unit, &v) != LNK_OK) {
             /* the units are the model's own: only an unevaluated workspace fails */
-            st = lnk_error(LNK_EINVAL, "attention statistics: the workspace holds no evaluated batch");
+            st = lnk_error(LNK_EINVAL,
+                           "attention statistics: the workspace holds no evaluated batch");
             break;
         }
         const uint8_t *qpad = v.qpad, *kpad = v.kpad;
