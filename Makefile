@@ -73,7 +73,7 @@ deps:
 	bash tools/deps.sh
 
 # The test suite also needs Debian's python3-torch: the independent reference
-# implementation (tools/ref_torch.py) that tests/test_reference.c compares with.
+# implementation (tests/ref_torch.py) that tests/test_reference.c compares with.
 # OpenMPI for the MPI build's tests (make test runs them; the default build
 # does not need it).
 TEST_PKGS := python3-torch python3-numpy libopenmpi-dev openmpi-bin
@@ -248,19 +248,19 @@ demo: deps
 # Studies: each regenerates its part of results/ (CSV + .meta.json, tables, plots).
 study-grad: deps
 	$(MAKE) all
-	bash tools/study_grad.sh $(BUILD)
+	bash studies/scripts/study_grad.sh $(BUILD)
 
 study-geometry: deps
 	$(MAKE) all
-	bash tools/study_geometry.sh $(BUILD)
+	bash studies/scripts/study_geometry.sh $(BUILD)
 
 study-hessian: deps
 	$(MAKE) all
-	bash tools/study_hessian.sh $(BUILD)
+	bash studies/scripts/study_hessian.sh $(BUILD)
 
 study-multi30k: deps
 	$(MAKE) all
-	bash tools/study_multi30k.sh $(BUILD)
+	bash studies/scripts/study_multi30k.sh $(BUILD)
 
 study-demo: deps
 	$(MAKE) all

@@ -19,7 +19,7 @@
  *            head, and the layer-2 maps of one sequence:  attn_stats.csv, attn_map_*.csv
  *   counts   how many normalisation statistics a LayerNorm computes:  norm_counts.csv
  * Every CSV gets a .meta.json; summary.md collects the tables the README cites.
- * Plots are drawn by tools/study_geometry.sh (gnuplot) from the CSVs. */
+ * Plots are drawn by studies/scripts/study_geometry.sh (gnuplot) from the CSVs. */
 #include <cblas.h>
 #include <getopt.h>
 #include <gsl/gsl_fit.h>
