@@ -1,11 +1,13 @@
 /* Shared helpers of the benchmarks: medians of timings and the Multi30k
- * seq2seq configuration (bench_multi30k, bench_mpi). */
+ * seq2seq configuration (bench_multi30k, bench_mpi).  Errors, flags and
+ * outputs: the study kit (kit/kit.h: study_init, fail, die, CK). */
 #ifndef LNK_BENCH_H
 #define LNK_BENCH_H
 
 #include <stdio.h>
 #include <stdlib.h>
 #include "lnkit/lnkit.h"
+#include "kit/kit.h"
 
 static inline int cmp_double(const void *a, const void *b)
 {

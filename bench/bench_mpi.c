@@ -31,17 +31,6 @@
 #include "lnkit/lnkit.h"
 #include "bench.h"
 
-static void die(void)
-{
-    fprintf(stderr, "bench_mpi: rank %d: %s\n", lnk_comm_rank(), lnk_errmsg());
-    lnk_comm_abort(2);
-}
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
-
 
 /* A synthetic parallel corpus when Multi30k is absent: n lines of 8-20
  * tokens from a 400-word vocabulary. */
@@ -67,11 +56,7 @@ static void synth(const char *path, int n, unsigned seed)
 
 int main(int argc, char **argv)
 {
-    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
-        fprintf(stderr, "bench_mpi: %s\n", lnk_errmsg());
-        return 2;
-    }
-    CK(lnk_comm_init(&argc, &argv));
+    study_start(&argc, &argv, "bench_mpi"); /* best OpenBLAS kernel, MPI job (kit/kit.h) */
     int P = lnk_comm_size(), me = lnk_comm_rank();
     const char *src = "data/multi30k/val.de", *tgt = "data/multi30k/val.en";
     const char *size = "64,4,256,6", *csv = NULL;

@@ -46,14 +46,6 @@
 #include "kit/kit.h"
 
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        fail("out of memory (%zu bytes)", n);
-    return p;
-}
-
 static char *xstrdup(const char *s)
 {
     char *p = strdup(s);
@@ -441,7 +433,7 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 {
     const lnk_config *c = lnk_model_config(m);
     int cap = 64, n = 0;
-    item *it = xmalloc(sizeof(item) * cap);
+    item *it = study_alloc(sizeof(item) * cap);
 #define ADD(st, l, lab, ...)                                                                      \
     do {                                                                                          \
         if (n == cap)                                                                             \
@@ -491,7 +483,7 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 #undef ADD
     const lnk_layout *lay = lnk_model_layout(m);
     for (int i = 0; i < n; i++) {
-        it[i].tix = xmalloc(sizeof(int) * lay->n_tensors);
+        it[i].tix = study_alloc(sizeof(int) * lay->n_tensors);
         for (int t = 0; t < lay->n_tensors; t++)
             if (fnmatch(it[i].pattern, lay->t[t].name, 0) == 0)
                 it[i].tix[it[i].nt++] = t;
@@ -520,8 +512,8 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, presult
     if (np > buf_n) {
         free(buf_th);
         free(buf_g);
-        buf_th = xmalloc(sizeof(double) * np);
-        buf_g = xmalloc(sizeof(double) * np);
+        buf_th = study_alloc(sizeof(double) * np);
+        buf_g = study_alloc(sizeof(double) * np);
         buf_n = np;
     }
     double *th = buf_th, *g = buf_g;
@@ -531,7 +523,7 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, presult
     /* running sums of the tensors the items need (only those: the full
      * gradient of a wide model is hundreds of MB) */
     int nt = lay->n_tensors;
-    size_t *soff = xmalloc(sizeof(size_t) * nt), ssz = 0;
+    size_t *soff = study_alloc(sizeof(size_t) * nt), ssz = 0;
     for (int t = 0; t < nt; t++)
         soff[t] = (size_t)-1;
     for (int i = 0; i < r->nit; i++)
@@ -718,7 +710,7 @@ static void keys_build(keyset *k, const rows *r)
         if (strcmp(r->head[j], "seed") == 0)
             ss = j;
     }
-    k->v = xmalloc(sizeof(char *) * (n ? n : 1));
+    k->v = study_alloc(sizeof(char *) * (n ? n : 1));
     k->n = 0;
     for (size_t i = 0; i < n; i++) {
         char *s = NULL;

@@ -95,6 +95,14 @@ void fail(const char *fmt, ...)
 
 void die(void) { fail("%s", lnk_errmsg()); }
 
+void *study_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        fail("out of memory (%zu bytes)", n);
+    return p;
+}
+
 /* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
 void study_input(const char *path)
 {

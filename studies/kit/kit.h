@@ -64,6 +64,8 @@ _Noreturn void die(void);
 void study_track(lnk_afile *a);
 void study_untrack(lnk_afile *a);
 
+/* malloc(n), or fail ("out of memory"). */
+void *study_alloc(size_t n);
 /* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
 void study_input(const char *path);
 /* Integer flag value in [min, max] or fail naming the flag. */
