@@ -209,34 +209,16 @@ static void write_table(const lnk_table *tb, const char *base, const char *title
     }
 }
 
-/* Plot data: a CSV written through lnk_csv with its .meta.json. */
-typedef struct {
-    lnk_afile a;
-    lnk_csv c;
-    const char *name;
-} outcsv;
-
-static void oc_open(outcsv *o, const char *name, const char *const *head, int n)
+/* Plot data: a CSV (kit: out_csv) with its .meta.json naming what it holds. */
+static void oc_close(out_csv *o, const char *what)
 {
-    o->name = name;
-    CK(lnk_afile_open(&o->a, pth(name)));
-    CK(lnk_csv_begin(&o->c, o->a.f, head, n));
-}
-static void oc_num(outcsv *o, double v, int present)
-{
-    CK(present && isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
-}
-static void oc_close(outcsv *o, const char *what)
-{
-    lnk_csv_free(&o->c);
-    CK(lnk_afile_commit(&o->a));
     char extra[1024];
     snprintf(extra, sizeof extra,
              "{\"study\": \"grad_table (analysis of grad_norms)\", \"what\": \"%s\", "
              "\"statistic\": "
              "\"%s\", \"input_dir\": \"%s\"}",
              what, stat_col, dir);
-    CK(lnk_meta_write(pth(o->name), NULL, extra, start_iso, lnk_now() - t_start));
+    csv_close(o, NULL, extra, start_iso, t_start);
 }
 
 static void pm(char *b, size_t n, const cellv *c)
@@ -464,8 +446,8 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
         snprintf(th[k], 48, "%s_theory", s_id[k]);
         head[n++] = th[k];
     }
-    outcsv o;
-    oc_open(&o, name, head, n);
+    out_csv o;
+    csv_open(&o, dir, name, head, n);
     double anchor[NS];
     for (int k = 0; k < NS; k++) {
         anchor[k] = NAN;
@@ -484,13 +466,13 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
             double m = 0, sd = 0;
             if (s->c[k][i].n)
                 cell_ms(&s->c[k][i], &m, &sd);
-            oc_num(&o, m, s->c[k][i].n > 0);
-            oc_num(&o, sd, s->c[k][i].n > 0);
+            csv_num_or_empty(&o, m, s->c[k][i].n > 0);
+            csv_num_or_empty(&o, sd, s->c[k][i].n > 0);
         }
         for (int k = 0; k < NS; k++) {
             double x = s->x[i];
             double g = depth ? (k % 2 ? 1 / sqrt(x) : 1) : x * sqrt(log(x));
-            oc_num(&o, anchor[k] * g, !isnan(anchor[k]));
+            csv_num_or_empty(&o, anchor[k] * g, !isnan(anchor[k]));
         }
         CK(lnk_csv_end_row(&o.c));
     }
@@ -727,8 +709,8 @@ static void lemma2(const lnk_csvdata *t)
                                      "realistic_pre_mean", "realistic_pre_sd",
                                      "realistic_post5_mean", "realistic_post5_sd",
                                      "theorem_post5_target", "realistic_post5_target"};
-    outcsv o;
-    oc_open(&o, "lemma2_summary.csv", sh, 13);
+    out_csv o;
+    csv_open(&o, dir, "lemma2_summary.csv", sh, 13);
     int inband[2] = {0, 0}, tot[2] = {0, 0}, post_ok[2] = {0, 0}, post_n[2] = {0, 0};
     double post_dev[2] = {0, 0}, post_avg[2] = {0, 0};
     for (int l = 1; l <= nl; l++) {
@@ -751,10 +733,10 @@ static void lemma2(const lnk_csvdata *t)
                 cell_ms(cp, &m, &sd);
             if (cq->n)
                 cell_ms(cq, &m5, &sd5);
-            oc_num(&o, m, cp->n > 0);
-            oc_num(&o, sd, cp->n > 0);
-            oc_num(&o, m5, cq->n > 0);
-            oc_num(&o, sd5, cq->n > 0);
+            csv_num_or_empty(&o, m, cp->n > 0);
+            csv_num_or_empty(&o, sd, cp->n > 0);
+            csv_num_or_empty(&o, m5, cq->n > 0);
+            csv_num_or_empty(&o, sd5, cq->n > 0);
             /* "in band": the seed mean within the interval widened by 3 standard errors */
             double se = cp->n > 1 ? sd / sqrt((double)cp->n) : 0;
             int in = m >= lo - 3 * se && m <= hi + 3 * se;
@@ -1127,8 +1109,8 @@ static void profile(const lnk_csvdata *t)
                             head2[n++] = hb[(p * NT + te) * 2];
                             head2[n++] = hb[(p * NT + te) * 2 + 1];
                         }
-                    outcsv o;
-                    oc_open(&o, name, head2, n);
+                    out_csv o;
+                    csv_open(&o, dir, name, head2, n);
                     int x = 0;
                     for (int sk = 0; sk < 2; sk++)
                         for (int l = 0; l < nl[sk]; l++) {
@@ -1142,8 +1124,8 @@ static void profile(const lnk_csvdata *t)
                                     const cellv *cc = &C(p, te, sk, l);
                                     if (cc->n)
                                         cell_ms(cc, &m, &sd);
-                                    oc_num(&o, m, cc->n > 0);
-                                    oc_num(&o, sd, cc->n > 0);
+                                    csv_num_or_empty(&o, m, cc->n > 0);
+                                    csv_num_or_empty(&o, sd, cc->n > 0);
                                 }
                             CK(lnk_csv_end_row(&o.c));
                         }

@@ -304,6 +304,8 @@ static void csv_begin_(out_csv *o, const char *dir, const char *name,
     memset(o, 0, sizeof *o);
     snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
     o->sweep = sweep;
+    lnk_iso_time(o->start, sizeof o->start);
+    o->t0 = lnk_now();
     if (study_R == 0) {
         CK(lnk_afile_open(&o->a, o->path));
         study_track(&o->a);
@@ -324,6 +326,11 @@ void csv_sweep(out_csv *o, const char *dir, const char *name,
                              const char *const *hdr, int n)
 {
     csv_begin_(o, dir, name, hdr, n, 1);
+}
+
+void csv_num_or_empty(out_csv *o, double v, int present)
+{
+    CK(present && isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
 }
 
 /* The rows that follow are point i's. */
@@ -431,6 +438,10 @@ void csv_close(out_csv *o, const lnk_config *c, const char *extra,
         return;
     study_untrack(&o->a);
     CK(lnk_afile_commit(&o->a));
+    if (!start) {
+        start = o->start;
+        t0 = o->t0;
+    }
     CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
 }
 

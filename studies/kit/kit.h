@@ -129,14 +129,19 @@ typedef struct {
     int sweep;
     study_seg *seg;
     int nseg, capseg;
+    char start[32];   /* when it was opened (ISO 8601), and lnk_now() then */
+    double t0;
 } out_csv;
 
 void csv_open(out_csv *o, const char *dir, const char *name, const char *const *hdr, int n);
 void csv_sweep(out_csv *o, const char *dir, const char *name, const char *const *hdr, int n);
 /* The rows that follow are point i's. */
 void csv_point(out_csv *o, long i);
+/* A number, or an empty field when absent (present 0) or not finite. */
+void csv_num_or_empty(out_csv *o, double v, int present);
 /* Collective for a sweep.  Writes the file and NAME.meta.json (config c,
- * extra JSON, start time, wall time since t0) on rank 0. */
+ * extra JSON, start time, wall time since t0; start NULL: the file's own,
+ * from csv_open to csv_close) on rank 0. */
 void csv_close(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0);
 
 /* ------------------------------------------------- reading the rows back
