@@ -37,7 +37,7 @@ CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
            -fno-sanitize-recover=undefined
 endif
 
-LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c src/analysis/*.c)
+LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC  := $(wildcard src/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -140,9 +140,9 @@ $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(KIT) $(LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(TEST_UTIL) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(KIT) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
 
 $(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)
@@ -223,8 +223,8 @@ fuzz:
 fuzz-build:
 	$(MAKE) FUZZ=1 BUILD=build-fuzz OPT=-O1 $(FUZZ_BIN)
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(LIB) $(LDLIBS) -o $@
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(LIB)
+	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(LIB) $(LDLIBS) -o $@
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)

@@ -41,7 +41,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "lnkit/lnkit.h"
-#include "lnkit/analysis.h"
+#include "kit/analysis.h"
 #include "lnkit/stats.h"
 #include "kit/kit.h"
 

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "lnkit/lnkit.h"
-#include "lnkit/analysis.h"
+#include "kit/analysis.h"
 #include "kit/kit.h"
 
 

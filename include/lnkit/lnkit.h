@@ -12,7 +12,6 @@
 #include "lnkit/curvature_io.h"
 #include "lnkit/hessian.h"
 #include "lnkit/stats.h"
-#include "lnkit/analysis.h"
 #include "lnkit/geometry.h"
 #include "lnkit/corpus.h"
 #include "lnkit/comm.h"

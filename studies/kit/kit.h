@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "lnkit/lnkit.h"
+#include "analysis.h"
 
 /* ------------------------------------------------------------ the program */
 /* The program's name for messages, and the best OpenBLAS kernel (lnkit/blas.h:
