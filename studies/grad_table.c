@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <jansson.h>
 #include "lnkit/lnkit.h"
 #include "kit/analysis.h"
 #include "kit/kit.h"
@@ -209,16 +210,35 @@ static void write_table(const lnk_table *tb, const char *base, const char *title
     }
 }
 
-/* Plot data: a CSV (kit: out_csv) with its .meta.json naming what it holds. */
-static void oc_close(out_csv *o, const char *what)
+/* Plot data: a CSV (kit: out_csv) with its .meta.json naming what it holds
+ * and the input CSV it summarises, with that input's parameters and seeds
+ * (its sidecar, without the versions and times of its run). */
+static void oc_close(out_csv *o, const char *what, const char *input)
 {
-    char extra[1024];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"grad_table (analysis of grad_norms)\", \"what\": \"%s\", "
-             "\"statistic\": "
-             "\"%s\", \"input_dir\": \"%s\"}",
-             what, stat_col, dir);
+    json_t *x = json_pack("{s:s, s:s, s:s, s:s, s:s}", "study",
+                          "grad_table (analysis of grad_norms)", "what", what, "statistic",
+                          stat_col, "input_dir", dir, "input", input);
+    char side[1100];
+    snprintf(side, sizeof side, "%s", pth(input));
+    char *dot = strrchr(side, '.');
+    if (dot && !strcmp(dot, ".csv"))
+        *dot = '\0';
+    strncat(side, ".meta.json", sizeof side - strlen(side) - 1);
+    json_t *in = json_load_file(side, 0, NULL);
+    if (in && json_is_object(in)) {
+        static const char *const drop[] = {"versions", "start_time", "wall_seconds", "threads",
+                                           "command_line", "blas", "inputs"};
+        for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
+            json_object_del(in, drop[k]);
+        json_object_set(x, "input_parameters", in);
+    }
+    json_decref(in);
+    char *extra = x ? json_dumps(x, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(x);
+    if (!extra)
+        fail("out of memory");
     csv_close(o, NULL, extra, start_iso, t_start);
+    free(extra);
 }
 
 static void pm(char *b, size_t n, const cellv *c)
@@ -429,6 +449,11 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
 
 static void summary_csv(const sweepdata *s, const char *name, const char *xname, int depth)
 {
+    char input[128]; /* NAME_summary.csv summarises NAME.csv */
+    snprintf(input, sizeof input, "%s", name);
+    char *suffix = strstr(input, "_summary.csv");
+    if (suffix)
+        strcpy(suffix, ".csv");
     /* x, per series mean/sd, and the theory curves anchored at the first x */
     const char *head[1 + 3 * NS];
     char hb[2 * NS][48];
@@ -480,7 +505,7 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
                          "the "
                          "smallest L (Pre-LN L^-1/2, Post-LN flat)"
                        : "last-layer norm per d: mean, sd over seeds; theory d sqrt(ln d) anchored "
-                         "at the smallest d");
+                         "at the smallest d", input);
 }
 
 /* ------------------------------------------------------------ width */
@@ -768,7 +793,8 @@ static void lemma2(const lnk_csvdata *t)
     }
     oc_close(&o, "Lemma 2 per layer l (paper numbering): E||x^pre_l||^2/d and its band [lo, hi], "
                  "E||x^{post,5}_l||^2/d and its expected value 1 + 2r/(1+r)^2, r = d_ff/d (1.5 in "
-                 "the theorem setting); mean, sd over seeds");
+                 "the theorem setting); mean, sd over seeds",
+             "depth_hidden.csv");
     char cap[700];
     snprintf(cap, sizeof cap, "Lemma 2 at L = %d: mean over tokens of ||x||^2/d, mean ± sd over "
              "seeds. Pre-LN x^{pre}_l (l = 1: embedding output; l = L+1: last residual, the final "
@@ -1130,7 +1156,8 @@ static void profile(const lnk_csvdata *t)
                             CK(lnk_csv_end_row(&o.c));
                         }
                     oc_close(&o, "per-layer gradient norms (x: position, encoder blocks then "
-                                 "decoder blocks), mean, sd over seeds");
+                                 "decoder blocks), mean, sd over seeds",
+                             "profile.csv");
                 }
             }
             for (int i = 0; i < 2 * NT * 2 * ML; i++)
