@@ -26,7 +26,11 @@
  *   grad.csv      norm_pos,seed,L,side,layer,tensor,grad_norm   (ffn.w1, ffn.w2 of every
  *                 encoder and decoder layer; Figure 3 a/b = the rows of L = --L, c/d =
  *                 the decoder's last layer w2 over L)
- * Then summary.md (Post/Pre ratios with the spread over seeds), density.gp
+ *   jobs.csv      job,kind,norm_pos,seed,L,loss,hvp,seconds   (every job: its loss at init,
+ *                 H v products and time)
+ * These are the raw rows (under MPI each rank writes its jobs' rows, gathered
+ * in job order); grad_profile.csv, grad_depth.csv, density.csv and summary.md
+ * are computed from them.  Then summary.md (Post/Pre ratios with the spread over seeds), density.gp
  * (gnuplot -> density.png, log density axis) and grad.gp (-> grad.png).
  * Every CSV has its .meta.json.  The (variant, seed) jobs run in --jobs
  * threads (one BLAS thread each); results do not depend on the scheduling.
@@ -312,57 +316,178 @@ static void *worker(void *arg)
     }
 }
 
-/* Collective: the results of the jobs of the other ranks (j % P) to rank 0. */
-static void gather_jobs(sched_t *S)
+static const char *pname(int pre) { return pre ? "pre" : "post"; }
+
+/* Collective: every rank writes the raw rows of its own jobs (job j ran on
+ * rank j % P) as the points of sweep CSVs, gathered to rank 0 in job order:
+ * eigs, trace, blocks, slq_nodes (the spectral jobs), grad.csv (the gradient
+ * jobs) and jobs.csv (each job's loss, products and time). */
+static void write_rows(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
+                       const char *start, double t0)
 {
-    int nj = S->n_spec + S->n_grad, nb = S->nblk;
-    study_buf *pb = calloc((size_t)(nj ? nj : 1), sizeof *pb);
-    if (!pb)
-        fail("out of memory");
-    for (int j = 0; j < nj; j++) {
+    spec_files F;
+    if (o->do_spec)
+        spec_files_open(&F, o->out, 1, 1);
+    static const char *const hg[] = {"norm_pos", "seed", "L", "side", "layer", "tensor",
+                                     "grad_norm"};
+    static const char *const hj[] = {"job", "kind", "norm_pos", "seed", "L", "loss", "hvp",
+                                     "seconds"};
+    out_csv fg, fj;
+    if (o->do_grad)
+        csv_sweep(&fg, o->out, "grad.csv", hg, 7);
+    csv_sweep(&fj, o->out, "jobs.csv", hj, 8);
+    for (int j = 0; j < S->n_spec + S->n_grad; j++) {
         if (!study_mine(j))
             continue;
+        csv_point(&fj, j);
+        CK(lnk_csv_int(&fj.c, j));
         if (j < S->n_spec) {
             spec_job *J = &S->spec[j];
-            SBUF_PUT(&pb[j], *J);
-            study_put_eigs(&pb[j], &J->P.er);
-            study_put_slq(&pb[j], &J->P.slq);
-            sbuf_put(&pb[j], J->P.btop, sizeof(double) * (size_t)nb);
-            sbuf_put(&pb[j], J->P.bres, sizeof(double) * (size_t)nb);
-            sbuf_put(&pb[j], J->P.bconv, sizeof(int) * (size_t)nb);
-            sbuf_put(&pb[j], J->P.bsteps, sizeof(int) * (size_t)nb);
-            sbuf_put(&pb[j], J->P.bn, sizeof(size_t) * (size_t)nb);
+            spec_files_point(&F, j);
+            spec_rows(&F, pname(J->pre), J->seed, &J->P, S->blk, S->nblk);
+            CK(lnk_csv_str(&fj.c, "spectrum"));
+            CK(lnk_csv_str(&fj.c, pname(J->pre)));
+            CK(lnk_csv_int(&fj.c, J->seed));
+            CK(lnk_csv_int(&fj.c, o->L));
+            CK(lnk_csv_double(&fj.c, J->loss));
+            CK(lnk_csv_int(&fj.c, J->P.hvp));
+            CK(lnk_csv_double(&fj.c, J->sec));
         } else {
             grad_job *J = &S->grad[j - S->n_spec];
-            SBUF_PUT(&pb[j], *J);
-            sbuf_put(&pb[j], J->w1, sizeof(double) * 2 * (size_t)J->L);
-            sbuf_put(&pb[j], J->w2, sizeof(double) * 2 * (size_t)J->L);
+            csv_point(&fg, j);
+            for (int s = 0; s < 2; s++)
+                for (int l = 0; l < J->L; l++)
+                    for (int w = 0; w < 2; w++) {
+                        CK(lnk_csv_str(&fg.c, pname(J->pre)));
+                        CK(lnk_csv_int(&fg.c, J->seed));
+                        CK(lnk_csv_int(&fg.c, J->L));
+                        CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
+                        CK(lnk_csv_int(&fg.c, l));
+                        CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
+                        CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
+                        CK(lnk_csv_end_row(&fg.c));
+                    }
+            CK(lnk_csv_str(&fj.c, "grad"));
+            CK(lnk_csv_str(&fj.c, pname(J->pre)));
+            CK(lnk_csv_int(&fj.c, J->seed));
+            CK(lnk_csv_int(&fj.c, J->L));
+            CK(lnk_csv_double(&fj.c, J->loss));
+            CK(lnk_csv_int(&fj.c, 0));
+            CK(lnk_csv_double(&fj.c, J->sec));
         }
+        CK(lnk_csv_end_row(&fj.c));
     }
-    study_gather_points(0, nj, pb);
-    for (int j = 0; j < nj; j++) {
-        if (study_root() && !study_mine(j)) {
-            study_rd rd = {pb[j].p, pb[j].n, 0};
-            if (j < S->n_spec) {
-                spec_job *J = &S->spec[j];
-                SRD_GET(&rd, *J);
-                study_get_eigs(&rd, &J->P.er);
-                study_get_slq(&rd, &J->P.slq);
-                J->P.btop = srd_array(&rd, (size_t)nb, sizeof(double));
-                J->P.bres = srd_array(&rd, (size_t)nb, sizeof(double));
-                J->P.bconv = srd_array(&rd, (size_t)nb, sizeof(int));
-                J->P.bsteps = srd_array(&rd, (size_t)nb, sizeof(int));
-                J->P.bn = srd_array(&rd, (size_t)nb, sizeof(size_t));
-            } else {
-                grad_job *J = &S->grad[j - S->n_spec];
-                SRD_GET(&rd, *J);
-                J->w1 = srd_array(&rd, 2 * (size_t)J->L, sizeof(double));
-                J->w2 = srd_array(&rd, 2 * (size_t)J->L, sizeof(double));
+    if (o->do_spec)
+        spec_files_close(&F, base, extra, start, t0);
+    if (o->do_grad)
+        csv_close(&fg, base, extra, start, t0);
+    csv_close(&fj, base, extra, start, t0);
+}
+
+/* Rank 0, from the files: the rows of the next job (norm_pos, seed; and L
+ * when cl >= 0) starting at row *r; returns their count and moves *r past
+ * them.  Fails if the file does not hold them there. */
+static size_t job_rows(const study_table *t, size_t *r, int pre, int seed, int cl, int L)
+{
+    int cp = study_table_col(t, "norm_pos"), cs = study_table_col(t, "seed");
+    size_t r0 = *r;
+    while (*r < t->d.nrow && !strcmp(study_table_str(t, *r, cp), pname(pre)) &&
+           study_table_num(t, *r, cs) == seed && (cl < 0 || study_table_num(t, *r, cl) == L))
+        (*r)++;
+    if (*r == r0)
+        fail("%s: row %zu: expected the rows of %s seed %d", t->d.what, r0 + 2, pname(pre), seed);
+    return *r - r0;
+}
+
+/* Rank 0: every job's numbers that the summaries need, read back from the
+ * files that write_rows wrote (numbers round-trip exactly: %.17g). */
+static void read_jobs(const opts_t *o, sched_t *S)
+{
+    study_table te, tt, tb, tg, tj;
+    study_table_read(&tj, o->out, "jobs.csv");
+    int jl = study_table_col(&tj, "loss"), jh = study_table_col(&tj, "hvp");
+    int js = study_table_col(&tj, "seconds");
+    if (tj.d.nrow != (size_t)(S->n_spec + S->n_grad))
+        fail("%s: %zu rows, expected %d jobs", tj.d.what, tj.d.nrow, S->n_spec + S->n_grad);
+    if (o->do_spec) {
+        study_table_read(&te, o->out, "eigs.csv");
+        study_table_read(&tt, o->out, "trace.csv");
+        study_table_read(&tb, o->out, "blocks.csv");
+        int ew = study_table_col(&te, "which"), ev = study_table_col(&te, "eigenvalue");
+        int er = study_table_col(&te, "residual"), ec = study_table_col(&te, "converged");
+        int tp = study_table_col(&tt, "probes"), tv = study_table_col(&tt, "trace");
+        int ts = study_table_col(&tt, "stderr");
+        int bn = study_table_col(&tb, "n_params"), bv = study_table_col(&tb, "top_eigenvalue");
+        int br = study_table_col(&tb, "residual"), bc = study_table_col(&tb, "converged");
+        int bs = study_table_col(&tb, "steps");
+        size_t re = 0, rt = 0, rb = 0;
+        for (int j = 0; j < S->n_spec; j++) {
+            spec_job *J = &S->spec[j];
+            spec_point *P = &J->P;
+            spec_point_free(P); /* rank 0's own jobs: replaced by what the files say */
+            size_t r0 = re, k = job_rows(&te, &re, J->pre, J->seed, -1, 0);
+            P->er.k = (int)k;
+            P->er.value = study_alloc(sizeof(double) * k);
+            P->er.residual = study_alloc(sizeof(double) * k);
+            P->er.converged = study_alloc(sizeof(int) * k);
+            for (size_t i = 0; i < k; i++) {
+                P->er.n_top += !strcmp(study_table_str(&te, r0 + i, ew), "top");
+                P->er.value[i] = study_table_num(&te, r0 + i, ev);
+                P->er.residual[i] = study_table_num(&te, r0 + i, er);
+                P->er.converged[i] = (int)study_table_num(&te, r0 + i, ec);
             }
+            P->er.n_bottom = P->er.k - P->er.n_top;
+            r0 = rt;
+            job_rows(&tt, &rt, J->pre, J->seed, -1, 0);
+            P->tr.probes = (int)study_table_num(&tt, r0, tp);
+            P->tr.trace = study_table_num(&tt, r0, tv);
+            P->tr.std_error = study_table_num(&tt, r0, ts);
+            r0 = rb;
+            if (job_rows(&tb, &rb, J->pre, J->seed, -1, 0) != (size_t)S->nblk)
+                fail("%s: %s seed %d: expected %d blocks", tb.d.what, pname(J->pre), J->seed,
+                     S->nblk);
+            P->btop = study_alloc(sizeof(double) * S->nblk);
+            P->bres = study_alloc(sizeof(double) * S->nblk);
+            P->bconv = study_alloc(sizeof(int) * S->nblk);
+            P->bsteps = study_alloc(sizeof(int) * S->nblk);
+            P->bn = study_alloc(sizeof(size_t) * S->nblk);
+            for (int b = 0; b < S->nblk; b++) {
+                P->bn[b] = (size_t)study_table_num(&tb, r0 + b, bn);
+                P->btop[b] = study_table_num(&tb, r0 + b, bv);
+                P->bres[b] = study_table_num(&tb, r0 + b, br);
+                P->bconv[b] = (int)study_table_num(&tb, r0 + b, bc);
+                P->bsteps[b] = (int)study_table_num(&tb, r0 + b, bs);
+            }
+            J->loss = study_table_num(&tj, (size_t)j, jl);
+            P->hvp = (long)study_table_num(&tj, (size_t)j, jh);
+            J->sec = study_table_num(&tj, (size_t)j, js);
         }
-        sbuf_free(&pb[j]);
+        study_table_free(&te);
+        study_table_free(&tt);
+        study_table_free(&tb);
     }
-    free(pb);
+    if (o->do_grad) {
+        study_table_read(&tg, o->out, "grad.csv");
+        int gL = study_table_col(&tg, "L"), gv = study_table_col(&tg, "grad_norm");
+        size_t rg = 0;
+        for (int j = 0; j < S->n_grad; j++) {
+            grad_job *J = &S->grad[j];
+            size_t r0 = rg;
+            if (job_rows(&tg, &rg, J->pre, J->seed, gL, J->L) != (size_t)4 * J->L)
+                fail("%s: %s seed %d L %d: expected %d rows", tg.d.what, pname(J->pre), J->seed,
+                     J->L, 4 * J->L);
+            free(J->w1);
+            free(J->w2);
+            J->w1 = study_alloc(sizeof(double) * 2 * (size_t)J->L);
+            J->w2 = study_alloc(sizeof(double) * 2 * (size_t)J->L);
+            for (int i = 0; i < 4 * J->L; i++) /* side, layer, then W1, W2 */
+                ((i & 1) ? J->w2 : J->w1)[i / 2] = study_table_num(&tg, r0 + (size_t)i, gv);
+            J->loss = study_table_num(&tj, (size_t)(S->n_spec + j), jl);
+            J->sec = study_table_num(&tj, (size_t)(S->n_spec + j), js);
+        }
+        study_table_free(&tg);
+    }
+    study_table_free(&tj);
 }
 
 /* ------------------------------------------------------------ output */
@@ -390,7 +515,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static const char *pname(int pre) { return pre ? "pre" : "post"; }
 
 /* "| name | post mean +- sd | pre mean +- sd | ratio of means | per-seed ratios min..max |" */
 static void ratio_row(FILE *f, const char *name, const double *post, const double *pre, int n)
@@ -401,16 +525,6 @@ static void ratio_row(FILE *f, const char *name, const double *post, const doubl
     fprintf(f, "| %s | %.4g +- %.2g | %.4g +- %.2g | %.3g | %.3g .. %.3g |\n", name,
             mean(post, n), sd(post, n), mean(pre, n), sd(pre, n), mean(post, n) / mean(pre, n),
             minv(r, n), maxv(r, n));
-}
-
-static void write_spec(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
-                       const char *start, double t0)
-{
-    spec_files F;
-    spec_files_open(&F, o->out, 1, 0);
-    for (int j = 0; j < S->n_spec; j++)
-        spec_rows(&F, pname(S->spec[j].pre), S->spec[j].seed, &S->spec[j].P, S->blk, S->nblk);
-    spec_files_close(&F, base, extra, start, t0);
 }
 
 /* Density of each variant (nodes of all its seeds pooled), one sigma and one
@@ -454,32 +568,12 @@ static void grad_stat(sched_t *S, int L, int pre, int side, int layer, int w, do
     free(v);
 }
 
-/* grad.csv (every seed), grad_profile.csv (seed means per layer of the --L
- * model: Figure 3 a/b) and grad_depth.csv (seed means of the last decoder W2
- * over depth: Figure 3 c/d). */
+/* From the jobs read back from grad.csv (every seed): grad_profile.csv (seed
+ * means per layer of the --L model: Figure 3 a/b) and grad_depth.csv (seed
+ * means of the last decoder W2 over depth: Figure 3 c/d). */
 static void write_grad(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
                        const char *start, double t0)
 {
-    static const char *const hg[] = {"norm_pos", "seed", "L", "side", "layer", "tensor",
-                                     "grad_norm"};
-    out_csv fg;
-    csv_open(&fg, o->out, "grad.csv", hg, 7);
-    for (int j = 0; j < S->n_grad; j++) {
-        grad_job *J = &S->grad[j];
-        for (int s = 0; s < 2; s++)
-            for (int l = 0; l < J->L; l++)
-                for (int w = 0; w < 2; w++) {
-                    CK(lnk_csv_str(&fg.c, pname(J->pre)));
-                    CK(lnk_csv_int(&fg.c, J->seed));
-                    CK(lnk_csv_int(&fg.c, J->L));
-                    CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
-                    CK(lnk_csv_int(&fg.c, l));
-                    CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
-                    CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
-                    CK(lnk_csv_end_row(&fg.c));
-                }
-    }
-    csv_close(&fg, base, extra, start, t0);
     /* one row per layer, one column per series (plots read columns) */
     static const char *const hp[] = {"x", "side", "layer", "post_w1", "post_w1_sd", "post_w2",
                                      "post_w2_sd", "pre_w1", "pre_w1_sd", "pre_w2",
@@ -880,11 +974,6 @@ int main(int argc, char **argv)
             fail("cannot start thread %d", i);
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
-    /* MPI: job j ran on rank j % P; every job's results to rank 0, which
-     * writes everything */
-    gather_jobs(&S);
-    if (!study_root())
-        return 0;
 
     lnk_config base;
     make_config(&base, &o, &D, 0, o.L, 0);
@@ -902,11 +991,15 @@ int main(int argc, char **argv)
              o.max_vocab, o.joint ? "true" : "false", D.n_scored, D.n_chunks, o.max_tokens,
              D.padded, o.seeds, o.k, o.eig_steps, o.eig_tol, o.probes, o.runs, o.steps,
              o.block_steps, o.block_tol, o.grad_seeds, o.depths_str, o.jobs);
+    /* MPI: job j ran on rank j % P; the rows of every job to rank 0, which
+     * summarises from the files */
+    write_rows(&o, &S, &base, extra, start, t0);
+    if (!study_root())
+        return 0;
+    read_jobs(&o, &S);
     double sigma = 0, integ[2] = {0, 0};
-    if (o.do_spec) {
-        write_spec(&o, &S, &base, extra, start, t0);
+    if (o.do_spec)
         sigma = write_density(&o, &base, extra, start, t0, integ);
-    }
     if (o.do_grad)
         write_grad(&o, &S, &base, extra, start, t0);
     write_gp(&o, sigma);

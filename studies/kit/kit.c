@@ -242,50 +242,6 @@ void study_gather_points(long from, long to, study_buf *pt)
     sbuf_free(&mine);
 }
 
-/* Curvature results as bytes (the arrays the studies read; no eigenvectors). */
-void study_put_eigs(study_buf *b, const lnk_eigs_result *e)
-{
-    SBUF_PUT(b, *e);
-    sbuf_put(b, e->value, sizeof(double) * (size_t)e->k);
-    sbuf_put(b, e->residual, sizeof(double) * (size_t)e->k);
-    sbuf_put(b, e->bound, e->bound ? sizeof(double) * (size_t)e->k : 0);
-    sbuf_put(b, e->converged, sizeof(int) * (size_t)e->k);
-}
-
-void study_get_eigs(study_rd *r, lnk_eigs_result *e)
-{
-    SRD_GET(r, *e);
-    int has_bound = e->bound != NULL;
-    e->vectors = NULL;
-    e->value = srd_array(r, (size_t)e->k, sizeof(double));
-    e->residual = srd_array(r, (size_t)e->k, sizeof(double));
-    e->bound = has_bound ? srd_array(r, (size_t)e->k, sizeof(double)) : NULL;
-    e->converged = srd_array(r, (size_t)e->k, sizeof(int));
-}
-
-void study_put_slq(study_buf *b, const lnk_slq_result *s)
-{
-    SBUF_PUT(b, *s);
-    size_t nn = (size_t)s->offset[s->runs];
-    sbuf_put(b, s->offset, sizeof(int) * (size_t)(s->runs + 1));
-    sbuf_put(b, s->node, sizeof(double) * nn);
-    sbuf_put(b, s->weight, sizeof(double) * nn);
-    sbuf_put(b, s->steps, s->steps ? sizeof(int) * (size_t)s->runs : 0);
-    sbuf_put(b, s->invariant, s->invariant ? sizeof(int) * (size_t)s->runs : 0);
-}
-
-void study_get_slq(study_rd *r, lnk_slq_result *s)
-{
-    SRD_GET(r, *s);
-    int has_steps = s->steps != NULL, has_inv = s->invariant != NULL;
-    s->offset = srd_array(r, (size_t)(s->runs + 1), sizeof(int));
-    size_t nn = (size_t)s->offset[s->runs];
-    s->node = srd_array(r, nn, sizeof(double));
-    s->weight = srd_array(r, nn, sizeof(double));
-    s->steps = has_steps ? srd_array(r, (size_t)s->runs, sizeof(int)) : NULL;
-    s->invariant = has_inv ? srd_array(r, (size_t)s->runs, sizeof(int)) : NULL;
-}
-
 /* ------------------------------------------------------------ CSV outputs
  * A study's CSV output: the rows are kept in memory and written at
  * csv_close through a temporary file (opened at csv_open on rank 0, so an

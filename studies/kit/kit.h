@@ -16,8 +16,9 @@
  * Rows of a sweep CSV (csv_sweep) are kept in memory, grouped by point
  * (csv_point); csv_close gathers them to rank 0, which writes them in point
  * order: the file of a one-process run, byte for byte (timing columns aside).
- * Numbers that summaries need after the sweep are packed per point into a
- * study_buf and gathered the same way (study_gather_points).  Only rank 0
+ * Summaries are computed by rank 0 from the files (study_table), so that
+ * nothing else crosses between ranks (study_gather_points, byte strings per
+ * point, serves grad_norms' resumable merges).  Only rank 0
  * creates directories and files and prints progress; after the last gather
  * the other ranks are done (study_root() is 0) and return from main.
  *
@@ -99,11 +100,6 @@ void *srd_array(study_rd *r, size_t n, size_t sz);
  * filled its own (study_mine); afterwards rank 0 holds all of them (the other
  * ranks' entries replaced), the other ranks are unchanged. */
 void study_gather_points(long from, long to, study_buf *pt);
-/* Curvature results as bytes (the arrays the studies read; no eigenvectors). */
-void study_put_eigs(study_buf *b, const lnk_eigs_result *e);
-void study_get_eigs(study_rd *r, lnk_eigs_result *e);
-void study_put_slq(study_buf *b, const lnk_slq_result *s);
-void study_get_slq(study_rd *r, lnk_slq_result *s);
 
 /* ------------------------------------------------------------ CSV outputs
  * A study's CSV output: the rows are kept in memory and written at
