@@ -135,6 +135,52 @@ static void read_points(const char *dir, int S, int nblk, double **top, double *
     free(nb);
 }
 
+/* summary.md from the files: mean +- sd over seeds and the Post/Pre ratios of
+ * the extremal eigenvalues, the trace and every block's top eigenvalue. */
+static void write_summary(const opts_t *o, const spec_block *blk, int nblk, double sigma,
+                          const double integ[2])
+{
+    int S = o->seeds;
+    double *top, *bot, *trc, *btop;
+    read_points(o->out, S, nblk, &top, &bot, &trc, &btop);
+
+    /* summary table */
+    char md[1100];
+    snprintf(md, sizeof md, "%s/summary.md", o->out);
+    lnk_afile am;
+    CK(lnk_afile_open(&am, md));
+    FILE *f = am.f;
+    fprintf(f, "# Hessian at initialisation: Post-LN vs Pre-LN\n\n"
+               "lm, d = %d, h = %d, d_ff = %d, L = %d, V = %d, Xavier; data: %s (B = %d, T = %d); "
+               "%d seeds (mean +- sd over seeds).\n\n",
+            o->d, o->h, 4 * o->d, o->L, o->V, o->text ? o->text : "synthetic", o->B, o->T, S);
+    fprintf(f, "| quantity | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
+    const char *qn[3] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)"};
+    double *qv[3] = {top, bot, trc};
+    for (int q = 0; q < 3; q++)
+        fprintf(f, "| %s | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", qn[q], mean(qv[q], S),
+                sd(qv[q], S), mean(qv[q] + S, S), sd(qv[q] + S, S),
+                mean(qv[q], S) / mean(qv[q] + S, S));
+    fprintf(f, "\nTop eigenvalue of each block (the Hessian restricted to the block's "
+               "parameters):\n\n| block | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
+    double *tmp = malloc(sizeof(double) * 2 * S);
+    for (int k = 0; k < nblk; k++) {
+        for (int pre = 0; pre < 2; pre++)
+            for (int s = 0; s < S; s++)
+                tmp[pre * S + s] = btop[(pre * S + s) * nblk + k];
+        fprintf(f, "| `%s` | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", blk[k].pat, mean(tmp, S),
+                sd(tmp, S), mean(tmp + S, S), sd(tmp + S, S), mean(tmp, S) / mean(tmp + S, S));
+    }
+    fprintf(f, "\nSpectral density: `density.csv` / `density.png` (sigma = %.4g, Papyan kappa = "
+               "%g; integrals %.9f and %.9f).\n", sigma, o->kappa, integ[0], integ[1]);
+    CK(lnk_afile_commit(&am));
+    free(top);
+    free(bot);
+    free(trc);
+    free(btop);
+    free(tmp);
+}
+
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "hessian_spectrum");
@@ -255,53 +301,15 @@ int main(int argc, char **argv)
         lnk_slq_result_free(&slq[i]);
     free(slq);
     free(slq_pre);
-    double *top, *bot, *trc, *btop;
-    read_points(o.out, S, nblk, &top, &bot, &trc, &btop);
-
     /* gnuplot script for the two densities on a log axis */
     char title[256];
     snprintf(title, sizeof title, "Hessian spectral density at initialisation (lm, d=%d, L=%d, "
              "%d seeds, SLQ %dx%d, sigma=%.3g)", o.d, o.L, S, o.runs, o.steps, sigma);
     study_density_gp(o.out, title);
-
-    /* summary table */
-    char md[1100];
-    snprintf(md, sizeof md, "%s/summary.md", o.out);
-    lnk_afile am;
-    CK(lnk_afile_open(&am, md));
-    FILE *f = am.f;
-    fprintf(f, "# Hessian at initialisation: Post-LN vs Pre-LN\n\n"
-               "lm, d = %d, h = %d, d_ff = %d, L = %d, V = %d, Xavier; data: %s (B = %d, T = %d); "
-               "%d seeds (mean +- sd over seeds).\n\n",
-            o.d, o.h, 4 * o.d, o.L, o.V, o.text ? o.text : "synthetic", o.B, o.T, S);
-    fprintf(f, "| quantity | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
-    const char *qn[3] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)"};
-    double *qv[3] = {top, bot, trc};
-    for (int q = 0; q < 3; q++)
-        fprintf(f, "| %s | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", qn[q], mean(qv[q], S),
-                sd(qv[q], S), mean(qv[q] + S, S), sd(qv[q] + S, S),
-                mean(qv[q], S) / mean(qv[q] + S, S));
-    fprintf(f, "\nTop eigenvalue of each block (the Hessian restricted to the block's "
-               "parameters):\n\n| block | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
-    double *tmp = malloc(sizeof(double) * 2 * S);
-    for (int k = 0; k < nblk; k++) {
-        for (int pre = 0; pre < 2; pre++)
-            for (int s = 0; s < S; s++)
-                tmp[pre * S + s] = btop[(pre * S + s) * nblk + k];
-        fprintf(f, "| `%s` | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", blk[k].pat, mean(tmp, S),
-                sd(tmp, S), mean(tmp + S, S), sd(tmp + S, S), mean(tmp, S) / mean(tmp + S, S));
-    }
-    fprintf(f, "\nSpectral density: `density.csv` / `density.png` (sigma = %.4g, Papyan kappa = "
-               "%g; integrals %.9f and %.9f).\n", sigma, o.kappa, integ[0], integ[1]);
-    CK(lnk_afile_commit(&am));
+    write_summary(&o, blk, nblk, sigma, integ);
     if (!o.quiet)
         fprintf(stderr, "hessian_spectrum: wrote %s/{eigs,trace,blocks,slq_nodes,density}.csv, "
                 "summary.md, density.gp in %.1f s\n", o.out, lnk_now() - t0);
-    free(top);
-    free(bot);
-    free(trc);
-    free(btop);
     free(blk);
-    free(tmp);
     return 0;
 }

@@ -613,6 +613,171 @@ static void write_grad(const opts_t *o, sched_t *S, const lnk_config *base, cons
     csv_close(&fd, base, extra, start, t0);
 }
 
+/* summary.md, the Hessian part: the quantities of every seed, convergence,
+ * the blocks by group and one by one, the density and the cost. */
+static void summary_spec(FILE *f, const opts_t *o, sched_t *S, const data_t *D, double sigma,
+                         const double integ[2])
+{
+    int NS = o->seeds;
+    double *q[4][2];
+    for (int a = 0; a < 4; a++)
+        for (int pre = 0; pre < 2; pre++)
+            q[a][pre] = calloc((size_t)NS, sizeof(double));
+    long hvp = 0;
+    double sec = 0;
+    for (int j = 0; j < S->n_spec; j++) {
+        spec_job *J = &S->spec[j];
+        q[0][J->pre][J->seed] = J->P.er.n_top ? J->P.er.value[0] : NAN;
+        q[1][J->pre][J->seed] = J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN;
+        q[2][J->pre][J->seed] = J->P.tr.trace;
+        q[3][J->pre][J->seed] = J->loss;
+        hvp += J->P.hvp;
+        sec += J->sec;
+    }
+    fprintf(f, "## Hessian of the data-set loss\n\n%d seeds (0..%d; the same seed gives both "
+               "variants the same weights), mean +- sd over seeds; the last column is the "
+               "range over seeds of the per-seed ratio Post / Pre.\n\n"
+               "| quantity | Post-LN | Pre-LN | Post / Pre (means) | Post / Pre per seed |\n"
+               "|---|---|---|---|---|\n",
+            NS, NS - 1);
+    const char *qn[4] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)",
+                         "loss at init"};
+    for (int a = 0; a < 4; a++)
+        ratio_row(f, qn[a], q[a][0], q[a][1], NS);
+    double tse[2] = {0, 0};
+    int nconv[2] = {0, 0}, ntot[2] = {0, 0};
+    for (int j = 0; j < S->n_spec; j++) {
+        spec_job *J = &S->spec[j];
+        tse[J->pre] = fmax(tse[J->pre], J->P.tr.std_error);
+        for (int i = 0; i < J->P.er.k; i++) {
+            nconv[J->pre] += J->P.er.converged[i];
+            ntot[J->pre]++;
+        }
+    }
+    fprintf(f, "\nTop-%d / bottom-%d eigenvalues (`eigs.csv`, at most %d Lanczos steps, "
+               "relative tolerance %g): %d of %d (Post-LN) and %d of %d (Pre-LN) converged; "
+               "residuals in the CSV.  Trace: %d Rademacher probes, largest standard error "
+               "%.3g (Post-LN), %.3g (Pre-LN).\n\n",
+            o->k, o->k, o->eig_steps, o->eig_tol, nconv[0], ntot[0], nconv[1], ntot[1],
+            o->probes, tse[0], tse[1]);
+    /* groups: max over layers of the per-block top eigenvalue (mean over seeds) */
+    int nb = S->nblk;
+    double *bm = calloc((size_t)2 * nb, sizeof(double)), *bs = calloc((size_t)2 * nb, sizeof(double));
+    double *tmp = malloc(sizeof(double) * NS);
+    int bconv = 0, nrel = 0;
+    double *rel = malloc(sizeof(double) * 2 * NS * nb);
+    for (int j = 0; j < S->n_spec; j++)
+        for (int k = 0; k < nb; k++)
+            rel[nrel++] = S->spec[j].P.bres[k] / fabs(S->spec[j].P.btop[k]);
+    qsort(rel, (size_t)nrel, sizeof *rel, cmp_double);
+    for (int pre = 0; pre < 2; pre++)
+        for (int k = 0; k < nb; k++) {
+            int n = 0;
+            for (int j = 0; j < S->n_spec; j++)
+                if (S->spec[j].pre == pre) {
+                    tmp[n++] = S->spec[j].P.btop[k];
+                    bconv += S->spec[j].P.bconv[k];
+                }
+            bm[pre * nb + k] = mean(tmp, n);
+            bs[pre * nb + k] = sd(tmp, n);
+        }
+    static const char *const groups[][3] = {
+        {"enc", "embedding", "source embedding `src_emb`"},
+        {"enc", "self_attn", "encoder self-attention"},
+        {"enc", "ffn", "encoder FFN"},
+        {"dec", "embedding", "target embedding `tgt_emb`"},
+        {"dec", "self_attn", "decoder self-attention (causal)"},
+        {"dec", "cross_attn", "decoder cross-attention"},
+        {"dec", "ffn", "decoder FFN"},
+        {"dec", "output", "output `out.w`"}};
+    fprintf(f, "### Blocks\n\nTop eigenvalue of the Hessian restricted to each block (at "
+               "most %d Lanczos steps; %d of %d block runs reached the relative residual "
+               "%g; residual / value: median %.3g, largest %.3g.  A Ritz value is a lower "
+               "bound on the block's top eigenvalue, and some eigenvalue lies within the "
+               "residual of it).  By group, the largest over layers of the seed-mean (and "
+               "its layer):\n\n"
+               "| group | Post-LN | layer | Pre-LN | layer | Post / Pre |\n"
+               "|---|---|---|---|---|---|\n",
+            o->block_steps, bconv, 2 * NS * nb, o->block_tol, rel[nrel / 2], rel[nrel - 1]);
+    free(rel);
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        double best[2] = {-INFINITY, -INFINITY};
+        int bl[2] = {-1, -1};
+        for (int pre = 0; pre < 2; pre++)
+            for (int k = 0; k < nb; k++)
+                if (!strcmp(S->blk[k].side, groups[g][0]) &&
+                    !strcmp(S->blk[k].kind, groups[g][1]) && bm[pre * nb + k] > best[pre]) {
+                    best[pre] = bm[pre * nb + k];
+                    bl[pre] = S->blk[k].layer;
+                }
+        fprintf(f, "| %s | %.4g | %d | %.4g | %d | %.3g |\n", groups[g][2], best[0], bl[0],
+                best[1], bl[1], best[0] / best[1]);
+    }
+    fprintf(f, "\nEvery block (mean +- sd over seeds):\n\n"
+               "| block | parameters | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|---|\n");
+    for (int k = 0; k < nb; k++)
+        fprintf(f, "| `%s` | %zu | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", S->blk[k].pat,
+                S->spec[0].P.bn[k], bm[k], bs[k], bm[nb + k], bs[nb + k], bm[k] / bm[nb + k]);
+    fprintf(f, "\nSpectral density: `density.csv` / `density.png` (SLQ %d x %d per seed, "
+               "nodes of the %d seeds pooled; Gaussian kernel sigma = %.4g from Papyan's "
+               "kappa = %g; integrals %.6f and %.6f).\n\n",
+            o->runs, o->steps, NS, sigma, o->kappa, integ[0], integ[1]);
+    fprintf(f, "Cost: %ld Hessian-vector products over the %d chunks in %.0f s of job time "
+               "(%.2f s per product, one BLAS thread per job, %d jobs in parallel).\n\n",
+            hvp, D->n_chunks, sec, sec / (double)hvp, o->jobs);
+    free(bm);
+    free(bs);
+    free(tmp);
+    for (int a = 0; a < 4; a++)
+        for (int pre = 0; pre < 2; pre++)
+            free(q[a][pre]);
+}
+
+/* summary.md, the gradient part (Xiong et al. Figure 3). */
+static void summary_grad(FILE *f, const opts_t *o, sched_t *S)
+{
+    int G = o->grad_seeds;
+    double *v[2];
+    v[0] = malloc(sizeof(double) * G);
+    v[1] = malloc(sizeof(double) * G);
+    int L = o->L;
+    if (find_grad(S, L, 0, 0)) {
+        fprintf(f, "## Gradient norms at initialisation (Xiong et al. 2020, Figure 3)\n\n"
+                   "`||dL/dW||_F` of the data-set loss, mean +- sd over %d seeds.  (a, b): "
+                   "every layer of the %d-%d model:\n\n"
+                   "| layer | Post-LN W1 | Post-LN W2 | Pre-LN W1 | Pre-LN W2 |\n"
+                   "|---|---|---|---|---|\n",
+                G, L, L);
+        for (int s = 0; s < 2; s++)
+            for (int l = 0; l < L; l++) {
+                fprintf(f, "| %s %d |", s ? "dec" : "enc", l);
+                for (int pre = 0; pre < 2; pre++)
+                    for (int w = 0; w < 2; w++) {
+                        int n = 0;
+                        for (int sd_ = 0; sd_ < G; sd_++) {
+                            grad_job *J = find_grad(S, L, pre, sd_);
+                            v[0][n++] = (w ? J->w2 : J->w1)[s * L + l];
+                        }
+                        fprintf(f, " %.4g +- %.2g |", mean(v[0], n), sd(v[0], n));
+                    }
+                fprintf(f, "\n");
+            }
+    }
+    fprintf(f, "\n(c, d): `W2` of the last decoder layer against depth (L-L models):\n\n"
+               "| L | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
+    for (int i = 0; i < o->n_depths; i++) {
+        int Ld = o->depths[i];
+        for (int pre = 0; pre < 2; pre++)
+            for (int s = 0; s < G; s++)
+                v[pre][s] = find_grad(S, Ld, pre, s)->w2[2 * Ld - 1];
+        fprintf(f, "| %d | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", Ld, mean(v[0], G),
+                sd(v[0], G), mean(v[1], G), sd(v[1], G), mean(v[0], G) / mean(v[1], G));
+    }
+    fprintf(f, "\nPlot: `grad.png` (from `grad.gp`).\n\n");
+    free(v[0]);
+    free(v[1]);
+}
+
 static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double sigma,
                           const double integ[2], double wall)
 {
@@ -621,7 +786,6 @@ static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double s
     lnk_afile am;
     CK(lnk_afile_open(&am, md));
     FILE *f = am.f;
-    int NS = o->seeds, G = o->grad_seeds;
     fprintf(f, "# Multi30k: Post-LN vs Pre-LN encoder-decoder at initialisation\n\n"
                "seq2seq %d-%d, d = %d, h = %d, d_ff = %d, LayerNorm, Xavier; data: the first %d "
                "pairs of %s -> %s (%d kept, %d dropped by length), V_src = %d, V_tgt = %d%s, "
@@ -630,161 +794,10 @@ static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double s
             o->L, o->L, o->d, o->h, o->d_ff, o->sentences ? o->sentences : D->n_pairs, o->src,
             o->tgt, D->n_pairs, D->n_dropped, D->V_src, D->V_tgt, o->joint ? " (joint)" : "",
             D->src_tokens, D->tgt_tokens, D->n_scored, D->n_chunks, o->max_tokens, D->padded);
-    if (o->do_spec) {
-        double *q[4][2];
-        for (int a = 0; a < 4; a++)
-            for (int pre = 0; pre < 2; pre++)
-                q[a][pre] = calloc((size_t)NS, sizeof(double));
-        long hvp = 0;
-        double sec = 0;
-        for (int j = 0; j < S->n_spec; j++) {
-            spec_job *J = &S->spec[j];
-            q[0][J->pre][J->seed] = J->P.er.n_top ? J->P.er.value[0] : NAN;
-            q[1][J->pre][J->seed] = J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN;
-            q[2][J->pre][J->seed] = J->P.tr.trace;
-            q[3][J->pre][J->seed] = J->loss;
-            hvp += J->P.hvp;
-            sec += J->sec;
-        }
-        fprintf(f, "## Hessian of the data-set loss\n\n%d seeds (0..%d; the same seed gives both "
-                   "variants the same weights), mean +- sd over seeds; the last column is the "
-                   "range over seeds of the per-seed ratio Post / Pre.\n\n"
-                   "| quantity | Post-LN | Pre-LN | Post / Pre (means) | Post / Pre per seed |\n"
-                   "|---|---|---|---|---|\n",
-                NS, NS - 1);
-        const char *qn[4] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)",
-                             "loss at init"};
-        for (int a = 0; a < 4; a++)
-            ratio_row(f, qn[a], q[a][0], q[a][1], NS);
-        double tse[2] = {0, 0};
-        int nconv[2] = {0, 0}, ntot[2] = {0, 0};
-        for (int j = 0; j < S->n_spec; j++) {
-            spec_job *J = &S->spec[j];
-            tse[J->pre] = fmax(tse[J->pre], J->P.tr.std_error);
-            for (int i = 0; i < J->P.er.k; i++) {
-                nconv[J->pre] += J->P.er.converged[i];
-                ntot[J->pre]++;
-            }
-        }
-        fprintf(f, "\nTop-%d / bottom-%d eigenvalues (`eigs.csv`, at most %d Lanczos steps, "
-                   "relative tolerance %g): %d of %d (Post-LN) and %d of %d (Pre-LN) converged; "
-                   "residuals in the CSV.  Trace: %d Rademacher probes, largest standard error "
-                   "%.3g (Post-LN), %.3g (Pre-LN).\n\n",
-                o->k, o->k, o->eig_steps, o->eig_tol, nconv[0], ntot[0], nconv[1], ntot[1],
-                o->probes, tse[0], tse[1]);
-        /* groups: max over layers of the per-block top eigenvalue (mean over seeds) */
-        int nb = S->nblk;
-        double *bm = calloc((size_t)2 * nb, sizeof(double)), *bs = calloc((size_t)2 * nb, sizeof(double));
-        double *tmp = malloc(sizeof(double) * NS);
-        int bconv = 0, nrel = 0;
-        double *rel = malloc(sizeof(double) * 2 * NS * nb);
-        for (int j = 0; j < S->n_spec; j++)
-            for (int k = 0; k < nb; k++)
-                rel[nrel++] = S->spec[j].P.bres[k] / fabs(S->spec[j].P.btop[k]);
-        qsort(rel, (size_t)nrel, sizeof *rel, cmp_double);
-        for (int pre = 0; pre < 2; pre++)
-            for (int k = 0; k < nb; k++) {
-                int n = 0;
-                for (int j = 0; j < S->n_spec; j++)
-                    if (S->spec[j].pre == pre) {
-                        tmp[n++] = S->spec[j].P.btop[k];
-                        bconv += S->spec[j].P.bconv[k];
-                    }
-                bm[pre * nb + k] = mean(tmp, n);
-                bs[pre * nb + k] = sd(tmp, n);
-            }
-        static const char *const groups[][3] = {
-            {"enc", "embedding", "source embedding `src_emb`"},
-            {"enc", "self_attn", "encoder self-attention"},
-            {"enc", "ffn", "encoder FFN"},
-            {"dec", "embedding", "target embedding `tgt_emb`"},
-            {"dec", "self_attn", "decoder self-attention (causal)"},
-            {"dec", "cross_attn", "decoder cross-attention"},
-            {"dec", "ffn", "decoder FFN"},
-            {"dec", "output", "output `out.w`"}};
-        fprintf(f, "### Blocks\n\nTop eigenvalue of the Hessian restricted to each block (at "
-                   "most %d Lanczos steps; %d of %d block runs reached the relative residual "
-                   "%g; residual / value: median %.3g, largest %.3g.  A Ritz value is a lower "
-                   "bound on the block's top eigenvalue, and some eigenvalue lies within the "
-                   "residual of it).  By group, the largest over layers of the seed-mean (and "
-                   "its layer):\n\n"
-                   "| group | Post-LN | layer | Pre-LN | layer | Post / Pre |\n"
-                   "|---|---|---|---|---|---|\n",
-                o->block_steps, bconv, 2 * NS * nb, o->block_tol, rel[nrel / 2], rel[nrel - 1]);
-        free(rel);
-        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
-            double best[2] = {-INFINITY, -INFINITY};
-            int bl[2] = {-1, -1};
-            for (int pre = 0; pre < 2; pre++)
-                for (int k = 0; k < nb; k++)
-                    if (!strcmp(S->blk[k].side, groups[g][0]) &&
-                        !strcmp(S->blk[k].kind, groups[g][1]) && bm[pre * nb + k] > best[pre]) {
-                        best[pre] = bm[pre * nb + k];
-                        bl[pre] = S->blk[k].layer;
-                    }
-            fprintf(f, "| %s | %.4g | %d | %.4g | %d | %.3g |\n", groups[g][2], best[0], bl[0],
-                    best[1], bl[1], best[0] / best[1]);
-        }
-        fprintf(f, "\nEvery block (mean +- sd over seeds):\n\n"
-                   "| block | parameters | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|---|\n");
-        for (int k = 0; k < nb; k++)
-            fprintf(f, "| `%s` | %zu | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", S->blk[k].pat,
-                    S->spec[0].P.bn[k], bm[k], bs[k], bm[nb + k], bs[nb + k], bm[k] / bm[nb + k]);
-        fprintf(f, "\nSpectral density: `density.csv` / `density.png` (SLQ %d x %d per seed, "
-                   "nodes of the %d seeds pooled; Gaussian kernel sigma = %.4g from Papyan's "
-                   "kappa = %g; integrals %.6f and %.6f).\n\n",
-                o->runs, o->steps, NS, sigma, o->kappa, integ[0], integ[1]);
-        fprintf(f, "Cost: %ld Hessian-vector products over the %d chunks in %.0f s of job time "
-                   "(%.2f s per product, one BLAS thread per job, %d jobs in parallel).\n\n",
-                hvp, D->n_chunks, sec, sec / (double)hvp, o->jobs);
-        free(bm);
-        free(bs);
-        free(tmp);
-        for (int a = 0; a < 4; a++)
-            for (int pre = 0; pre < 2; pre++)
-                free(q[a][pre]);
-    }
-    if (o->do_grad) {
-        double *v[2];
-        v[0] = malloc(sizeof(double) * G);
-        v[1] = malloc(sizeof(double) * G);
-        int L = o->L;
-        if (find_grad(S, L, 0, 0)) {
-            fprintf(f, "## Gradient norms at initialisation (Xiong et al. 2020, Figure 3)\n\n"
-                       "`||dL/dW||_F` of the data-set loss, mean +- sd over %d seeds.  (a, b): "
-                       "every layer of the %d-%d model:\n\n"
-                       "| layer | Post-LN W1 | Post-LN W2 | Pre-LN W1 | Pre-LN W2 |\n"
-                       "|---|---|---|---|---|\n",
-                    G, L, L);
-            for (int s = 0; s < 2; s++)
-                for (int l = 0; l < L; l++) {
-                    fprintf(f, "| %s %d |", s ? "dec" : "enc", l);
-                    for (int pre = 0; pre < 2; pre++)
-                        for (int w = 0; w < 2; w++) {
-                            int n = 0;
-                            for (int sd_ = 0; sd_ < G; sd_++) {
-                                grad_job *J = find_grad(S, L, pre, sd_);
-                                v[0][n++] = (w ? J->w2 : J->w1)[s * L + l];
-                            }
-                            fprintf(f, " %.4g +- %.2g |", mean(v[0], n), sd(v[0], n));
-                        }
-                    fprintf(f, "\n");
-                }
-        }
-        fprintf(f, "\n(c, d): `W2` of the last decoder layer against depth (L-L models):\n\n"
-                   "| L | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
-        for (int i = 0; i < o->n_depths; i++) {
-            int Ld = o->depths[i];
-            for (int pre = 0; pre < 2; pre++)
-                for (int s = 0; s < G; s++)
-                    v[pre][s] = find_grad(S, Ld, pre, s)->w2[2 * Ld - 1];
-            fprintf(f, "| %d | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", Ld, mean(v[0], G),
-                    sd(v[0], G), mean(v[1], G), sd(v[1], G), mean(v[0], G) / mean(v[1], G));
-        }
-        fprintf(f, "\nPlot: `grad.png` (from `grad.gp`).\n\n");
-        free(v[0]);
-        free(v[1]);
-    }
+    if (o->do_spec)
+        summary_spec(f, o, S, D, sigma, integ);
+    if (o->do_grad)
+        summary_grad(f, o, S);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     fprintf(f, "Wall time %.0f s; peak resident memory %.0f MB.\n", wall, ru.ru_maxrss / 1024.0);
