@@ -37,7 +37,7 @@ CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
            -fno-sanitize-recover=undefined
 endif
 
-LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c src/analysis/*.c)
+LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC  := $(wildcard src/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -48,11 +48,15 @@ BENCH_SRC:= $(wildcard bench/*.c)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 STUDY_SRC:= $(wildcard studies/*.c)
 STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
+# The study kit (studies/kit/): compiled once, linked into the studies and benchmarks.
+KIT_SRC  := $(wildcard studies/kit/*.c)
+KIT_OBJ  := $(KIT_SRC:%.c=$(BUILD)/%.o)
+KIT      := $(BUILD)/studies/libkit.a
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 # The shared library: liblnkit.so.MAJOR.MINOR.PATCH, soname liblnkit.so.MAJOR.MINOR
 # while the major version is 0 (no ABI promise between 0.x releases).
-VERSION  := $(shell sed -n 's/^\#define LNK_VERSION "\(.*\)"/\1/p' include/lnkit/io.h)
+VERSION  := $(shell sed -n 's/^\#define LNK_VERSION "\(.*\)"/\1/p' include/lnkit/sys.h)
 SOVER    := $(word 1,$(subst ., ,$(VERSION))).$(word 2,$(subst ., ,$(VERSION)))
 SONAME   := liblnkit.so.$(SOVER)
 SOLIB    := $(BUILD)/liblnkit.so.$(VERSION)
@@ -70,7 +74,7 @@ deps:
 	bash tools/deps.sh
 
 # The test suite also needs Debian's python3-torch: the independent reference
-# implementation (tools/ref_torch.py) that tests/test_reference.c compares with.
+# implementation (tests/ref_torch.py) that tests/test_reference.c compares with.
 # OpenMPI for the MPI build's tests (make test runs them; the default build
 # does not need it).
 # NumPy, SciPy and pytest for the Python package's tests (make test-python).
@@ -83,7 +87,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d)
 
 # Library objects are position-independent: the same objects make the static
 # and the shared library.
@@ -94,7 +98,7 @@ $(LIB_OBJ): CFLAGS += -fPIC
 $(BUILD)/gen/cflags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) $(CFLAGS) pic-lib' > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-$(LIB_OBJ) $(CLI_OBJ): $(BUILD)/gen/cflags
+$(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ): $(BUILD)/gen/cflags
 
 # The commit the library is built from (sidecars, --version): rewritten only
 # when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
@@ -138,17 +142,21 @@ $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(KIT) $(LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(TEST_UTIL) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(KIT) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
 
-$(BUILD)/studies/%: studies/%.c studies/study.h $(LIB)
+$(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/bench/%: bench/%.c bench/bench.h studies/study.h $(LIB)
+$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
 
 # The test suite: every tests/test_*.c is a cmocka program; tools/runtests.sh
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
@@ -242,8 +250,8 @@ fuzz:
 fuzz-build:
 	$(MAKE) FUZZ=1 BUILD=build-fuzz OPT=-O1 $(FUZZ_BIN)
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(LIB) $(LDLIBS) -o $@
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(LIB)
+	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(LIB) $(LDLIBS) -o $@
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)
@@ -270,19 +278,19 @@ demo: deps
 # Studies: each regenerates its part of results/ (CSV + .meta.json, tables, plots).
 study-grad: deps
 	$(MAKE) all
-	bash tools/study_grad.sh $(BUILD)
+	bash studies/scripts/study_grad.sh $(BUILD)
 
 study-geometry: deps
 	$(MAKE) all
-	bash tools/study_geometry.sh $(BUILD)
+	bash studies/scripts/study_geometry.sh $(BUILD)
 
 study-hessian: deps
 	$(MAKE) all
-	bash tools/study_hessian.sh $(BUILD)
+	bash studies/scripts/study_hessian.sh $(BUILD)
 
 study-multi30k: deps
 	$(MAKE) all
-	bash tools/study_multi30k.sh $(BUILD)
+	bash studies/scripts/study_multi30k.sh $(BUILD)
 
 study-demo: deps
 	$(MAKE) all

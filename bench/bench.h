@@ -1,11 +1,13 @@
 /* Shared helpers of the benchmarks: medians of timings and the Multi30k
- * seq2seq configuration (bench_multi30k, bench_mpi). */
+ * seq2seq configuration (bench_multi30k, bench_mpi).  Errors, flags and
+ * outputs: the study kit (kit/kit.h: study_init, fail, die, CK). */
 #ifndef LNK_BENCH_H
 #define LNK_BENCH_H
 
 #include <stdio.h>
 #include <stdlib.h>
 #include "lnkit/lnkit.h"
+#include "kit/kit.h"
 
 static inline int cmp_double(const void *a, const void *b)
 {
@@ -26,19 +28,14 @@ static inline int bench_s2s_config(lnk_config *c, const char *norm_pos, int d, i
                                    int L, int V_src, int V_tgt)
 {
     lnk_config_default(c);
-    char v[6][32];
-    snprintf(v[0], 32, "%d", d);
-    snprintf(v[1], 32, "%d", h);
-    snprintf(v[2], 32, "%d", d_ff);
-    snprintf(v[3], 32, "%d", L);
-    snprintf(v[4], 32, "%d", V_src);
-    snprintf(v[5], 32, "%d", V_tgt);
-    const char *key[] = {"d", "h", "d_ff", "L", "V_src", "V_tgt"};
-    int st = lnk_config_set(c, "task", "seq2seq");
-    if (!st)
-        st = lnk_config_set(c, "norm_pos", norm_pos);
-    for (int i = 0; i < 6 && !st; i++)
-        st = lnk_config_set(c, key[i], v[i]);
+    c->task = LNK_TASK_SEQ2SEQ;
+    int st = lnk_config_set(c, "norm_pos", norm_pos);
+    c->d = d;
+    c->h = h;
+    c->d_ff = d_ff;
+    c->L = L;
+    c->V_src = V_src;
+    c->V_tgt = V_tgt;
     return st ? st : lnk_config_finalize(c);
 }
 

@@ -41,10 +41,7 @@ static double gemm_time(int M, int K, int N, int reps, double *A, double *B, dou
 
 int main(int argc, char **argv)
 {
-    if (lnk_blas_setup() != LNK_OK) {
-        fprintf(stderr, "bench_blocks: %s\n", lnk_errmsg());
-        return 2;
-    }
+    study_init("bench_blocks"); /* the best OpenBLAS kernel (may re-exec) */
     int threads = 2, reps = 7;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--threads"))

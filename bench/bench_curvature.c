@@ -45,19 +45,10 @@ static int diag_apply(void *ctx, const double *x, double *y)
     return LNK_OK;
 }
 
-static void die(void)
-{
-    fprintf(stderr, "bench_curvature: %s\n", lnk_errmsg());
-    exit(2);
-}
-
 
 int main(int argc, char **argv)
 {
-    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
-        fprintf(stderr, "bench_curvature: %s\n", lnk_errmsg());
-        return 2;
-    }
+    study_init("bench_curvature"); /* the best OpenBLAS kernel (may re-exec) */
     size_t n = 6800000;
     int M = 80, threads = 2;
     const char *csv = NULL;

@@ -19,12 +19,6 @@
 #include "lnkit/lnkit.h"
 #include "bench.h"
 
-static void die(void)
-{
-    fprintf(stderr, "bench_lanczos: %s\n", lnk_errmsg());
-    exit(2);
-}
-
 /* Median seconds of `repeat` products y = A x. */
 static double product_alone(const lnk_operator *op, const double *x, double *y, int repeat)
 {
@@ -44,8 +38,7 @@ static double product_alone(const lnk_operator *op, const double *x, double *y, 
 
 int main(int argc, char **argv)
 {
-    if (lnk_blas_setup() != LNK_OK) /* the best OpenBLAS kernel (may re-exec) */
-        die();
+    study_init("bench_lanczos"); /* the best OpenBLAS kernel (may re-exec) */
     int threads = 0, steps = 80, repeat = 5, reorth = LNK_REORTH_PARTIAL;
     const char *pos = "post", *csv = NULL;
     for (int i = 1; i < argc; i++) {

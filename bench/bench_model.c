@@ -94,15 +94,10 @@ static double flops_hvp(const size_cfg *s) { return 8 * flops_lin(s) + 9.5 * flo
 /* ---------------------------------------------------------------- helpers */
 
 /* The --csv file, opened before the (long) runs so that a bad path fails at
- * once; die() removes its temporary file. */
+ * once; a failure (kit: fail) removes its temporary file. */
 static lnk_afile csv_file;
 
-static void die(const char *what)
-{
-    fprintf(stderr, "bench_model: %s: %s\n", what, lnk_errmsg());
-    lnk_afile_abort(&csv_file);
-    exit(2);
-}
+static _Noreturn void die_at(const char *what) { fail("%s: %s", what, lnk_errmsg()); }
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -112,15 +107,6 @@ static void usage_error(const char *fmt, const char *arg)
     exit(2);
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (!p) {
-        lnk_error(LNK_ENOMEM, "%zu bytes", n);
-        die("out of memory");
-    }
-    return p;
-}
 
 
 static double maxrss_mb(void)
@@ -184,8 +170,8 @@ static int parse_pos_int(const char *opt, const char *s)
 static double dgemm_rate(int n)
 {
     size_t nn = (size_t)n * n;
-    double *A = xmalloc(nn * sizeof(double)), *Bm = xmalloc(nn * sizeof(double));
-    double *C = xmalloc(nn * sizeof(double));
+    double *A = study_alloc(nn * sizeof(double)), *Bm = study_alloc(nn * sizeof(double));
+    double *C = study_alloc(nn * sizeof(double));
     for (size_t i = 0; i < nn; i++) {
         A[i] = (double)(i % 17) / 17.0 - 0.5;
         Bm[i] = (double)(i % 13) / 13.0 - 0.5;
@@ -227,27 +213,27 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
         {"d", s->d}, {"h", s->h}, {"L", s->L}, {"d_ff", s->d_ff}, {"V", s->V}};
     if (lnk_config_set(&c, "task", "lm") || lnk_config_set(&c, "norm", "layernorm") ||
         lnk_config_set(&c, "norm_pos", pos))
-        die("config");
+        die_at("config");
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         snprintf(buf, sizeof buf, "%d", ints[i].v);
         if (lnk_config_set(&c, ints[i].k, buf))
-            die("config");
+            die_at("config");
     }
     if (lnk_config_finalize(&c))
-        die("config");
+        die_at("config");
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die("model");
+        die_at("model");
     size_t n = lnk_model_n_params(m);
-    double *th = xmalloc(n * sizeof(double)), *g = xmalloc(n * sizeof(double));
-    double *v = xmalloc(n * sizeof(double)), *hv = xmalloc(n * sizeof(double));
-    double *gv = xmalloc(n * sizeof(double));
+    double *th = study_alloc(n * sizeof(double)), *g = study_alloc(n * sizeof(double));
+    double *v = study_alloc(n * sizeof(double)), *hv = study_alloc(n * sizeof(double));
+    double *gv = study_alloc(n * sizeof(double));
     if (lnk_model_init_params(m, th))
-        die("init");
+        die_at("init");
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng) {
         lnk_error(LNK_ENOMEM, "gsl_rng_alloc failed");
-        die("out of memory");
+        die_at("out of memory");
     }
     gsl_rng_set(rng, 12345);
     for (size_t i = 0; i < n; i++)
@@ -255,18 +241,18 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
     gsl_rng_free(rng);
     lnk_batch b;
     if (lnk_batch_synthetic(m, s->B, s->T, 1, &b))
-        die("batch");
+        die_at("batch");
     /* stored tgt rows hold T+1 tokens */
     lnk_workspace *ws = lnk_workspace_alloc(m, s->B, 0, s->T + 1, LNK_WS_HVP);
     if (!ws)
-        die("workspace");
+        die_at("workspace");
 
-    double *t = xmalloc((size_t)repeat * sizeof(double)), loss = 0;
+    double *t = study_alloc((size_t)repeat * sizeof(double)), loss = 0;
     cpu_mark mark = cpu_now();
     double wall0 = lnk_now();
     for (int kind = 0; kind < 6; kind++) {
         if (kind == 3 && lnk_model_hvp_prepare(ws, th, &b, &loss, NULL))
-            die("hvp_prepare");
+            die_at("hvp_prepare");
         for (int r = -WARMUP; r < repeat; r++) {
             double t0 = lnk_now();
             int st;
@@ -284,7 +270,7 @@ static void bench_one(const size_cfg *s, const char *pos, int repeat, result *re
                 st = lnk_model_ggn_apply(ws, v, hv, gv);
             double dt = lnk_now() - t0;
             if (st)
-                die(kind == 0 ? "forward" : kind == 1 ? "gradient" : kind < 4 ? "hvp" : "ggn");
+                die_at(kind == 0 ? "forward" : kind == 1 ? "gradient" : kind < 4 ? "hvp" : "ggn");
             if (r >= 0)
                 t[r] = dt;
         }
@@ -333,7 +319,7 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
         "ggn_kept_s", "ggn_over_kept", "hvp_ggn_kept_s", "hvp_ggn_over_kept", "other_cpu_share"};
     lnk_csv csv;
     if (lnk_csv_begin(&csv, af->f, hdr, (int)(sizeof hdr / sizeof hdr[0])))
-        die("csv");
+        die_at("csv");
     int st = 0;
     for (int i = 0; i < nr && !st; i++) {
         const result *x = &r[i];
@@ -354,9 +340,10 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
     }
     lnk_csv_free(&csv);
     if (st)
-        die("csv");
+        die_at("csv");
+    study_untrack(af);
     if (lnk_afile_commit(af))
-        die("csv");
+        die_at("csv");
 }
 
 static void print_table(const result *r, int nr, double dgemm)
@@ -403,10 +390,7 @@ static void print_table(const result *r, int nr, double dgemm)
 
 int main(int argc, char **argv)
 {
-    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
-        fprintf(stderr, "bench_model: %s\n", lnk_errmsg());
-        return 2;
-    }
+    study_init("bench_model"); /* the best OpenBLAS kernel (may re-exec) */
     int threads = 0, repeat = 10;
     const char *which = "all", *csv = NULL;
     for (int i = 1; i < argc; i++) {
@@ -438,7 +422,9 @@ int main(int argc, char **argv)
             usage_error("unknown option %s", a);
     }
     if (csv && lnk_afile_open(&csv_file, csv))
-        die("--csv");
+        die_at("--csv");
+    if (csv)
+        study_track(&csv_file);
     if (threads > 0)
         openblas_set_num_threads(threads);
     printf("lnkit %s bench_model: lm, layernorm, B=16 T=32; OpenBLAS threads = %d (%s); "

@@ -31,17 +31,6 @@
 #include "lnkit/lnkit.h"
 #include "bench.h"
 
-static void die(void)
-{
-    fprintf(stderr, "bench_mpi: rank %d: %s\n", lnk_comm_rank(), lnk_errmsg());
-    lnk_comm_abort(2);
-}
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
-
 
 /* A synthetic parallel corpus when Multi30k is absent: n lines of 8-20
  * tokens from a 400-word vocabulary. */
@@ -67,11 +56,7 @@ static void synth(const char *path, int n, unsigned seed)
 
 int main(int argc, char **argv)
 {
-    if (lnk_blas_setup() != LNK_OK) { /* the best OpenBLAS kernel (may re-exec) */
-        fprintf(stderr, "bench_mpi: %s\n", lnk_errmsg());
-        return 2;
-    }
-    CK(lnk_comm_init(&argc, &argv));
+    study_start(&argc, &argv, "bench_mpi"); /* best OpenBLAS kernel, MPI job (kit/kit.h) */
     int P = lnk_comm_size(), me = lnk_comm_rank();
     const char *src = "data/multi30k/val.de", *tgt = "data/multi30k/val.en";
     const char *size = "64,4,256,6", *csv = NULL;
@@ -154,9 +139,11 @@ int main(int argc, char **argv)
     lnk_model *m = lnk_model_alloc(&cfg);
     if (!m)
         die();
-    size_t n = lnk_model_n_params(m), N = 0;
-    for (int k = 0; k < n_chunks; k++)
-        N += lnk_batch_n_scored(m, &chunks[k]);
+    size_t n = lnk_model_n_params(m);
+    lnk_dataset ds; /* takes the chunks over; chunks[] stays readable for the balance below */
+    lnk_dataset_init(&ds);
+    CK(lnk_dataset_add_chunks(&ds, m, chunks, n_chunks));
+    size_t N = ds.n_scored;
     int *first = malloc(sizeof(int) * ((size_t)P + 1));
     double *th = malloc(sizeof(double) * n);
     if (!first || !th) {
@@ -182,8 +169,8 @@ int main(int argc, char **argv)
         all_pad += pad;
     }
     double imb_sc = max_sc * P / (double)N, imb_pad = max_pad * P / all_pad;
-    lnk_hessian *hs = lnk_hessian_alloc_shard(m, th, chunks + first[me], first[me + 1] - first[me],
-                                              N, NULL);
+    CK(lnk_dataset_shard(&ds, m, lnk_comm_world()));
+    lnk_hessian *hs = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!hs)
         die();
     lnk_operator op = lnk_hessian_operator(hs);
@@ -260,6 +247,7 @@ int main(int argc, char **argv)
     lnk_hessian_free(hs);
     lnk_model_free(m);
     lnk_config_clear(&cfg);
+    lnk_dataset_free(&ds);
     lnk_batches_free(chunks, n_chunks);
     lnk_pairs_free(&p);
     lnk_vocab_free(vs);

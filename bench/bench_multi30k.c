@@ -36,7 +36,7 @@
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
 #include "bench.h"
-#include "../studies/study.h"
+#include "kit/kit.h"
 
 
 static double maxrss_mb(void)

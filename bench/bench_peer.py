@@ -6,7 +6,7 @@ usage: /usr/bin/python3 bench/bench_peer.py --build BUILD [--out DIR] [--threads
 
 Config (b): task lm, d=256, h=4, L=6, d_ff=1024, V=4000, Post-LN, Xavier init (seed 0); a
 synthetic batch of B=16 rows of 33 tokens (<bos> + 32, seed 1): lnkit writes both files
-and PyTorch reads the same files (tools/ref_torch.py, the independent reference).
+and PyTorch reads the same files (tests/ref_torch.py, the independent reference).
 
 1. Top-5 Hessian eigenvalues to tol 1e-6:
    - PyTorch float64, the double-backward graph built once (loss, then the gradient with
@@ -77,7 +77,7 @@ def torch_worker(a):
     import scipy
     import torch
     from scipy.sparse.linalg import LinearOperator, eigsh
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
     import ref_torch as R
     t_import = time.perf_counter() - t_import
     torch.set_num_threads(a.threads)
@@ -233,7 +233,7 @@ def main():
 
         # one product
         import numpy as np  # noqa: E402 (the driver needs numpy only here)
-        sys.path.insert(0, os.path.join(ROOT, "tools"))
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
         import ref_torch as R  # noqa: E402
         v = np.random.default_rng(3).standard_normal(tw["n_params"])
         R.st_write(os.path.join(work, "v.safetensors"), {"v": v})

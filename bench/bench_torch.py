@@ -14,7 +14,7 @@ Timed, each as the median over R runs after one warm-up:
   grad_s  loss + backward;
   hvp_s   one Hessian-vector product with the graph rebuilt: forward, gradient with
           create_graph, gradient of <g, v>.
-The model code is tools/ref_torch.py (the independent reference), unchanged.
+The model code is tests/ref_torch.py (the independent reference), unchanged.
 """
 import argparse
 import math
@@ -25,7 +25,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import ref_torch as R  # noqa: E402
 
 SIZES = {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/lnkit.h"
-#include "study.h"
+#include "kit/kit.h"
 
 static void usage(void)
 {
@@ -68,30 +68,24 @@ int main(int argc, char **argv)
     static const char *const hl[] = {"norm_pos", "seed", "loss", "n_scored", "grad_norm_total"};
     static const char *const hy[] = {"norm_pos", "seed", "layer", "tensor", "grad_norm"};
     /* points (norm_pos, seed), i = pos * seeds + s, spread over the ranks of
-     * an MPI job (study.h); rank 0 writes the rows in point order */
+     * an MPI job (kit/kit.h); rank 0 writes the rows in point order */
     out_csv fl, fy;
     csv_sweep(&fl, out, "postpre_loss.csv", hl, 5);
     csv_sweep(&fy, out, "postpre_layers.csv", hy, 5);
     lnk_csv *const cl = &fl.c, *const cy = &fy.c;
-    study_buf *w2 = calloc((size_t)2 * seeds, sizeof *w2); /* per point: L x ||dL/dW2|| */
     static const char *const tens[] = {"attn.wq", "attn.wk", "attn.wv", "attn.wo", "ffn.w1",
                                        "ffn.w2"};
     double *w2mean = calloc((size_t)2 * L, sizeof(double));
     lnk_config c = {0}, base = {0}; /* base: the first point's config, for the metadata */
     for (int pos = 0; pos < 2; pos++)
         for (int s = 0; s < seeds; s++) {
-            char buf[32];
             lnk_config_default(&c);
-            CK(lnk_config_set(&c, "norm_pos", pos ? "pre" : "post"));
-            snprintf(buf, sizeof buf, "%d", d);
-            CK(lnk_config_set(&c, "d", buf));
-            CK(lnk_config_set(&c, "h", "4"));
-            snprintf(buf, sizeof buf, "%d", L);
-            CK(lnk_config_set(&c, "L", buf));
-            snprintf(buf, sizeof buf, "%d", V);
-            CK(lnk_config_set(&c, "V", buf));
-            snprintf(buf, sizeof buf, "%d", s);
-            CK(lnk_config_set(&c, "seed", buf));
+            c.norm_pos = pos ? LNK_POS_PRE : LNK_POS_POST;
+            c.d = d;
+            c.h = 4;
+            c.L = L;
+            c.V = V;
+            c.seed = (uint64_t)s;
             CK(lnk_config_finalize(&c));
             if (pos == 0 && s == 0)
                 base = c;
@@ -135,8 +129,6 @@ int main(int argc, char **argv)
                     CK(lnk_csv_str(cy, tens[k]));
                     CK(lnk_csv_double(cy, gn));
                     CK(lnk_csv_end_row(cy));
-                    if (k == 5)
-                        SBUF_PUT(&w2[pt], gn);
                 }
             lnk_workspace_free(ws);
             lnk_batch_free(&b);
@@ -152,19 +144,20 @@ int main(int argc, char **argv)
              seeds, B, T, seeds - 1);
     csv_close(&fl, &base, extra, start, t0);
     csv_close(&fy, &base, extra, start, t0);
-    study_gather_points(0, 2L * seeds, w2);
     double wall = lnk_now() - t0;
     if (!study_root())
-        return 0; /* rank 0 prints the table */
-    for (int pos = 0; pos < 2; pos++)
-        for (int s = 0; s < seeds; s++) {
-            study_rd rd = {w2[pos * seeds + s].p, w2[pos * seeds + s].n, 0};
-            for (int l = 0; l < L; l++) {
-                double gn;
-                SRD_GET(&rd, gn);
-                w2mean[pos * L + l] += gn / seeds;
-            }
-        }
+        return 0; /* rank 0 prints the table, from the file */
+    study_table tl;
+    study_table_read(&tl, out, "postpre_layers.csv");
+    int cp = study_table_col(&tl, "norm_pos"), cl2 = study_table_col(&tl, "layer");
+    int ct = study_table_col(&tl, "tensor"), cg = study_table_col(&tl, "grad_norm");
+    for (size_t r = 0; r < tl.d.nrow; r++) {
+        int l = (int)study_table_num(&tl, r, cl2);
+        int pos = !strcmp(study_table_str(&tl, r, cp), "pre");
+        if (!strcmp(study_table_str(&tl, r, ct), "ffn.w2") && l >= 0 && l < L)
+            w2mean[pos * L + l] += study_table_num(&tl, r, cg) / seeds;
+    }
+    study_table_free(&tl);
     printf("Post-LN vs Pre-LN at initialisation: lm, d=%d, h=4, d_ff=%d, L=%d, V=%d, "
            "B=%d, T=%d, %d seeds\n", d, 4 * d, L, V, B, T, seeds);
     printf("mean ||dL/dW2||_F per layer:\n  layer      Post-LN       Pre-LN\n");
@@ -172,8 +165,5 @@ int main(int argc, char **argv)
         printf("  %5d  %11.5f  %11.5f\n", l, w2mean[l], w2mean[L + l]);
     printf("wrote %s and %s (with .meta.json) in %.2f s\n", p_loss, p_lay, wall);
     free(w2mean);
-    for (int i = 0; i < 2 * seeds; i++)
-        sbuf_free(&w2[i]);
-    free(w2);
     return 0;
 }

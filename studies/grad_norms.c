@@ -28,7 +28,7 @@
  * the files are left untouched.  Progress goes to stderr.
  *
  * Under mpirun (make MPI=1) the points still to compute are spread over the
- * ranks, the j-th on rank j % P (study.h); at the end of each round of P
+ * ranks, the j-th on rank j % P (kit/kit.h); at the end of each round of P
  * points rank 0 decides whether a checkpoint is due, gathers the rows of the
  * points done so far and writes them in point order: the files of a
  * one-process run (the seconds column aside). */
@@ -41,18 +41,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "lnkit/lnkit.h"
-#include "lnkit/analysis.h"
+#include "kit/analysis.h"
 #include "lnkit/stats.h"
-#include "study.h"
+#include "kit/kit.h"
 
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        fail("out of memory (%zu bytes)", n);
-    return p;
-}
 
 static char *xstrdup(const char *s)
 {
@@ -345,25 +337,18 @@ static pconf make_pconf(const opts *o, int setting, int task, int pos, int L, in
 
 static void make_config(const pconf *p, int seed, lnk_config *c)
 {
-    char b[64];
     lnk_config_default(c);
-#define SET(k, fmt, v)                                                                            \
-    do {                                                                                          \
-        snprintf(b, sizeof b, fmt, v);                                                            \
-        CK(lnk_config_set(c, k, b));                                                              \
-    } while (0)
-    SET("task", "%s", lnk_task_name((lnk_task)p->task));
-    SET("norm_pos", "%s", pos_name(p->pos));
-    SET("init", "%s", p->setting ? "xavier" : "theorem");
-    SET("d", "%d", p->d);
-    SET("h", "%d", p->h);
-    SET("d_ff", "%d", p->dff);
-    SET("L", "%d", p->L);
-    SET("V", "%d", p->V);
-    SET("seed", "%d", seed);
-    SET("tie_output", "%s", p->tie ? "true" : "false");
-    SET("label_smoothing", "%.17g", p->ls);
-#undef SET
+    c->task = (lnk_task)p->task;
+    CK(lnk_config_set(c, "norm_pos", pos_name(p->pos)));
+    c->init = p->setting ? LNK_INIT_XAVIER : LNK_INIT_THEOREM;
+    c->d = p->d;
+    c->h = p->h;
+    c->d_ff = p->dff;
+    c->L = p->L;
+    c->V = p->V;
+    c->seed = (uint64_t)seed;
+    c->tie_output = p->tie != 0;
+    c->label_smoothing = p->ls;
     CK(lnk_config_finalize(c));
 }
 
@@ -448,7 +433,7 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 {
     const lnk_config *c = lnk_model_config(m);
     int cap = 64, n = 0;
-    item *it = xmalloc(sizeof(item) * cap);
+    item *it = study_alloc(sizeof(item) * cap);
 #define ADD(st, l, lab, ...)                                                                      \
     do {                                                                                          \
         if (n == cap)                                                                             \
@@ -498,7 +483,7 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 #undef ADD
     const lnk_layout *lay = lnk_model_layout(m);
     for (int i = 0; i < n; i++) {
-        it[i].tix = xmalloc(sizeof(int) * lay->n_tensors);
+        it[i].tix = study_alloc(sizeof(int) * lay->n_tensors);
         for (int t = 0; t < lay->n_tensors; t++)
             if (fnmatch(it[i].pattern, lay->t[t].name, 0) == 0)
                 it[i].tix[it[i].nt++] = t;
@@ -527,8 +512,8 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, presult
     if (np > buf_n) {
         free(buf_th);
         free(buf_g);
-        buf_th = xmalloc(sizeof(double) * np);
-        buf_g = xmalloc(sizeof(double) * np);
+        buf_th = study_alloc(sizeof(double) * np);
+        buf_g = study_alloc(sizeof(double) * np);
         buf_n = np;
     }
     double *th = buf_th, *g = buf_g;
@@ -538,7 +523,7 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, presult
     /* running sums of the tensors the items need (only those: the full
      * gradient of a wide model is hundreds of MB) */
     int nt = lay->n_tensors;
-    size_t *soff = xmalloc(sizeof(size_t) * nt), ssz = 0;
+    size_t *soff = study_alloc(sizeof(size_t) * nt), ssz = 0;
     for (int t = 0; t < nt; t++)
         soff[t] = (size_t)-1;
     for (int i = 0; i < r->nit; i++)
@@ -725,7 +710,7 @@ static void keys_build(keyset *k, const rows *r)
         if (strcmp(r->head[j], "seed") == 0)
             ss = j;
     }
-    k->v = xmalloc(sizeof(char *) * (n ? n : 1));
+    k->v = study_alloc(sizeof(char *) * (n ? n : 1));
     k->n = 0;
     for (size_t i = 0; i < n; i++) {
         char *s = NULL;
@@ -754,7 +739,7 @@ typedef struct {
     double t0, last_ckpt;
     int computed, skipped;
     /* Points to compute (not in the CSV when the run began), numbered j = 0, 1, ...
-     * in loop order; point j is rank j % P's (study.h).  Rows of points
+     * in loop order; point j is rank j % P's (kit/kit.h).  Rows of points
      * [merged, npend) are still with the rank that computed them, packed in
      * pend[j - merged]; rank 0 appends them to main and hid in point order. */
     keyset old;            /* (key, seed) of the rows read from the CSV */
@@ -847,7 +832,7 @@ static void merge(sweep *s)
 static void point_done(sweep *s)
 {
     s->npend++;
-    if (s->npend % study_P)
+    if (s->npend % study_ranks())
         return;
     int now = study_root() && lnk_now() - s->last_ckpt > s->o->checkpoint;
     CK(lnk_comm_bcast(&now, sizeof now, 0));
@@ -922,14 +907,14 @@ static void run_conf(sweep *s, const pconf *p, int idx, int total)
     }
     if (!study_root())
         return;
-    if (todo && study_P == 1)
+    if (todo && study_ranks() == 1)
         fprintf(stderr, "[%s %d/%d] %s: %d seeds in %.2f s, mean ||dL/dW2(last)|| %.5g "
                 "(total %.1f s)\n", sweep_name[o->sweep], idx, total, p->key, done,
                 lnk_now() - t0, w2 / done, lnk_now() - s->t0);
     else if (todo && done)
         fprintf(stderr, "[%s %d/%d] %s: %d seeds over %d ranks, %d on rank 0 in %.2f s, mean "
                 "||dL/dW2(last)|| %.5g (total %.1f s)\n", sweep_name[o->sweep], idx, total,
-                p->key, todo, study_P, done, lnk_now() - t0, w2 / done, lnk_now() - s->t0);
+                p->key, todo, study_ranks(), done, lnk_now() - t0, w2 / done, lnk_now() - s->t0);
     else if (todo)
         fprintf(stderr, "[%s %d/%d] %s: %d seeds on the other ranks (total %.1f s)\n",
                 sweep_name[o->sweep], idx, total, p->key, todo, lnk_now() - s->t0);

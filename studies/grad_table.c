@@ -28,9 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <jansson.h>
 #include "lnkit/lnkit.h"
-#include "lnkit/analysis.h"
-#include "study.h"
+#include "kit/analysis.h"
+#include "kit/kit.h"
 
 
 static const char *dir = "results/grad";
@@ -209,34 +210,35 @@ static void write_table(const lnk_table *tb, const char *base, const char *title
     }
 }
 
-/* Plot data: a CSV written through lnk_csv with its .meta.json. */
-typedef struct {
-    lnk_afile a;
-    lnk_csv c;
-    const char *name;
-} outcsv;
-
-static void oc_open(outcsv *o, const char *name, const char *const *head, int n)
+/* Plot data: a CSV (kit: out_csv) with its .meta.json naming what it holds
+ * and the input CSV it summarises, with that input's parameters and seeds
+ * (its sidecar, without the versions and times of its run). */
+static void oc_close(out_csv *o, const char *what, const char *input)
 {
-    o->name = name;
-    CK(lnk_afile_open(&o->a, pth(name)));
-    CK(lnk_csv_begin(&o->c, o->a.f, head, n));
-}
-static void oc_num(outcsv *o, double v, int present)
-{
-    CK(present && isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
-}
-static void oc_close(outcsv *o, const char *what)
-{
-    lnk_csv_free(&o->c);
-    CK(lnk_afile_commit(&o->a));
-    char extra[1024];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"grad_table (analysis of grad_norms)\", \"what\": \"%s\", "
-             "\"statistic\": "
-             "\"%s\", \"input_dir\": \"%s\"}",
-             what, stat_col, dir);
-    CK(lnk_meta_write(pth(o->name), NULL, extra, start_iso, lnk_now() - t_start));
+    json_t *x = json_pack("{s:s, s:s, s:s, s:s, s:s}", "study",
+                          "grad_table (analysis of grad_norms)", "what", what, "statistic",
+                          stat_col, "input_dir", dir, "input", input);
+    char side[1100];
+    snprintf(side, sizeof side, "%s", pth(input));
+    char *dot = strrchr(side, '.');
+    if (dot && !strcmp(dot, ".csv"))
+        *dot = '\0';
+    strncat(side, ".meta.json", sizeof side - strlen(side) - 1);
+    json_t *in = json_load_file(side, 0, NULL);
+    if (in && json_is_object(in)) {
+        static const char *const drop[] = {"versions", "start_time", "wall_seconds", "threads",
+                                           "command_line", "blas", "inputs"};
+        for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
+            json_object_del(in, drop[k]);
+        json_object_set(x, "input_parameters", in);
+    }
+    json_decref(in);
+    char *extra = x ? json_dumps(x, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(x);
+    if (!extra)
+        fail("out of memory");
+    csv_close(o, NULL, extra, start_iso, t_start);
+    free(extra);
 }
 
 static void pm(char *b, size_t n, const cellv *c)
@@ -447,6 +449,11 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
 
 static void summary_csv(const sweepdata *s, const char *name, const char *xname, int depth)
 {
+    char input[128]; /* NAME_summary.csv summarises NAME.csv */
+    snprintf(input, sizeof input, "%s", name);
+    char *suffix = strstr(input, "_summary.csv");
+    if (suffix)
+        strcpy(suffix, ".csv");
     /* x, per series mean/sd, and the theory curves anchored at the first x */
     const char *head[1 + 3 * NS];
     char hb[2 * NS][48];
@@ -464,8 +471,8 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
         snprintf(th[k], 48, "%s_theory", s_id[k]);
         head[n++] = th[k];
     }
-    outcsv o;
-    oc_open(&o, name, head, n);
+    out_csv o;
+    csv_open(&o, dir, name, head, n);
     double anchor[NS];
     for (int k = 0; k < NS; k++) {
         anchor[k] = NAN;
@@ -484,13 +491,13 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
             double m = 0, sd = 0;
             if (s->c[k][i].n)
                 cell_ms(&s->c[k][i], &m, &sd);
-            oc_num(&o, m, s->c[k][i].n > 0);
-            oc_num(&o, sd, s->c[k][i].n > 0);
+            csv_num_or_empty(&o, m, s->c[k][i].n > 0);
+            csv_num_or_empty(&o, sd, s->c[k][i].n > 0);
         }
         for (int k = 0; k < NS; k++) {
             double x = s->x[i];
             double g = depth ? (k % 2 ? 1 / sqrt(x) : 1) : x * sqrt(log(x));
-            oc_num(&o, anchor[k] * g, !isnan(anchor[k]));
+            csv_num_or_empty(&o, anchor[k] * g, !isnan(anchor[k]));
         }
         CK(lnk_csv_end_row(&o.c));
     }
@@ -498,7 +505,7 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
                          "the "
                          "smallest L (Pre-LN L^-1/2, Post-LN flat)"
                        : "last-layer norm per d: mean, sd over seeds; theory d sqrt(ln d) anchored "
-                         "at the smallest d");
+                         "at the smallest d", input);
 }
 
 /* ------------------------------------------------------------ width */
@@ -727,8 +734,8 @@ static void lemma2(const lnk_csvdata *t)
                                      "realistic_pre_mean", "realistic_pre_sd",
                                      "realistic_post5_mean", "realistic_post5_sd",
                                      "theorem_post5_target", "realistic_post5_target"};
-    outcsv o;
-    oc_open(&o, "lemma2_summary.csv", sh, 13);
+    out_csv o;
+    csv_open(&o, dir, "lemma2_summary.csv", sh, 13);
     int inband[2] = {0, 0}, tot[2] = {0, 0}, post_ok[2] = {0, 0}, post_n[2] = {0, 0};
     double post_dev[2] = {0, 0}, post_avg[2] = {0, 0};
     for (int l = 1; l <= nl; l++) {
@@ -751,10 +758,10 @@ static void lemma2(const lnk_csvdata *t)
                 cell_ms(cp, &m, &sd);
             if (cq->n)
                 cell_ms(cq, &m5, &sd5);
-            oc_num(&o, m, cp->n > 0);
-            oc_num(&o, sd, cp->n > 0);
-            oc_num(&o, m5, cq->n > 0);
-            oc_num(&o, sd5, cq->n > 0);
+            csv_num_or_empty(&o, m, cp->n > 0);
+            csv_num_or_empty(&o, sd, cp->n > 0);
+            csv_num_or_empty(&o, m5, cq->n > 0);
+            csv_num_or_empty(&o, sd5, cq->n > 0);
             /* "in band": the seed mean within the interval widened by 3 standard errors */
             double se = cp->n > 1 ? sd / sqrt((double)cp->n) : 0;
             int in = m >= lo - 3 * se && m <= hi + 3 * se;
@@ -786,7 +793,8 @@ static void lemma2(const lnk_csvdata *t)
     }
     oc_close(&o, "Lemma 2 per layer l (paper numbering): E||x^pre_l||^2/d and its band [lo, hi], "
                  "E||x^{post,5}_l||^2/d and its expected value 1 + 2r/(1+r)^2, r = d_ff/d (1.5 in "
-                 "the theorem setting); mean, sd over seeds");
+                 "the theorem setting); mean, sd over seeds",
+             "depth_hidden.csv");
     char cap[700];
     snprintf(cap, sizeof cap, "Lemma 2 at L = %d: mean over tokens of ||x||^2/d, mean ± sd over "
              "seeds. Pre-LN x^{pre}_l (l = 1: embedding output; l = L+1: last residual, the final "
@@ -1127,8 +1135,8 @@ static void profile(const lnk_csvdata *t)
                             head2[n++] = hb[(p * NT + te) * 2];
                             head2[n++] = hb[(p * NT + te) * 2 + 1];
                         }
-                    outcsv o;
-                    oc_open(&o, name, head2, n);
+                    out_csv o;
+                    csv_open(&o, dir, name, head2, n);
                     int x = 0;
                     for (int sk = 0; sk < 2; sk++)
                         for (int l = 0; l < nl[sk]; l++) {
@@ -1142,13 +1150,14 @@ static void profile(const lnk_csvdata *t)
                                     const cellv *cc = &C(p, te, sk, l);
                                     if (cc->n)
                                         cell_ms(cc, &m, &sd);
-                                    oc_num(&o, m, cc->n > 0);
-                                    oc_num(&o, sd, cc->n > 0);
+                                    csv_num_or_empty(&o, m, cc->n > 0);
+                                    csv_num_or_empty(&o, sd, cc->n > 0);
                                 }
                             CK(lnk_csv_end_row(&o.c));
                         }
                     oc_close(&o, "per-layer gradient norms (x: position, encoder blocks then "
-                                 "decoder blocks), mean, sd over seeds");
+                                 "decoder blocks), mean, sd over seeds",
+                             "profile.csv");
                 }
             }
             for (int i = 0; i < 2 * NT * 2 * ML; i++)

@@ -22,7 +22,8 @@
 #include "lnkit/hessian.h"
 #include "lnkit/lnkit.h"
 #include "lnkit/text.h"
-#include "study.h"
+#include "kit/kit.h"
+#include "kit/spectral.h"
 
 
 typedef struct {
@@ -49,18 +50,13 @@ static void usage(void)
 
 static void make_config(lnk_config *c, const opts_t *o, int pre, int seed)
 {
-    char b[32];
     lnk_config_default(c);
-    CK(lnk_config_set(c, "norm_pos", pre ? "pre" : "post"));
-#define SETI(key, val)                                                                            \
-    snprintf(b, sizeof b, "%d", (val));                                                           \
-    CK(lnk_config_set(c, key, b))
-    SETI("d", o->d);
-    SETI("h", o->h);
-    SETI("L", o->L);
-    SETI("V", o->V);
-    SETI("seed", seed);
-#undef SETI
+    c->norm_pos = pre ? LNK_POS_PRE : LNK_POS_POST;
+    c->d = o->d;
+    c->h = o->h;
+    c->L = o->L;
+    c->V = o->V;
+    c->seed = (uint64_t)seed;
     CK(lnk_config_finalize(c));
 }
 
@@ -82,6 +78,108 @@ static void make_batch(const lnk_model *m, const opts_t *o, lnk_batch *b)
 
 static double mean(const double *x, int n) { return gsl_stats_mean(x, 1, (size_t)n); }
 static double sd(const double *x, int n) { return n > 1 ? gsl_stats_sd(x, 1, (size_t)n) : 0.0; }
+
+/* The point (pre * S + seed) of row r. */
+static int point_of(const study_table *t, size_t r, int cp, int cs, int S)
+{
+    int pre = !strcmp(study_table_str(t, r, cp), "pre");
+    double s = study_table_num(t, r, cs);
+    if (!(s >= 0 && s < S))
+        fail("%s: row %zu: seed %g outside 0..%d", t->d.what, r + 2, s, S - 1);
+    return pre * S + (int)s;
+}
+
+/* From the files: per point i = pre * S + s the top and bottom eigenvalue
+ * (index 0 of each; NaN if none), the trace and the blocks' top eigenvalues
+ * (blocks.csv in block order), each in a malloc'd array. */
+static void read_points(const char *dir, int S, int nblk, double **top, double **bot,
+                        double **trc, double **btop)
+{
+    *top = malloc(sizeof(double) * 2 * (size_t)S);
+    *bot = malloc(sizeof(double) * 2 * (size_t)S);
+    *trc = malloc(sizeof(double) * 2 * (size_t)S);
+    *btop = malloc(sizeof(double) * 2 * (size_t)S * (size_t)nblk);
+    int *nb = calloc(2 * (size_t)S, sizeof(int));
+    if (!*top || !*bot || !*trc || !*btop || !nb)
+        fail("out of memory");
+    for (int i = 0; i < 2 * S; i++)
+        (*top)[i] = (*bot)[i] = NAN;
+    study_table t;
+    study_table_read(&t, dir, "eigs.csv");
+    int cp = study_table_col(&t, "norm_pos"), cs = study_table_col(&t, "seed");
+    int cw = study_table_col(&t, "which"), ci = study_table_col(&t, "index");
+    int cv = study_table_col(&t, "eigenvalue");
+    for (size_t r = 0; r < t.d.nrow; r++) {
+        int i = point_of(&t, r, cp, cs, S);
+        if (study_table_num(&t, r, ci) == 0)
+            (strcmp(study_table_str(&t, r, cw), "top") ? *bot : *top)[i] =
+                study_table_num(&t, r, cv);
+    }
+    study_table_free(&t);
+    study_table_read(&t, dir, "trace.csv");
+    cp = study_table_col(&t, "norm_pos"), cs = study_table_col(&t, "seed");
+    cv = study_table_col(&t, "trace");
+    for (size_t r = 0; r < t.d.nrow; r++)
+        (*trc)[point_of(&t, r, cp, cs, S)] = study_table_num(&t, r, cv);
+    study_table_free(&t);
+    study_table_read(&t, dir, "blocks.csv");
+    cp = study_table_col(&t, "norm_pos"), cs = study_table_col(&t, "seed");
+    cv = study_table_col(&t, "top_eigenvalue");
+    for (size_t r = 0; r < t.d.nrow; r++) {
+        int i = point_of(&t, r, cp, cs, S);
+        if (nb[i] == nblk)
+            fail("%s: more than %d blocks for a point", t.d.what, nblk);
+        (*btop)[(size_t)i * nblk + nb[i]++] = study_table_num(&t, r, cv);
+    }
+    study_table_free(&t);
+    free(nb);
+}
+
+/* summary.md from the files: mean +- sd over seeds and the Post/Pre ratios of
+ * the extremal eigenvalues, the trace and every block's top eigenvalue. */
+static void write_summary(const opts_t *o, const spec_block *blk, int nblk, double sigma,
+                          const double integ[2])
+{
+    int S = o->seeds;
+    double *top, *bot, *trc, *btop;
+    read_points(o->out, S, nblk, &top, &bot, &trc, &btop);
+
+    /* summary table */
+    char md[1100];
+    snprintf(md, sizeof md, "%s/summary.md", o->out);
+    lnk_afile am;
+    CK(lnk_afile_open(&am, md));
+    FILE *f = am.f;
+    fprintf(f, "# Hessian at initialisation: Post-LN vs Pre-LN\n\n"
+               "lm, d = %d, h = %d, d_ff = %d, L = %d, V = %d, Xavier; data: %s (B = %d, T = %d); "
+               "%d seeds (mean +- sd over seeds).\n\n",
+            o->d, o->h, 4 * o->d, o->L, o->V, o->text ? o->text : "synthetic", o->B, o->T, S);
+    fprintf(f, "| quantity | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
+    const char *qn[3] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)"};
+    double *qv[3] = {top, bot, trc};
+    for (int q = 0; q < 3; q++)
+        fprintf(f, "| %s | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", qn[q], mean(qv[q], S),
+                sd(qv[q], S), mean(qv[q] + S, S), sd(qv[q] + S, S),
+                mean(qv[q], S) / mean(qv[q] + S, S));
+    fprintf(f, "\nTop eigenvalue of each block (the Hessian restricted to the block's "
+               "parameters):\n\n| block | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
+    double *tmp = malloc(sizeof(double) * 2 * S);
+    for (int k = 0; k < nblk; k++) {
+        for (int pre = 0; pre < 2; pre++)
+            for (int s = 0; s < S; s++)
+                tmp[pre * S + s] = btop[(pre * S + s) * nblk + k];
+        fprintf(f, "| `%s` | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", blk[k].pat, mean(tmp, S),
+                sd(tmp, S), mean(tmp + S, S), sd(tmp + S, S), mean(tmp, S) / mean(tmp + S, S));
+    }
+    fprintf(f, "\nSpectral density: `density.csv` / `density.png` (sigma = %.4g, Papyan kappa = "
+               "%g; integrals %.9f and %.9f).\n", sigma, o->kappa, integ[0], integ[1]);
+    CK(lnk_afile_commit(&am));
+    free(top);
+    free(bot);
+    free(trc);
+    free(btop);
+    free(tmp);
+}
 
 int main(int argc, char **argv)
 {
@@ -126,44 +224,26 @@ int main(int argc, char **argv)
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
     make_dir(o.out);
-    static const char *const he[] = {"norm_pos", "seed", "which", "index", "eigenvalue",
-                                     "residual", "converged"};
-    static const char *const ht[] = {"norm_pos", "seed", "method", "probes", "trace", "stderr"};
-    static const char *const hb[] = {"norm_pos", "seed", "block", "layer", "kind",
-                                     "top_eigenvalue", "residual", "converged"};
-    static const char *const hn[] = {"norm_pos", "seed", "run", "index", "node", "weight"};
     /* points (norm_pos, seed), i = pre * S + s, spread over the ranks of an
-     * MPI job (study.h): rank 0 writes the rows in point order and computes
-     * the density and the summary from every point's numbers */
-    out_csv fe, ft, fb, fn;
-    csv_sweep(&fe, o.out, "eigs.csv", he, 7);
-    csv_sweep(&ft, o.out, "trace.csv", ht, 6);
-    csv_sweep(&fb, o.out, "blocks.csv", hb, 8);
-    csv_sweep(&fn, o.out, "slq_nodes.csv", hn, 6);
-
-    /* per variant and seed: top[0], bottom[0], trace; SLQ results kept for the density */
+     * MPI job (kit/kit.h): the rows go to the sweep CSVs in point order; rank
+     * 0 then computes the density and the summary from those files */
+    spec_files F;
+    spec_files_open(&F, o.out, 0, 1);
     int S = o.seeds;
-    double *top = calloc((size_t)2 * S, sizeof(double)), *bot = calloc((size_t)2 * S, sizeof(double));
-    double *trc = calloc((size_t)2 * S, sizeof(double));
-    lnk_slq_result *slq = calloc((size_t)2 * S, sizeof *slq);
     /* blocks: embeddings, per layer attention and ffn, output */
     int nblk = 2 * o.L + 2;
-    char (*bname)[64] = calloc((size_t)nblk, 64), (*bkind)[16] = calloc((size_t)nblk, 16);
-    int *blayer = calloc((size_t)nblk, sizeof(int));
-    double *btop = calloc((size_t)2 * S * nblk, sizeof(double));
-    snprintf(bname[0], 64, "tgt_emb");
-    snprintf(bkind[0], 16, "embedding");
-    blayer[0] = -1;
+    spec_block *blk = calloc((size_t)nblk, sizeof *blk);
+    if (!blk)
+        fail("out of memory");
+    blk[0] = (spec_block){"tgt_emb", "dec", "embedding", -1};
     for (int l = 0; l < o.L; l++) {
-        snprintf(bname[1 + 2 * l], 64, "dec.%d.attn.*", l);
-        snprintf(bkind[1 + 2 * l], 16, "attention");
-        snprintf(bname[2 + 2 * l], 64, "dec.%d.ffn.*", l);
-        snprintf(bkind[2 + 2 * l], 16, "ffn");
-        blayer[1 + 2 * l] = blayer[2 + 2 * l] = l;
+        blk[1 + 2 * l] = (spec_block){"", "dec", "attention", l};
+        snprintf(blk[1 + 2 * l].pat, 64, "dec.%d.attn.*", l);
+        blk[2 + 2 * l] = (spec_block){"", "dec", "ffn", l};
+        snprintf(blk[2 + 2 * l].pat, 64, "dec.%d.ffn.*", l);
     }
-    snprintf(bname[nblk - 1], 64, "out.w");
-    snprintf(bkind[nblk - 1], 16, "output");
-    blayer[nblk - 1] = o.L;
+    blk[nblk - 1] = (spec_block){"out.w", "dec", "output", o.L};
+    spec_opts so = {o.k, 1e-8, 300, o.probes, o.runs, o.steps, 1e-6, o.block_steps};
     lnk_config base = {0};
     for (int pre = 0; pre < 2; pre++)
         for (int s = 0; s < S; s++) {
@@ -175,10 +255,7 @@ int main(int argc, char **argv)
             long pt = (long)pre * S + s;
             if (!study_mine(pt))
                 continue;
-            csv_point(&fe, pt);
-            csv_point(&ft, pt);
-            csv_point(&fb, pt);
-            csv_point(&fn, pt);
+            spec_files_point(&F, pt);
             lnk_model *m = lnk_model_alloc(&c);
             if (!m)
                 die();
@@ -186,99 +263,18 @@ int main(int argc, char **argv)
             CK(lnk_model_init_params(m, th));
             lnk_batch b;
             make_batch(m, &o, &b);
-            lnk_hessian *h = lnk_hessian_alloc(m, th, &b, 1, NULL);
-            if (!h)
-                die();
-            lnk_operator op = lnk_hessian_operator(h);
+            lnk_dataset ds = {&b, 1, 1, 0, lnk_batch_n_scored(m, &b), NULL};
             double ts = lnk_now();
-            /* extremal eigenpairs */
-            lnk_eigs_opts eo;
-            lnk_eigs_opts_default(&eo);
-            eo.k_top = eo.k_bottom = o.k;
-            eo.tol = 1e-8;
-            eo.max_steps = 300;
-            eo.seed = (uint64_t)s;
-            lnk_eigs_result er;
-            CK(lnk_eigs(&op, &eo, &er));
-            for (int i = 0; i < er.k; i++) {
-                int t = i < er.n_top;
-                CK(lnk_csv_str(&fe.c, pn));
-                CK(lnk_csv_int(&fe.c, s));
-                CK(lnk_csv_str(&fe.c, t ? "top" : "bottom"));
-                CK(lnk_csv_int(&fe.c, t ? i : i - er.n_top));
-                CK(lnk_csv_double(&fe.c, er.value[i]));
-                CK(lnk_csv_double(&fe.c, er.residual[i]));
-                CK(lnk_csv_int(&fe.c, er.converged[i]));
-                CK(lnk_csv_end_row(&fe.c));
-            }
-            top[pre * S + s] = er.n_top ? er.value[0] : NAN;
-            bot[pre * S + s] = er.n_bottom ? er.value[er.n_top] : NAN;
-            lnk_eigs_result_free(&er);
-            /* trace */
-            lnk_trace_opts to;
-            lnk_trace_opts_default(&to);
-            to.probes = o.probes;
-            to.seed = (uint64_t)s;
-            lnk_trace_result tr;
-            CK(lnk_trace(&op, &to, &tr));
-            CK(lnk_csv_str(&ft.c, pn));
-            CK(lnk_csv_int(&ft.c, s));
-            CK(lnk_csv_str(&ft.c, lnk_trace_method_name(to.method)));
-            CK(lnk_csv_int(&ft.c, tr.probes));
-            CK(lnk_csv_double(&ft.c, tr.trace));
-            CK(lnk_csv_double(&ft.c, tr.std_error));
-            CK(lnk_csv_end_row(&ft.c));
-            trc[pre * S + s] = tr.trace;
-            /* SLQ */
-            lnk_slq_opts so;
-            lnk_slq_opts_default(&so);
-            so.runs = o.runs;
-            so.steps = o.steps;
-            so.seed = (uint64_t)s;
-            lnk_slq_result *sr = &slq[pre * S + s];
-            CK(lnk_slq(&op, &so, sr));
-            for (int r = 0; r < sr->runs; r++)
-                for (int i = sr->offset[r]; i < sr->offset[r + 1]; i++) {
-                    CK(lnk_csv_str(&fn.c, pn));
-                    CK(lnk_csv_int(&fn.c, s));
-                    CK(lnk_csv_int(&fn.c, r));
-                    CK(lnk_csv_int(&fn.c, i - sr->offset[r]));
-                    CK(lnk_csv_double(&fn.c, sr->node[i]));
-                    CK(lnk_csv_double(&fn.c, sr->weight[i]));
-                    CK(lnk_csv_end_row(&fn.c));
-                }
-            lnk_hessian_free(h);
-            /* block top eigenvalues */
-            for (int k = 0; k < nblk; k++) {
-                lnk_hessian *hb2 = lnk_hessian_alloc(m, th, &b, 1, bname[k]);
-                if (!hb2)
-                    die();
-                lnk_operator bop = lnk_hessian_operator(hb2);
-                lnk_eigs_opts bo;
-                lnk_eigs_opts_default(&bo);
-                bo.k_top = 1;
-                bo.tol = 1e-6;
-                bo.max_steps = o.block_steps;
-                bo.seed = (uint64_t)s;
-                lnk_eigs_result br;
-                CK(lnk_eigs(&bop, &bo, &br));
-                CK(lnk_csv_str(&fb.c, pn));
-                CK(lnk_csv_int(&fb.c, s));
-                CK(lnk_csv_str(&fb.c, bname[k]));
-                CK(lnk_csv_int(&fb.c, blayer[k]));
-                CK(lnk_csv_str(&fb.c, bkind[k]));
-                CK(lnk_csv_double(&fb.c, br.value[0]));
-                CK(lnk_csv_double(&fb.c, br.residual[0]));
-                CK(lnk_csv_int(&fb.c, br.converged[0]));
-                CK(lnk_csv_end_row(&fb.c));
-                btop[(pre * S + s) * nblk + k] = br.value[0];
-                lnk_eigs_result_free(&br);
-                lnk_hessian_free(hb2);
-            }
+            spec_point P;
+            spec_run(m, th, &ds, &so, blk, nblk, (uint64_t)s, &P);
+            spec_rows(&F, pn, s, &P, blk, nblk);
             if (!o.quiet && study_root())
                 fprintf(stderr, "hessian_spectrum: %s seed %d: top %.6g bottom %.6g trace %.6g "
-                        "(%.1f s; %.0f s so far)\n", pn, s, top[pre * S + s], bot[pre * S + s],
-                        trc[pre * S + s], lnk_now() - ts, lnk_now() - t0);
+                        "(%.1f s; %.0f s so far)\n", pn, s,
+                        P.er.n_top ? P.er.value[0] : NAN,
+                        P.er.n_bottom ? P.er.value[P.er.n_top] : NAN, P.tr.trace,
+                        lnk_now() - ts, lnk_now() - t0);
+            spec_point_free(&P);
             lnk_batch_free(&b);
             free(th);
             lnk_model_free(m);
@@ -290,130 +286,30 @@ int main(int argc, char **argv)
              "\"block_steps\": %d, \"varied\": \"norm_pos in {post, pre}, seed in 0..%d\"}",
              o.text ? o.text : "synthetic lm batch, ids uniform in [4, V), batch seed 1234", o.B,
              o.T, S, o.k, o.probes, o.runs, o.steps, o.block_steps, S - 1);
-    csv_close(&fe, &base, extra, start, t0);
-    csv_close(&ft, &base, extra, start, t0);
-    csv_close(&fb, &base, extra, start, t0);
-    csv_close(&fn, &base, extra, start, t0);
-    /* every point's numbers to rank 0 */
-    study_buf *pb = calloc((size_t)2 * S, sizeof *pb);
-    for (int i = 0; i < 2 * S; i++)
-        if (study_mine(i)) {
-            SBUF_PUT(&pb[i], top[i]);
-            SBUF_PUT(&pb[i], bot[i]);
-            SBUF_PUT(&pb[i], trc[i]);
-            sbuf_put(&pb[i], btop + (size_t)i * nblk, sizeof(double) * (size_t)nblk);
-            study_put_slq(&pb[i], &slq[i]);
-        }
-    study_gather_points(0, 2L * S, pb);
-    for (int i = 0; i < 2 * S; i++) {
-        if (study_root() && !study_mine(i)) {
-            study_rd rd = {pb[i].p, pb[i].n, 0};
-            SRD_GET(&rd, top[i]);
-            SRD_GET(&rd, bot[i]);
-            SRD_GET(&rd, trc[i]);
-            srd_get(&rd, btop + (size_t)i * nblk, sizeof(double) * (size_t)nblk);
-            study_get_slq(&rd, &slq[i]);
-        }
-        sbuf_free(&pb[i]);
-    }
-    free(pb);
-    if (!study_root()) /* rank 0 writes the rest */
+    spec_files_close(&F, &base, extra, start, t0);
+    if (!study_root()) /* rank 0 summarises from the files */
         return 0;
 
-    /* density: nodes of all seeds pooled per variant, one sigma for both (kappa on the
-     * union of the node ranges), one grid */
-    double lo_ = INFINITY, hi_ = -INFINITY;
-    for (int i = 0; i < 2 * S; i++) {
-        lo_ = fmin(lo_, slq[i].node_min);
-        hi_ = fmax(hi_, slq[i].node_max);
-    }
-    double sigma;
-    CK(lnk_sigma_from_kappa(o.kappa, o.steps, 0.05, lo_, hi_, &sigma));
-    size_t np = lnk_slq_grid_size(&slq[0], sigma, LNK_SLQ_PAD, 4);
-    np = (size_t)ceil((hi_ - lo_ + 2 * LNK_SLQ_PAD * sigma) / (sigma / 4)) + 1;
-    double *t = malloc(sizeof(double) * np), *phi = malloc(sizeof(double) * np),
-           *acc = malloc(sizeof(double) * np * 2);
-    for (size_t p = 0; p < np; p++)
-        t[p] = lo_ - LNK_SLQ_PAD * sigma + (hi_ - lo_ + 2 * LNK_SLQ_PAD * sigma) * p / (np - 1);
+    /* density: nodes of all seeds pooled per variant, one sigma for both */
+    lnk_slq_result *slq;
+    int *slq_pre, nslq;
+    spec_read_slq(o.out, &slq, &slq_pre, &nslq);
     double integ[2];
-    for (int pre = 0; pre < 2; pre++) {
-        for (size_t p = 0; p < np; p++)
-            acc[pre * np + p] = 0;
-        for (int s = 0; s < S; s++) {
-            CK(lnk_slq_density(&slq[pre * S + s], sigma, t, np, phi));
-            for (size_t p = 0; p < np; p++)
-                acc[pre * np + p] += phi[p] / S;
-        }
-        integ[pre] = lnk_trapezoid(t, acc + pre * np, np);
-    }
-    static const char *const hd[] = {"norm_pos", "t", "density"};
-    out_csv fd;
-    csv_open(&fd, o.out, "density.csv", hd, 3);
-    for (int pre = 0; pre < 2; pre++)
-        for (size_t p = 0; p < np; p++) {
-            CK(lnk_csv_str(&fd.c, pre ? "pre" : "post"));
-            CK(lnk_csv_double(&fd.c, t[p]));
-            CK(lnk_csv_double(&fd.c, acc[pre * np + p]));
-            CK(lnk_csv_end_row(&fd.c));
-        }
-    char extra2[1400];
-    snprintf(extra2, sizeof extra2 - 1, "%.*s, \"sigma\": %.17g, \"kappa\": %.17g, "
-             "\"integral_post\": %.17g, \"integral_pre\": %.17g}", (int)strlen(extra) - 1, extra,
-             sigma, o.kappa, integ[0], integ[1]);
-    csv_close(&fd, &base, extra2, start, t0);
-
+    double sigma = spec_write_density(o.out, slq, slq_pre, nslq, o.kappa, o.steps, &base, extra,
+                                      start, t0, integ);
+    for (int i = 0; i < nslq; i++)
+        lnk_slq_result_free(&slq[i]);
+    free(slq);
+    free(slq_pre);
     /* gnuplot script for the two densities on a log axis */
     char title[256];
     snprintf(title, sizeof title, "Hessian spectral density at initialisation (lm, d=%d, L=%d, "
              "%d seeds, SLQ %dx%d, sigma=%.3g)", o.d, o.L, S, o.runs, o.steps, sigma);
     study_density_gp(o.out, title);
-
-    /* summary table */
-    char md[1100];
-    snprintf(md, sizeof md, "%s/summary.md", o.out);
-    lnk_afile am;
-    CK(lnk_afile_open(&am, md));
-    FILE *f = am.f;
-    fprintf(f, "# Hessian at initialisation: Post-LN vs Pre-LN\n\n"
-               "lm, d = %d, h = %d, d_ff = %d, L = %d, V = %d, Xavier; data: %s (B = %d, T = %d); "
-               "%d seeds (mean +- sd over seeds).\n\n",
-            o.d, o.h, 4 * o.d, o.L, o.V, o.text ? o.text : "synthetic", o.B, o.T, S);
-    fprintf(f, "| quantity | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
-    const char *qn[3] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)"};
-    double *qv[3] = {top, bot, trc};
-    for (int q = 0; q < 3; q++)
-        fprintf(f, "| %s | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", qn[q], mean(qv[q], S),
-                sd(qv[q], S), mean(qv[q] + S, S), sd(qv[q] + S, S),
-                mean(qv[q], S) / mean(qv[q] + S, S));
-    fprintf(f, "\nTop eigenvalue of each block (the Hessian restricted to the block's "
-               "parameters):\n\n| block | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
-    double *tmp = malloc(sizeof(double) * 2 * S);
-    for (int k = 0; k < nblk; k++) {
-        for (int pre = 0; pre < 2; pre++)
-            for (int s = 0; s < S; s++)
-                tmp[pre * S + s] = btop[(pre * S + s) * nblk + k];
-        fprintf(f, "| `%s` | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", bname[k], mean(tmp, S),
-                sd(tmp, S), mean(tmp + S, S), sd(tmp + S, S), mean(tmp, S) / mean(tmp + S, S));
-    }
-    fprintf(f, "\nSpectral density: `density.csv` / `density.png` (sigma = %.4g, Papyan kappa = "
-               "%g; integrals %.9f and %.9f).\n", sigma, o.kappa, integ[0], integ[1]);
-    CK(lnk_afile_commit(&am));
+    write_summary(&o, blk, nblk, sigma, integ);
     if (!o.quiet)
         fprintf(stderr, "hessian_spectrum: wrote %s/{eigs,trace,blocks,slq_nodes,density}.csv, "
                 "summary.md, density.gp in %.1f s\n", o.out, lnk_now() - t0);
-    for (int i = 0; i < 2 * S; i++)
-        lnk_slq_result_free(&slq[i]);
-    free(slq);
-    free(top);
-    free(bot);
-    free(trc);
-    free(btop);
-    free(bname);
-    free(bkind);
-    free(blayer);
-    free(t);
-    free(phi);
-    free(acc);
-    free(tmp);
+    free(blk);
     return 0;
 }

@@ -19,7 +19,7 @@
  *            head, and the layer-2 maps of one sequence:  attn_stats.csv, attn_map_*.csv
  *   counts   how many normalisation statistics a LayerNorm computes:  norm_counts.csv
  * Every CSV gets a .meta.json; summary.md collects the tables the README cites.
- * Plots are drawn by tools/study_geometry.sh (gnuplot) from the CSVs. */
+ * Plots are drawn by studies/scripts/study_geometry.sh (gnuplot) from the CSVs. */
 #include <cblas.h>
 #include <getopt.h>
 #include <gsl/gsl_fit.h>
@@ -32,7 +32,7 @@
 #include "lnkit/geometry.h"
 #include "lnkit/lnkit.h"
 #include "lnkit/text.h"
-#include "study.h"
+#include "kit/kit.h"
 
 
 static void *xmalloc(size_t n)
@@ -56,33 +56,9 @@ typedef struct {
     lnk_afile mdf;
 } study;
 
-typedef struct {
-    lnk_afile a;
-    lnk_csv c;
-    char path[1024];
-    char start[32];
-    double t0;
-} ocsv;
-
-static void ocsv_open(ocsv *o, const study *S, const char *name, const char *const *hdr, int n)
-{
-    snprintf(o->path, sizeof o->path, "%s/%s", S->out, name);
-    lnk_iso_time(o->start, sizeof o->start);
-    o->t0 = lnk_now();
-    CK(lnk_afile_open(&o->a, o->path));
-    CK(lnk_csv_begin(&o->c, o->a.f, hdr, n));
-}
-
-static void ocsv_close(ocsv *o, const lnk_config *cfg, const char *extra)
-{
-    lnk_csv_free(&o->c);
-    CK(lnk_afile_commit(&o->a));
-    CK(lnk_meta_write(o->path, cfg, extra, o->start, lnk_now() - o->t0));
-}
-
 /* One CSV row from a format: s string, i int, l long, g double, G double or empty
  * when not finite (e.g. "no such key" as INFINITY). */
-static void row(ocsv *o, const char *fmt, ...)
+static void row(out_csv *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -128,8 +104,8 @@ static void part_random(study *S)
         ns[nn++] = S->nmax;
     static const char *const hdr[] = {"dist", "norm", "n", "d", "runs", "frac_any", "mean_frac",
                                       "n_lp", "n_ambiguous", "n_near", "min_sel_dist"};
-    ocsv o;
-    ocsv_open(&o, S, "heatmap.csv", hdr, 11);
+    out_csv o;
+    csv_open(&o, S->out, "heatmap.csv", hdr, 11);
     double *fa = xmalloc(sizeof(double) * 2 * 4 * nd * nn), *mf = xmalloc(sizeof(double) * 2 * 4 * nd * nn);
     long near[2][4] = {{0}}, exact[2][4] = {{0}}, lps[2][4] = {{0}};
     double minsel[2][4];
@@ -163,7 +139,7 @@ static void part_random(study *S)
              "%d\", \"d\": \"3..%d\", \"tol\": %g, \"eps\": 0, \"key_seed\": %llu, \"keys\": \"gauss: "
              "N(0,1) iid; offset: mu + s*z, mu_c ~ N(1,1), s_c = exp(N(0,1)) per set, same z\"}",
              S->runs, S->nmax, S->nstep, S->dmax, LNK_GEOM_SEL_TOL, (unsigned long long)S->seed);
-    ocsv_close(&o, NULL, extra);
+    csv_close(&o, NULL, extra, NULL, 0);
     /* affine invariance: offset keys are mu + s .* z of the Gaussian z: "none" must agree */
     int mism = 0, cells = nd * nn;
     for (int i = 0; i < cells; i++)
@@ -249,8 +225,8 @@ static void part_ortho(study *S)
     static const char *const hdr[] = {"dist", "d", "keys", "mean_abs_cos", "sd_abs_cos",
                                       "mean_angle_deg", "gauss_theory_abs_cos",
                                       "mean_abs_cos_after_center"};
-    ocsv o;
-    ocsv_open(&o, S, "orthogonality.csv", hdr, 8);
+    out_csv o;
+    csv_open(&o, S->out, "orthogonality.csv", hdr, 8);
     double mc[3][ND];
     double *K = xmalloc(sizeof(double) * N * 512), *mu = xmalloc(sizeof(double) * 1024);
     for (int di = 0; di < 3; di++)
@@ -288,13 +264,13 @@ static void part_ortho(study *S)
              "{\"study\": \"ln_geometry\", \"part\": \"ortho\", \"keys_per_d\": %d, \"dists\": "
              "\"gauss N(0,1); offset mu_c ~ N(1,1), s_c = exp(N(0,1)); offset0 mu_c ~ N(0,1), "
              "s_c = exp(N(0,1))\"}", SETS * N);
-    ocsv_close(&o, NULL, extra);
+    csv_close(&o, NULL, extra, NULL, 0);
     free(K);
     free(mu);
     /* fit ln mean|cos| = a + b ln d over d >= 8 */
     static const char *const fh[] = {"dist", "d_min", "d_max", "points", "exponent",
                                      "se_exponent", "intercept", "r2"};
-    ocsv_open(&o, S, "orthogonality_fit.csv", fh, 8);
+    csv_open(&o, S->out, "orthogonality_fit.csv", fh, 8);
     md(S, "## Orthogonality to the all-ones vector (`orthogonality.csv`, `orthogonality.png`)\n\n"
           "Mean |cos(k, 1)| over %d keys per d; fit of ln mean|cos| = a + b ln d over "
           "8 <= d <= 512 (gsl_fit_linear).  Gaussian keys: E|cos| = "
@@ -332,7 +308,7 @@ static void part_ortho(study *S)
     md(S, "\n(The angle column is acos of the mean |cos|.)  \"offset\" keys have a common mean "
           "1 along the all-ones direction plus N(0,1) per coordinate and log-normal scales; "
           "\"offset0\" the same without the all-ones part.\n\n");
-    ocsv_close(&o, NULL, "{\"study\": \"ln_geometry\", \"part\": \"ortho\"}");
+    csv_close(&o, NULL, "{\"study\": \"ln_geometry\", \"part\": \"ortho\"}", NULL, 0);
 }
 
 /* ----------------------------------------------------- part heads: slices */
@@ -357,8 +333,8 @@ static void part_heads(study *S)
                                       "max_abs_slice_mean", "mean_abs_slice_cos",
                                       "slice_norm_ratio_mean", "slice_norm_ratio_sd",
                                       "slice_norm_ratio_min", "slice_norm_ratio_max"};
-    ocsv o;
-    ocsv_open(&o, S, "heads_stats.csv", hdr, 12);
+    out_csv o;
+    csv_open(&o, S->out, "heads_stats.csv", hdr, 12);
     int d = 512;
     double *X = xmalloc(sizeof(double) * N * d), *Y = xmalloc(sizeof(double) * N * d);
     double cs[16], ra[16], mu[16];
@@ -405,8 +381,9 @@ static void part_heads(study *S)
                am[3], sdv[3]);
         }
     }
-    ocsv_close(&o, NULL,
-               "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": 2000, \"eps\": 0}");
+    csv_close(&o, NULL,
+              "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": 2000, \"eps\": 0}",
+              NULL, 0);
     free(X);
     free(Y);
     /* per-head selectability: n = 64 keys, 20 runs, every head */
@@ -414,7 +391,7 @@ static void part_heads(study *S)
     enum { NK = 64, RUNS = 20 };
     static const char *const sh[] = {"dist", "d", "h", "d_k", "variant", "keys", "runs",
                                       "frac_unselectable", "frac_head_sets_with_unselectable"};
-    ocsv_open(&o, S, "heads_select.csv", sh, 9);
+    csv_open(&o, S->out, "heads_select.csv", sh, 9);
     X = xmalloc(sizeof(double) * NK * 512);
     Y = xmalloc(sizeof(double) * NK * 512);
     double *Sl = xmalloc(sizeof(double) * NK * 512);
@@ -452,9 +429,9 @@ static void part_heads(study *S)
                 md(S, "| %s | %d | %d | %d | %.3f | %.3f | %.3f | %.3f |\n",
                    lnk_geom_keydist_name(ds), dd, h, dk, fr[0], fr[1], fr[2], fr[3]);
             }
-    ocsv_close(&o, NULL,
+    csv_close(&o, NULL,
                "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": 64, \"runs\": 20, "
-               "\"eps\": 0}");
+               "\"eps\": 0}", NULL, 0);
     md(S, "\n");
     free(X);
     free(Y);
@@ -496,17 +473,12 @@ static lnk_config make_cfg(const char *task, int d, int h, int L, int V, const c
                            const char *qk)
 {
     lnk_config c;
-    char b[32];
     lnk_config_default(&c);
     CK(lnk_config_set(&c, "task", task));
-    snprintf(b, sizeof b, "%d", d);
-    CK(lnk_config_set(&c, "d", b));
-    snprintf(b, sizeof b, "%d", h);
-    CK(lnk_config_set(&c, "h", b));
-    snprintf(b, sizeof b, "%d", L);
-    CK(lnk_config_set(&c, "L", b));
-    snprintf(b, sizeof b, "%d", V);
-    CK(lnk_config_set(&c, "V", b));
+    c.d = d;
+    c.h = h;
+    c.L = L;
+    c.V = V;
     CK(lnk_config_set(&c, "norm_pos", pos));
     CK(lnk_config_set(&c, "qk_norm", qk));
     CK(lnk_config_finalize(&c));
@@ -560,7 +532,7 @@ static void slice(const double *X, double *Y, int m, int d, int j, int dk)
 
 /* One model variant: rows of model_select.csv and model_affine.csv; returns per-layer
  * mean fractions for the summary in frac[stage][layer]. */
-static void model_variant(ocsv *o, ocsv *oa, ocsv *oc, const dataset *dsx, int d, int h, int L,
+static void model_variant(out_csv *o, out_csv *oa, out_csv *oc, const dataset *dsx, int d, int h, int L,
                           const char *pos, const char *qk, double frac[NST + 2][8],
                           double cosx[8])
 {
@@ -737,10 +709,10 @@ static void part_model(study *S)
     static const char *const hc[] = {"data", "norm_pos", "d", "h", "L", "qk_norm", "layer",
                                      "mean_abs_cos_norm_in", "mean_abs_cos_norm_out",
                                      "mean_abs_cos_keys_head", "mean_abs_cos_keys_qk_head"};
-    ocsv o, oa, oc;
-    ocsv_open(&o, S, "model_select.csv", hdr, 13);
-    ocsv_open(&oa, S, "model_affine.csv", ha, 10);
-    ocsv_open(&oc, S, "model_cos.csv", hc, 11);
+    out_csv o, oa, oc;
+    csv_open(&o, S->out, "model_select.csv", hdr, 13);
+    csv_open(&oa, S->out, "model_affine.csv", ha, 10);
+    csv_open(&oc, S->out, "model_cos.csv", hc, 11);
     enum { B = 32, LEN = 24, L = 4 };
     dataset dsv[2];
     int nds = 1;
@@ -803,9 +775,9 @@ static void part_model(study *S)
              "{\"study\": \"ln_geometry\", \"part\": \"model\", \"B\": %d, \"synthetic_len\": %d, "
              "\"text\": \"%s\", \"init\": \"xavier\", \"model_seed\": 0, \"tol\": %g}",
              B, LEN, nds > 1 ? S->text : "", LNK_GEOM_SEL_TOL);
-    ocsv_close(&o, NULL, extra);
-    ocsv_close(&oa, NULL, extra);
-    ocsv_close(&oc, NULL, extra);
+    csv_close(&o, NULL, extra, NULL, 0);
+    csv_close(&oa, NULL, extra, NULL, 0);
+    csv_close(&oc, NULL, extra, NULL, 0);
     md(S, "\nd = 512, h = 8 (d_k = 64): every key selectable at every stage (model_select.csv).  "
           "Mean |cos(x, 1)| of the norm inputs x (the activations the projection acts on; "
           "`model_cos.csv`, qk_norm none):\n\n| data | d | norm | layer 0 | layer 1 | layer 2 | "
@@ -870,8 +842,8 @@ static void part_maps(study *S)
     static const char *const hdr[] = {"variant", "qk_norm", "layer", "head", "ent_mean",
                                       "ent_min", "ent_uniform", "col_mass", "col_mass_max",
                                       "col_mass_uniform", "logit_max"};
-    ocsv o;
-    ocsv_open(&o, S, "attn_stats.csv", hdr, 11);
+    out_csv o;
+    csv_open(&o, S->out, "attn_stats.csv", hdr, 11);
     md(S, "## Attention maps (`attn_stats.csv`, `attn_map_layer2_*.csv`, `attn_layer2.png`)\n\n"
           "Encoder (cls task, no causal mask), Pre-LN, d = %d, h = %d, L = %d, Xavier init "
           "seed 0, on %d %s sequences.  full-width LN: qk_norm none (the block LayerNorm only); "
@@ -939,8 +911,8 @@ static void part_maps(study *S)
             char name[128];
             snprintf(name, sizeof name, "attn_map_layer2_%s.csv", vname[iv]);
             static const char *const mh[] = {"head", "query", "key", "weight"};
-            ocsv om;
-            ocsv_open(&om, S, name, mh, 4);
+            out_csv om;
+            csv_open(&om, S->out, name, mh, 4);
             int dk = d / h, n = showlen;
             double *z = xmalloc(sizeof(double) * n);
             for (int j = 0; j < h; j++)
@@ -964,7 +936,7 @@ static void part_maps(study *S)
             snprintf(extra, sizeof extra,
                      "{\"study\": \"ln_geometry\", \"part\": \"maps\", \"layer\": %d, "
                      "\"sequence\": %d, \"tokens\": %d}", LAYER, show, showlen);
-            ocsv_close(&om, &c, extra);
+            csv_close(&om, &c, extra, NULL, 0);
         }
         lnk_workspace_free(ws);
         free(th);
@@ -975,7 +947,7 @@ static void part_maps(study *S)
                      "{\"study\": \"ln_geometry\", \"part\": \"maps\", \"B\": %d, \"data\": "
                      "\"%s\", \"varied\": \"qk_norm in {none, layernorm, rmsnorm}\"}",
                      cb.B, have_text ? S->text : "synthetic");
-            ocsv_close(&o, &c, extra);
+            csv_close(&o, &c, extra, NULL, 0);
         }
         lnk_config_clear(&c);
     }
@@ -1004,8 +976,8 @@ static void part_counts(study *S)
         "norms_per_model", "tokens_per_batch", "stats_per_norm_fullwidth",
         "stats_per_norm_perhead", "stats_per_block_fullwidth", "stats_per_block_perhead",
         "stats_per_model_fullwidth", "stats_per_model_perhead", "qknorm_stats_per_model"};
-    ocsv o;
-    ocsv_open(&o, S, "norm_counts.csv", hdr, 18);
+    out_csv o;
+    csv_open(&o, S->out, "norm_counts.csv", hdr, 18);
     md(S, "## How many normalisation statistics? (`norm_counts.csv`)\n\n"
           "A LayerNorm computes one mean and one variance per token, whatever the number of "
           "heads: B x T (mean, variance) pairs per batch.  A per-head norm computes h times "
@@ -1018,17 +990,16 @@ static void part_counts(study *S)
         const cc *k = &cfg[i];
         /* count the norms of the architecture from a small model of the same shape */
         lnk_config c;
-        char b[32];
         lnk_config_default(&c);
         CK(lnk_config_set(&c, "task", k->task));
         CK(lnk_config_set(&c, "norm_pos", k->pos));
-        CK(lnk_config_set(&c, "d", "8"));
-        CK(lnk_config_set(&c, "h", "2"));
-        snprintf(b, sizeof b, "%d", k->L);
-        CK(lnk_config_set(&c, k->Ldec ? "L_enc" : "L", b));
+        c.d = 8;
+        c.h = 2;
         if (k->Ldec) {
-            snprintf(b, sizeof b, "%d", k->Ldec);
-            CK(lnk_config_set(&c, "L_dec", b));
+            c.L_enc = k->L;
+            c.L_dec = k->Ldec;
+        } else {
+            c.L = k->L;
         }
         CK(lnk_config_finalize(&c));
         lnk_model *m = lnk_model_alloc(&c);
@@ -1058,9 +1029,9 @@ static void part_counts(study *S)
         md(S, "| %s | %d x %d | %d | %d | %ld | %ld | %ld | %ld | %ld |\n", k->name, k->B, k->T,
            k->d, k->h, norms, full, head, norms * full, norms * head);
     }
-    ocsv_close(&o, NULL,
+    csv_close(&o, NULL,
                "{\"study\": \"ln_geometry\", \"part\": \"counts\", \"unit\": \"(mean, variance) "
-               "pairs; RMSNorm computes one mean square per pair\"}");
+               "pairs; RMSNorm computes one mean square per pair\"}", NULL, 0);
     md(S, "\n(\"per block\" in the CSV: 2 norms per encoder / self-attention-only block, 3 per "
           "seq2seq decoder block.)\n\n");
     printf("counts: done\n");

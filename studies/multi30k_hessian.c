@@ -26,7 +26,11 @@
  *   grad.csv      norm_pos,seed,L,side,layer,tensor,grad_norm   (ffn.w1, ffn.w2 of every
  *                 encoder and decoder layer; Figure 3 a/b = the rows of L = --L, c/d =
  *                 the decoder's last layer w2 over L)
- * Then summary.md (Post/Pre ratios with the spread over seeds), density.gp
+ *   jobs.csv      job,kind,norm_pos,seed,L,loss,hvp,seconds   (every job: its loss at init,
+ *                 H v products and time)
+ * These are the raw rows (under MPI each rank writes its jobs' rows, gathered
+ * in job order); grad_profile.csv, grad_depth.csv, density.csv and summary.md
+ * are computed from them.  Then summary.md (Post/Pre ratios with the spread over seeds), density.gp
  * (gnuplot -> density.png, log density axis) and grad.gp (-> grad.png).
  * Every CSV has its .meta.json.  The (variant, seed) jobs run in --jobs
  * threads (one BLAS thread each); results do not depend on the scheduling.
@@ -50,7 +54,8 @@
 
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
-#include "study.h"
+#include "kit/kit.h"
+#include "kit/spectral.h"
 
 typedef struct {
     const char *out, *src, *tgt, *depths_str;
@@ -107,6 +112,13 @@ typedef struct {
     size_t n_scored, src_tokens, tgt_tokens, padded, max_chunk;
 } data_t;
 
+/* The data set of every job: a view of D's chunks (borrowed; each rank runs
+ * whole jobs, so no process group). */
+static lnk_dataset dataset_of(const data_t *D)
+{
+    return (lnk_dataset){D->chunks, D->n_chunks, D->n_chunks, 0, D->n_scored, NULL};
+}
+
 static void load_data(const opts_t *o, data_t *D)
 {
     lnk_corpus c;
@@ -145,30 +157,22 @@ static void load_data(const opts_t *o, data_t *D)
 static void make_config(lnk_config *c, const opts_t *o, const data_t *D, int pre, int L,
                         int seed)
 {
-    char b[32];
     lnk_config_default(c);
-    CK(lnk_config_set(c, "task", "seq2seq"));
-    CK(lnk_config_set(c, "norm_pos", pre ? "pre" : "post"));
-#define SETI(key, val)                                                                            \
-    snprintf(b, sizeof b, "%d", (val));                                                           \
-    CK(lnk_config_set(c, key, b))
-    SETI("d", o->d);
-    SETI("h", o->h);
-    SETI("d_ff", o->d_ff);
-    SETI("L", L);
-    SETI("V_src", D->V_src);
-    SETI("V_tgt", D->V_tgt);
-    SETI("seed", seed);
-#undef SETI
+    c->task = LNK_TASK_SEQ2SEQ;
+    c->norm_pos = pre ? LNK_POS_PRE : LNK_POS_POST;
+    c->d = o->d;
+    c->h = o->h;
+    c->d_ff = o->d_ff;
+    c->L = L;
+    c->V_src = D->V_src;
+    c->V_tgt = D->V_tgt;
+    c->seed = (uint64_t)seed;
     CK(lnk_config_finalize(c));
 }
 
 /* ------------------------------------------------------------ blocks */
 
-typedef struct {
-    char pat[64], side[4], kind[16];
-    int layer;
-} block_t;
+typedef spec_block block_t;
 
 static int make_blocks(int L, block_t *b)
 {
@@ -198,15 +202,8 @@ static int make_blocks(int L, block_t *b)
 typedef struct {
     int pre, seed;
     double loss;
-    lnk_eigs_result er;
-    lnk_trace_result tr;
-    lnk_slq_result slq;
-    double *btop, *bres;
-    int *bconv, *bsteps;
-    size_t *bn;
-    long hvp;
-    double sec, sec_eigs, sec_trace, sec_slq, sec_blocks;
-    size_t ws_bytes;
+    spec_point P;   /* eigs, trace, SLQ, blocks (kit/spectral.h) */
+    double sec;
 } spec_job;
 
 typedef struct {
@@ -242,68 +239,11 @@ static void run_spec(sched_t *S, spec_job *J)
         die();
     double *th = malloc(sizeof(double) * lnk_model_n_params(m));
     CK(lnk_model_init_params(m, th));
-    CK(lnk_dataset_eval(m, th, D->chunks, D->n_chunks, &J->loss, NULL, NULL));
-    lnk_hessian *h = lnk_hessian_alloc(m, th, D->chunks, D->n_chunks, NULL);
-    if (!h)
-        die();
-    J->ws_bytes = lnk_hessian_workspace_bytes(h);
-    lnk_operator op = lnk_hessian_operator(h);
-    double t = lnk_now();
-    lnk_eigs_opts eo;
-    lnk_eigs_opts_default(&eo);
-    eo.k_top = eo.k_bottom = o->k;
-    eo.tol = o->eig_tol;
-    eo.max_steps = o->eig_steps;
-    eo.seed = (uint64_t)J->seed;
-    CK(lnk_eigs(&op, &eo, &J->er));
-    J->sec_eigs = lnk_now() - t;
-    t = lnk_now();
-    lnk_trace_opts to;
-    lnk_trace_opts_default(&to);
-    to.probes = o->probes;
-    to.seed = (uint64_t)J->seed;
-    CK(lnk_trace(&op, &to, &J->tr));
-    J->sec_trace = lnk_now() - t;
-    t = lnk_now();
-    lnk_slq_opts so;
-    lnk_slq_opts_default(&so);
-    so.runs = o->runs;
-    so.steps = o->steps;
-    so.seed = (uint64_t)J->seed;
-    CK(lnk_slq(&op, &so, &J->slq));
-    J->sec_slq = lnk_now() - t;
-    J->hvp = lnk_hessian_n_products(h);
-    lnk_hessian_free(h);
-    t = lnk_now();
-    int nb = S->nblk;
-    J->btop = calloc((size_t)nb, sizeof(double));
-    J->bres = calloc((size_t)nb, sizeof(double));
-    J->bconv = calloc((size_t)nb, sizeof(int));
-    J->bsteps = calloc((size_t)nb, sizeof(int));
-    J->bn = calloc((size_t)nb, sizeof(size_t));
-    for (int k = 0; k < nb; k++) {
-        lnk_hessian *hb = lnk_hessian_alloc(m, th, D->chunks, D->n_chunks, S->blk[k].pat);
-        if (!hb)
-            die();
-        lnk_operator bop = lnk_hessian_operator(hb);
-        lnk_eigs_opts bo;
-        lnk_eigs_opts_default(&bo);
-        bo.k_top = 1;
-        bo.tol = o->block_tol;
-        bo.max_steps = o->block_steps;
-        bo.seed = (uint64_t)J->seed;
-        lnk_eigs_result br;
-        CK(lnk_eigs(&bop, &bo, &br));
-        J->btop[k] = br.value[0];
-        J->bres[k] = br.residual[0];
-        J->bconv[k] = br.converged[0];
-        J->bsteps[k] = br.steps;
-        J->bn[k] = bop.n;
-        J->hvp += lnk_hessian_n_products(hb);
-        lnk_eigs_result_free(&br);
-        lnk_hessian_free(hb);
-    }
-    J->sec_blocks = lnk_now() - t;
+    lnk_dataset ds = dataset_of(D);
+    CK(lnk_dataset_loss(m, th, &ds, &J->loss, NULL));
+    spec_opts so = {o->k, o->eig_tol, o->eig_steps, o->probes, o->runs, o->steps, o->block_tol,
+                    o->block_steps};
+    spec_run(m, th, &ds, &so, S->blk, S->nblk, (uint64_t)J->seed, &J->P);
     J->sec = lnk_now() - ts;
     if (!o->quiet && study_root())
         fprintf(stderr,
@@ -311,9 +251,10 @@ static void run_spec(sched_t *S, spec_job *J)
                 "in %.0f s (eigs %.0f, trace %.0f, slq %.0f, blocks %.0f; %.2f s/Hv); %.0f s so "
                 "far\n",
                 J->pre ? "pre " : "post", J->seed, J->loss,
-                J->er.n_top ? J->er.value[0] : NAN,
-                J->er.n_bottom ? J->er.value[J->er.n_top] : NAN, J->tr.trace, J->hvp, J->sec,
-                J->sec_eigs, J->sec_trace, J->sec_slq, J->sec_blocks, J->sec / J->hvp,
+                J->P.er.n_top ? J->P.er.value[0] : NAN,
+                J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN, J->P.tr.trace, J->P.hvp,
+                J->sec,
+                J->P.sec_eigs, J->P.sec_trace, J->P.sec_slq, J->P.sec_blocks, J->sec / J->P.hvp,
                 lnk_now() - S->t0);
     free(th);
     lnk_model_free(m);
@@ -332,7 +273,8 @@ static void run_grad(sched_t *S, grad_job *J)
     size_t n = lnk_model_n_params(m);
     double *th = malloc(sizeof(double) * n), *g = malloc(sizeof(double) * n);
     CK(lnk_model_init_params(m, th));
-    CK(lnk_dataset_eval(m, th, S->D->chunks, S->D->n_chunks, &J->loss, g, NULL));
+    lnk_dataset ds = dataset_of(S->D);
+    CK(lnk_dataset_loss(m, th, &ds, &J->loss, g));
     const lnk_layout *lay = lnk_model_layout(m);
     J->w1 = malloc(sizeof(double) * 2 * J->L);
     J->w2 = malloc(sizeof(double) * 2 * J->L);
@@ -374,57 +316,178 @@ static void *worker(void *arg)
     }
 }
 
-/* Collective: the results of the jobs of the other ranks (j % P) to rank 0. */
-static void gather_jobs(sched_t *S)
+static const char *pname(int pre) { return pre ? "pre" : "post"; }
+
+/* Collective: every rank writes the raw rows of its own jobs (job j ran on
+ * rank j % P) as the points of sweep CSVs, gathered to rank 0 in job order:
+ * eigs, trace, blocks, slq_nodes (the spectral jobs), grad.csv (the gradient
+ * jobs) and jobs.csv (each job's loss, products and time). */
+static void write_rows(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
+                       const char *start, double t0)
 {
-    int nj = S->n_spec + S->n_grad, nb = S->nblk;
-    study_buf *pb = calloc((size_t)(nj ? nj : 1), sizeof *pb);
-    if (!pb)
-        fail("out of memory");
-    for (int j = 0; j < nj; j++) {
+    spec_files F;
+    if (o->do_spec)
+        spec_files_open(&F, o->out, 1, 1);
+    static const char *const hg[] = {"norm_pos", "seed", "L", "side", "layer", "tensor",
+                                     "grad_norm"};
+    static const char *const hj[] = {"job", "kind", "norm_pos", "seed", "L", "loss", "hvp",
+                                     "seconds"};
+    out_csv fg, fj;
+    if (o->do_grad)
+        csv_sweep(&fg, o->out, "grad.csv", hg, 7);
+    csv_sweep(&fj, o->out, "jobs.csv", hj, 8);
+    for (int j = 0; j < S->n_spec + S->n_grad; j++) {
         if (!study_mine(j))
             continue;
+        csv_point(&fj, j);
+        CK(lnk_csv_int(&fj.c, j));
         if (j < S->n_spec) {
             spec_job *J = &S->spec[j];
-            SBUF_PUT(&pb[j], *J);
-            study_put_eigs(&pb[j], &J->er);
-            study_put_slq(&pb[j], &J->slq);
-            sbuf_put(&pb[j], J->btop, sizeof(double) * (size_t)nb);
-            sbuf_put(&pb[j], J->bres, sizeof(double) * (size_t)nb);
-            sbuf_put(&pb[j], J->bconv, sizeof(int) * (size_t)nb);
-            sbuf_put(&pb[j], J->bsteps, sizeof(int) * (size_t)nb);
-            sbuf_put(&pb[j], J->bn, sizeof(size_t) * (size_t)nb);
+            spec_files_point(&F, j);
+            spec_rows(&F, pname(J->pre), J->seed, &J->P, S->blk, S->nblk);
+            CK(lnk_csv_str(&fj.c, "spectrum"));
+            CK(lnk_csv_str(&fj.c, pname(J->pre)));
+            CK(lnk_csv_int(&fj.c, J->seed));
+            CK(lnk_csv_int(&fj.c, o->L));
+            CK(lnk_csv_double(&fj.c, J->loss));
+            CK(lnk_csv_int(&fj.c, J->P.hvp));
+            CK(lnk_csv_double(&fj.c, J->sec));
         } else {
             grad_job *J = &S->grad[j - S->n_spec];
-            SBUF_PUT(&pb[j], *J);
-            sbuf_put(&pb[j], J->w1, sizeof(double) * 2 * (size_t)J->L);
-            sbuf_put(&pb[j], J->w2, sizeof(double) * 2 * (size_t)J->L);
+            csv_point(&fg, j);
+            for (int s = 0; s < 2; s++)
+                for (int l = 0; l < J->L; l++)
+                    for (int w = 0; w < 2; w++) {
+                        CK(lnk_csv_str(&fg.c, pname(J->pre)));
+                        CK(lnk_csv_int(&fg.c, J->seed));
+                        CK(lnk_csv_int(&fg.c, J->L));
+                        CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
+                        CK(lnk_csv_int(&fg.c, l));
+                        CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
+                        CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
+                        CK(lnk_csv_end_row(&fg.c));
+                    }
+            CK(lnk_csv_str(&fj.c, "grad"));
+            CK(lnk_csv_str(&fj.c, pname(J->pre)));
+            CK(lnk_csv_int(&fj.c, J->seed));
+            CK(lnk_csv_int(&fj.c, J->L));
+            CK(lnk_csv_double(&fj.c, J->loss));
+            CK(lnk_csv_int(&fj.c, 0));
+            CK(lnk_csv_double(&fj.c, J->sec));
         }
+        CK(lnk_csv_end_row(&fj.c));
     }
-    study_gather_points(0, nj, pb);
-    for (int j = 0; j < nj; j++) {
-        if (study_root() && !study_mine(j)) {
-            study_rd rd = {pb[j].p, pb[j].n, 0};
-            if (j < S->n_spec) {
-                spec_job *J = &S->spec[j];
-                SRD_GET(&rd, *J);
-                study_get_eigs(&rd, &J->er);
-                study_get_slq(&rd, &J->slq);
-                J->btop = srd_array(&rd, (size_t)nb, sizeof(double));
-                J->bres = srd_array(&rd, (size_t)nb, sizeof(double));
-                J->bconv = srd_array(&rd, (size_t)nb, sizeof(int));
-                J->bsteps = srd_array(&rd, (size_t)nb, sizeof(int));
-                J->bn = srd_array(&rd, (size_t)nb, sizeof(size_t));
-            } else {
-                grad_job *J = &S->grad[j - S->n_spec];
-                SRD_GET(&rd, *J);
-                J->w1 = srd_array(&rd, 2 * (size_t)J->L, sizeof(double));
-                J->w2 = srd_array(&rd, 2 * (size_t)J->L, sizeof(double));
+    if (o->do_spec)
+        spec_files_close(&F, base, extra, start, t0);
+    if (o->do_grad)
+        csv_close(&fg, base, extra, start, t0);
+    csv_close(&fj, base, extra, start, t0);
+}
+
+/* Rank 0, from the files: the rows of the next job (norm_pos, seed; and L
+ * when cl >= 0) starting at row *r; returns their count and moves *r past
+ * them.  Fails if the file does not hold them there. */
+static size_t job_rows(const study_table *t, size_t *r, int pre, int seed, int cl, int L)
+{
+    int cp = study_table_col(t, "norm_pos"), cs = study_table_col(t, "seed");
+    size_t r0 = *r;
+    while (*r < t->d.nrow && !strcmp(study_table_str(t, *r, cp), pname(pre)) &&
+           study_table_num(t, *r, cs) == seed && (cl < 0 || study_table_num(t, *r, cl) == L))
+        (*r)++;
+    if (*r == r0)
+        fail("%s: row %zu: expected the rows of %s seed %d", t->d.what, r0 + 2, pname(pre), seed);
+    return *r - r0;
+}
+
+/* Rank 0: every job's numbers that the summaries need, read back from the
+ * files that write_rows wrote (numbers round-trip exactly: %.17g). */
+static void read_jobs(const opts_t *o, sched_t *S)
+{
+    study_table te, tt, tb, tg, tj;
+    study_table_read(&tj, o->out, "jobs.csv");
+    int jl = study_table_col(&tj, "loss"), jh = study_table_col(&tj, "hvp");
+    int js = study_table_col(&tj, "seconds");
+    if (tj.d.nrow != (size_t)(S->n_spec + S->n_grad))
+        fail("%s: %zu rows, expected %d jobs", tj.d.what, tj.d.nrow, S->n_spec + S->n_grad);
+    if (o->do_spec) {
+        study_table_read(&te, o->out, "eigs.csv");
+        study_table_read(&tt, o->out, "trace.csv");
+        study_table_read(&tb, o->out, "blocks.csv");
+        int ew = study_table_col(&te, "which"), ev = study_table_col(&te, "eigenvalue");
+        int er = study_table_col(&te, "residual"), ec = study_table_col(&te, "converged");
+        int tp = study_table_col(&tt, "probes"), tv = study_table_col(&tt, "trace");
+        int ts = study_table_col(&tt, "stderr");
+        int bn = study_table_col(&tb, "n_params"), bv = study_table_col(&tb, "top_eigenvalue");
+        int br = study_table_col(&tb, "residual"), bc = study_table_col(&tb, "converged");
+        int bs = study_table_col(&tb, "steps");
+        size_t re = 0, rt = 0, rb = 0;
+        for (int j = 0; j < S->n_spec; j++) {
+            spec_job *J = &S->spec[j];
+            spec_point *P = &J->P;
+            spec_point_free(P); /* rank 0's own jobs: replaced by what the files say */
+            size_t r0 = re, k = job_rows(&te, &re, J->pre, J->seed, -1, 0);
+            P->er.k = (int)k;
+            P->er.value = study_alloc(sizeof(double) * k);
+            P->er.residual = study_alloc(sizeof(double) * k);
+            P->er.converged = study_alloc(sizeof(int) * k);
+            for (size_t i = 0; i < k; i++) {
+                P->er.n_top += !strcmp(study_table_str(&te, r0 + i, ew), "top");
+                P->er.value[i] = study_table_num(&te, r0 + i, ev);
+                P->er.residual[i] = study_table_num(&te, r0 + i, er);
+                P->er.converged[i] = (int)study_table_num(&te, r0 + i, ec);
             }
+            P->er.n_bottom = P->er.k - P->er.n_top;
+            r0 = rt;
+            job_rows(&tt, &rt, J->pre, J->seed, -1, 0);
+            P->tr.probes = (int)study_table_num(&tt, r0, tp);
+            P->tr.trace = study_table_num(&tt, r0, tv);
+            P->tr.std_error = study_table_num(&tt, r0, ts);
+            r0 = rb;
+            if (job_rows(&tb, &rb, J->pre, J->seed, -1, 0) != (size_t)S->nblk)
+                fail("%s: %s seed %d: expected %d blocks", tb.d.what, pname(J->pre), J->seed,
+                     S->nblk);
+            P->btop = study_alloc(sizeof(double) * S->nblk);
+            P->bres = study_alloc(sizeof(double) * S->nblk);
+            P->bconv = study_alloc(sizeof(int) * S->nblk);
+            P->bsteps = study_alloc(sizeof(int) * S->nblk);
+            P->bn = study_alloc(sizeof(size_t) * S->nblk);
+            for (int b = 0; b < S->nblk; b++) {
+                P->bn[b] = (size_t)study_table_num(&tb, r0 + b, bn);
+                P->btop[b] = study_table_num(&tb, r0 + b, bv);
+                P->bres[b] = study_table_num(&tb, r0 + b, br);
+                P->bconv[b] = (int)study_table_num(&tb, r0 + b, bc);
+                P->bsteps[b] = (int)study_table_num(&tb, r0 + b, bs);
+            }
+            J->loss = study_table_num(&tj, (size_t)j, jl);
+            P->hvp = (long)study_table_num(&tj, (size_t)j, jh);
+            J->sec = study_table_num(&tj, (size_t)j, js);
         }
-        sbuf_free(&pb[j]);
+        study_table_free(&te);
+        study_table_free(&tt);
+        study_table_free(&tb);
     }
-    free(pb);
+    if (o->do_grad) {
+        study_table_read(&tg, o->out, "grad.csv");
+        int gL = study_table_col(&tg, "L"), gv = study_table_col(&tg, "grad_norm");
+        size_t rg = 0;
+        for (int j = 0; j < S->n_grad; j++) {
+            grad_job *J = &S->grad[j];
+            size_t r0 = rg;
+            if (job_rows(&tg, &rg, J->pre, J->seed, gL, J->L) != (size_t)4 * J->L)
+                fail("%s: %s seed %d L %d: expected %d rows", tg.d.what, pname(J->pre), J->seed,
+                     J->L, 4 * J->L);
+            free(J->w1);
+            free(J->w2);
+            J->w1 = study_alloc(sizeof(double) * 2 * (size_t)J->L);
+            J->w2 = study_alloc(sizeof(double) * 2 * (size_t)J->L);
+            for (int i = 0; i < 4 * J->L; i++) /* side, layer, then W1, W2 */
+                ((i & 1) ? J->w2 : J->w1)[i / 2] = study_table_num(&tg, r0 + (size_t)i, gv);
+            J->loss = study_table_num(&tj, (size_t)(S->n_spec + j), jl);
+            J->sec = study_table_num(&tj, (size_t)(S->n_spec + j), js);
+        }
+        study_table_free(&tg);
+    }
+    study_table_free(&tj);
 }
 
 /* ------------------------------------------------------------ output */
@@ -452,7 +515,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static const char *pname(int pre) { return pre ? "pre" : "post"; }
 
 /* "| name | post mean +- sd | pre mean +- sd | ratio of means | per-seed ratios min..max |" */
 static void ratio_row(FILE *f, const char *name, const double *post, const double *pre, int n)
@@ -465,120 +527,20 @@ static void ratio_row(FILE *f, const char *name, const double *post, const doubl
             minv(r, n), maxv(r, n));
 }
 
-static void write_spec(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
-                       const char *start, double t0)
+/* Density of each variant (nodes of all its seeds pooled), one sigma and one
+ * grid, from slq_nodes.csv. */
+static double write_density(const opts_t *o, const lnk_config *base, const char *extra,
+                            const char *start, double t0, double integ[2])
 {
-    static const char *const he[] = {"norm_pos", "seed", "which", "index", "eigenvalue",
-                                     "residual", "converged"};
-    static const char *const ht[] = {"norm_pos", "seed", "method", "probes", "trace", "stderr"};
-    static const char *const hb[] = {"norm_pos", "seed",      "block", "side",     "layer",
-                                     "kind",     "n_params",  "top_eigenvalue", "residual",
-                                     "converged", "steps"};
-    static const char *const hn[] = {"norm_pos", "seed", "run", "index", "node", "weight"};
-    out_csv fe, ft, fb, fn;
-    csv_open(&fe, o->out, "eigs.csv", he, 7);
-    csv_open(&ft, o->out, "trace.csv", ht, 6);
-    csv_open(&fb, o->out, "blocks.csv", hb, 11);
-    csv_open(&fn, o->out, "slq_nodes.csv", hn, 6);
-    for (int j = 0; j < S->n_spec; j++) {
-        spec_job *J = &S->spec[j];
-        const char *pn = pname(J->pre);
-        for (int i = 0; i < J->er.k; i++) {
-            int t = i < J->er.n_top;
-            CK(lnk_csv_str(&fe.c, pn));
-            CK(lnk_csv_int(&fe.c, J->seed));
-            CK(lnk_csv_str(&fe.c, t ? "top" : "bottom"));
-            CK(lnk_csv_int(&fe.c, t ? i : i - J->er.n_top));
-            CK(lnk_csv_double(&fe.c, J->er.value[i]));
-            CK(lnk_csv_double(&fe.c, J->er.residual[i]));
-            CK(lnk_csv_int(&fe.c, J->er.converged[i]));
-            CK(lnk_csv_end_row(&fe.c));
-        }
-        CK(lnk_csv_str(&ft.c, pn));
-        CK(lnk_csv_int(&ft.c, J->seed));
-        CK(lnk_csv_str(&ft.c, "hutchinson"));
-        CK(lnk_csv_int(&ft.c, J->tr.probes));
-        CK(lnk_csv_double(&ft.c, J->tr.trace));
-        CK(lnk_csv_double(&ft.c, J->tr.std_error));
-        CK(lnk_csv_end_row(&ft.c));
-        for (int k = 0; k < S->nblk; k++) {
-            const block_t *b = &S->blk[k];
-            CK(lnk_csv_str(&fb.c, pn));
-            CK(lnk_csv_int(&fb.c, J->seed));
-            CK(lnk_csv_str(&fb.c, b->pat));
-            CK(lnk_csv_str(&fb.c, b->side));
-            CK(lnk_csv_int(&fb.c, b->layer));
-            CK(lnk_csv_str(&fb.c, b->kind));
-            CK(lnk_csv_int(&fb.c, (long long)J->bn[k]));
-            CK(lnk_csv_double(&fb.c, J->btop[k]));
-            CK(lnk_csv_double(&fb.c, J->bres[k]));
-            CK(lnk_csv_int(&fb.c, J->bconv[k]));
-            CK(lnk_csv_int(&fb.c, J->bsteps[k]));
-            CK(lnk_csv_end_row(&fb.c));
-        }
-        lnk_slq_result *sr = &J->slq;
-        for (int r = 0; r < sr->runs; r++)
-            for (int i = sr->offset[r]; i < sr->offset[r + 1]; i++) {
-                CK(lnk_csv_str(&fn.c, pn));
-                CK(lnk_csv_int(&fn.c, J->seed));
-                CK(lnk_csv_int(&fn.c, r));
-                CK(lnk_csv_int(&fn.c, i - sr->offset[r]));
-                CK(lnk_csv_double(&fn.c, sr->node[i]));
-                CK(lnk_csv_double(&fn.c, sr->weight[i]));
-                CK(lnk_csv_end_row(&fn.c));
-            }
-    }
-    csv_close(&fe, base, extra, start, t0);
-    csv_close(&ft, base, extra, start, t0);
-    csv_close(&fb, base, extra, start, t0);
-    csv_close(&fn, base, extra, start, t0);
-}
-
-/* Density of each variant (nodes of all its seeds pooled), one sigma and one grid. */
-static double write_density(const opts_t *o, sched_t *S, const lnk_config *base,
-                            const char *extra, const char *start, double t0, double integ[2])
-{
-    int NS = o->seeds;
-    double lo = INFINITY, hi = -INFINITY;
-    for (int j = 0; j < S->n_spec; j++) {
-        lo = fmin(lo, S->spec[j].slq.node_min);
-        hi = fmax(hi, S->spec[j].slq.node_max);
-    }
-    double sigma;
-    CK(lnk_sigma_from_kappa(o->kappa, o->steps, 0.05, lo, hi, &sigma));
-    double a = lo - LNK_SLQ_PAD * sigma, w = hi - lo + 2 * LNK_SLQ_PAD * sigma;
-    size_t np = (size_t)ceil(w / (sigma / 4)) + 1;
-    double *t = malloc(sizeof(double) * np), *phi = malloc(sizeof(double) * np),
-           *acc = calloc(np * 2, sizeof(double));
-    for (size_t p = 0; p < np; p++)
-        t[p] = a + w * (double)p / (double)(np - 1);
-    for (int j = 0; j < S->n_spec; j++) {
-        spec_job *J = &S->spec[j];
-        CK(lnk_slq_density(&J->slq, sigma, t, np, phi));
-        for (size_t p = 0; p < np; p++)
-            acc[J->pre * np + p] += phi[p] / NS;
-    }
-    static const char *const hd[] = {"norm_pos", "t", "density"};
-    out_csv fd;
-    csv_open(&fd, o->out, "density.csv", hd, 3);
-    for (int pre = 0; pre < 2; pre++) {
-        integ[pre] = lnk_trapezoid(t, acc + pre * np, np);
-        for (size_t p = 0; p < np; p++) {
-            CK(lnk_csv_str(&fd.c, pname(pre)));
-            CK(lnk_csv_double(&fd.c, t[p]));
-            CK(lnk_csv_double(&fd.c, acc[pre * np + p]));
-            CK(lnk_csv_end_row(&fd.c));
-        }
-    }
-    char *x = malloc(strlen(extra) + 256);
-    sprintf(x, "%.*s, \"sigma\": %.17g, \"kappa\": %.17g, \"integral_post\": %.17g, "
-               "\"integral_pre\": %.17g}",
-            (int)strlen(extra) - 1, extra, sigma, o->kappa, integ[0], integ[1]);
-    csv_close(&fd, base, x, start, t0);
-    free(x);
-    free(t);
-    free(phi);
-    free(acc);
+    lnk_slq_result *r;
+    int *pre, n;
+    spec_read_slq(o->out, &r, &pre, &n);
+    double sigma = spec_write_density(o->out, r, pre, n, o->kappa, o->steps, base, extra, start,
+                                      t0, integ);
+    for (int i = 0; i < n; i++)
+        lnk_slq_result_free(&r[i]);
+    free(r);
+    free(pre);
     return sigma;
 }
 
@@ -606,32 +568,12 @@ static void grad_stat(sched_t *S, int L, int pre, int side, int layer, int w, do
     free(v);
 }
 
-/* grad.csv (every seed), grad_profile.csv (seed means per layer of the --L
- * model: Figure 3 a/b) and grad_depth.csv (seed means of the last decoder W2
- * over depth: Figure 3 c/d). */
+/* From the jobs read back from grad.csv (every seed): grad_profile.csv (seed
+ * means per layer of the --L model: Figure 3 a/b) and grad_depth.csv (seed
+ * means of the last decoder W2 over depth: Figure 3 c/d). */
 static void write_grad(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
                        const char *start, double t0)
 {
-    static const char *const hg[] = {"norm_pos", "seed", "L", "side", "layer", "tensor",
-                                     "grad_norm"};
-    out_csv fg;
-    csv_open(&fg, o->out, "grad.csv", hg, 7);
-    for (int j = 0; j < S->n_grad; j++) {
-        grad_job *J = &S->grad[j];
-        for (int s = 0; s < 2; s++)
-            for (int l = 0; l < J->L; l++)
-                for (int w = 0; w < 2; w++) {
-                    CK(lnk_csv_str(&fg.c, pname(J->pre)));
-                    CK(lnk_csv_int(&fg.c, J->seed));
-                    CK(lnk_csv_int(&fg.c, J->L));
-                    CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
-                    CK(lnk_csv_int(&fg.c, l));
-                    CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
-                    CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
-                    CK(lnk_csv_end_row(&fg.c));
-                }
-    }
-    csv_close(&fg, base, extra, start, t0);
     /* one row per layer, one column per series (plots read columns) */
     static const char *const hp[] = {"x", "side", "layer", "post_w1", "post_w1_sd", "post_w2",
                                      "post_w2_sd", "pre_w1", "pre_w1_sd", "pre_w2",
@@ -671,6 +613,171 @@ static void write_grad(const opts_t *o, sched_t *S, const lnk_config *base, cons
     csv_close(&fd, base, extra, start, t0);
 }
 
+/* summary.md, the Hessian part: the quantities of every seed, convergence,
+ * the blocks by group and one by one, the density and the cost. */
+static void summary_spec(FILE *f, const opts_t *o, sched_t *S, const data_t *D, double sigma,
+                         const double integ[2])
+{
+    int NS = o->seeds;
+    double *q[4][2];
+    for (int a = 0; a < 4; a++)
+        for (int pre = 0; pre < 2; pre++)
+            q[a][pre] = calloc((size_t)NS, sizeof(double));
+    long hvp = 0;
+    double sec = 0;
+    for (int j = 0; j < S->n_spec; j++) {
+        spec_job *J = &S->spec[j];
+        q[0][J->pre][J->seed] = J->P.er.n_top ? J->P.er.value[0] : NAN;
+        q[1][J->pre][J->seed] = J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN;
+        q[2][J->pre][J->seed] = J->P.tr.trace;
+        q[3][J->pre][J->seed] = J->loss;
+        hvp += J->P.hvp;
+        sec += J->sec;
+    }
+    fprintf(f, "## Hessian of the data-set loss\n\n%d seeds (0..%d; the same seed gives both "
+               "variants the same weights), mean +- sd over seeds; the last column is the "
+               "range over seeds of the per-seed ratio Post / Pre.\n\n"
+               "| quantity | Post-LN | Pre-LN | Post / Pre (means) | Post / Pre per seed |\n"
+               "|---|---|---|---|---|\n",
+            NS, NS - 1);
+    const char *qn[4] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)",
+                         "loss at init"};
+    for (int a = 0; a < 4; a++)
+        ratio_row(f, qn[a], q[a][0], q[a][1], NS);
+    double tse[2] = {0, 0};
+    int nconv[2] = {0, 0}, ntot[2] = {0, 0};
+    for (int j = 0; j < S->n_spec; j++) {
+        spec_job *J = &S->spec[j];
+        tse[J->pre] = fmax(tse[J->pre], J->P.tr.std_error);
+        for (int i = 0; i < J->P.er.k; i++) {
+            nconv[J->pre] += J->P.er.converged[i];
+            ntot[J->pre]++;
+        }
+    }
+    fprintf(f, "\nTop-%d / bottom-%d eigenvalues (`eigs.csv`, at most %d Lanczos steps, "
+               "relative tolerance %g): %d of %d (Post-LN) and %d of %d (Pre-LN) converged; "
+               "residuals in the CSV.  Trace: %d Rademacher probes, largest standard error "
+               "%.3g (Post-LN), %.3g (Pre-LN).\n\n",
+            o->k, o->k, o->eig_steps, o->eig_tol, nconv[0], ntot[0], nconv[1], ntot[1],
+            o->probes, tse[0], tse[1]);
+    /* groups: max over layers of the per-block top eigenvalue (mean over seeds) */
+    int nb = S->nblk;
+    double *bm = calloc((size_t)2 * nb, sizeof(double)), *bs = calloc((size_t)2 * nb, sizeof(double));
+    double *tmp = malloc(sizeof(double) * NS);
+    int bconv = 0, nrel = 0;
+    double *rel = malloc(sizeof(double) * 2 * NS * nb);
+    for (int j = 0; j < S->n_spec; j++)
+        for (int k = 0; k < nb; k++)
+            rel[nrel++] = S->spec[j].P.bres[k] / fabs(S->spec[j].P.btop[k]);
+    qsort(rel, (size_t)nrel, sizeof *rel, cmp_double);
+    for (int pre = 0; pre < 2; pre++)
+        for (int k = 0; k < nb; k++) {
+            int n = 0;
+            for (int j = 0; j < S->n_spec; j++)
+                if (S->spec[j].pre == pre) {
+                    tmp[n++] = S->spec[j].P.btop[k];
+                    bconv += S->spec[j].P.bconv[k];
+                }
+            bm[pre * nb + k] = mean(tmp, n);
+            bs[pre * nb + k] = sd(tmp, n);
+        }
+    static const char *const groups[][3] = {
+        {"enc", "embedding", "source embedding `src_emb`"},
+        {"enc", "self_attn", "encoder self-attention"},
+        {"enc", "ffn", "encoder FFN"},
+        {"dec", "embedding", "target embedding `tgt_emb`"},
+        {"dec", "self_attn", "decoder self-attention (causal)"},
+        {"dec", "cross_attn", "decoder cross-attention"},
+        {"dec", "ffn", "decoder FFN"},
+        {"dec", "output", "output `out.w`"}};
+    fprintf(f, "### Blocks\n\nTop eigenvalue of the Hessian restricted to each block (at "
+               "most %d Lanczos steps; %d of %d block runs reached the relative residual "
+               "%g; residual / value: median %.3g, largest %.3g.  A Ritz value is a lower "
+               "bound on the block's top eigenvalue, and some eigenvalue lies within the "
+               "residual of it).  By group, the largest over layers of the seed-mean (and "
+               "its layer):\n\n"
+               "| group | Post-LN | layer | Pre-LN | layer | Post / Pre |\n"
+               "|---|---|---|---|---|---|\n",
+            o->block_steps, bconv, 2 * NS * nb, o->block_tol, rel[nrel / 2], rel[nrel - 1]);
+    free(rel);
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        double best[2] = {-INFINITY, -INFINITY};
+        int bl[2] = {-1, -1};
+        for (int pre = 0; pre < 2; pre++)
+            for (int k = 0; k < nb; k++)
+                if (!strcmp(S->blk[k].side, groups[g][0]) &&
+                    !strcmp(S->blk[k].kind, groups[g][1]) && bm[pre * nb + k] > best[pre]) {
+                    best[pre] = bm[pre * nb + k];
+                    bl[pre] = S->blk[k].layer;
+                }
+        fprintf(f, "| %s | %.4g | %d | %.4g | %d | %.3g |\n", groups[g][2], best[0], bl[0],
+                best[1], bl[1], best[0] / best[1]);
+    }
+    fprintf(f, "\nEvery block (mean +- sd over seeds):\n\n"
+               "| block | parameters | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|---|\n");
+    for (int k = 0; k < nb; k++)
+        fprintf(f, "| `%s` | %zu | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", S->blk[k].pat,
+                S->spec[0].P.bn[k], bm[k], bs[k], bm[nb + k], bs[nb + k], bm[k] / bm[nb + k]);
+    fprintf(f, "\nSpectral density: `density.csv` / `density.png` (SLQ %d x %d per seed, "
+               "nodes of the %d seeds pooled; Gaussian kernel sigma = %.4g from Papyan's "
+               "kappa = %g; integrals %.6f and %.6f).\n\n",
+            o->runs, o->steps, NS, sigma, o->kappa, integ[0], integ[1]);
+    fprintf(f, "Cost: %ld Hessian-vector products over the %d chunks in %.0f s of job time "
+               "(%.2f s per product, one BLAS thread per job, %d jobs in parallel).\n\n",
+            hvp, D->n_chunks, sec, sec / (double)hvp, o->jobs);
+    free(bm);
+    free(bs);
+    free(tmp);
+    for (int a = 0; a < 4; a++)
+        for (int pre = 0; pre < 2; pre++)
+            free(q[a][pre]);
+}
+
+/* summary.md, the gradient part (Xiong et al. Figure 3). */
+static void summary_grad(FILE *f, const opts_t *o, sched_t *S)
+{
+    int G = o->grad_seeds;
+    double *v[2];
+    v[0] = malloc(sizeof(double) * G);
+    v[1] = malloc(sizeof(double) * G);
+    int L = o->L;
+    if (find_grad(S, L, 0, 0)) {
+        fprintf(f, "## Gradient norms at initialisation (Xiong et al. 2020, Figure 3)\n\n"
+                   "`||dL/dW||_F` of the data-set loss, mean +- sd over %d seeds.  (a, b): "
+                   "every layer of the %d-%d model:\n\n"
+                   "| layer | Post-LN W1 | Post-LN W2 | Pre-LN W1 | Pre-LN W2 |\n"
+                   "|---|---|---|---|---|\n",
+                G, L, L);
+        for (int s = 0; s < 2; s++)
+            for (int l = 0; l < L; l++) {
+                fprintf(f, "| %s %d |", s ? "dec" : "enc", l);
+                for (int pre = 0; pre < 2; pre++)
+                    for (int w = 0; w < 2; w++) {
+                        int n = 0;
+                        for (int sd_ = 0; sd_ < G; sd_++) {
+                            grad_job *J = find_grad(S, L, pre, sd_);
+                            v[0][n++] = (w ? J->w2 : J->w1)[s * L + l];
+                        }
+                        fprintf(f, " %.4g +- %.2g |", mean(v[0], n), sd(v[0], n));
+                    }
+                fprintf(f, "\n");
+            }
+    }
+    fprintf(f, "\n(c, d): `W2` of the last decoder layer against depth (L-L models):\n\n"
+               "| L | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
+    for (int i = 0; i < o->n_depths; i++) {
+        int Ld = o->depths[i];
+        for (int pre = 0; pre < 2; pre++)
+            for (int s = 0; s < G; s++)
+                v[pre][s] = find_grad(S, Ld, pre, s)->w2[2 * Ld - 1];
+        fprintf(f, "| %d | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", Ld, mean(v[0], G),
+                sd(v[0], G), mean(v[1], G), sd(v[1], G), mean(v[0], G) / mean(v[1], G));
+    }
+    fprintf(f, "\nPlot: `grad.png` (from `grad.gp`).\n\n");
+    free(v[0]);
+    free(v[1]);
+}
+
 static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double sigma,
                           const double integ[2], double wall)
 {
@@ -679,7 +786,6 @@ static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double s
     lnk_afile am;
     CK(lnk_afile_open(&am, md));
     FILE *f = am.f;
-    int NS = o->seeds, G = o->grad_seeds;
     fprintf(f, "# Multi30k: Post-LN vs Pre-LN encoder-decoder at initialisation\n\n"
                "seq2seq %d-%d, d = %d, h = %d, d_ff = %d, LayerNorm, Xavier; data: the first %d "
                "pairs of %s -> %s (%d kept, %d dropped by length), V_src = %d, V_tgt = %d%s, "
@@ -688,161 +794,10 @@ static void write_summary(const opts_t *o, sched_t *S, const data_t *D, double s
             o->L, o->L, o->d, o->h, o->d_ff, o->sentences ? o->sentences : D->n_pairs, o->src,
             o->tgt, D->n_pairs, D->n_dropped, D->V_src, D->V_tgt, o->joint ? " (joint)" : "",
             D->src_tokens, D->tgt_tokens, D->n_scored, D->n_chunks, o->max_tokens, D->padded);
-    if (o->do_spec) {
-        double *q[4][2];
-        for (int a = 0; a < 4; a++)
-            for (int pre = 0; pre < 2; pre++)
-                q[a][pre] = calloc((size_t)NS, sizeof(double));
-        long hvp = 0;
-        double sec = 0;
-        for (int j = 0; j < S->n_spec; j++) {
-            spec_job *J = &S->spec[j];
-            q[0][J->pre][J->seed] = J->er.n_top ? J->er.value[0] : NAN;
-            q[1][J->pre][J->seed] = J->er.n_bottom ? J->er.value[J->er.n_top] : NAN;
-            q[2][J->pre][J->seed] = J->tr.trace;
-            q[3][J->pre][J->seed] = J->loss;
-            hvp += J->hvp;
-            sec += J->sec;
-        }
-        fprintf(f, "## Hessian of the data-set loss\n\n%d seeds (0..%d; the same seed gives both "
-                   "variants the same weights), mean +- sd over seeds; the last column is the "
-                   "range over seeds of the per-seed ratio Post / Pre.\n\n"
-                   "| quantity | Post-LN | Pre-LN | Post / Pre (means) | Post / Pre per seed |\n"
-                   "|---|---|---|---|---|\n",
-                NS, NS - 1);
-        const char *qn[4] = {"top eigenvalue", "bottom eigenvalue", "trace (Hutchinson)",
-                             "loss at init"};
-        for (int a = 0; a < 4; a++)
-            ratio_row(f, qn[a], q[a][0], q[a][1], NS);
-        double tse[2] = {0, 0};
-        int nconv[2] = {0, 0}, ntot[2] = {0, 0};
-        for (int j = 0; j < S->n_spec; j++) {
-            spec_job *J = &S->spec[j];
-            tse[J->pre] = fmax(tse[J->pre], J->tr.std_error);
-            for (int i = 0; i < J->er.k; i++) {
-                nconv[J->pre] += J->er.converged[i];
-                ntot[J->pre]++;
-            }
-        }
-        fprintf(f, "\nTop-%d / bottom-%d eigenvalues (`eigs.csv`, at most %d Lanczos steps, "
-                   "relative tolerance %g): %d of %d (Post-LN) and %d of %d (Pre-LN) converged; "
-                   "residuals in the CSV.  Trace: %d Rademacher probes, largest standard error "
-                   "%.3g (Post-LN), %.3g (Pre-LN).\n\n",
-                o->k, o->k, o->eig_steps, o->eig_tol, nconv[0], ntot[0], nconv[1], ntot[1],
-                o->probes, tse[0], tse[1]);
-        /* groups: max over layers of the per-block top eigenvalue (mean over seeds) */
-        int nb = S->nblk;
-        double *bm = calloc((size_t)2 * nb, sizeof(double)), *bs = calloc((size_t)2 * nb, sizeof(double));
-        double *tmp = malloc(sizeof(double) * NS);
-        int bconv = 0, nrel = 0;
-        double *rel = malloc(sizeof(double) * 2 * NS * nb);
-        for (int j = 0; j < S->n_spec; j++)
-            for (int k = 0; k < nb; k++)
-                rel[nrel++] = S->spec[j].bres[k] / fabs(S->spec[j].btop[k]);
-        qsort(rel, (size_t)nrel, sizeof *rel, cmp_double);
-        for (int pre = 0; pre < 2; pre++)
-            for (int k = 0; k < nb; k++) {
-                int n = 0;
-                for (int j = 0; j < S->n_spec; j++)
-                    if (S->spec[j].pre == pre) {
-                        tmp[n++] = S->spec[j].btop[k];
-                        bconv += S->spec[j].bconv[k];
-                    }
-                bm[pre * nb + k] = mean(tmp, n);
-                bs[pre * nb + k] = sd(tmp, n);
-            }
-        static const char *const groups[][3] = {
-            {"enc", "embedding", "source embedding `src_emb`"},
-            {"enc", "self_attn", "encoder self-attention"},
-            {"enc", "ffn", "encoder FFN"},
-            {"dec", "embedding", "target embedding `tgt_emb`"},
-            {"dec", "self_attn", "decoder self-attention (causal)"},
-            {"dec", "cross_attn", "decoder cross-attention"},
-            {"dec", "ffn", "decoder FFN"},
-            {"dec", "output", "output `out.w`"}};
-        fprintf(f, "### Blocks\n\nTop eigenvalue of the Hessian restricted to each block (at "
-                   "most %d Lanczos steps; %d of %d block runs reached the relative residual "
-                   "%g; residual / value: median %.3g, largest %.3g.  A Ritz value is a lower "
-                   "bound on the block's top eigenvalue, and some eigenvalue lies within the "
-                   "residual of it).  By group, the largest over layers of the seed-mean (and "
-                   "its layer):\n\n"
-                   "| group | Post-LN | layer | Pre-LN | layer | Post / Pre |\n"
-                   "|---|---|---|---|---|---|\n",
-                o->block_steps, bconv, 2 * NS * nb, o->block_tol, rel[nrel / 2], rel[nrel - 1]);
-        free(rel);
-        for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
-            double best[2] = {-INFINITY, -INFINITY};
-            int bl[2] = {-1, -1};
-            for (int pre = 0; pre < 2; pre++)
-                for (int k = 0; k < nb; k++)
-                    if (!strcmp(S->blk[k].side, groups[g][0]) &&
-                        !strcmp(S->blk[k].kind, groups[g][1]) && bm[pre * nb + k] > best[pre]) {
-                        best[pre] = bm[pre * nb + k];
-                        bl[pre] = S->blk[k].layer;
-                    }
-            fprintf(f, "| %s | %.4g | %d | %.4g | %d | %.3g |\n", groups[g][2], best[0], bl[0],
-                    best[1], bl[1], best[0] / best[1]);
-        }
-        fprintf(f, "\nEvery block (mean +- sd over seeds):\n\n"
-                   "| block | parameters | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|---|\n");
-        for (int k = 0; k < nb; k++)
-            fprintf(f, "| `%s` | %zu | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", S->blk[k].pat,
-                    S->spec[0].bn[k], bm[k], bs[k], bm[nb + k], bs[nb + k], bm[k] / bm[nb + k]);
-        fprintf(f, "\nSpectral density: `density.csv` / `density.png` (SLQ %d x %d per seed, "
-                   "nodes of the %d seeds pooled; Gaussian kernel sigma = %.4g from Papyan's "
-                   "kappa = %g; integrals %.6f and %.6f).\n\n",
-                o->runs, o->steps, NS, sigma, o->kappa, integ[0], integ[1]);
-        fprintf(f, "Cost: %ld Hessian-vector products over the %d chunks in %.0f s of job time "
-                   "(%.2f s per product, one BLAS thread per job, %d jobs in parallel).\n\n",
-                hvp, D->n_chunks, sec, sec / (double)hvp, o->jobs);
-        free(bm);
-        free(bs);
-        free(tmp);
-        for (int a = 0; a < 4; a++)
-            for (int pre = 0; pre < 2; pre++)
-                free(q[a][pre]);
-    }
-    if (o->do_grad) {
-        double *v[2];
-        v[0] = malloc(sizeof(double) * G);
-        v[1] = malloc(sizeof(double) * G);
-        int L = o->L;
-        if (find_grad(S, L, 0, 0)) {
-            fprintf(f, "## Gradient norms at initialisation (Xiong et al. 2020, Figure 3)\n\n"
-                       "`||dL/dW||_F` of the data-set loss, mean +- sd over %d seeds.  (a, b): "
-                       "every layer of the %d-%d model:\n\n"
-                       "| layer | Post-LN W1 | Post-LN W2 | Pre-LN W1 | Pre-LN W2 |\n"
-                       "|---|---|---|---|---|\n",
-                    G, L, L);
-            for (int s = 0; s < 2; s++)
-                for (int l = 0; l < L; l++) {
-                    fprintf(f, "| %s %d |", s ? "dec" : "enc", l);
-                    for (int pre = 0; pre < 2; pre++)
-                        for (int w = 0; w < 2; w++) {
-                            int n = 0;
-                            for (int sd_ = 0; sd_ < G; sd_++) {
-                                grad_job *J = find_grad(S, L, pre, sd_);
-                                v[0][n++] = (w ? J->w2 : J->w1)[s * L + l];
-                            }
-                            fprintf(f, " %.4g +- %.2g |", mean(v[0], n), sd(v[0], n));
-                        }
-                    fprintf(f, "\n");
-                }
-        }
-        fprintf(f, "\n(c, d): `W2` of the last decoder layer against depth (L-L models):\n\n"
-                   "| L | Post-LN | Pre-LN | Post / Pre |\n|---|---|---|---|\n");
-        for (int i = 0; i < o->n_depths; i++) {
-            int Ld = o->depths[i];
-            for (int pre = 0; pre < 2; pre++)
-                for (int s = 0; s < G; s++)
-                    v[pre][s] = find_grad(S, Ld, pre, s)->w2[2 * Ld - 1];
-            fprintf(f, "| %d | %.4g +- %.2g | %.4g +- %.2g | %.3g |\n", Ld, mean(v[0], G),
-                    sd(v[0], G), mean(v[1], G), sd(v[1], G), mean(v[0], G) / mean(v[1], G));
-        }
-        fprintf(f, "\nPlot: `grad.png` (from `grad.gp`).\n\n");
-        free(v[0]);
-        free(v[1]);
-    }
+    if (o->do_spec)
+        summary_spec(f, o, S, D, sigma, integ);
+    if (o->do_grad)
+        summary_grad(f, o, S);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     fprintf(f, "Wall time %.0f s; peak resident memory %.0f MB.\n", wall, ru.ru_maxrss / 1024.0);
@@ -1032,11 +987,6 @@ int main(int argc, char **argv)
             fail("cannot start thread %d", i);
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
-    /* MPI: job j ran on rank j % P; every job's results to rank 0, which
-     * writes everything */
-    gather_jobs(&S);
-    if (!study_root())
-        return 0;
 
     lnk_config base;
     make_config(&base, &o, &D, 0, o.L, 0);
@@ -1054,11 +1004,15 @@ int main(int argc, char **argv)
              o.max_vocab, o.joint ? "true" : "false", D.n_scored, D.n_chunks, o.max_tokens,
              D.padded, o.seeds, o.k, o.eig_steps, o.eig_tol, o.probes, o.runs, o.steps,
              o.block_steps, o.block_tol, o.grad_seeds, o.depths_str, o.jobs);
+    /* MPI: job j ran on rank j % P; the rows of every job to rank 0, which
+     * summarises from the files */
+    write_rows(&o, &S, &base, extra, start, t0);
+    if (!study_root())
+        return 0;
+    read_jobs(&o, &S);
     double sigma = 0, integ[2] = {0, 0};
-    if (o.do_spec) {
-        write_spec(&o, &S, &base, extra, start, t0);
-        sigma = write_density(&o, &S, &base, extra, start, t0, integ);
-    }
+    if (o.do_spec)
+        sigma = write_density(&o, &base, extra, start, t0, integ);
     if (o.do_grad)
         write_grad(&o, &S, &base, extra, start, t0);
     write_gp(&o, sigma);
@@ -1067,13 +1021,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "multi30k_hessian: wrote %s/ in %.0f s\n", o.out, lnk_now() - t0);
     for (int j = 0; j < S.n_spec; j++) {
         spec_job *J = &S.spec[j];
-        lnk_eigs_result_free(&J->er);
-        lnk_slq_result_free(&J->slq);
-        free(J->btop);
-        free(J->bres);
-        free(J->bconv);
-        free(J->bsteps);
-        free(J->bn);
+        spec_point_free(&J->P);
     }
     for (int j = 0; j < S.n_grad; j++) {
         free(S.grad[j].w1);

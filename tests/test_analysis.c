@@ -1,4 +1,4 @@
-/* The analysis helpers (include/lnkit/analysis.h) and the grad_table tool:
+/* The analysis helpers (studies/kit/analysis.h) and the grad_table tool:
  *   1. power-law fits: exact data give the exponent to rounding; noisy synthetic
  *      data (fixed seeds) give it within 3 standard errors, and the standard
  *      error agrees with the textbook formula;
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "lnkit/analysis.h"
+#include "kit/analysis.h"
 
 #define assert_msg_has(s)                                                                   \
     do {                                                                                    \

@@ -556,6 +556,49 @@ static void test_set_values(void **state)
     assert_int_equal(c.d, 8);
 }
 
+/* Fields set by hand between default and finalize (config.h): the same
+ * finalized configuration as the text setters, and a bad value refused by
+ * finalize naming its key. */
+static void test_fields_by_hand(void **state)
+{
+    (void)state;
+    lnk_config a, b;
+    lnk_config_default(&a);
+    assert_int_equal(lnk_config_set(&a, "task", "seq2seq"), LNK_OK);
+    assert_int_equal(lnk_config_set(&a, "norm_pos", "pre"), LNK_OK);
+    assert_int_equal(lnk_config_set(&a, "d", "24"), LNK_OK);
+    assert_int_equal(lnk_config_set(&a, "h", "3"), LNK_OK);
+    assert_int_equal(lnk_config_set(&a, "L", "2"), LNK_OK);
+    assert_int_equal(lnk_config_set(&a, "V_tgt", "40"), LNK_OK);
+    assert_int_equal(lnk_config_set(&a, "seed", "7"), LNK_OK);
+    assert_int_equal(lnk_config_set(&a, "label_smoothing", "0.1"), LNK_OK);
+    assert_int_equal(lnk_config_finalize(&a), LNK_OK);
+    lnk_config_default(&b);
+    b.task = LNK_TASK_SEQ2SEQ;
+    b.norm_pos = LNK_POS_PRE;
+    b.d = 24;
+    b.h = 3;
+    b.L = 2;
+    b.V_tgt = 40;
+    b.seed = 7;
+    b.label_smoothing = 0.1;
+    assert_int_equal(lnk_config_finalize(&b), LNK_OK);
+    char *ja = lnk_config_to_json(&a, 0, NULL, 0), *jb = lnk_config_to_json(&b, 0, NULL, 0);
+    assert_non_null(ja);
+    assert_non_null(jb);
+    assert_string_equal(ja, jb);
+    assert_int_equal(b.L_enc, 2);
+    assert_int_equal(b.V_src, 32);
+    free(ja);
+    free(jb);
+    lnk_config_default(&b);
+    b.d = 1;
+    assert_int_equal(lnk_config_finalize(&b), LNK_EINVAL);
+    assert_non_null(strstr(lnk_errmsg(), "'d'"));
+    lnk_config_clear(&a);
+    lnk_config_clear(&b);
+}
+
 static void test_set_errors(void **state)
 {
     (void)state;
@@ -998,6 +1041,7 @@ int main(void)
         cmocka_unit_test(test_null_keeps_default),
         cmocka_unit_test(test_flags_override_file),
         cmocka_unit_test(test_set_values),
+        cmocka_unit_test(test_fields_by_hand),
         cmocka_unit_test(test_set_errors),
         cmocka_unit_test(test_file_keys_stored),
         cmocka_unit_test(test_saved_keys_with_model),

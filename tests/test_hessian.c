@@ -270,6 +270,89 @@ static void test_shards(void **s)
     lnk_config_clear(&c);
 }
 
+/* The data-set type: chunks of rows (the same as slicing by hand), the
+ * scored tokens of the whole set, the shard of a group (what
+ * lnk_shard_chunks cuts), chunks taken over from an array, and the Hessian
+ * and loss over it bitwise those of the chunk functions. */
+static void test_dataset(void **s)
+{
+    (void)s;
+    lnk_config c = tu_config("d=8", "h=2", "L=1", "V=13", NULL);
+    lnk_model *m = lnk_model_alloc(&c);
+    lnk_batch b, by_hand[4];
+    make_rows(m, &b, 0, 11, 6, 12);
+    lnk_dataset ds;
+    lnk_dataset_init(&ds);
+    assert_int_equal(lnk_dataset_add_rows(&ds, m, &b, 3), LNK_OK);
+    assert_int_equal(ds.n_chunks, 4);
+    assert_int_equal(ds.n_total, 4);
+    assert_null(ds.procs);
+    size_t N = 0;
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(lnk_batch_slice(&b, 3 * k, 3 * k + 3 < 11 ? 3 * k + 3 : 11, &by_hand[k]),
+                         LNK_OK);
+        assert_int_equal(ds.chunks[k].B, by_hand[k].B);
+        assert_int_equal(ds.chunks[k].T, by_hand[k].T);
+        assert_true(!memcmp(ds.chunks[k].tgt, by_hand[k].tgt,
+                            sizeof(int64_t) * (size_t)by_hand[k].B * by_hand[k].T));
+        N += lnk_batch_n_scored(m, &by_hand[k]);
+    }
+    assert_true(ds.n_scored == N && N == lnk_batch_n_scored(m, &b));
+    /* loss and Hessian: bitwise the chunk functions' */
+    size_t n = lnk_model_n_params(m);
+    double *th = malloc(sizeof(double) * n), *v = malloc(sizeof(double) * n);
+    double *g1 = malloc(sizeof(double) * n), *g2 = malloc(sizeof(double) * n);
+    double *h1 = malloc(sizeof(double) * n), *h2 = malloc(sizeof(double) * n);
+    lnk_model_init_params(m, th);
+    tu_randn(v, n, 5);
+    double L1, L2;
+    assert_int_equal(lnk_dataset_eval(m, th, by_hand, 4, &L1, g1, NULL), LNK_OK);
+    assert_int_equal(lnk_dataset_loss(m, th, &ds, &L2, g2), LNK_OK);
+    assert_true(L1 == L2 && !memcmp(g1, g2, sizeof(double) * n));
+    lnk_hessian *ha = lnk_hessian_alloc(m, th, by_hand, 4, "*.attn.*");
+    lnk_hessian *hb = lnk_hessian_alloc_dataset(m, th, &ds, "*.attn.*");
+    assert_non_null(ha);
+    assert_non_null(hb);
+    lnk_operator oa = lnk_hessian_operator(ha), ob = lnk_hessian_operator(hb);
+    assert_true(oa.n == ob.n && oa.n < n);
+    assert_int_equal(oa.apply(oa.ctx, v, h1), LNK_OK);
+    assert_int_equal(ob.apply(ob.ctx, v, h2), LNK_OK);
+    assert_true(!memcmp(h1, h2, sizeof(double) * oa.n));
+    lnk_hessian_free(ha);
+    lnk_hessian_free(hb);
+    /* the shard of rank 1 of 3 (only rank and size are read when sharding) */
+    int first[4];
+    assert_int_equal(lnk_shard_chunks(m, by_hand, 4, 3, first), LNK_OK);
+    lnk_procs g = *lnk_comm_world();
+    g.rank = 1;
+    g.size = 3;
+    assert_int_equal(lnk_dataset_shard(&ds, m, &g), LNK_OK);
+    assert_int_equal(ds.first, first[1]);
+    assert_int_equal(ds.n_chunks, first[2] - first[1]);
+    assert_int_equal(ds.n_total, 4);
+    assert_true(ds.n_scored == N && ds.procs == &g);
+    for (int k = 0; k < ds.n_chunks; k++)
+        assert_int_equal(ds.chunks[k].B, by_hand[first[1] + k].B);
+    assert_int_equal(lnk_dataset_shard(&ds, m, &g), LNK_EINVAL); /* once */
+    assert_int_equal(lnk_dataset_add_rows(&ds, m, &b, 3), LNK_EINVAL);
+    lnk_dataset_free(&ds);
+    /* chunks taken over: the array's entries own nothing afterwards */
+    lnk_dataset_init(&ds);
+    assert_int_equal(lnk_dataset_add_chunks(&ds, m, by_hand, 4), LNK_OK);
+    assert_true(ds.n_chunks == 4 && ds.n_scored == N);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(by_hand[k].owns, 0);
+    assert_int_equal(lnk_dataset_loss(m, th, &ds, &L2, NULL), LNK_OK);
+    assert_true(L1 == L2);
+    lnk_dataset_free(&ds);
+    for (int k = 0; k < 4; k++)
+        lnk_batch_free(&by_hand[k]); /* frees nothing: not owned */
+    lnk_batch_free(&b);
+    free(th), free(v), free(g1), free(g2), free(h1), free(h2);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_chunks_equal_one_batch),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_shards),
+        cmocka_unit_test(test_dataset),
     };
     return cmocka_run_group_tests_name("hessian", tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@ fail() { echo "test-install: FAILED: $*" >&2; exit 1; }
 
 make -s BUILD="$BUILD" install DESTDIR="$D" PREFIX="$P" >/dev/null
 R=$D$P
-ver=$(sed -n 's/^#define LNK_VERSION "\(.*\)"/\1/p' include/lnkit/io.h)
+ver=$(sed -n 's/^#define LNK_VERSION "\(.*\)"/\1/p' include/lnkit/sys.h)
 sover=${ver%.*}
 for f in bin/lnkit lib/liblnkit.a "lib/liblnkit.so.$ver" lib/pkgconfig/lnkit.pc \
          include/lnkit/lnkit.h share/man/man1/lnkit.1 share/man/man1/lnkit-eigs.1; do

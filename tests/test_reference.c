@@ -1,4 +1,4 @@
-/* lnkit against an independent implementation of docs/MODEL.md: tools/ref_torch.py
+/* lnkit against an independent implementation of docs/MODEL.md: tests/ref_torch.py
  * (PyTorch, float64, written from docs/MODEL.md alone; H v by double backward).
  * For each configuration: weights from lnk_model_init_params (with gains and
  * biases perturbed so that every tensor matters), a batch with padding, a
@@ -103,7 +103,7 @@ static void compare(const char *const *kv, int nkv, int idx)
     assert_int_equal(lnk_batch_save(bt, &b), LNK_OK);
     assert_int_equal(lnk_vector_save(vec, m, v, LNK_VEC_NAMED), LNK_OK);
     char *o;
-    int st = tu_run(&o, "%s tools/ref_torch.py --threads 1 --config %s --weights %s --batch %s "
+    int st = tu_run(&o, "%s tests/ref_torch.py --threads 1 --config %s --weights %s --batch %s "
                     "--vector %s -o %s", PY, cfg, w, bt, vec, out);
     if (st != 0)
         fail_msg("ref_torch failed (%d): %s", st, o);

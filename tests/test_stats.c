@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "lnkit/analysis.h"
+#include "kit/analysis.h"
 #include "lnkit/stats.h"
 #include "model/workspace.h"
 

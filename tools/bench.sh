@@ -9,12 +9,17 @@ bin=$build/bench/bench_model
 [ -x "$bin" ] || { echo "bench.sh: $bin not found (run make bench)" >&2; exit 2; }
 out=results/bench
 mkdir -p "$out"
+start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
+secs() { echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}'; }
 tmp=$(mktemp "$out/.bench_model.csv.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 "$bin" --threads 2 --csv "$tmp"
 chmod 644 "$tmp"
 mv "$tmp" "$out/bench_model.csv"
 trap - EXIT
+python3 bench/bench_meta.py "$out/bench_model.csv" --command "bash tools/bench.sh $build" \
+    --start "$start" --seconds "$(secs)" --threads 2 --lnkit "$build/bin/lnkit" \
+    --param "configs=a: d=128 h=4 L=6 d_ff=512 V=1000 B=16 T=32; b: d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 (lm, LayerNorm, Xavier, seed 0)" --param repeat=default
 echo "bench.sh: wrote $out/bench_model.csv"
 
 # Lanczos on the model Hessian (config b): step time split into H v and
@@ -25,6 +30,9 @@ trap 'rm -f "$tl"' EXIT
 chmod 644 "$tl"
 mv "$tl" "$out/bench_lanczos.csv"
 trap - EXIT
+python3 bench/bench_meta.py "$out/bench_lanczos.csv" --command "bash tools/bench.sh $build" \
+    --start "$start" --seconds "$(secs)" --threads 2 --lnkit "$build/bin/lnkit" \
+    --param config=b --param steps=80
 # Lanczos vector work alone on a cheap operator of the same size, if built.
 if [ -x "$build/bench/bench_curvature" ]; then "$build/bench/bench_curvature"; fi
 # Would blocks of vectors sharing one pass be faster?  The GEMMs' answer.

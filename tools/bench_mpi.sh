@@ -12,12 +12,15 @@
 # multi-node prediction.
 set -euo pipefail
 MB=${2:?usage: bash tools/bench_mpi.sh SERIAL_BUILD MPI_BUILD [options]}
+SB=$1
 shift 2
+args="$*"
 bin=$MB/bench/bench_mpi
 [ -x "$bin" ] || { echo "bench_mpi.sh: $bin not built (make bench-mpi)" >&2; exit 2; }
 command -v mpirun >/dev/null || { echo "bench_mpi.sh: mpirun not found (make deps-test)" >&2; exit 2; }
 out=results/bench
 mkdir -p "$out"
+start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 tmp=$(mktemp "$out/.bench_mpi.csv.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 echo "data,pairs,scored_tokens,chunks,d,d_ff,n_params,ranks,threads,t_hvp_s,t_comm_s,bytes_per_hvp,t_step_s,t_orth_s,basis_MB_80_steps,imbalance_scored,imbalance_padded" > "$tmp"
@@ -31,6 +34,11 @@ OPENBLAS_NUM_THREADS=1 "${MR[@]}" -np 2 "$bin" --threads 1 --csv "$tmp" "${opts[
 chmod 644 "$tmp"
 mv "$tmp" "$out/bench_mpi.csv"
 trap - EXIT
+python3 bench/bench_meta.py "$out/bench_mpi.csv" --command "bash tools/bench_mpi.sh $SB $MB${args:+ $args}" \
+    --start "$start" --seconds "$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')" \
+    --lnkit "$SB/bin/lnkit" --param "options=${opts[*]}" \
+    --param "runs=1 rank x 1 thread, 1 rank x 2 threads, 2 ranks x 1 thread" \
+    --param "size=d,h,d_ff,L = 64,4,256,6 (seq2seq, Post-LN, Xavier, seed 0)"
 python3 - "$out/bench_mpi.csv" "${BENCH_MPI_NET_GBPS:-10}" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

@@ -12,6 +12,7 @@ py=/usr/bin/python3   # the system Python with python3-torch (not a pyenv one on
 bash tools/deps.sh python3-torch python3-numpy
 out=results/bench
 mkdir -p "$out"
+start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 tt=$(mktemp "$out/.bench_torch.csv.XXXXXX")
 tl=$(mktemp "$out/.bench_model.csv.XXXXXX")
 tv=$(mktemp "$out/.bench_model_vs_torch.csv.XXXXXX")
@@ -52,4 +53,10 @@ mv "$tt" "$out/bench_torch.csv"
 mv "$tl" "$out/bench_model.csv"
 mv "$tv" "$out/bench_model_vs_torch.csv"
 trap - EXIT
+secs=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')
+for f in bench_torch bench_model bench_model_vs_torch; do
+    python3 bench/bench_meta.py "$out/$f.csv" --command "bash tools/bench_torch.sh $build" \
+        --start "$start" --seconds "$secs" --threads 2 --lnkit "$build/bin/lnkit" \
+        --param "configs=a: d=128 h=4 L=6 d_ff=512 V=1000 B=16 T=32; b: d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 (lm, LayerNorm, Xavier, seed 0)" --param "torch=$("$py" -c 'import torch; print(torch.__version__)')"
+done
 echo "bench_torch.sh: wrote $out/bench_torch.csv, bench_model.csv, bench_model_vs_torch.csv"

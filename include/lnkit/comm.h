@@ -101,6 +101,33 @@ double lnk_comm_bytes_sent(void);
  * For KIND exit it does not return. */
 int lnk_comm_fault(const char *point);
 
+/* ------------------------------------------------------- process groups
+ * The processes that share one data set, passed in to the code that reduces
+ * over them (lnk_dataset in lnkit/hessian.h) instead of read from a global:
+ * the group's rank and size and its collectives (the functions above on the
+ * job's ranks for lnk_comm_world()).  agree's `point` names the step ("load":
+ * a process has taken its shard; "hvp": its part of an H v product), so a
+ * wrapper can act there.  lnk_comm_faulty(g) is such a wrapper for the test
+ * hook LNK_FAULT (points "load" and "hvp", see above): programs wrap their
+ * group once at start-up, and no product path reads the hook.  Without
+ * LNK_FAULT it returns g itself. */
+typedef struct lnk_procs {
+    int rank, size;
+    void *ctx;
+    int (*allgather)(void *ctx, const double *mine, double *full, const size_t *count,
+                     const size_t *displ);
+    int (*reduce_scatter)(void *ctx, const double *partial, double *mine, const size_t *count,
+                          const size_t *displ);
+    int (*sum)(void *ctx, double *x, size_t n);
+    int (*sum_long)(void *ctx, double *x, size_t n);
+    int (*agree)(void *ctx, int status, const char *point);
+} lnk_procs;
+
+/* The job's processes (all ranks; one process without MPI).  After lnk_comm_init. */
+const lnk_procs *lnk_comm_world(void);
+/* g with the LNK_FAULT hook at its agree points (g itself without LNK_FAULT). */
+const lnk_procs *lnk_comm_faulty(const lnk_procs *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,16 @@
  *   lnk_config_load_json(&c, path) and/or lnk_config_set(&c, key, text) for each flag
  *   lnk_config_finalize(&c);                derive defaults (d_ff = 4d, L_enc = L, ...)
  *                                           and check ranges, cross-key rules and size
+ * In code, set the fields directly between default and finalize, with their
+ * C types (no text round trip):
+ *   lnk_config_default(&c);
+ *   c.task = LNK_TASK_SEQ2SEQ; c.norm_pos = LNK_POS_PRE; c.d = 64; c.seed = s;
+ *   lnk_config_finalize(&c);
+ * finalize checks every field as lnk_config_set checks its text (an error
+ * names the key: "config: key 'd': expected an integer >= 2, got 3") and
+ * derives the dependent keys left at -1.  lnk_config_set is for text (flags,
+ * files): it also drops the read-only keys of a loaded file, which a field
+ * set by hand after lnk_config_load_json does not (finalize then checks them).
  * Keys that depend on others (d_ff, L_enc, L_dec, V_src, V_tgt, n_classes) hold
  * -1 until finalize; after it every field holds its resolved value.
  *

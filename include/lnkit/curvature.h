@@ -555,6 +555,20 @@ size_t lnk_slq_grid_size(const lnk_slq_result *r, double sigma, double pad, doub
  * < 1e-300).  Cost npts * (total nodes) exponentials.  Error: sigma <= 0. */
 int lnk_slq_density(const lnk_slq_result *r, double sigma, const double *t, size_t npts,
                     double *phi);
+/* Pooled densities of several SLQ results (seeds, models): one kernel width
+ * and one grid for all, so that they can be compared and averaged.
+ * lnk_slq_pool_grid: the union [lo, hi] of the results' node ranges, padded
+ * by pad sigma on each side, with a spacing of at most sigma / per_sigma:
+ * npts = ceil((hi - lo + 2 pad sigma) / (sigma / per_sigma)) + 1 points
+ * t[p] = a + w p / (npts - 1) in a malloc'd *t (caller frees); *lo, *hi (may be
+ * NULL) get the range.  With sigma <= 0 only the range is computed (*t NULL,
+ * *npts 0), for choosing sigma from it (lnk_sigma_from_kappa).
+ * lnk_slq_pool_density: phi[p] = sum_i density_i(t[p]) / n, accumulated in
+ * the order of r (the pooled density of n equally weighted results). */
+int lnk_slq_pool_grid(const lnk_slq_result *const *r, int n, double sigma, double pad,
+                      double per_sigma, double *lo, double *hi, double **t, size_t *npts);
+int lnk_slq_pool_density(const lnk_slq_result *const *r, int n, double sigma, const double *t,
+                         size_t npts, double *phi);
 /* Trapezoid rule sum_p (t[p+1] - t[p]) (f[p] + f[p+1]) / 2 (0 if npts < 2). */
 double lnk_trapezoid(const double *t, const double *f, size_t npts);
 
@@ -592,10 +606,7 @@ int lnk_sigma_from_kappa(double kappa, int m, double margin, double lambda_min,
                          double lambda_max, double *sigma);
 int lnk_sigma_from_fraction(double f, double lambda_min, double lambda_max, double *sigma);
 
-/* CSV output (through lnk_afile: atomic).  Nodes: columns run,index,node,weight
- * (one row per node of every run).  Density: columns t,density. */
-int lnk_slq_write_nodes(const lnk_slq_result *r, const char *path);
-int lnk_density_write(const char *path, const double *t, const double *phi, size_t npts);
+/* The CSV writers of these results are I/O: lnkit/curvature_io.h. */
 
 #ifdef __cplusplus
 }

@@ -177,14 +177,8 @@ typedef struct {
 int lnk_geom_map_stats(const double *A, int Tq, int Tk, const uint8_t *qpad,
                        lnk_geom_map_stat *st);
 
-/* An attention unit of a model. */
-typedef struct {
-    int stack;    /* 0 encoder, 1 decoder */
-    int unit;     /* index of the unit in its stack (blocks are [self-attn, (cross-attn,) ffn]) */
-    int layer;    /* block index l */
-    int cross;    /* 1: cross-attention (keys from the encoder output) */
-    int causal;
-} lnk_geom_unit;
+/* An attention unit of a model (stack, unit, layer, cross, causal; lnkit/model.h). */
+typedef lnk_attn_unit lnk_geom_unit;
 
 /* The attention units of the model of a workspace (encoder first, then decoder,
  * in order); returns their number, writes at most max of them to out (may be NULL). */

@@ -30,6 +30,7 @@
 #define LNKIT_HESSIAN_H
 
 #include <stddef.h>
+#include "lnkit/comm.h"
 #include "lnkit/curvature.h"
 #include "lnkit/model.h"
 
@@ -153,6 +154,52 @@ void lnk_hessian_slice(const lnk_hessian *h, size_t *offset, size_t *count);
  * rank holding n_chunks of them; n_total as above.  Collective. */
 int lnk_dataset_eval_shard(const lnk_model *m, const double *theta, const lnk_batch *chunks,
                            int n_chunks, size_t n_total, double *loss, double *grad);
+
+/* ================================================================ data sets
+ *
+ * A data set: its chunks, the scored-token count of the whole set and, when
+ * a process group shares it, the shard this process holds (contiguous chunks
+ * balanced by scored tokens, lnk_shard_chunks) and the group, which the
+ * Hessian and the loss then reduce over.  Built in steps:
+ *   lnk_dataset_init(&ds);
+ *   lnk_dataset_add_rows(&ds, m, &batch, rows)     batches cut into chunks of rows
+ *   lnk_dataset_add_chunks(&ds, m, chunks, n)      or ready chunks (lnk_pairs_batches)
+ *   lnk_dataset_shard(&ds, m, lnk_comm_world())    optional: keep this process's shard
+ *   lnk_hessian_alloc_dataset(m, theta, &ds, patterns), lnk_dataset_loss(...)
+ *   lnk_dataset_free(&ds);
+ * Without lnk_dataset_shard (procs NULL) every process holds all chunks and
+ * works alone.  The chunks are owned by the data set; the Hessian borrows them.
+ * A view of chunks held elsewhere may also be written as a struct literal
+ * {chunks, n, n, 0, n_scored, NULL}: it is never passed to lnk_dataset_free. */
+typedef struct {
+    lnk_batch *chunks;       /* the chunks held: all, or this process's shard */
+    int n_chunks;            /* chunks held */
+    int n_total;             /* chunks of the whole data set */
+    int first;               /* data-set index of chunks[0] */
+    size_t n_scored;         /* scored tokens of the whole data set */
+    const lnk_procs *procs;  /* the group sharing it; NULL: this process alone */
+} lnk_dataset;
+
+void lnk_dataset_init(lnk_dataset *ds);
+/* Append b's rows as chunks of `rows` rows (0: one chunk; the last may be
+ * shorter), each a copy (lnk_batch_slice).  The chunks are checked against
+ * the model where they are used (Hessian, loss). */
+int lnk_dataset_add_rows(lnk_dataset *ds, const lnk_model *m, const lnk_batch *b, int rows);
+/* Append chunks[0..n), taking over their arrays: afterwards chunks[i] own
+ * nothing (lnk_batches_free(chunks, n) frees only the array). */
+int lnk_dataset_add_chunks(lnk_dataset *ds, const lnk_model *m, lnk_batch *chunks, int n);
+/* Keep g->rank's shard of the chunks (the others are freed) and share the
+ * data set with g.  Once, after the chunks are added. */
+int lnk_dataset_shard(lnk_dataset *ds, const lnk_model *m, const lnk_procs *g);
+void lnk_dataset_free(lnk_dataset *ds);
+
+/* The Hessian over the data set (lnk_hessian_alloc, or lnk_hessian_alloc_shard
+ * over ds->procs when it has more than one process; collective then). */
+lnk_hessian *lnk_hessian_alloc_dataset(const lnk_model *m, const double *theta,
+                                       const lnk_dataset *ds, const char *patterns);
+/* Mean loss and (grad != NULL) gradient, full, on every process of the group. */
+int lnk_dataset_loss(const lnk_model *m, const double *theta, const lnk_dataset *ds,
+                     double *loss, double *grad);
 
 #ifdef __cplusplus
 }

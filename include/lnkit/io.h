@@ -1,38 +1,6 @@
-/* lnkit: output files that appear whole or not at all, CSV (RFC 4180),
- * metadata sidecars, and whole-file reads of text inputs with size limits.
- *
- * Outputs (lnk_afile).  Where -o PATH leads decides how it is written:
- *   - a regular file, or a name that does not exist yet: written to a
- *     temporary file PATH.tmp.XXXXXX beside it, flushed and fsync'd, then
- *     renamed over PATH, so PATH is the old file or the complete new one,
- *     never a part.  A replaced file keeps its permission bits; a read-only
- *     file (no write bit, or not writable by this user) is refused, not
- *     replaced.
- *   - a character device or a FIFO (/dev/null, a named pipe, /dev/stdout on
- *     a pipe or terminal): written in place, never created, truncated or
- *     replaced; a write error is reported (ENOSPC on /dev/full).  No sidecar
- *     is written beside it (lnk_meta_write skips it; there is no NAME.json
- *     for /dev/null).
- *   - a symbolic link: followed.  The link stays, the file it leads to is
- *     written as above (a dangling link: its target is created).
- *   - a folder, a block device or a socket: refused.
- *
- * Group commit.  The outputs of one command (a CSV, its sidecar, vectors,
- * vocabularies) appear together or not at all: between
- * lnk_output_group_begin() and lnk_output_group_commit(), lnk_afile_commit
- * writes and syncs the temporary file but defers its rename; the group
- * commit renames them all in one critical section (no fatal signal can cut
- * it; each rename replaces a file by exchanging it, so a failed rename puts
- * the old files back); lnk_output_group_abort(), a failure, exit() or a fatal
- * signal removes them all.  (Devices and FIFOs are written as they come:
- * what went to them cannot be taken back.)
- *
- * Signals.  Temporary files are removed if the process ends by SIGTERM,
- * SIGINT, SIGHUP or SIGPIPE (the handlers, installed by lnk_output_init, at
- * the latest with the first output file, leave a signal alone that the
- * program ignores or handles itself) and by exit().  A temporary file is
- * created and listed in one critical section, so none can escape the
- * clean-up.  SIGKILL cannot be caught: it leaves PATH.tmp.XXXXXX files.
+/* lnkit: CSV (RFC 4180) and metadata sidecars, written through the
+ * all-or-nothing output files of lnkit/sys.h (included here, with the
+ * whole-file reads, the clock and the BLAS threads).
  *
  * CSV (MODEL.md §9): header row, one observation a row, '.' decimal point, doubles
  * as %.17g, fields quoted only when they contain ',', '"' or a newline.
@@ -41,15 +9,6 @@
  * Metadata sidecar NAME.meta.json: full configuration, seed, library versions
  * (lnkit, OpenBLAS, GSL, jansson), thread count, start time (ISO 8601 UTC) and
  * wall time in seconds, plus caller-given extras.
- *
- * Inputs read whole (text: configurations, texts, vocabularies, CSV) have a
- * size limit: a regular file above it is refused before it is read, a FIFO
- * or device is read up to it, and a NUL byte stops the read at once with its
- * byte offset.  Configurations: LNK_CONFIG_LIMIT (16 MiB); the others:
- * lnk_input_limit(), 1 GiB unless set (lnkit batch --max-input SIZE).
- * Safetensors files are not read whole into one buffer: they must be regular
- * files, their header is at most LNK_ST_HEADER_LIMIT bytes and every tensor
- * lies within the file (safetensors.h).
  */
 #ifndef LNKIT_IO_H
 #define LNKIT_IO_H
@@ -57,54 +16,11 @@
 #include <stdio.h>
 #include <stddef.h>
 #include "lnkit/config.h"
+#include "lnkit/sys.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define LNK_VERSION "0.1.0"
-
-typedef struct {
-    FILE *f;       /* write here */
-    char *path;    /* the name given */
-    char *tmp;     /* temporary name (NULL for a device or FIFO) */
-    char *final;   /* the regular file renamed over (links followed) */
-    int stream;    /* 1: a device or FIFO, written in place */
-    int fd;
-    void *ck;
-} lnk_afile;
-
-/* Open path for writing (see above); checks it first (lnk_output_check). */
-int lnk_afile_open(lnk_afile *a, const char *path);
-/* Flush, sync, close and rename over path (in a group: rename at the group
- * commit); on any error remove the temporary file.  The message names path. */
-int lnk_afile_commit(lnk_afile *a);
-/* Close and remove the temporary file (safe to call twice or after commit). */
-void lnk_afile_abort(lnk_afile *a);
-
-/* Group commit of several outputs (see above).  One group at a time. */
-int lnk_output_group_begin(void);
-int lnk_output_group_commit(void);
-void lnk_output_group_abort(void);
-/* Remove every temporary file of this process now (before exiting on an error). */
-void lnk_output_abort_all(void);
-/* Install the signal handlers and the clean-up at exit (programs call it at
- * start-up; lnk_afile_open calls it too).  Idempotent. */
-void lnk_output_init(void);
-
-enum { LNK_OUT_FILE = 0, LNK_OUT_STREAM = 1 };
-/* Could path be written as an output?  Checked without creating anything:
- * its folder exists and is writable, it is not a folder, block device,
- * socket or read-only file.  *kind (may be NULL): LNK_OUT_FILE or
- * LNK_OUT_STREAM.  The message names the path and the problem. */
-int lnk_output_check(const char *path, int *kind);
-/* LNK_OUT_STREAM if path is now a character device or FIFO, else LNK_OUT_FILE. */
-int lnk_output_kind(const char *path);
-/* 1 if the two paths lead to the same file (existing: same inode; new: same
- * folder and name). */
-int lnk_output_same(const char *a, const char *b);
-/* The path of an open lnk_afile's FILE* ("standard output" for stdout), for messages. */
-const char *lnk_output_name(const FILE *f);
 
 /* CSV writer on top of lnk_afile (or any FILE*, e.g. stdout). */
 typedef struct {
@@ -120,31 +36,6 @@ int lnk_csv_int(lnk_csv *c, long long v);
 int lnk_csv_double(lnk_csv *c, double v);   /* %.17g; refuses NaN/inf */
 int lnk_csv_end_row(lnk_csv *c);            /* checks the row has ncol fields */
 void lnk_csv_free(lnk_csv *c);
-
-/* Size limits of inputs read whole (see above). */
-#define LNK_CONFIG_LIMIT ((size_t)16 << 20)
-#define LNK_INPUT_LIMIT_DEFAULT ((size_t)1 << 30)
-size_t lnk_input_limit(void);
-/* Set the limit of texts, vocabularies and CSV inputs (0: the default). */
-void lnk_set_input_limit(size_t bytes);
-/* Read a whole text file of at most max bytes into a malloc'd buffer (caller
- * frees), NUL-terminated; *len (may be NULL) gets its length.  A NUL byte in
- * the file is an error (its byte offset and line).  what names the kind of
- * file in messages ("configuration").  Errors name the file. */
-int lnk_read_text_file(const char *path, size_t max, const char *what, char **buf, size_t *len);
-/* lnk_read_text_file with lnk_input_limit(). */
-int lnk_read_file(const char *path, char **buf, size_t *len);
-
-/* Wall-clock seconds since an arbitrary origin (monotonic). */
-double lnk_now(void);
-
-/* Current UTC time as ISO 8601 in buf (at least 32 bytes). */
-void lnk_iso_time(char *buf, size_t n);
-
-/* Number of BLAS threads in use. */
-int lnk_blas_threads(void);
-/* Set the number of BLAS threads (n >= 1). */
-void lnk_set_blas_threads(int n);
 
 /* Write NAME.meta.json beside csv_path (atomically): config (may be NULL),
  * extra_json (NULL or a JSON object text whose keys are merged in), start time

@@ -187,6 +187,42 @@ int lnk_params_check_finite(const lnk_model *m, const double *theta, const char 
 /* Frobenius norm of tensor i of the flat vector g (e.g. a gradient). */
 double lnk_tensor_norm(const lnk_model *m, const double *g, int i);
 
+/* Attention units and their activations after lnk_model_eval, read-only
+ * (the geometry module reads them through these; src/model/attn_view.c).
+ * A unit is one residual sub-layer: blocks are [self-attn, (cross-attn,) ffn]. */
+typedef struct {
+    int stack;    /* 0 encoder, 1 decoder */
+    int unit;     /* index of the unit in its stack */
+    int layer;    /* block index l */
+    int cross;    /* 1: cross-attention (keys from the encoder output) */
+    int causal;
+} lnk_attn_unit;
+
+/* The attention units of m (encoder first, then decoder, in order); returns
+ * their number, writes at most max of them to out (may be NULL). */
+int lnk_model_attn_units(const lnk_model *m, lnk_attn_unit *out, int max);
+
+/* One attention unit's activations in the workspace of the last evaluation
+ * (views into it, valid until the next eval, hvp or free).  Rows are
+ * row-major with d columns (head j: columns j d/h ..). */
+typedef struct {
+    int B, Tq, Tk;                /* sequences, query and key positions a sequence */
+    const double *norm_in;        /* key side: the input of the norm whose output the
+                                     attention reads (Pre-LN: x; Post-LN: the previous
+                                     x + F(x), or the embedding for the first unit) */
+    const double *norm_out;       /* key side: what the attention reads [B*Tk, d] */
+    const double *q, *k;          /* Q = X Wq + bq [B*Tq, d], K = X Wk + bk [B*Tk, d] */
+    const double *qn, *kn;        /* after the per-head qk_norm (== q, k without it) */
+    const double *a;              /* softmax maps [B, h, Tq, Tk] */
+    const uint8_t *qpad, *kpad;   /* [B*Tq], [B*Tk]: 1 where the position is <pad> */
+} lnk_attn_view;
+
+/* LNK_EINVAL if (stack, unit) is not an attention unit of the workspace's
+ * model or the workspace holds no evaluated batch. */
+int lnk_workspace_attn(const lnk_workspace *ws, int stack, int unit, lnk_attn_view *v);
+/* The model a workspace was made for. */
+const lnk_model *lnk_workspace_model(const lnk_workspace *ws);
+
 #ifdef __cplusplus
 }
 #endif

@@ -83,10 +83,10 @@ typedef struct {
 } cli_session;
 void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
               unsigned ws_flags);
-/* Several ranks: this rank's row chunks of s->b (4 P chunks, token-balanced
- * shards) and the batch's scored-token count.  cli_open allocates no
+/* Several ranks: the data set of s->b's rows in 4 P chunks, sharded over the
+ * job (token-balanced; with the LNK_FAULT hook).  cli_open allocates no
  * workspace then. */
-void cli_shard(cli_session *s, lnk_batch **own, int *n_own, size_t *n_total);
+void cli_shard(cli_session *s, lnk_dataset *ds);
 /* Rows per chunk of a file of B rows: chunk_rows if set, else the whole file
  * in one process, or 4 P pieces with several ranks (so that the
  * token-balanced shards can be even). */

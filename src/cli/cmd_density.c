@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/curv.h"
+#include "lnkit/curvature_io.h"
 
 static void help(void)
 {

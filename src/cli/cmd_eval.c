@@ -59,15 +59,13 @@ int cmd_eval(int argc, char **argv)
         if (lnk_model_eval(s.ws, s.theta, &s.b, &loss, g, &nsc) != LNK_OK)
             cli_die_lib();
     } else {
-        lnk_batch *own;
-        int n_own;
-        cli_shard(&s, &own, &n_own, &nsc);
+        lnk_dataset ds;
+        cli_shard(&s, &ds);
+        nsc = ds.n_scored;
         cli_setup_done();
-        if (lnk_dataset_eval_shard(s.m, s.theta, own, n_own, nsc, &loss, g) != LNK_OK)
+        if (lnk_dataset_loss(s.m, s.theta, &ds, &loss, g) != LNK_OK)
             cli_die_lib();
-        for (int c = 0; c < n_own; c++)
-            lnk_batch_free(&own[c]);
-        free(own);
+        lnk_dataset_free(&ds);
     }
     if (lnk_params_check_finite(s.m, g, "gradient") != LNK_OK)
         cli_die_lib();

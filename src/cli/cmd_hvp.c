@@ -85,12 +85,11 @@ int cmd_hvp(int argc, char **argv)
     int layout;
     cli_check(lnk_vector_load(vpath, s.m, v, &layout));
     lnk_hessian *h = NULL;
-    lnk_batch *own = NULL;
-    int n_own = 0;
+    lnk_dataset ds;
+    lnk_dataset_init(&ds);
     if (lnk_comm_size() > 1) {
-        size_t nsc;
-        cli_shard(&s, &own, &n_own, &nsc);
-        h = lnk_hessian_alloc_shard(s.m, s.theta, own, n_own, nsc, NULL);
+        cli_shard(&s, &ds);
+        h = lnk_hessian_alloc_dataset(s.m, s.theta, &ds, NULL);
         if (!h)
             cli_die_lib();
         cli_set_cache(h, cache_set, cache_mb);
@@ -122,11 +121,9 @@ int cmd_hvp(int argc, char **argv)
         t[i] = lnk_now() - t0;
     }
     if (h)
-        keep = lnk_hessian_cached_chunks(h, NULL) == n_own && n_own > 0;
+        keep = lnk_hessian_cached_chunks(h, NULL) == ds.n_chunks && ds.n_chunks > 0;
     lnk_hessian_free(h);
-    for (int c = 0; c < n_own; c++)
-        lnk_batch_free(&own[c]);
-    free(own);
+    lnk_dataset_free(&ds);
     if (lnk_params_check_finite(s.m, hv, kind == LNK_OP_HESSIAN ? "H v" : kind == LNK_OP_GGN ?
                                 "G v" : "F v") != LNK_OK)
         cli_die_lib();

@@ -254,20 +254,11 @@ int cli_keep_shard(const lnk_model *m, lnk_batch *chunks, int n, int *first_own)
     return n_own;
 }
 
-void cli_shard(cli_session *s, lnk_batch **own, int *n_own, size_t *n_total)
+void cli_shard(cli_session *s, lnk_dataset *ds)
 {
-    int per = cli_chunk_rows(s->b.B, 0), n = (s->b.B + per - 1) / per;
-    lnk_batch *ch = calloc((size_t)n, sizeof *ch);
-    if (!ch)
-        cli_die("out of memory");
-    *n_total = 0;
-    for (int c = 0; c < n; c++) {
-        int r1 = (c + 1) * per < s->b.B ? (c + 1) * per : s->b.B;
-        cli_check(lnk_batch_slice(&s->b, c * per, r1, &ch[c]));
-        *n_total += lnk_batch_n_scored(s->m, &ch[c]);
-    }
-    *n_own = cli_keep_shard(s->m, ch, n, NULL);
-    *own = ch;
+    lnk_dataset_init(ds);
+    cli_check(lnk_dataset_add_rows(ds, s->m, &s->b, cli_chunk_rows(s->b.B, 0)));
+    cli_check(lnk_dataset_shard(ds, s->m, lnk_comm_faulty(lnk_comm_world())));
 }
 
 void cli_close(cli_session *s)

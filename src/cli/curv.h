@@ -31,6 +31,7 @@ typedef struct {
     lnk_config c;
     lnk_model *m;
     double *theta;
+    lnk_dataset ds;     /* the data set; the fields below are views of it */
     lnk_batch *chunks;  /* this rank's chunks (all in a one-process run) */
     int n_chunks;       /* chunks of the whole data set */
     int n_own, first_own; /* this rank's: chunks[0 .. n_own) are data-set chunks first_own.. */

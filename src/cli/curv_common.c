@@ -105,31 +105,20 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     for (int i = 0; i < o->n_batch; i++)
         cli_input(o->batch[i]);
     lnk_prov_seed("rng", o->rng_seed);
-    lnk_batch *files = calloc((size_t)o->n_batch, sizeof *files);
-    if (!files)
-        cli_die("out of memory");
-    int total = 0;
+    lnk_dataset_init(&s->ds);
     for (int i = 0; i < o->n_batch; i++) {
-        cli_check(lnk_batch_load(o->batch[i], s->m, &files[i]));
-        int per = cli_chunk_rows(files[i].B, o->chunk_rows);
-        total += (files[i].B + per - 1) / per;
+        lnk_batch file;
+        cli_check(lnk_batch_load(o->batch[i], s->m, &file));
+        cli_check(lnk_dataset_add_rows(&s->ds, s->m, &file, cli_chunk_rows(file.B, o->chunk_rows)));
+        lnk_batch_free(&file);
     }
-    s->chunks = calloc((size_t)total, sizeof *s->chunks);
-    if (!s->chunks)
-        cli_die("out of memory");
-    for (int i = 0; i < o->n_batch; i++) {
-        int per = cli_chunk_rows(files[i].B, o->chunk_rows);
-        for (int r = 0; r < files[i].B; r += per) {
-            int r1 = r + per < files[i].B ? r + per : files[i].B;
-            cli_check(lnk_batch_slice(&files[i], r, r1, &s->chunks[s->n_chunks++]));
-        }
-        lnk_batch_free(&files[i]);
-    }
-    free(files);
-    for (int c = 0; c < s->n_chunks; c++)
-        s->n_scored += lnk_batch_n_scored(s->m, &s->chunks[c]);
-    s->n_own = cli_keep_shard(s->m, s->chunks, s->n_chunks, &s->first_own);
-    s->h = lnk_hessian_alloc_shard(s->m, s->theta, s->chunks, s->n_own, s->n_scored, o->block);
+    cli_check(lnk_dataset_shard(&s->ds, s->m, lnk_comm_faulty(lnk_comm_world())));
+    s->chunks = s->ds.chunks;
+    s->n_chunks = s->ds.n_total;
+    s->n_own = s->ds.n_chunks;
+    s->first_own = s->ds.first;
+    s->n_scored = s->ds.n_scored;
+    s->h = lnk_hessian_alloc_dataset(s->m, s->theta, &s->ds, o->block);
     if (!s->h)
         cli_die_lib();
     cli_set_cache(s->h, o->cache_set, o->cache_mb);
@@ -151,9 +140,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
 void cli_curv_close(cli_curv *s)
 {
     lnk_hessian_free(s->h);
-    for (int c = 0; c < s->n_own; c++)
-        lnk_batch_free(&s->chunks[c]);
-    free(s->chunks);
+    lnk_dataset_free(&s->ds);
     free(s->theta);
     lnk_model_free(s->m);
     lnk_config_clear(&s->c);

@@ -17,7 +17,7 @@
 
 #include "lnkit/config.h"
 #include "lnkit/error.h"
-#include "lnkit/io.h"
+#include "lnkit/sys.h"
 
 enum {
     K_TASK, K_NORM_POS, K_NORM, K_QK_NORM, K_D, K_H, K_D_FF, K_L, K_L_ENC, K_L_DEC,

@@ -13,7 +13,7 @@
 #include "curvature/internal.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
-#include "lnkit/io.h"
+#include "lnkit/sys.h"
 
 int lnk_operator_check(const lnk_operator *op, const char *what)
 {
@@ -190,23 +190,6 @@ int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed)
     w->t_apply = w->t_orth = w->last_apply = w->last_orth = 0;
     w->t_touch = w->last_touch = 0;
     return LNK_OK;
-}
-
-double lnk_orthogonalize(const double *V, int k, size_t n, double *x, double *h)
-{
-    int ni = (int)n;
-    if (k <= 0)
-        return cblas_dnrm2(ni, x, 1);
-    /* Classical Gram-Schmidt twice ("twice is enough", Giraud et al. 2005):
-     * each pass is two memory-bound dgemv over the k x n basis. */
-    for (int pass = 0; pass < 2; pass++) {
-        double *c = h + pass * k;
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
-        cblas_dgemv(CblasRowMajor, CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
-    }
-    for (int i = 0; i < k; i++)
-        h[i] += h[k + i];
-    return cblas_dnrm2(ni, x, 1);
 }
 
 /* A fresh direction after a breakdown: a Gaussian vector orthogonalised

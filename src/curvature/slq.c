@@ -9,7 +9,7 @@
 #include "curvature/internal.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
-#include "lnkit/io.h"
+#include "lnkit/sys.h"
 
 void lnk_slq_opts_default(lnk_slq_opts *o)
 {
@@ -253,6 +253,62 @@ int lnk_slq_density(const lnk_slq_result *r, double sigma, const double *t, size
     return LNK_OK;
 }
 
+int lnk_slq_pool_grid(const lnk_slq_result *const *r, int n, double sigma, double pad,
+                      double per_sigma, double *lo, double *hi, double **t, size_t *npts)
+{
+    *t = NULL;
+    *npts = 0;
+    if (n < 1 || !r)
+        return lnk_error(LNK_EINVAL, "slq_pool_grid: %d results; expected at least one", n);
+    double a = INFINITY, b = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        int rc = check_result("slq_pool_grid", r[i]);
+        if (rc != LNK_OK)
+            return rc;
+        a = fmin(a, r[i]->node_min);
+        b = fmax(b, r[i]->node_max);
+    }
+    if (lo)
+        *lo = a;
+    if (hi)
+        *hi = b;
+    if (!(sigma > 0))
+        return LNK_OK;
+    if (!(pad >= 0) || !isfinite(pad) || !(per_sigma > 0))
+        return lnk_error(LNK_EINVAL, "slq_pool_grid: pad = %g, per_sigma = %g; expected pad >= 0 "
+                         "and per_sigma > 0", pad, per_sigma);
+    double start = a - pad * sigma, w = b - a + 2 * pad * sigma;
+    size_t np = (size_t)ceil(w / (sigma / per_sigma)) + 1;
+    double *g = malloc(sizeof(double) * np);
+    if (!g)
+        return lnk_error(LNK_ENOMEM, "slq_pool_grid: out of memory for %zu points", np);
+    for (size_t p = 0; p < np; p++)
+        g[p] = start + w * (double)p / (double)(np - 1);
+    *t = g;
+    *npts = np;
+    return LNK_OK;
+}
+
+int lnk_slq_pool_density(const lnk_slq_result *const *r, int n, double sigma, const double *t,
+                         size_t npts, double *phi)
+{
+    if (n < 1 || !r)
+        return lnk_error(LNK_EINVAL, "slq_pool_density: %d results; expected at least one", n);
+    double *one = malloc(sizeof(double) * (npts ? npts : 1));
+    if (!one)
+        return lnk_error(LNK_ENOMEM, "slq_pool_density: out of memory");
+    for (size_t p = 0; p < npts; p++)
+        phi[p] = 0;
+    int rc = LNK_OK;
+    for (int i = 0; i < n && rc == LNK_OK; i++) {
+        rc = lnk_slq_density(r[i], sigma, t, npts, one);
+        for (size_t p = 0; p < npts && rc == LNK_OK; p++)
+            phi[p] += one[p] / n;
+    }
+    free(one);
+    return rc;
+}
+
 double lnk_trapezoid(const double *t, const double *f, size_t npts)
 {
     double s = 0;
@@ -324,56 +380,4 @@ int lnk_sigma_from_fraction(double f, double lmin, double lmax, double *sigma)
     if (rc != LNK_OK)
         return rc;
     return result_sigma(fn, f * (lmax - lmin), sigma);
-}
-
-int lnk_slq_write_nodes(const lnk_slq_result *r, const char *path)
-{
-    int rc = check_result("slq_write_nodes", r);
-    if (rc != LNK_OK)
-        return rc;
-    static const char *const hdr[] = {"run", "index", "node", "weight"};
-    lnk_afile a;
-    if ((rc = lnk_afile_open(&a, path)) != LNK_OK)
-        return rc;
-    lnk_csv c;
-    if ((rc = lnk_csv_begin(&c, a.f, hdr, 4)) != LNK_OK) {
-        lnk_afile_abort(&a);
-        return rc;
-    }
-    for (int v = 0; v < r->runs && rc == LNK_OK; v++)
-        for (int i = r->offset[v]; i < r->offset[v + 1] && rc == LNK_OK; i++) {
-            if ((rc = lnk_csv_int(&c, v)) == LNK_OK && (rc = lnk_csv_int(&c, i - r->offset[v])) == LNK_OK &&
-                (rc = lnk_csv_double(&c, r->node[i])) == LNK_OK &&
-                (rc = lnk_csv_double(&c, r->weight[i])) == LNK_OK)
-                rc = lnk_csv_end_row(&c);
-        }
-    lnk_csv_free(&c);
-    if (rc != LNK_OK) {
-        lnk_afile_abort(&a);
-        return rc;
-    }
-    return lnk_afile_commit(&a);
-}
-
-int lnk_density_write(const char *path, const double *t, const double *phi, size_t npts)
-{
-    static const char *const hdr[] = {"t", "density"};
-    lnk_afile a;
-    int rc = lnk_afile_open(&a, path);
-    if (rc != LNK_OK)
-        return rc;
-    lnk_csv c;
-    if ((rc = lnk_csv_begin(&c, a.f, hdr, 2)) != LNK_OK) {
-        lnk_afile_abort(&a);
-        return rc;
-    }
-    for (size_t p = 0; p < npts && rc == LNK_OK; p++)
-        if ((rc = lnk_csv_double(&c, t[p])) == LNK_OK && (rc = lnk_csv_double(&c, phi[p])) == LNK_OK)
-            rc = lnk_csv_end_row(&c);
-    lnk_csv_free(&c);
-    if (rc != LNK_OK) {
-        lnk_afile_abort(&a);
-        return rc;
-    }
-    return lnk_afile_commit(&a);
 }

@@ -9,7 +9,7 @@
 #include "curvature/internal.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
-#include "lnkit/io.h"
+#include "lnkit/sys.h"
 
 void lnk_trace_opts_default(lnk_trace_opts *o)
 {

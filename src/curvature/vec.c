@@ -33,6 +33,23 @@ double lnk_cv_nrm2(const lnk_group *g, size_t n, const double *x)
     return sqrt(lnk_cv_dot(g, n, x, x));
 }
 
+double lnk_orthogonalize(const double *V, int k, size_t n, double *x, double *h)
+{
+    int ni = (int)n;
+    if (k <= 0)
+        return cblas_dnrm2(ni, x, 1);
+    /* Classical Gram-Schmidt twice ("twice is enough", Giraud et al. 2005):
+     * each pass is two memory-bound dgemv over the k x n basis. */
+    for (int pass = 0; pass < 2; pass++) {
+        double *c = h + pass * k;
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
+        cblas_dgemv(CblasRowMajor, CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
+    }
+    for (int i = 0; i < k; i++)
+        h[i] += h[k + i];
+    return cblas_dnrm2(ni, x, 1);
+}
+
 double lnk_cv_orthogonalize(const lnk_group *g, const double *V, int k, size_t n, double *x,
                             double *h)
 {

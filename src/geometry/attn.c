@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include "lnkit/error.h"
 #include "lnkit/geometry.h"
-#include "model/workspace.h"
 
 double lnk_geom_entropy(const double *p, int n)
 {
@@ -54,81 +53,34 @@ int lnk_geom_map_stats(const double *A, int Tq, int Tk, const uint8_t *qpad,
     return LNK_OK;
 }
 
-static const lnk_stack *mstack(const lnk_workspace *ws, int s)
-{
-    return s ? &ws->m->dec : &ws->m->enc;
-}
-static const stack_buf *wstack(const lnk_workspace *ws, int s)
-{
-    return s ? &ws->pr->dec : &ws->pr->enc;
-}
-
 int lnk_geom_attn_units(const lnk_workspace *ws, lnk_geom_unit *out, int max)
 {
-    int n = 0;
-    for (int s = 0; s < 2; s++) {
-        const lnk_stack *st = mstack(ws, s);
-        for (int k = 0; k < st->n_units; k++) {
-            if (st->u[k].kind == UNIT_FFN)
-                continue;
-            if (out && n < max)
-                out[n] = (lnk_geom_unit){s, k, st->u[k].block, st->u[k].kind == UNIT_CROSS_ATTN,
-                                         st->u[k].causal};
-            n++;
-        }
-    }
-    return n;
-}
-
-static int check_unit(const lnk_workspace *ws, const lnk_geom_unit *u)
-{
-    if (u->stack < 0 || u->stack > 1 || u->unit < 0 || u->unit >= mstack(ws, u->stack)->n_units ||
-        mstack(ws, u->stack)->u[u->unit].kind == UNIT_FFN)
-        return lnk_error(LNK_EINVAL, "geometry: %s unit %d is not an attention unit of the model",
-                         u->stack ? "decoder" : "encoder", u->unit);
-    if (!ws->pr->valid)
-        return lnk_error(LNK_EINVAL, "geometry: the workspace holds no evaluated batch");
-    return LNK_OK;
+    return lnk_model_attn_units(lnk_workspace_model(ws), out, max);
 }
 
 int lnk_geom_unit_rows(const lnk_workspace *ws, const lnk_geom_unit *u, lnk_geom_stage stage,
                        const double **rows, int *B, int *T, const uint8_t **pad)
 {
-    int st = check_unit(ws, u);
+    lnk_attn_view v;
+    int st = lnk_workspace_attn(ws, u->stack, u->unit, &v);
     if (st)
         return st;
-    const lnk_config *c = &ws->m->cfg;
-    int post = c->norm_pos == LNK_POS_POST, cross = u->cross;
-    const stack_buf *sb = wstack(ws, u->stack);
-    const unit_buf *ub = &sb->a.u[u->unit];
-    /* key side: the unit's own stack, or the encoder output for cross-attention */
-    const stack_buf *kb = cross ? &ws->pr->enc : sb;
-    int Tq = u->stack ? ws->pr->Tdec : ws->pr->Tenc, Tk = cross ? ws->pr->Tenc : Tq;
     const double *r = NULL;
     int key_side = 1;
     switch (stage) {
-    case LNK_GEOM_NORM_IN:
-        if (cross) {
-            int ne = ws->pr->enc.n_units;
-            r = post ? ws->pr->enc.a.u[ne - 1].s : ws->pr->enc.a.x[ne];
-        } else {
-            r = post ? (u->unit > 0 ? sb->a.u[u->unit - 1].s : sb->a.x[0]) : sb->a.x[u->unit];
-        }
-        break;
-    case LNK_GEOM_NORM_OUT:
-        r = cross ? ws->pr->enc.a.z : (post ? sb->a.x[u->unit] : ub->n.out);
-        break;
-    case LNK_GEOM_KEYS: r = ub->k; break;
-    case LNK_GEOM_KEYS_QK: r = ub->kn; break;
-    case LNK_GEOM_QUERIES: r = ub->q; key_side = 0; break;
-    case LNK_GEOM_QUERIES_QK: r = ub->qn; key_side = 0; break;
+    case LNK_GEOM_NORM_IN: r = v.norm_in; break;
+    case LNK_GEOM_NORM_OUT: r = v.norm_out; break;
+    case LNK_GEOM_KEYS: r = v.k; break;
+    case LNK_GEOM_KEYS_QK: r = v.kn; break;
+    case LNK_GEOM_QUERIES: r = v.q; key_side = 0; break;
+    case LNK_GEOM_QUERIES_QK: r = v.qn; key_side = 0; break;
     default: return lnk_error(LNK_EINVAL, "geometry: unknown activation stage %d", (int)stage);
     }
     *rows = r;
-    *B = ws->pr->B;
-    *T = key_side ? Tk : Tq;
+    *B = v.B;
+    *T = key_side ? v.Tk : v.Tq;
     if (pad)
-        *pad = key_side ? kb->kmask : sb->kmask;
+        *pad = key_side ? v.kpad : v.qpad;
     return LNK_OK;
 }
 
@@ -136,9 +88,8 @@ int lnk_geom_model_attn(const lnk_workspace *ws, lnk_geom_attn_stat **out, int *
 {
     *out = NULL;
     *n_out = 0;
-    if (!ws->pr->valid)
-        return lnk_error(LNK_EINVAL, "attention statistics: the workspace holds no evaluated batch");
-    int nu = lnk_geom_attn_units(ws, NULL, 0), h = ws->m->cfg.h, d = ws->m->cfg.d, dk = d / h;
+    const lnk_config *cfg = lnk_model_config(lnk_workspace_model(ws));
+    int nu = lnk_geom_attn_units(ws, NULL, 0), h = cfg->h, d = cfg->d, dk = d / h;
     lnk_geom_unit *units = malloc(sizeof *units * (nu ? nu : 1));
     lnk_geom_attn_stat *res = malloc(sizeof *res * (size_t)(nu ? nu : 1) * h);
     if (!units || !res) {
@@ -151,11 +102,15 @@ int lnk_geom_model_attn(const lnk_workspace *ws, lnk_geom_attn_stat **out, int *
     int st = LNK_OK;
     for (int iu = 0; iu < nu && !st; iu++) {
         const lnk_geom_unit *u = &units[iu];
-        const stack_buf *sb = wstack(ws, u->stack);
-        const unit_buf *ub = &sb->a.u[u->unit];
-        const uint8_t *qpad = sb->kmask, *kpad = u->cross ? ws->pr->enc.kmask : sb->kmask;
-        int B = ws->pr->B, Tq = u->stack ? ws->pr->Tdec : ws->pr->Tenc;
-        int Tk = u->cross ? ws->pr->Tenc : Tq;
+        lnk_attn_view v;
+        if (lnk_workspace_attn(ws, u->stack, u->unit, &v) != LNK_OK) {
+            /* the units are the model's own: only an unevaluated workspace fails */
+            st = lnk_error(LNK_EINVAL,
+                           "attention statistics: the workspace holds no evaluated batch");
+            break;
+        }
+        const uint8_t *qpad = v.qpad, *kpad = v.kpad;
+        int B = v.B, Tq = v.Tq, Tk = v.Tk;
         for (int j = 0; j < h && !st; j++) {
             lnk_geom_attn_stat *r = &res[(size_t)iu * h + j];
             r->u = *u;
@@ -168,7 +123,7 @@ int lnk_geom_model_attn(const lnk_workspace *ws, lnk_geom_attn_stat **out, int *
             long nrows = 0;
             int nseq = 0;
             for (int b = 0; b < B; b++) {
-                const double *A = ub->a + ((size_t)b * h + j) * Tq * Tk;
+                const double *A = v.a + ((size_t)b * h + j) * Tq * Tk;
                 lnk_geom_map_stat ms;
                 int any = 0;
                 for (int t = 0; t < Tq; t++)
@@ -187,12 +142,12 @@ int lnk_geom_model_attn(const lnk_workspace *ws, lnk_geom_attn_stat **out, int *
                 for (int t = 0; t < Tq; t++) {
                     if (qpad[(size_t)b * Tq + t])
                         continue;
-                    const double *q = ub->qn + ((size_t)b * Tq + t) * d + (size_t)j * dk;
+                    const double *q = v.qn + ((size_t)b * Tq + t) * d + (size_t)j * dk;
                     int lim = u->causal ? t + 1 : Tk;
                     for (int s = 0; s < lim; s++) {
                         if (kpad[(size_t)b * Tk + s])
                             continue;
-                        const double *k = ub->kn + ((size_t)b * Tk + s) * d + (size_t)j * dk;
+                        const double *k = v.kn + ((size_t)b * Tk + s) * d + (size_t)j * dk;
                         double z = 0;
                         for (int c = 0; c < dk; c++)
                             z += q[c] * k[c];

@@ -1,6 +1,6 @@
-/* CSV (RFC 4180), timing, BLAS threads and the NAME.meta.json sidecar.
- * Atomic output files are in afile.c, whole-file reads in input.c.  See
- * include/lnkit/io.h. */
+/* CSV (RFC 4180) and the NAME.meta.json sidecar.  Atomic output files,
+ * whole-file reads, the clock and BLAS threads are in src/core (sys.h).
+ * See include/lnkit/io.h. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -8,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <cblas.h>
 #include <jansson.h>
 
 #include "lnkit/config.h"
@@ -137,29 +135,6 @@ void lnk_csv_free(lnk_csv *c)
     c->ncol = c->col = 0;
     c->f = NULL;
 }
-
-/* --------------------------------------------------------- time and threads */
-
-double lnk_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-void lnk_iso_time(char *buf, size_t n)
-{
-    if (!buf || n == 0)
-        return;
-    time_t t = time(NULL);
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        buf[0] = '\0';
-}
-
-int lnk_blas_threads(void) { return openblas_get_num_threads(); }
-
-void lnk_set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
 
 /* ------------------------------------------------------------- meta sidecar */
 

@@ -104,8 +104,9 @@ struct lnk_hessian {
     lnk_workspace *ws;
     double *v, *hv, *acc; /* full-size buffers */
     long n_products;
-    /* data parallel over several ranks (lnk_hessian_alloc_shard) */
+    /* data parallel over a process group (lnk_hessian_alloc_dataset) */
     int dist;
+    const lnk_procs *procs;
     lnk_group group;
     size_t *count, *displ; /* block slices of the ranks */
     double *xb, *yb;       /* whole block vectors */
@@ -285,15 +286,13 @@ static int apply(void *ctx, const double *x, double *y)
     /* x is this rank's slice: the whole vector first, then the partial sum
      * of this rank's chunks, then its slice of the rank-ordered sum.  Every
      * rank learns of any rank's failure before the reduction (no hang). */
-    int st = lnk_comm_allgather(x, h->xb, h->count, h->displ);
+    const lnk_procs *g = h->procs;
+    int st = g->allgather(g->ctx, x, h->xb, h->count, h->displ);
     if (st == LNK_OK)
         st = local_apply(h, h->xb, h->yb);
-    if (st == LNK_OK && lnk_comm_fault("hvp"))
-        st = lnk_error(LNK_ENOMEM, "out of memory in H v product %ld (simulated by LNK_FAULT)",
-                       h->n_products + 1);
-    st = lnk_comm_agree(st);
+    st = g->agree(g->ctx, st, "hvp");
     if (st == LNK_OK)
-        st = lnk_comm_reduce_scatter(h->yb, y, h->count, h->displ);
+        st = g->reduce_scatter(g->ctx, h->yb, y, h->count, h->displ);
     h->n_products += st == LNK_OK;
     return st;
 }
@@ -390,7 +389,7 @@ int lnk_hessian_apply_full(lnk_hessian *h, const double *x, double *y)
     int me = h->group.rank;
     int st = apply(h, x + h->displ[me], y + h->displ[me]);
     if (st == LNK_OK)
-        st = lnk_comm_allgather(y + h->displ[me], y, h->count, h->displ);
+        st = h->procs->allgather(h->procs->ctx, y + h->displ[me], y, h->count, h->displ);
     return st;
 }
 
@@ -568,30 +567,30 @@ int lnk_shard_chunks(const lnk_model *m, const lnk_batch *chunks, int n_chunks, 
     return LNK_OK;
 }
 
-static int comm_sum(void *ctx, double *x, int count)
+static int group_sum(void *ctx, double *x, int count)
 {
-    (void)ctx;
-    return lnk_comm_sum(x, (size_t)count);
+    const lnk_procs *g = ((const lnk_hessian *)ctx)->procs;
+    return g->sum(g->ctx, x, (size_t)count);
 }
 
-lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
-                                     const lnk_batch *chunks, int n_chunks, size_t n_total,
-                                     const char *patterns)
+/* The Hessian over a group g: this process's chunks of a data set of n_total
+ * scored tokens.  Collective. */
+static lnk_hessian *alloc_group(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                                int n_chunks, size_t n_total, const char *patterns,
+                                const lnk_procs *g)
 {
-    int P = lnk_comm_size(), me = lnk_comm_rank();
+    int P = g ? g->size : 1, me = g ? g->rank : 0;
     if (P == 1)
         return lnk_hessian_alloc(m, theta, chunks, n_chunks, patterns);
     lnk_hessian *h = calloc(1, sizeof *h);
     int st = h ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory");
-    if (!st && lnk_comm_fault("load"))
-        st = lnk_error(LNK_EIO, "cannot load its shard of %d chunk(s) (simulated by LNK_FAULT)",
-                       n_chunks);
     if (!st && n_total == 0)
         st = lnk_error(LNK_EINVAL, "data set: no scored tokens");
     if (!st)
         st = init(h, m, theta, chunks, n_chunks, patterns, n_total);
     if (!st) {
         h->dist = 1;
+        h->procs = g;
         h->count = malloc(sizeof(size_t) * 2 * (size_t)P);
         h->xb = malloc(sizeof(double) * h->block.n);
         h->yb = malloc(sizeof(double) * h->block.n);
@@ -605,9 +604,9 @@ lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
         if (h->count[P - 1] == 0)
             st = lnk_error(LNK_EINVAL, "block of %zu parameters over %d ranks: fewer than one "
                            "per rank", h->block.n, P);
-        h->group = (lnk_group){me, P, h->block.n, h->displ[me], comm_sum, NULL};
+        h->group = (lnk_group){me, P, h->block.n, h->displ[me], group_sum, h};
     }
-    st = lnk_comm_agree(st);
+    st = g->agree(g->ctx, st, "load");
     if (st) {
         lnk_hessian_free(h);
         return NULL;
@@ -615,25 +614,49 @@ lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
     return h;
 }
 
-int lnk_dataset_eval_shard(const lnk_model *m, const double *theta, const lnk_batch *chunks,
-                           int n_chunks, size_t n_total, double *loss, double *grad)
+lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
+                                     const lnk_batch *chunks, int n_chunks, size_t n_total,
+                                     const char *patterns)
 {
-    if (lnk_comm_size() == 1)
+    return alloc_group(m, theta, chunks, n_chunks, n_total, patterns, lnk_comm_world());
+}
+
+lnk_hessian *lnk_hessian_alloc_dataset(const lnk_model *m, const double *theta,
+                                       const lnk_dataset *ds, const char *patterns)
+{
+    return alloc_group(m, theta, ds->chunks, ds->n_chunks, ds->n_scored, patterns, ds->procs);
+}
+
+/* Mean loss and gradient over a group g's chunks (see lnk_dataset_loss). */
+static int eval_group(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                      int n_chunks, size_t n_total, const lnk_procs *g, double *loss,
+                      double *grad)
+{
+    if (!g || g->size == 1)
         return lnk_dataset_eval(m, theta, chunks, n_chunks, loss, grad, NULL);
     size_t np = lnk_model_n_params(m);
     int st = n_total ? LNK_OK : lnk_error(LNK_EINVAL, "data set: no scored tokens");
-    if (!st && lnk_comm_fault("load"))
-        st = lnk_error(LNK_EIO, "cannot load its shard of %d chunk(s) (simulated by LNK_FAULT)",
-                       n_chunks);
     double L = 0;
     if (!st)
         st = eval_chunks(m, theta, chunks, n_chunks, n_total, &L, grad, NULL);
-    st = lnk_comm_agree(st);
+    st = g->agree(g->ctx, st, "load");
     if (!st)
-        st = lnk_comm_sum(&L, 1);
+        st = g->sum(g->ctx, &L, 1);
     if (!st)
-        st = lnk_comm_sum_long(grad, np);
+        st = g->sum_long(g->ctx, grad, np);
     if (!st)
         *loss = L;
     return st;
+}
+
+int lnk_dataset_eval_shard(const lnk_model *m, const double *theta, const lnk_batch *chunks,
+                           int n_chunks, size_t n_total, double *loss, double *grad)
+{
+    return eval_group(m, theta, chunks, n_chunks, n_total, lnk_comm_world(), loss, grad);
+}
+
+int lnk_dataset_loss(const lnk_model *m, const double *theta, const lnk_dataset *ds,
+                     double *loss, double *grad)
+{
+    return eval_group(m, theta, ds->chunks, ds->n_chunks, ds->n_scored, ds->procs, loss, grad);
 }

@@ -1,5 +1,6 @@
 /* Fuzz the CSV reader of the analysis module (results files). */
 #include "fuzz.h"
+#include "kit/analysis.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 {

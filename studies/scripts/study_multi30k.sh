@@ -5,7 +5,7 @@
 # seq2seq 6-6, d = 32, h = 4, d_ff = 64, the first 200 validation pairs,
 # 3 seeds) -> results/multi30k/, then the plots with gnuplot.
 #
-#   bash tools/study_multi30k.sh [BUILD_DIR] [study options...]
+#   bash studies/scripts/study_multi30k.sh [BUILD_DIR] [study options...]
 #
 # The data folder is data/multi30k (shipped in the repository) or
 # $LNK_DATA/multi30k when LNK_DATA is set; --src/--tgt among the options

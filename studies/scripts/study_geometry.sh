@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# lnkit LayerNorm geometry study: `bash tools/study_geometry.sh BUILD_DIR` (what
+# lnkit LayerNorm geometry study: `bash studies/scripts/study_geometry.sh BUILD_DIR` (what
 # `make study-geometry` runs).  Runs BUILD_DIR/studies/ln_geometry in two processes
 # (the random-key heat maps, and the other parts) on the machine's 2 cores, writes
 # results/geometry/ (CSV + .meta.json, summary.md) and draws the PNG heat maps and
 # plots with gnuplot.  Options for the study can be passed in LNK_GEOMETRY_ARGS
 # (e.g. "--runs 20 --n-step 3" for a quick run; the default is the full grid).
 set -euo pipefail
-build=${1:?usage: bash tools/study_geometry.sh BUILD_DIR}
+build=${1:?usage: bash studies/scripts/study_geometry.sh BUILD_DIR}
 bin=$build/studies/ln_geometry
 [ -x "$bin" ] || { echo "study_geometry.sh: $bin not found (run make)" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "study_geometry.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 2; }
@@ -34,7 +34,7 @@ cat "$tmp/rest.log" "$tmp/random.log"
 {
     echo "# LayerNorm geometry (studies/ln_geometry, \`make study-geometry\`)"
     echo
-    echo "Tables written by the study; plots by tools/study_geometry.sh (gnuplot)."
+    echo "Tables written by the study; plots by studies/scripts/study_geometry.sh (gnuplot)."
     echo
     cat "$out/summary_random.md" "$out/summary_ortho_heads_model_maps_counts.md"
 } >"$tmp/summary.md"

@@ -1,9 +1,9 @@
-/* lnkit: small analysis helpers for the studies: power-law fits, mean and sd
- * over seeds, Markdown / LaTeX tables, and a CSV reader for the studies' own
- * files (RFC 4180, as written by lnk_csv).
+/* The study kit's analysis helpers (the studies and their tests use them): power-law
+ * fits, mean and sd over seeds, Markdown / LaTeX tables, and a CSV reader for
+ * the studies' own files (RFC 4180, as written by lnk_csv).
  */
-#ifndef LNKIT_ANALYSIS_H
-#define LNKIT_ANALYSIS_H
+#ifndef LNK_STUDY_ANALYSIS_H
+#define LNK_STUDY_ANALYSIS_H
 
 #include <stdio.h>
 #include <stddef.h>

@@ -2,7 +2,7 @@
 # make study-grad: the gradient-norm study (Xiong et al. 2020, Theorem 1, Lemma 2,
 # Figure 3) at initialisation, regenerated into results/grad/.
 #
-#   bash tools/study_grad.sh [BUILD_DIR]
+#   bash studies/scripts/study_grad.sh [BUILD_DIR]
 #
 # Sweeps (studies/grad_norms, 10 seeds a point, Post-LN and Pre-LN, theorem and
 # realistic settings): depth (cls, L = 1..48, d = 64), depth_seq2seq (L-L
@@ -10,7 +10,7 @@
 # tie_ablation (d = 256 = V with an untied output matrix), profile (6-layer cls
 # and 6-6 seq2seq, d = 128, Figure 3 a, b).  Hidden-state statistics (CSV
 # NAME_hidden.csv) for depth, width and profile; the other two skip them.  Then studies/grad_table (tables,
-# slopes, Lemma 2 checks, plot data) and tools/grad_plots.gp (PNGs).
+# slopes, Lemma 2 checks, plot data) and studies/scripts/grad_plots.gp (PNGs).
 #
 # The sweeps run in two lanes of one BLAS thread each (the small matrices of
 # the d = 64 models run slower on two threads than on one): lane 1 the width
@@ -69,7 +69,7 @@ echo "study_grad: sweeps done in $(elapsed "$T0") s (two lanes in parallel)"
 
 t=$(date +%s.%N)
 "$TAB" --dir "$WORK"
-gnuplot -e "dir='$WORK'" tools/grad_plots.gp
+gnuplot -e "dir='$WORK'" studies/scripts/grad_plots.gp
 echo "study_grad: analysis and plots in $(elapsed "$t") s"
 
 # publish: replace the generated files of results/grad

@@ -1,4 +1,4 @@
-/* Output files that appear whole or not at all (see include/lnkit/io.h):
+/* Output files that appear whole or not at all (see include/lnkit/sys.h):
  * temporary file + rename for regular files, in-place writes for devices
  * and FIFOs, group commits for the several outputs of one command, clean-up
  * of temporary files on fatal signals and at exit, and the test-only fault
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "lnkit/error.h"
-#include "lnkit/io.h"
+#include "lnkit/sys.h"
 
 /* ------------------------------------------------------------- fault hook */
 

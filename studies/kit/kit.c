@@ -1,32 +1,7 @@
-/* Shared helpers of the study programs (each study is one .c file):
- * errors that name the program and remove unfinished outputs, flag parsing,
- * output directories, CSV outputs, and sweeps spread over the ranks of an MPI
- * job.  Call study_start(&argc, &argv, name) first in main (study_init(name)
- * in programs that never run under mpirun).
- *
- * Sweeps (make MPI=1; include/lnkit/comm.h; in the default build the job is
- * one process and all of this is trivial).  A study numbers its points
- * (configuration x seed) 0, 1, ... in the order of its single-process loop;
- * point i belongs to rank i % P (study_mine), so each is computed once.
- * Rows of a sweep CSV (csv_sweep) are kept in memory, grouped by point
- * (csv_point); csv_close gathers them to rank 0, which writes them in point
- * order: the file of a one-process run, byte for byte (timing columns aside).
- * Numbers that summaries need after the sweep are packed per point into a
- * study_buf and gathered the same way (study_gather_points).  Only rank 0
- * creates directories and files and prints progress; after the last gather
- * the other ranks are done (study_root() is 0) and return from main.
- *
- * Failures.  fail() prints "NAME: message" on rank 0 (a failure every rank
- * shares, such as a bad flag, is printed once); a rank other than 0 that
- * fails on its own prints "NAME: rank R: message" and ends the job
- * (lnk_comm_abort: mpirun ends the other ranks, whose unfinished temporary
- * files are removed).  Exit status 2, no partial output.  Tests inject such
- * a failure with LNK_FAULT="R:sweep:error" (or ":exit", comm.h): rank R
- * fails where it hands its points over (csv_close of a sweep CSV,
- * study_gather_points). */
-#ifndef LNK_STUDY_H
-#define LNK_STUDY_H
-
+/* The study kit (see kit.h): errors that name the program and remove
+ * unfinished outputs, flag values, output directories, CSV outputs with
+ * their sidecars, sweeps over the ranks of an MPI job, and the density plot
+ * script.  One copy, compiled once, for every study and benchmark. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -38,6 +13,7 @@
 #include <unistd.h>
 #include "lnkit/lnkit.h"
 #include "lnkit/comm.h"
+#include "kit.h"
 
 static const char *study_name = "study";
 /* Output files being written: removed if the study fails. */
@@ -48,7 +24,7 @@ static int study_P = 1, study_R = 0;
 
 /* The program's name for messages, and the best OpenBLAS kernel (lnkit/blas.h:
  * may re-exec the program, so call it first in main). */
-static inline void study_init(const char *name)
+void study_init(const char *name)
 {
     study_name = name;
     if (lnk_blas_setup() != LNK_OK) {
@@ -58,7 +34,7 @@ static inline void study_init(const char *name)
 }
 
 /* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
-static inline void study_start(int *argc, char ***argv, const char *name)
+void study_start(int *argc, char ***argv, const char *name)
 {
     study_init(name);
     lnk_prov_args(*argc, *argv); /* the command line, exactly, for every sidecar */
@@ -72,17 +48,18 @@ static inline void study_start(int *argc, char ***argv, const char *name)
 }
 
 /* 1 on rank 0 (the one that writes files and prints). */
-static inline int study_root(void) { return study_R == 0; }
+int study_root(void) { return study_R == 0; }
+int study_ranks(void) { return study_P; }
 /* 1 if sweep point i is this rank's. */
-static inline int study_mine(long i) { return i % study_P == study_R; }
+int study_mine(long i) { return i % study_P == study_R; }
 
-static inline void study_track(lnk_afile *a)
+void study_track(lnk_afile *a)
 {
     if (study_n_files < 32)
         study_files[study_n_files++] = a;
 }
 
-static inline void study_untrack(lnk_afile *a)
+void study_untrack(lnk_afile *a)
 {
     for (int i = 0; i < study_n_files; i++)
         if (study_files[i] == a)
@@ -91,7 +68,7 @@ static inline void study_untrack(lnk_afile *a)
 
 /* "NAME: message" on stderr, remove unfinished outputs, exit 2 (see above
  * for a job of several ranks). */
-static inline _Noreturn __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...)
+void fail(const char *fmt, ...)
 {
     char *msg = NULL;
     va_list ap;
@@ -116,24 +93,26 @@ static inline _Noreturn __attribute__((format(printf, 1, 2))) void fail(const ch
     exit(2);
 }
 
-/* Fail with the library's last message. */
-static inline _Noreturn void die(void) { fail("%s", lnk_errmsg()); }
+void die(void) { fail("%s", lnk_errmsg()); }
+
+void *study_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        fail("out of memory (%zu bytes)", n);
+    return p;
+}
 
 /* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
-static inline void study_input(const char *path)
+void study_input(const char *path)
 {
     if (lnk_prov_input(path) != LNK_OK)
         die();
 }
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
 
 /* Integer flag value in [min, max] or fail naming the flag. */
-static inline long arg_int(const char *name, const char *s, long min, long max)
+long arg_int(const char *name, const char *s, long min, long max)
 {
     char *e;
     errno = 0;
@@ -144,7 +123,7 @@ static inline long arg_int(const char *name, const char *s, long min, long max)
 }
 
 /* Finite number flag value in [min, max] or fail naming the flag. */
-static inline double arg_num(const char *name, const char *s, double min, double max)
+double arg_num(const char *name, const char *s, double min, double max)
 {
     char *e;
     double v = strtod(s, &e);
@@ -154,7 +133,7 @@ static inline double arg_num(const char *name, const char *s, double min, double
 }
 
 /* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
-static inline void make_dir(const char *dir)
+void make_dir(const char *dir)
 {
     if (study_R != 0)
         return;
@@ -166,12 +145,8 @@ static inline void make_dir(const char *dir)
 
 /* ------------------------------------------------------------ byte buffers
  * Per-point results travel between ranks as byte strings. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-} study_buf;
 
-static inline void sbuf_put(study_buf *b, const void *x, size_t n)
+void sbuf_put(study_buf *b, const void *x, size_t n)
 {
     if (b->n + n > b->cap) {
         size_t c = b->cap ? b->cap : 256;
@@ -187,20 +162,15 @@ static inline void sbuf_put(study_buf *b, const void *x, size_t n)
         memcpy(b->p + b->n, x, n);
     b->n += n;
 }
-#define SBUF_PUT(b, v) sbuf_put((b), &(v), sizeof(v))
 
-static inline void sbuf_free(study_buf *b)
+void sbuf_free(study_buf *b)
 {
     free(b->p);
     memset(b, 0, sizeof *b);
 }
 
-typedef struct {
-    const char *p;
-    size_t n, at;
-} study_rd;
 
-static inline void srd_get(study_rd *r, void *x, size_t n)
+void srd_get(study_rd *r, void *x, size_t n)
 {
     if (n > r->n - r->at)
         fail("internal: short message between ranks");
@@ -208,10 +178,9 @@ static inline void srd_get(study_rd *r, void *x, size_t n)
         memcpy(x, r->p + r->at, n);
     r->at += n;
 }
-#define SRD_GET(r, v) srd_get((r), &(v), sizeof(v))
 
 /* n items of sz bytes into a new malloc'd array (NULL if n is 0). */
-static inline void *srd_array(study_rd *r, size_t n, size_t sz)
+void *srd_array(study_rd *r, size_t n, size_t sz)
 {
     if (n == 0)
         return NULL;
@@ -225,7 +194,7 @@ static inline void *srd_array(study_rd *r, size_t n, size_t sz)
 }
 
 /* LNK_FAULT="R:sweep:KIND" (tests): rank R fails here. */
-static inline void study_fault(void)
+static void study_fault(void)
 {
     if (lnk_comm_fault("sweep"))
         fail("cannot hand over its points (simulated by LNK_FAULT)");
@@ -234,7 +203,7 @@ static inline void study_fault(void)
 /* Collective.  pt[i - from] for the points i in [from, to): every rank has
  * filled its own (study_mine); afterwards rank 0 holds all of them (the other
  * ranks' entries replaced), the other ranks are unchanged. */
-static inline void study_gather_points(long from, long to, study_buf *pt)
+void study_gather_points(long from, long to, study_buf *pt)
 {
     study_fault();
     study_buf mine = {0};
@@ -273,50 +242,6 @@ static inline void study_gather_points(long from, long to, study_buf *pt)
     sbuf_free(&mine);
 }
 
-/* Curvature results as bytes (the arrays the studies read; no eigenvectors). */
-static inline void study_put_eigs(study_buf *b, const lnk_eigs_result *e)
-{
-    SBUF_PUT(b, *e);
-    sbuf_put(b, e->value, sizeof(double) * (size_t)e->k);
-    sbuf_put(b, e->residual, sizeof(double) * (size_t)e->k);
-    sbuf_put(b, e->bound, e->bound ? sizeof(double) * (size_t)e->k : 0);
-    sbuf_put(b, e->converged, sizeof(int) * (size_t)e->k);
-}
-
-static inline void study_get_eigs(study_rd *r, lnk_eigs_result *e)
-{
-    SRD_GET(r, *e);
-    int has_bound = e->bound != NULL;
-    e->vectors = NULL;
-    e->value = srd_array(r, (size_t)e->k, sizeof(double));
-    e->residual = srd_array(r, (size_t)e->k, sizeof(double));
-    e->bound = has_bound ? srd_array(r, (size_t)e->k, sizeof(double)) : NULL;
-    e->converged = srd_array(r, (size_t)e->k, sizeof(int));
-}
-
-static inline void study_put_slq(study_buf *b, const lnk_slq_result *s)
-{
-    SBUF_PUT(b, *s);
-    size_t nn = (size_t)s->offset[s->runs];
-    sbuf_put(b, s->offset, sizeof(int) * (size_t)(s->runs + 1));
-    sbuf_put(b, s->node, sizeof(double) * nn);
-    sbuf_put(b, s->weight, sizeof(double) * nn);
-    sbuf_put(b, s->steps, s->steps ? sizeof(int) * (size_t)s->runs : 0);
-    sbuf_put(b, s->invariant, s->invariant ? sizeof(int) * (size_t)s->runs : 0);
-}
-
-static inline void study_get_slq(study_rd *r, lnk_slq_result *s)
-{
-    SRD_GET(r, *s);
-    int has_steps = s->steps != NULL, has_inv = s->invariant != NULL;
-    s->offset = srd_array(r, (size_t)(s->runs + 1), sizeof(int));
-    size_t nn = (size_t)s->offset[s->runs];
-    s->node = srd_array(r, nn, sizeof(double));
-    s->weight = srd_array(r, nn, sizeof(double));
-    s->steps = has_steps ? srd_array(r, (size_t)s->runs, sizeof(int)) : NULL;
-    s->invariant = has_inv ? srd_array(r, (size_t)s->runs, sizeof(int)) : NULL;
-}
-
 /* ------------------------------------------------------------ CSV outputs
  * A study's CSV output: the rows are kept in memory and written at
  * csv_close through a temporary file (opened at csv_open on rank 0, so an
@@ -327,29 +252,16 @@ static inline void study_get_slq(study_rd *r, lnk_slq_result *s)
  *              point i; csv_close (collective) writes the header and the
  *              points' rows in point order (rows before the first csv_point
  *              are rank 0's, after the header). */
-typedef struct {
-    long point;
-    size_t start;
-} study_seg;
 
-typedef struct {
-    lnk_afile a;
-    lnk_csv c;
-    char path[1024];
-    FILE *mem;
-    char *buf;
-    size_t len;
-    int sweep;
-    study_seg *seg;
-    int nseg, capseg;
-} out_csv;
 
-static inline void csv_begin_(out_csv *o, const char *dir, const char *name,
+static void csv_begin_(out_csv *o, const char *dir, const char *name,
                               const char *const *hdr, int n, int sweep)
 {
     memset(o, 0, sizeof *o);
     snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
     o->sweep = sweep;
+    lnk_iso_time(o->start, sizeof o->start);
+    o->t0 = lnk_now();
     if (study_R == 0) {
         CK(lnk_afile_open(&o->a, o->path));
         study_track(&o->a);
@@ -360,20 +272,25 @@ static inline void csv_begin_(out_csv *o, const char *dir, const char *name,
     CK(lnk_csv_begin(&o->c, o->mem, hdr, n));
 }
 
-static inline void csv_open(out_csv *o, const char *dir, const char *name,
+void csv_open(out_csv *o, const char *dir, const char *name,
                             const char *const *hdr, int n)
 {
     csv_begin_(o, dir, name, hdr, n, 0);
 }
 
-static inline void csv_sweep(out_csv *o, const char *dir, const char *name,
+void csv_sweep(out_csv *o, const char *dir, const char *name,
                              const char *const *hdr, int n)
 {
     csv_begin_(o, dir, name, hdr, n, 1);
 }
 
+void csv_num_or_empty(out_csv *o, double v, int present)
+{
+    CK(present && isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
+}
+
 /* The rows that follow are point i's. */
-static inline void csv_point(out_csv *o, long i)
+void csv_point(out_csv *o, long i)
 {
     if (o->nseg == o->capseg) {
         o->capseg = o->capseg ? 2 * o->capseg : 16;
@@ -394,7 +311,7 @@ typedef struct {
     size_t n;
 } study_piece;
 
-static inline int study_piece_cmp(const void *a, const void *b)
+static int study_piece_cmp(const void *a, const void *b)
 {
     const study_piece *x = a, *y = b;
     if (x->point != y->point)
@@ -404,7 +321,7 @@ static inline int study_piece_cmp(const void *a, const void *b)
     return (x->k > y->k) - (x->k < y->k);
 }
 
-static inline void csv_close(out_csv *o, const lnk_config *c, const char *extra,
+void csv_close(out_csv *o, const lnk_config *c, const char *extra,
                              const char *start, double t0)
 {
     lnk_csv_free(&o->c);
@@ -477,12 +394,16 @@ static inline void csv_close(out_csv *o, const lnk_config *c, const char *extra,
         return;
     study_untrack(&o->a);
     CK(lnk_afile_commit(&o->a));
+    if (!start) {
+        start = o->start;
+        t0 = o->t0;
+    }
     CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
 }
 
 /* DIR/density.gp: gnuplot script plotting density.csv (columns norm_pos,
  * t, phi) of Post-LN and Pre-LN on a log axis into density.png. */
-static inline void study_density_gp(const char *dir, const char *title)
+void study_density_gp(const char *dir, const char *title)
 {
     char gp[1100];
     snprintf(gp, sizeof gp, "%s/density.gp", dir);
@@ -507,4 +428,34 @@ static inline void study_density_gp(const char *dir, const char *title)
     CK(lnk_afile_commit(&ag));
 }
 
-#endif
+
+/* ------------------------------------------------- reading the rows back */
+
+void study_table_read(study_table *t, const char *dir, const char *name)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CK(lnk_csvdata_read(path, &t->d));
+}
+
+int study_table_col(const study_table *t, const char *name)
+{
+    int j = lnk_csvdata_col(&t->d, name);
+    if (j < 0)
+        fail("%s: no column '%s'", t->d.what, name);
+    return j;
+}
+
+double study_table_num(const study_table *t, size_t row, int col)
+{
+    double v;
+    CK(lnk_csvdata_num(&t->d, row, col, &v));
+    return v;
+}
+
+const char *study_table_str(const study_table *t, size_t row, int col)
+{
+    return lnk_csvdata_str(&t->d, row, col);
+}
+
+void study_table_free(study_table *t) { lnk_csvdata_free(&t->d); }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lnkit/analysis.h"
+#include "analysis.h"
 #include "lnkit/error.h"
 
 int lnk_table_init(lnk_table *t, int ncol, const char *const *head, const char *align)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Self-test of tools/ref_torch.py (the independent PyTorch reference).
+"""Self-test of tests/ref_torch.py (the independent PyTorch reference).
 
-run: /usr/bin/python3 tools/test_ref_torch.py [-v]
+run: /usr/bin/python3 tests/test_ref_torch.py [-v]
 Exit 0 when every check passes; the last line is "N passed, N failed".
 
 Checks, on tiny random models (every task x norm_pos x norm x qk_norm, tie_output and

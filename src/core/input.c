@@ -1,4 +1,4 @@
-/* Whole-file reads of text inputs with a size limit (see include/lnkit/io.h):
+/* Whole-file reads of text inputs with a size limit (see include/lnkit/sys.h):
  * configurations, texts, vocabularies, CSV.  A regular file larger than the
  * limit is refused before it is read; anything else (a FIFO, a device,
  * process substitution) is read up to the limit.  A NUL byte stops the read
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "lnkit/error.h"
-#include "lnkit/io.h"
+#include "lnkit/sys.h"
 
 static _Atomic size_t input_limit = LNK_INPUT_LIMIT_DEFAULT;
 

@@ -5,7 +5,7 @@ Written from the model contract only (docs/MODEL.md §1-§9; not from the C sour
 gradient and Hessian-vector products.
 
 usage:
-  /usr/bin/python3 tools/ref_torch.py --config C.json --weights W.safetensors \
+  /usr/bin/python3 tests/ref_torch.py --config C.json --weights W.safetensors \
       --batch B.safetensors [--vector v.safetensors] [--dense-hessian] -o out.safetensors
 
 out.safetensors holds "loss" F64 [1], "grad" F64 [n_params] (flat, MODEL.md section 6

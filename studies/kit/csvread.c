@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lnkit/analysis.h"
+#include "analysis.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
 

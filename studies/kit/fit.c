@@ -1,11 +1,11 @@
 /* Power-law fits by (weighted) least squares in log-log coordinates, mean and
- * sd over seeds, and the "mean ± sd" cell format (include/lnkit/analysis.h). */
+ * sd over seeds, and the "mean ± sd" cell format (studies/kit/analysis.h). */
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "lnkit/analysis.h"
+#include "analysis.h"
 #include "lnkit/error.h"
 
 int lnk_fit_power(const double *x, const double *y, const double *se_y, size_t n, lnk_fit *f)

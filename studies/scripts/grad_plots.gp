@@ -1,5 +1,5 @@
 # Plots of the gradient-norm study from grad_table's summary CSVs.
-#   gnuplot -e "dir='results/grad'" tools/grad_plots.gp
+#   gnuplot -e "dir='results/grad'" studies/scripts/grad_plots.gp
 # Writes DIR/depth.png, depth_seq2seq.png, width.png, profile_seq2seq.png,
 # profile_cls.png, lemma2.png (each only when its data file exists).
 if (!exists("dir")) dir = 'results/grad'

@@ -1,0 +1,162 @@
+/* The study kit: what every study program (one .c file each) shares,
+ * compiled once (studies/kit/kit.c; bench/ uses it too):
+ * errors that name the program and remove unfinished outputs, flag parsing,
+ * output directories, CSV outputs, and sweeps spread over the ranks of an MPI
+ * job.  Call study_start(&argc, &argv, name) first in main (study_init(name)
+ * in programs that never run under mpirun).
+ * One error path (fail, die, CK), one CSV writer (out_csv: csv_open or
+ * csv_sweep, the lnk_csv_* calls on o.c, csv_close with the sidecar), one
+ * plotting path (gnuplot scripts written beside their CSV, run by the
+ * study scripts).
+ *
+ * Sweeps (make MPI=1; include/lnkit/comm.h; in the default build the job is
+ * one process and all of this is trivial).  A study numbers its points
+ * (configuration x seed) 0, 1, ... in the order of its single-process loop;
+ * point i belongs to rank i % P (study_mine), so each is computed once.
+ * Rows of a sweep CSV (csv_sweep) are kept in memory, grouped by point
+ * (csv_point); csv_close gathers them to rank 0, which writes them in point
+ * order: the file of a one-process run, byte for byte (timing columns aside).
+ * Summaries are computed by rank 0 from the files (study_table), so that
+ * nothing else crosses between ranks (study_gather_points, byte strings per
+ * point, serves grad_norms' resumable merges).  Only rank 0
+ * creates directories and files and prints progress; after the last gather
+ * the other ranks are done (study_root() is 0) and return from main.
+ *
+ * Failures.  fail() prints "NAME: message" on rank 0 (a failure every rank
+ * shares, such as a bad flag, is printed once); a rank other than 0 that
+ * fails on its own prints "NAME: rank R: message" and ends the job
+ * (lnk_comm_abort: mpirun ends the other ranks, whose unfinished temporary
+ * files are removed).  Exit status 2, no partial output.  Tests inject such
+ * a failure with LNK_FAULT="R:sweep:error" (or ":exit", comm.h): rank R
+ * fails where it hands its points over (csv_close of a sweep CSV,
+ * study_gather_points). */
+#ifndef LNK_STUDY_KIT_H
+#define LNK_STUDY_KIT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "lnkit/lnkit.h"
+#include "analysis.h"
+
+/* ------------------------------------------------------------ the program */
+/* The program's name for messages, and the best OpenBLAS kernel (lnkit/blas.h:
+ * may re-exec the program, so call it first in main). */
+void study_init(const char *name);
+/* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
+void study_start(int *argc, char ***argv, const char *name);
+/* 1 on rank 0 (the one that writes files and prints). */
+int study_root(void);
+/* The number of ranks of the job. */
+int study_ranks(void);
+/* 1 if sweep point i is this rank's. */
+int study_mine(long i);
+
+/* ------------------------------------------------------------------ errors */
+/* "NAME: message" on stderr, remove unfinished outputs, exit 2 (see above
+ * for a job of several ranks). */
+_Noreturn __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...);
+/* Fail with the library's last message. */
+_Noreturn void die(void);
+#define CK(x)                                                                                     \
+    do {                                                                                          \
+        if ((x) != LNK_OK)                                                                        \
+            die();                                                                                \
+    } while (0)
+/* An output being written by hand (lnk_afile): removed if the study fails. */
+void study_track(lnk_afile *a);
+void study_untrack(lnk_afile *a);
+
+/* malloc(n), or fail ("out of memory"). */
+void *study_alloc(size_t n);
+/* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
+void study_input(const char *path);
+/* Integer flag value in [min, max] or fail naming the flag. */
+long arg_int(const char *name, const char *s, long min, long max);
+/* Finite number flag value in [min, max] or fail naming the flag. */
+double arg_num(const char *name, const char *s, double min, double max);
+/* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
+void make_dir(const char *dir);
+
+/* ------------------------------------------------------------ byte buffers
+ * Per-point results travel between ranks as byte strings. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} study_buf;
+void sbuf_put(study_buf *b, const void *x, size_t n);
+#define SBUF_PUT(b, v) sbuf_put((b), &(v), sizeof(v))
+void sbuf_free(study_buf *b);
+
+typedef struct {
+    const char *p;
+    size_t n, at;
+} study_rd;
+void srd_get(study_rd *r, void *x, size_t n);
+#define SRD_GET(r, v) srd_get((r), &(v), sizeof(v))
+/* n items of sz bytes into a new malloc'd array (NULL if n is 0). */
+void *srd_array(study_rd *r, size_t n, size_t sz);
+
+/* Collective.  pt[i - from] for the points i in [from, to): every rank has
+ * filled its own (study_mine); afterwards rank 0 holds all of them (the other
+ * ranks' entries replaced), the other ranks are unchanged. */
+void study_gather_points(long from, long to, study_buf *pt);
+
+/* ------------------------------------------------------------ CSV outputs
+ * A study's CSV output: the rows are kept in memory and written at
+ * csv_close through a temporary file (opened at csv_open on rank 0, so an
+ * unwritable path fails before the work; removed if the study fails),
+ * committed with its .meta.json sidecar.
+ *   csv_open   rows of rank 0 only (tables rank 0 computes);
+ *   csv_sweep  rows of every rank: call csv_point(o, i) before the rows of
+ *              point i; csv_close (collective) writes the header and the
+ *              points' rows in point order (rows before the first csv_point
+ *              are rank 0's, after the header). */
+typedef struct {
+    long point;
+    size_t start;
+} study_seg;
+
+typedef struct {
+    lnk_afile a;
+    lnk_csv c;
+    char path[1024];
+    FILE *mem;
+    char *buf;
+    size_t len;
+    int sweep;
+    study_seg *seg;
+    int nseg, capseg;
+    char start[32];   /* when it was opened (ISO 8601), and lnk_now() then */
+    double t0;
+} out_csv;
+
+void csv_open(out_csv *o, const char *dir, const char *name, const char *const *hdr, int n);
+void csv_sweep(out_csv *o, const char *dir, const char *name, const char *const *hdr, int n);
+/* The rows that follow are point i's. */
+void csv_point(out_csv *o, long i);
+/* A number, or an empty field when absent (present 0) or not finite. */
+void csv_num_or_empty(out_csv *o, double v, int present);
+/* Collective for a sweep.  Writes the file and NAME.meta.json (config c,
+ * extra JSON, start time, wall time since t0; start NULL: the file's own,
+ * from csv_open to csv_close) on rank 0. */
+void csv_close(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0);
+
+/* ------------------------------------------------- reading the rows back
+ * A study CSV read whole (lnk_csvdata), for summaries computed from the
+ * files a study wrote: columns by name, numbers exactly as written (%.17g
+ * round-trips).  Errors fail the study naming the file, row and column. */
+typedef struct {
+    lnk_csvdata d;
+} study_table;
+void study_table_read(study_table *t, const char *dir, const char *name);
+int study_table_col(const study_table *t, const char *name);
+double study_table_num(const study_table *t, size_t row, int col);
+const char *study_table_str(const study_table *t, size_t row, int col);
+void study_table_free(study_table *t);
+
+/* ---------------------------------------------------------------- plotting */
+/* DIR/density.gp: gnuplot script plotting density.csv (columns norm_pos,
+ * t, phi) of Post-LN and Pre-LN on a log axis into density.png. */
+void study_density_gp(const char *dir, const char *title);
+
+#endif
