@@ -4,7 +4,7 @@ set output 'density.png'
 set datafile separator ','
 set logscale y
 set yrange [1e-6:*]
-set format y "%.0e"
+set format y '%.0e'
 set xlabel 'eigenvalue'
 set ylabel 'density (log scale)'
 set title 'Hessian spectral density at initialisation (lm, d=32, L=4, 3 seeds, SLQ 10x80, sigma=0.0719)'
