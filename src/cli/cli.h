@@ -58,6 +58,10 @@ void cli_input(const char *path);
 /* Parse a positive integer option value or die naming the option. */
 long cli_int(const char *opt, const char *s, long min, long max);
 
+/* Parse a finite real option value, > 0 (strict) or >= 0, or die:
+ * "CMD: --OPT: expected a finite number > 0, got 'S'". */
+double cli_real(const char *cmd, const char *opt, const char *s, int strict);
+
 int cmd_init(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_batch_s2s(int argc, char **argv);

@@ -49,14 +49,7 @@ static void help(void)
     cli_curv_print_help();
 }
 
-static double num(const char *opt, const char *s)
-{
-    char *e;
-    double v = strtod(s, &e);
-    if (*e || e == s || !isfinite(v) || v <= 0)
-        cli_die("blocks: --%s: expected a finite number > 0, got '%s'", opt, s);
-    return v;
-}
+static double num(const char *opt, const char *s) { return cli_real("blocks", opt, s, 1); }
 
 enum { O_PAIRS = 1, O_DENSITY, O_GROUP, O_NOTENS, O_PROBES, O_EIGSTEPS, O_TOL, O_RUNS, O_STEPS,
        O_SIG, O_SIGF, O_GRID };
@@ -216,13 +209,7 @@ int cmd_blocks(int argc, char **argv)
         case O_NOTENS: tensors = 0; break;
         case O_PROBES: bo.probes = (int)cli_int("probes", optarg, 2, 1 << 20); break;
         case O_EIGSTEPS: bo.eig_steps = (int)cli_int("eig-steps", optarg, 2, 1 << 20); break;
-        case O_TOL: {
-            char *e;
-            bo.eig_tol = strtod(optarg, &e);
-            if (*e || e == optarg || !(bo.eig_tol >= 0) || !isfinite(bo.eig_tol))
-                cli_die("blocks: --tol: expected a finite number >= 0, got '%s'", optarg);
-            break;
-        }
+        case O_TOL: bo.eig_tol = cli_real("blocks", "tol", optarg, 0); break;
         case O_RUNS: bo.slq_runs = (int)cli_int("runs", optarg, 1, 1 << 20); break;
         case O_STEPS: bo.slq_steps = (int)cli_int("steps", optarg, 1, 1 << 20); break;
         case O_SIG: case O_SIGF:

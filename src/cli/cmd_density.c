@@ -32,14 +32,7 @@ static void help(void)
     cli_curv_print_help();
 }
 
-static double num(const char *opt, const char *s)
-{
-    char *e;
-    double v = strtod(s, &e);
-    if (*e || e == s || !isfinite(v) || v <= 0)
-        cli_die("density: --%s: expected a finite number > 0, got '%s'", opt, s);
-    return v;
-}
+static double num(const char *opt, const char *s) { return cli_real("density", opt, s, 1); }
 
 /* --checkpoint: save the state when due (cli_ckpt_due). */
 static int save(void *ctx, const lnk_slq_state *st, int must)

@@ -98,13 +98,7 @@ int cmd_eigs(int argc, char **argv)
                 cli_die("eigs: --which: expected top, bottom or both, got '%s'", optarg);
             which = optarg;
             break;
-        case O_TOL: {
-            char *e;
-            eo.tol = strtod(optarg, &e);
-            if (*e || e == optarg || !(eo.tol >= 0) || !isfinite(eo.tol))
-                cli_die("eigs: --tol: expected a finite number >= 0, got '%s'", optarg);
-            break;
-        }
+        case O_TOL: eo.tol = cli_real("eigs", "tol", optarg, 0); break;
         case O_MAXS: eo.max_steps = (int)cli_int("max-steps", optarg, 1, 1 << 24); break;
         case O_MODE: eo.mode = cli_lanczos_mode("eigs", optarg); break;
         case O_VEC: vec = optarg; break;

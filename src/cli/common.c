@@ -1,5 +1,6 @@
 /* Options shared by the lnkit subcommands: the configuration as a file and as flags. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,16 @@ long cli_int(const char *opt, const char *s, long min, long max)
     if (errno || end == s || *end || v < min || v > max)
         cli_die("%s%s: expected an integer in [%ld, %ld], got '%s'", opt[1] ? "--" : "-", opt,
                 min, max, s);
+    return v;
+}
+
+double cli_real(const char *cmd, const char *opt, const char *s, int strict)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || end == s || !isfinite(v) || (strict ? !(v > 0) : !(v >= 0)))
+        cli_die("%s: --%s: expected a finite number %s 0, got '%s'", cmd, opt, strict ? ">" : ">=",
+                s);
     return v;
 }
 
