@@ -21,37 +21,6 @@
 #include "lnkit/hessian.h"
 #include "testutil.h"
 
-static int row_len(int r, int T) { return T - (r * 3) % (T - 2); }
-
-static void make_rows(const lnk_model *m, lnk_batch *b, int r0, int r1, int S, int T)
-{
-    const lnk_config *c = lnk_model_config(m);
-    memset(b, 0, sizeof *b);
-    b->B = r1 - r0;
-    b->owns = 1;
-    if (c->task != LNK_TASK_LM) {
-        b->S = S;
-        b->src = calloc((size_t)b->B * S, sizeof(int64_t));
-        b->labels = calloc((size_t)b->B * S, sizeof(int64_t));
-    }
-    if (c->task != LNK_TASK_CLS) {
-        b->T = T;
-        b->tgt = calloc((size_t)b->B * T, sizeof(int64_t));
-    }
-    for (int r = r0; r < r1; r++) {
-        int i = r - r0;
-        for (int t = 0; b->src && t < row_len(r, S); t++) {
-            b->src[i * S + t] = 4 + (r * 7 + t * 5) % (c->V_src - 4);
-            b->labels[i * S + t] = (r + 3 * t) % c->n_classes;
-        }
-        if (b->tgt) {
-            b->tgt[i * T] = LNK_BOS;
-            for (int t = 1; t < row_len(r, T); t++)
-                b->tgt[i * T + t] = 4 + (r * 11 + t * 3) % (c->V_tgt - 4);
-        }
-    }
-}
-
 static const char *configs[][6] = {
     {"task=lm", "norm_pos=post", "norm=layernorm", "qk_norm=none", "tie_output=false",
      "label_smoothing=0"},
@@ -140,7 +109,7 @@ static void test_ggn_dense(void **state)
         double *th = malloc(sizeof(double) * n);
         lnk_model_init_params(m, th);
         lnk_batch b;
-        make_rows(m, &b, 0, 3, 6, 7);
+        tu_rows(m, &b, 0, 3, 6, 7);
         lnk_workspace *ws = lnk_workspace_alloc(m, b.B, b.S, b.T, LNK_WS_HVP);
         assert_non_null(ws);
         assert_int_equal(lnk_model_hvp_prepare(ws, th, &b, NULL, NULL), LNK_OK);
@@ -294,8 +263,8 @@ static void test_ggn_plus_functional(void **state)
         double *th = malloc(sizeof(double) * np);
         lnk_model_init_params(m, th);
         lnk_batch ch[2];
-        make_rows(m, &ch[0], 0, 1, 6, 7);
-        make_rows(m, &ch[1], 1, 4, 6, 7);
+        tu_rows(m, &ch[0], 0, 1, 6, 7);
+        tu_rows(m, &ch[1], 1, 4, 6, 7);
         const char *blocks[] = {NULL, "*.attn.w*,*emb*"};
         for (int bi = 0; bi < 2; bi++) {
             lnk_hessian *h = lnk_hessian_alloc(m, th, ch, 2, blocks[bi]);

@@ -8,38 +8,6 @@
 #include "lnkit/hessian.h"
 #include "testutil.h"
 
-/* Rows r0..r1-1 of a synthetic batch with row r of length len_of(r) (pads after). */
-static int row_len(int r, int T) { return T - (r * 3) % (T - 2); }
-
-static void make_rows(const lnk_model *m, lnk_batch *b, int r0, int r1, int S, int T)
-{
-    const lnk_config *c = lnk_model_config(m);
-    memset(b, 0, sizeof *b);
-    b->B = r1 - r0;
-    b->owns = 1;
-    if (c->task != LNK_TASK_LM) {
-        b->S = S;
-        b->src = calloc((size_t)b->B * S, sizeof(int64_t));
-        b->labels = calloc((size_t)b->B * S, sizeof(int64_t));
-    }
-    if (c->task != LNK_TASK_CLS) {
-        b->T = T;
-        b->tgt = calloc((size_t)b->B * T, sizeof(int64_t));
-    }
-    for (int r = r0; r < r1; r++) {
-        int i = r - r0;
-        for (int t = 0; b->src && t < row_len(r, S); t++) {
-            b->src[i * S + t] = 4 + (r * 7 + t * 5) % (c->V_src - 4);
-            b->labels[i * S + t] = (r + 3 * t) % c->n_classes;
-        }
-        if (b->tgt) {
-            b->tgt[i * T] = LNK_BOS;
-            for (int t = 1; t < row_len(r, T); t++)
-                b->tgt[i * T + t] = 4 + (r * 11 + t * 3) % (c->V_tgt - 4);
-        }
-    }
-}
-
 static void test_block_is_submatrix(void **s)
 {
     (void)s;
@@ -53,7 +21,7 @@ static void test_block_is_submatrix(void **s)
         double *th = malloc(sizeof(double) * n);
         lnk_model_init_params(m, th);
         lnk_batch b;
-        make_rows(m, &b, 0, 3, 6, 7);
+        tu_rows(m, &b, 0, 3, 6, 7);
         lnk_hessian *hf = lnk_hessian_alloc(m, th, &b, 1, NULL);
         assert_non_null(hf);
         lnk_operator F = lnk_hessian_operator(hf);
@@ -123,10 +91,10 @@ static void test_chunks_equal_one_batch(void **s)
         lnk_model_init_params(m, th);
         tu_randn(v, n, 5);
         lnk_batch all, ch[3];
-        make_rows(m, &all, 0, 7, 9, 10);
-        make_rows(m, &ch[0], 0, 1, 9, 10);
-        make_rows(m, &ch[1], 1, 5, 9, 10);
-        make_rows(m, &ch[2], 5, 7, 9, 10);
+        tu_rows(m, &all, 0, 7, 9, 10);
+        tu_rows(m, &ch[0], 0, 1, 9, 10);
+        tu_rows(m, &ch[1], 1, 5, 9, 10);
+        tu_rows(m, &ch[2], 5, 7, 9, 10);
         double L1, L3, *g1 = malloc(sizeof(double) * n), *g3 = malloc(sizeof(double) * n);
         double *h1 = malloc(sizeof(double) * n), *h3 = malloc(sizeof(double) * n);
         size_t N1, N3;
@@ -188,7 +156,7 @@ static void test_errors(void **s)
     double *th = malloc(sizeof(double) * n);
     lnk_model_init_params(m, th);
     lnk_batch b;
-    make_rows(m, &b, 0, 2, 5, 6);
+    tu_rows(m, &b, 0, 2, 5, 6);
     assert_null(lnk_hessian_alloc(m, th, &b, 1, "dec.7.*"));
     assert_non_null(strstr(lnk_errmsg(), "'dec.7.*' matches no tensor"));
     assert_non_null(strstr(lnk_errmsg(), "dec.0.ffn.w2"));
@@ -215,7 +183,7 @@ static void test_shards(void **s)
     lnk_batch ch[NC];
     double cum[NC + 1] = {0};
     for (int k = 0; k < NC; k++) {
-        make_rows(m, &ch[k], 3 * k, 3 * k + 1 + k % 3, 6, 12);
+        tu_rows(m, &ch[k], 3 * k, 3 * k + 1 + k % 3, 6, 12);
         cum[k + 1] = cum[k] + (double)lnk_batch_n_scored(m, &ch[k]);
     }
     for (int P = 1; P <= 14; P++) {
@@ -280,7 +248,7 @@ static void test_dataset(void **s)
     lnk_config c = tu_config("d=8", "h=2", "L=1", "V=13", NULL);
     lnk_model *m = lnk_model_alloc(&c);
     lnk_batch b, by_hand[4];
-    make_rows(m, &b, 0, 11, 6, 12);
+    tu_rows(m, &b, 0, 11, 6, 12);
     lnk_dataset ds;
     lnk_dataset_init(&ds);
     assert_int_equal(lnk_dataset_add_rows(&ds, m, &b, 3), LNK_OK);

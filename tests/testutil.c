@@ -152,3 +152,34 @@ const char *tu_lnkit(void)
     const char *b = getenv("LNK_BIN");
     return b ? b : "bin/lnkit";
 }
+
+static int tu_row_len(int r, int T) { return T - (r * 3) % (T - 2); }
+
+void tu_rows(const lnk_model *m, lnk_batch *b, int r0, int r1, int S, int T)
+{
+    const lnk_config *c = lnk_model_config(m);
+    memset(b, 0, sizeof *b);
+    b->B = r1 - r0;
+    b->owns = 1;
+    if (c->task != LNK_TASK_LM) {
+        b->S = S;
+        b->src = calloc((size_t)b->B * S, sizeof(int64_t));
+        b->labels = calloc((size_t)b->B * S, sizeof(int64_t));
+    }
+    if (c->task != LNK_TASK_CLS) {
+        b->T = T;
+        b->tgt = calloc((size_t)b->B * T, sizeof(int64_t));
+    }
+    for (int r = r0; r < r1; r++) {
+        int i = r - r0;
+        for (int t = 0; b->src && t < tu_row_len(r, S); t++) {
+            b->src[i * S + t] = 4 + (r * 7 + t * 5) % (c->V_src - 4);
+            b->labels[i * S + t] = (r + 3 * t) % c->n_classes;
+        }
+        if (b->tgt) {
+            b->tgt[i * T] = LNK_BOS;
+            for (int t = 1; t < tu_row_len(r, T); t++)
+                b->tgt[i * T + t] = 4 + (r * 11 + t * 3) % (c->V_tgt - 4);
+        }
+    }
+}

@@ -16,6 +16,10 @@ double tu_dot(const double *a, const double *b, size_t n);
 double tu_norm(const double *a, size_t n);
 /* max_i |a_i - b_i| / max(max_i |b_i|, floor) */
 double tu_relerr(const double *a, const double *b, size_t n, double floor);
+/* Rows r0..r1-1 of a synthetic batch for m's task (src, labels and/or tgt):
+ * row r is T - (3 r) mod (T - 2) tokens long (S for the source), padded after;
+ * the same rows whatever r0 and r1 cut them into (b->owns = 1). */
+void tu_rows(const lnk_model *m, lnk_batch *b, int r0, int r1, int S, int T);
 /* A temporary directory for the test program (made once, removed at exit). */
 const char *tu_tmpdir(void);
 /* Path inside tu_tmpdir() (static buffer ring of 8). */
