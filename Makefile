@@ -194,11 +194,15 @@ test-fresh-root:
 	bash tools/fresh-root.sh
 
 # Numbers quoted in Markdown against the result files they come from
-# (tools/quotes.py: marked tables and values); `make quotes` rewrites them.
-QUOTED := README.md
-check-results:
+# (tools/quotes.py: marked tables, included tables and values, the studies'
+# values from their values.csv), and every study's summarising step re-run on
+# its committed rows against its committed tables and values
+# (tools/check_summaries.sh); `make quotes` rewrites the marks.
+QUOTED := README.md results/README.md
+check-results: all
 	python3 tools/quotes.py --check $(QUOTED)
-	bash tests/test_quotes.sh
+	PYTHON=$(PYTHON) bash tools/check_summaries.sh $(BUILD)
+	PYTHON=$(PYTHON) BUILD=$(BUILD) bash tests/test_quotes.sh
 quotes:
 	python3 tools/quotes.py --write $(QUOTED)
 

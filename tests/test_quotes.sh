@@ -37,3 +37,52 @@ if python3 tools/quotes.py --check "$tmp/U.md" 2>"$tmp/err"; then
 fi
 grep -q "unknown quote 'no.such.value'" "$tmp/err"
 echo "test_quotes: passed (changed value, changed table and unknown name caught; --write restores)"
+
+# values.csv of a study and include blocks (results/README.md's marks)
+mkdir -p "$tmp/r"
+cat > "$tmp/I.md" <<'MD'
+<!-- include:results/grad/slopes.md -->
+<!-- /include -->
+MD
+python3 tools/quotes.py --write "$tmp/I.md" >/dev/null
+python3 tools/quotes.py --check "$tmp/I.md" >/dev/null
+python3 - "$tmp/I.md" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+i = s.index("|", s.index("\n") + 1)
+j = next(k for k in range(i, len(s)) if s[k].isdigit())
+s = s[:j] + ("1" if s[j] != "1" else "2") + s[j + 1:]
+open(p, "w").write(s)
+PY
+if python3 tools/quotes.py --check "$tmp/I.md" 2>"$tmp/err"; then
+    echo "test_quotes: an edited included table passed the check" >&2; exit 1
+fi
+grep -q "block 'include:results/grad/slopes.md' differs" "$tmp/err"
+if [ -f results/multi30k_full/values.csv ]; then
+    name=$(awk -F, 'NR == 2 {print $1}' results/multi30k_full/values.csv)
+    val=$(awk -F, 'NR == 2 {print $2}' results/multi30k_full/values.csv)
+    printf '<!--q:multi30k_full.%s-->%s<!--/q-->\n' "$name" "$val" > "$tmp/V.md"
+    python3 tools/quotes.py --check "$tmp/V.md" >/dev/null
+    printf '<!--q:multi30k_full.%s-->%s1<!--/q-->\n' "$name" "$val" > "$tmp/V.md"
+    if python3 tools/quotes.py --check "$tmp/V.md" 2>"$tmp/err"; then
+        echo "test_quotes: an edited study value passed the check" >&2; exit 1
+    fi
+fi
+# a committed table edited by hand no longer matches its summarising step
+cp -r results "$tmp/results"
+f=$tmp/results/grad/slopes.md
+python3 - "$f" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+i = s.index("\n", s.index("\n") + 1)   # past the header and its rule
+j = next(k for k in range(i, len(s)) if s[k].isdigit())
+s = s[:j] + ("1" if s[j] != "1" else "2") + s[j + 1:]
+open(p, "w").write(s)
+PY
+if RESULTS=$tmp/results bash tools/check_summaries.sh "${BUILD:-build}" >/dev/null 2>"$tmp/err"; then
+    echo "test_quotes: a hand-edited table passed check_summaries" >&2; exit 1
+fi
+grep -q "grad/slopes.md differs" "$tmp/err"
+echo "test_quotes: passed (study values, includes and re-made summaries checked)"

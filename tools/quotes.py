@@ -9,6 +9,17 @@ Two kinds of marks in a Markdown file:
 
   <!--q:NAME-->TEXT<!--/q-->   one number: TEXT is value NAME, formatted
 
+  <!-- include:PATH -->         a block that is the whole text of file PATH
+  ...                          (a table a study's summarising step wrote,
+  <!-- /include -->            e.g. results/grad/slopes.md); replaced whole
+
+A value NAME = STUDY.KEY is looked up in results/STUDY/values.csv (columns
+name,value; written by that study's summarising step from its raw CSVs, the
+value already formatted as quoted) when that file exists; otherwise it is one
+of the benchmark values computed below.  tools/check_summaries.sh re-runs the
+summarising steps on the committed raw rows and fails where their tables or
+values differ from the committed ones, so a value is checked back to the CSVs.
+
 `quotes.py --write FILE...` rewrites the marked parts from the files;
 `quotes.py --check FILE...` (make check-results) recomputes them and fails,
 naming the file, the mark and both texts, where the Markdown differs.  An
@@ -287,8 +298,34 @@ GENERATORS = {
 }
 
 
+_VALUES = {}
+
+
+def study_value(name):
+    """STUDY.KEY from results/STUDY/values.csv, or None if STUDY has no such file."""
+    study, _, key = name.partition(".")
+    rel = f"results/{study}/values.csv"
+    if not key or not os.path.exists(os.path.join(ROOT, rel)):
+        return None
+    if rel not in _VALUES:
+        table = {}
+        for row in read_csv(rel):
+            if "name" not in row or "value" not in row:
+                raise QuoteError(f"{rel}: expected columns name,value")
+            if row["name"] in table:
+                raise QuoteError(f"{rel}: value '{row['name']}' given twice")
+            table[row["name"]] = row["value"]
+        _VALUES[rel] = table
+    if key not in _VALUES[rel]:
+        raise QuoteError(f"unknown quote '{name}' ({rel} has no '{key}')")
+    return _VALUES[rel][key]
+
+
 def value(name):
     """The formatted value of an inline quote."""
+    v = study_value(name)
+    if v is not None:
+        return v
     m = re.fullmatch(r"bench_model\.([ab])\.(post|pre)\.(\w+)", name)
     if m:
         cfg, pos, key = m.groups()
@@ -335,6 +372,19 @@ def value(name):
 
 GEN_RE = re.compile(r"(<!-- gen:([\w.-]+) -->\n)(.*?)(<!-- /gen -->)", re.S)
 Q_RE = re.compile(r"(<!--q:([\w.+-]+)-->)(.*?)(<!--/q-->)", re.S)
+INC_RE = re.compile(r"(<!-- include:([\w./-]+) -->\n)(.*?)(<!-- /include -->)", re.S)
+
+
+def included(rel):
+    path = os.path.normpath(os.path.join(ROOT, rel))
+    if not path.startswith(ROOT + os.sep):
+        raise QuoteError(f"include '{rel}' is outside the repository")
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise QuoteError(f"include '{rel}': {e.strerror}") from None
+    return text if text.endswith("\n") else text + "\n"
 
 
 def process(path, write):
@@ -357,13 +407,20 @@ def process(path, write):
             problems.append(f"{path}: '{m.group(2)}' reads {m.group(3)!r}, the files give {new!r}")
         return m.group(1) + new + m.group(4)
 
-    out = Q_RE.sub(quote, GEN_RE.sub(gen, text))
+    def inc(m):
+        new = included(m.group(2))
+        if new != m.group(3):
+            problems.append(f"{path}: block 'include:{m.group(2)}' differs from the file")
+        return m.group(1) + new + m.group(4)
+
+    out = Q_RE.sub(quote, INC_RE.sub(inc, GEN_RE.sub(gen, text)))
     if write and out != text:
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
             f.write(out)
         os.replace(tmp, path)
-    return problems, len(GEN_RE.findall(text)) + len(Q_RE.findall(text))
+    return problems, (len(GEN_RE.findall(text)) + len(Q_RE.findall(text))
+                      + len(INC_RE.findall(text)))
 
 
 def main(argv):
