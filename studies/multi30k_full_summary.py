@@ -4,7 +4,11 @@
 usage: multi30k_full_summary.py [DIR]     (DIR: results/multi30k_full)
 
 Reads DIR/d{d}_{pos}_s{seed}_eigs.csv (lnkit eigs --which both) and their
-sidecars and writes DIR/summary.md and DIR/trend.csv:
+sidecars (and DIR/runs.csv for the time per product) and writes DIR/summary.md,
+DIR/runs.md and DIR/ratios.md (its two tables, which results/README.md
+includes), DIR/trend.csv, DIR/trend_points.csv, DIR/trend.gp (-> trend.png, rendered by
+studies/multi30k_full.sh), DIR/values.csv (the numbers results/README.md
+quotes) and DIR/claims.csv (rows of its citation table):
   - per run: the largest and the most negative eigenvalue, their residuals,
     whether each converged (lnkit's explicit residual test), products;
   - per width: the Post/Pre ratios of the top eigenvalue and of the bottom
@@ -12,9 +16,10 @@ sidecars and writes DIR/summary.md and DIR/trend.csv:
     converged (mean, sample sd, count; unconverged pairs are left out and
     counted);
   - the trend: a weighted least-squares fit of log(ratio) against log(d) over
-    the widths below the largest, with the slope's standard error and
-    chi^2/dof, and its prediction at the largest width against the measured
-    ratio there (in standard errors of the prediction).
+    the widths below d = 512 with 2 or more converged seeds (3 widths needed),
+    with the slope's standard error and chi^2/dof, and its prediction at
+    d = 512 against the measured ratio there (in standard errors of the
+    prediction).
 Standard library only.
 """
 import csv
@@ -79,6 +84,81 @@ def wls(xs, ys, ses):
         (sxx / det, -sx / det, sw / det)
 
 
+TARGET = 512  # the full size: the trend over the smaller widths is predicted here
+
+
+def pm(mu, sd):
+    """mean +- sd with the mean rounded where the sd's second significant figure is."""
+    if not math.isfinite(sd) or sd <= 0:
+        return f"{mu:.4g}"
+    k = max(0, 1 - int(math.floor(math.log10(sd))))
+    return f"{mu:.{k}f} ± {sd:.{k}f}"
+
+
+def ratios(runs, d, key, conv):
+    """Post/Pre ratios of one width over the seeds with both runs finished:
+    (ratios of the seeds where both converged, count left out)."""
+    f = (lambda x: x) if key == "top" else abs
+    rs, left = [], 0
+    for s in sorted({k[2] for k in runs if k[0] == d}):
+        a, b = runs.get((d, "post", s)), runs.get((d, "pre", s))
+        if not a or not b:
+            continue
+        if a[conv] and b[conv]:
+            rs.append(f(a[key]) / f(b[key]))
+        else:
+            left += 1
+    return rs, left
+
+
+def fit_trend(pts):
+    """log(ratio) = a + b log(d), weighted by the seed spread of log(ratio) at each d."""
+    xs = [math.log(d) for d, _ in pts]
+    ys = [mean_sd([math.log(r) for r in rs])[0] for _, rs in pts]
+    ses = [max(mean_sd([math.log(r) for r in rs])[1] / math.sqrt(len(rs)), 1e-12)
+           for _, rs in pts]
+    a, b, seb, chi, (vaa, vab, vbb) = wls(xs, ys, ses)
+    x0 = math.log(TARGET)
+    return dict(a=a, b=b, seb=seb, chi=chi, pred=a + b * x0,
+                sep=math.sqrt(vaa + 2 * vab * x0 + vbb * x0 * x0))
+
+
+def write_atomic(path, text):
+    with open(path + ".tmp", "w", newline="") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def csv_text(header, rows):
+    import io
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+GP = """# gnuplot script written by studies/multi30k_full_summary.py: the Post/Pre ratios
+# of the extreme Hessian eigenvalues against width (trend.csv, trend_points.csv)
+set terminal pngcairo size 900,560 noenhanced
+set output 'trend.png'
+set datafile separator ','
+set logscale xy
+set xrange [24:700]
+set xtics (32, 64, 128, 256, 512)
+set xlabel 'width d (h = max(1, d/64), d_ff = 4d, 6-6 encoder-decoder, all 1014 pairs)'
+set ylabel 'Post-LN / Pre-LN'
+set title 'Multi30k, Xavier init: Post/Pre ratio of the extreme Hessian eigenvalues (points: seeds; bars: mean ± sd)'
+set key top left
+set ytics (0.5, 0.75, 1, 1.5, 2, 3, 4, 6, 8)
+set grid ytics
+plot 'trend_points.csv' using (strcol(1) eq 'top' ? $2 * 0.97 : 1/0):3 skip 1 with points pt 7 ps 0.6 lc rgb '#1f77b4' title 'top, one seed', \\
+     'trend_points.csv' using (strcol(1) eq 'bot' ? $2 * 1.03 : 1/0):3 skip 1 with points pt 5 ps 0.6 lc rgb '#d62728' title 'abs(bottom), one seed', \\
+     'trend.csv' using (strcol(1) eq 'top' && $3 > 1 ? $2 * 0.97 : 1/0):4:($4 - $5):($4 + $5) skip 1 with yerrorbars pt 6 ps 1.4 lc rgb '#1f77b4' title 'top, mean ± sd', \\
+     'trend.csv' using (strcol(1) eq 'bot' && $3 > 1 ? $2 * 1.03 : 1/0):4:($4 - $5):($4 + $5) skip 1 with yerrorbars pt 4 ps 1.4 lc rgb '#d62728' title 'abs(bottom), mean ± sd'%s
+"""
+
+
 def main(argv):
     dirpath = argv[0] if argv else "results/multi30k_full"
     runs = load(dirpath)
@@ -86,81 +166,122 @@ def main(argv):
         print(f"multi30k_full_summary: no runs in {dirpath}", file=sys.stderr)
         return 2
     widths = sorted({k[0] for k in runs})
+    runinfo = {}
+    rp = os.path.join(dirpath, "runs.csv")
+    if os.path.exists(rp):
+        with open(rp, newline="") as f:
+            for r in csv.DictReader(f):
+                runinfo[r["run"]] = r
+    values, claims = [], []
     out = ["# Multi30k 6-6 encoder-decoder at initialisation: extreme Hessian eigenvalues",
            "",
            "Generated by `studies/multi30k_full_summary.py` from the CSVs beside it "
            "(`lnkit eigs --which both`, one Krylov space per run; Xavier init; all Multi30k "
            "validation pairs; h = max(1, d/64), d_ff = 4d). A value counts as converged when "
-           "lnkit's explicit residual ||Hv - lv|| <= tol max|l|.", "",
-           "| d | pos | seed | params | products | top | top residual | conv | bottom "
-           "| bottom residual | conv |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "lnkit's explicit residual ||Hv - lv|| <= tol max|l| (tol 1e-6).", "",
+           ]
+    tab_runs = ["| d | pos | seed | params | products | s/product | hours | top | top residual | conv "
+           "| bottom | bottom residual | conv |",
+           "|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|"]
     for (d, pos, seed), r in sorted(runs.items()):
-        out.append(f"| {d} | {pos} | {seed} | {r['n_params']} | {r['products']} "
+        ri = runinfo.get(f"d{d}_{pos}_s{seed}", {})
+        spp = ri.get("seconds_per_product", "")
+        hrs = ri.get("estimated_hours", "")
+        tab_runs.append(f"| {d} | {pos} | {seed} | {r['n_params']} | {r['products']} | {spp} | {hrs} "
                    f"| {r['top']:.6g} | {r['top_res']:.2g} | {'yes' if r['top_conv'] else 'no'} "
                    f"| {r['bot']:.6g} | {r['bot_res']:.2g} | {'yes' if r['bot_conv'] else 'no'} |")
-    trend_rows = []
-    out += ["", "Post/Pre ratios per width (seeds with both values converged; mean +- sample sd):",
-            "", "| d | top ratio | n | left out | abs(bottom) ratio | n | left out |",
-            "|---|---|---|---|---|---|---|"]
+    out += tab_runs
+    n_conv = sum(r["top_conv"] + r["bot_conv"] for r in runs.values())
+    values += [("runs", str(len(runs))), ("extremes_converged", str(n_conv)),
+               ("extremes", str(2 * len(runs)))]
+    out += ["", "Post/Pre ratios per width (seeds with both values converged; mean ± sample sd "
+            "over seeds, the mean rounded at the sd's second figure):",
+            ""]
+    tab_ratio = ["| d | top ratio | n | left out | abs(bottom) ratio | n | left out |",
+                 "|--:|--:|--:|--:|--:|--:|--:|"]
+    trend, points = {}, []
     for d in widths:
-        seeds = sorted({k[2] for k in runs if k[0] == d})
         line = [str(d)]
-        for key, conv, f in (("top", "top_conv", lambda x: x), ("bot", "bot_conv", abs)):
-            rs, left = [], 0
-            for s in seeds:
-                a, b = runs.get((d, "post", s)), runs.get((d, "pre", s))
-                if not a or not b:
-                    continue
-                if a[conv] and b[conv]:
-                    rs.append(f(a[key]) / f(b[key]))
-                else:
-                    left += 1
+        for key, conv in (("top", "top_conv"), ("bot", "bot_conv")):
+            rs, left = ratios(runs, d, key, conv)
             mu, sd = mean_sd(rs)
-            line += [f"{mu:.4g} +- {sd:.2g}" if len(rs) > 1 else (f"{mu:.4g}" if rs else "-"),
-                     str(len(rs)), str(left)]
-            trend_rows.append((d, key, rs))
-        out.append("| " + " | ".join(line) + " |")
-    # trend over the smaller widths, predicted at the largest
-    out.append("")
-    with open(os.path.join(dirpath, "trend.csv.tmp"), "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["quantity", "d", "n", "mean_ratio", "sd_ratio"])
-        for d, key, rs in trend_rows:
-            mu, sd = mean_sd(rs)
-            w.writerow([key, d, len(rs), f"{mu:.17g}", f"{sd:.17g}"])
-    os.replace(os.path.join(dirpath, "trend.csv.tmp"), os.path.join(dirpath, "trend.csv"))
-    big = widths[-1]
+            txt = pm(mu, sd) if len(rs) > 1 else (f"{mu:.4g}" if rs else "-")
+            line += [txt, str(len(rs)), str(left)]
+            trend[(d, key)] = rs
+            points += [(key, d, r) for r in rs]
+            if rs:
+                values.append((f"{key}_ratio_d{d}", txt))
+                values.append((f"{key}_ratio_d{d}_n", str(len(rs))))
+            if len(rs) > 1:
+                claims.append((f"Post-LN/Pre-LN ratio of the {'top' if key == 'top' else 'abs(bottom)'} "
+                               f"Hessian eigenvalue at d = {d}",
+                               f"{txt} (mean ± sd over {len(rs)} seeds, {left} left out)",
+                               f"Multi30k 6-6 enc-dec, d = {d}, all 1014 pairs, Xavier init, "
+                               "converged extremes (tol 1e-6)",
+                               f"results/multi30k_full/d{d}_*_eigs.csv"))
+        tab_ratio.append("| " + " | ".join(line) + " |")
+    out += tab_ratio
+    if points:
+        values += [("ratios_above_1", f"{sum(r > 1 for _, _, r in points)} of {len(points)}"),
+                   ("ratio_min", f"{min(r for _, _, r in points):.2f}")]
+    write_atomic(os.path.join(dirpath, "trend.csv"), csv_text(
+        ["quantity", "d", "n", "mean_ratio", "sd_ratio"],
+        [[key, d, len(rs), f"{mean_sd(rs)[0]:.17g}", f"{mean_sd(rs)[1]:.17g}"]
+         for (d, key), rs in sorted(trend.items(), key=lambda kv: (kv[0][1], kv[0][0])) if rs]))
+    write_atomic(os.path.join(dirpath, "trend_points.csv"), csv_text(
+        ["quantity", "d", "ratio"],
+        [[q, d, f"{r:.17g}"] for q, d, r in sorted(points)]))
+    out += ["", "In `trend.csv` (per width) and `trend_points.csv` (per seed), quantity `top` is "
+            "the top eigenvalue's ratio and `bot` the abs(bottom) ratio; `trend.png` draws them.", ""]
+    fits = []
     for key, label in (("top", "top eigenvalue"), ("bot", "abs(bottom eigenvalue)")):
-        pts = [(d, rs) for d, k, rs in trend_rows if k == key and d < big and len(rs) >= 2]
+        pts = [(d, trend[(d, key)]) for d in widths
+               if d < TARGET and len(trend[(d, key)]) >= 2]
         if len(pts) < 3:
-            out.append(f"Trend of the {label} ratio: fewer than 3 widths below d = {big} with "
-                       "2 or more converged seeds; no fit yet.")
+            txt = (f"Trend of the {label} ratio: {len(pts)} width(s) below d = {TARGET} with 2 or "
+                   "more converged seeds so far; a fit needs 3 (its chi^2 needs one degree of "
+                   "freedom), so none is made yet.")
+            values.append((f"{key}_trend", "not fitted yet"))
+            out += [txt, ""]
             continue
-        xs = [math.log(d) for d, _ in pts]
-        ys = [math.log(mean_sd(rs)[0]) for _, rs in pts]
-        ses = [max(mean_sd([math.log(r) for r in rs])[1] / math.sqrt(len(rs)), 1e-12)
-               for _, rs in pts]
-        a, b, seb, chi, (vaa, vab, vbb) = wls(xs, ys, ses)
-        x0 = math.log(big)
-        pred = a + b * x0
-        sep = math.sqrt(vaa + 2 * vab * x0 + vbb * x0 * x0)
-        meas = [rs for d, k, rs in trend_rows if k == key and d == big]
-        txt = (f"Trend of the {label} ratio over d = {', '.join(str(d) for d, _ in pts)}: "
-               f"ratio ~ d^b with b = {b:.3f} +- {seb:.3f} (chi^2/dof {chi:.2g}); predicted at "
-               f"d = {big}: {math.exp(pred):.4g} (x/ {math.exp(sep):.3g})")
-        if meas and meas[0]:
-            m = mean_sd([math.log(r) for r in meas[0]])[0]
-            txt += (f"; measured {math.exp(m):.4g} from {len(meas[0])} seed(s), "
-                    f"{(m - pred) / sep:+.1f} standard errors of the prediction from it.")
+        ft = fit_trend(pts)
+        rng = f"d = {pts[0][0]}-{pts[-1][0]}"
+        txt = (f"Trend of the {label} ratio over {rng}: ratio ~ d^b with b = {ft['b']:.3f} ± "
+               f"{ft['seb']:.3f} (chi^2/dof {ft['chi']:.2g}); predicted at d = {TARGET}: "
+               f"{math.exp(ft['pred']):.3g} (x/ {math.exp(ft['sep']):.3g})")
+        values += [(f"{key}_trend_b", f"{ft['b']:.3f} ± {ft['seb']:.3f}"),
+                   (f"{key}_trend_chi2", f"{ft['chi']:.2g}"),
+                   (f"{key}_trend_pred", f"{math.exp(ft['pred']):.3g}")]
+        meas = trend.get((TARGET, key), [])
+        if meas:
+            m = mean_sd([math.log(r) for r in meas])[0]
+            txt += (f"; measured {math.exp(m):.3g} from {len(meas)} seed(s), "
+                    f"{(m - ft['pred']) / ft['sep']:+.1f} standard errors of the prediction "
+                    "from it.")
+            values.append((f"{key}_trend_meas_sigma", f"{(m - ft['pred']) / ft['sep']:+.1f}"))
         else:
-            txt += f"; not measured (converged) at d = {big} yet."
-        out.append(txt)
-        out.append("")
-    tmp = os.path.join(dirpath, "summary.md.tmp")
-    with open(tmp, "w") as f:
-        f.write("\n".join(out) + "\n")
-    os.replace(tmp, os.path.join(dirpath, "summary.md"))
-    print(f"multi30k_full_summary: {len(runs)} runs -> {dirpath}/summary.md, trend.csv")
+            txt += f"; not measured (converged) at d = {TARGET} yet."
+        claims.append((f"Width exponent of the Post/Pre {label} ratio",
+                       f"{ft['b']:.3f} ± {ft['seb']:.3f} (se), chi2/dof {ft['chi']:.2g}, {rng}",
+                       "Multi30k 6-6 enc-dec, all pairs, Xavier init, converged extremes",
+                       "results/multi30k_full/trend.csv"))
+        fits.append((key, ft, pts))
+        out += [txt, ""]
+    lines = ""
+    for key, ft, _ in fits:
+        col = "#1f77b4" if key == "top" else "#d62728"
+        lines += (f", \\\n     [24:{TARGET}] exp({ft['a']!r} + {ft['b']!r} * log(x)) with lines "
+                  f"dt 2 lc rgb '{col}' title 'fit ({'top' if key == 'top' else 'abs(bottom)'}), "
+                  f"d^{ft['b']:.2f}'")
+    write_atomic(os.path.join(dirpath, "trend.gp"), GP % lines)
+    write_atomic(os.path.join(dirpath, "summary.md"), "\n".join(out).rstrip("\n") + "\n")
+    write_atomic(os.path.join(dirpath, "runs.md"), "\n".join(tab_runs) + "\n")
+    write_atomic(os.path.join(dirpath, "ratios.md"), "\n".join(tab_ratio) + "\n")
+    write_atomic(os.path.join(dirpath, "values.csv"), csv_text(["name", "value"], values))
+    write_atomic(os.path.join(dirpath, "claims.csv"),
+                 csv_text(["claim", "value", "setting", "file"], claims))
+    print(f"multi30k_full_summary: {len(runs)} runs -> {dirpath}/summary.md, trend.csv, "
+          "trend_points.csv, trend.gp, values.csv, claims.csv")
     return 0
 
 

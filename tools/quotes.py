@@ -288,7 +288,34 @@ def gen_bench_targets():
     return "\n".join(out)
 
 
+# ------------------------------------------------------------------ claims
+
+def gen_claims():
+    """The citation table at the top of results/README.md: every study's
+    claims.csv (claim,value,setting,file; written by its summarising step)."""
+    import glob
+    rows = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "results", "*", "claims.csv"))):
+        rel = os.path.relpath(path, ROOT)
+        for r in read_csv(rel):
+            for k in ("claim", "value", "setting", "file"):
+                if not r.get(k):
+                    raise QuoteError(f"{rel}: a row without '{k}'")
+            rows.append(r)
+    if not rows:
+        raise QuoteError("no results/*/claims.csv")
+
+    def cell(x):
+        return x.replace("|", "\\|")
+
+    out = ["| claim | value | setting | file |", "|---|---|---|---|"]
+    out += [f"| {cell(r['claim'])} | {cell(r['value'])} | {cell(r['setting'])} "
+            f"| `{r['file']}` |" for r in rows]
+    return "\n".join(out)
+
+
 GENERATORS = {
+    "claims": gen_claims,
     "bench_targets": gen_bench_targets,
     "bench_vs_torch": gen_bench_vs_torch,
     "bench_lanczos": gen_bench_lanczos,
