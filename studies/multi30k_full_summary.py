@@ -218,7 +218,7 @@ def main(argv):
                                f"{txt} (mean ± sd over {len(rs)} seeds, {left} left out)",
                                f"Multi30k 6-6 enc-dec, d = {d}, all 1014 pairs, Xavier init, "
                                "converged extremes (tol 1e-6)",
-                               f"results/multi30k_full/d{d}_*_eigs.csv"))
+                               f"d{d}_*_eigs.csv"))
         tab_ratio.append("| " + " | ".join(line) + " |")
     out += tab_ratio
     if points:
@@ -264,7 +264,7 @@ def main(argv):
         claims.append((f"Width exponent of the Post/Pre {label} ratio",
                        f"{ft['b']:.3f} ± {ft['seb']:.3f} (se), chi2/dof {ft['chi']:.2g}, {rng}",
                        "Multi30k 6-6 enc-dec, all pairs, Xavier init, converged extremes",
-                       "results/multi30k_full/trend.csv"))
+                       "trend.csv"))
         fits.append((key, ft, pts))
         out += [txt, ""]
     lines = ""

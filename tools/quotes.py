@@ -301,6 +301,8 @@ def gen_claims():
             for k in ("claim", "value", "setting", "file"):
                 if not r.get(k):
                     raise QuoteError(f"{rel}: a row without '{k}'")
+            if not r["file"].startswith("results/"):  # relative to its own directory
+                r["file"] = os.path.join(os.path.dirname(rel), r["file"])
             rows.append(r)
     if not rows:
         raise QuoteError("no results/*/claims.csv")
