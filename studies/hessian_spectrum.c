@@ -414,28 +414,28 @@ static void summarise(const char *dir, double kappa)
              (lnk_fmt_pm(b2, sizeof b2, ctop.pre, ctop.pre_sd), b2), ctop.ratio, ctop.rmin,
              ctop.rmax, ctop.n, S, etol);
     quoted_claim(&q, "Hessian top eigenvalue at init, Post-LN vs Pre-LN (mean ± sd over seeds)",
-                 v, setting, results_file(dir, "eigs.csv"));
+                 v, setting, "eigs.csv");
     snprintf(v, sizeof v, "%s against %s (Post / Pre %.2f, per seed %.2f-%.2f; %d of %d seeds)",
              (lnk_fmt_pm(b1, sizeof b1, cbot.post, cbot.post_sd), b1),
              (lnk_fmt_pm(b2, sizeof b2, cbot.pre, cbot.pre_sd), b2), cbot.ratio, cbot.rmin,
              cbot.rmax, cbot.n, S);
     quoted_claim(&q, "Hessian bottom eigenvalue at init, Post-LN vs Pre-LN", v, setting,
-                 results_file(dir, "eigs.csv"));
+                 "eigs.csv");
     snprintf(v, sizeof v, "%s against %s (Post / Pre %.2f, per seed %.2f-%.2f)",
              (lnk_fmt_pm(b1, sizeof b1, ctr.post, ctr.post_sd), b1),
              (lnk_fmt_pm(b2, sizeof b2, ctr.pre, ctr.pre_sd), b2), ctr.ratio, ctr.rmin,
              ctr.rmax);
     quoted_claim(&q, "Hessian trace at init (Hutchinson), Post-LN vs Pre-LN", v, setting,
-                 results_file(dir, "trace.csv"));
+                 "trace.csv");
     snprintf(v, sizeof v, "Post / Pre of the seed means %.1f-%.1f over %d blocks (per seed >= "
              "%.2f; %d of %d (block, seed) pairs converged for both)", bmin, bmax, nb, smin,
              ncmp, S * nb);
     quoted_claim(&q, "Per-block top eigenvalue larger under Post-LN", v, setting,
-                 results_file(dir, "blocks.csv"));
+                 "blocks.csv");
     snprintf(v, sizeof v, "smallest node %.3g vs %.3g (%.1fx), largest %.3g vs %.3g (%.1fx)",
              lo[0], lo[1], lo[0] / lo[1], hi[0], hi[1], hi[0] / hi[1]);
     quoted_claim(&q, "SLQ spectral density reach, Post-LN vs Pre-LN", v, setting,
-                 results_file(dir, "slq_nodes.csv"));
+                 "slq_nodes.csv");
     quoted_close(&q);
     free(cb);
     points_free(&P);

@@ -835,7 +835,7 @@ static void summary_spec(FILE *f, const opts_t *o, sched_t *S, const data_t *D, 
              (lnk_fmt_pm(b2, sizeof b2, ctop.pre, ctop.pre_sd), b2), ctop.ratio, ctop.rmin,
              ctop.rmax, ctop.n, NS, o->eig_tol);
     char file[1100];
-    snprintf(file, sizeof file, "%s", results_file(o->out, "eigs.csv"));
+    snprintf(file, sizeof file, "eigs.csv");
     quoted_claim(q, "Multi30k Hessian top eigenvalue at init, Post-LN vs Pre-LN (mean ± sd)", v,
                  setting, file);
     snprintf(v, sizeof v, "%s against %s: Post / Pre %.2f (per seed %.2f-%.2f; %d of %d seeds)",
@@ -849,7 +849,7 @@ static void summary_spec(FILE *f, const opts_t *o, sched_t *S, const data_t *D, 
              (lnk_fmt_pm(b1, sizeof b1, ctr.post, ctr.post_sd), b1),
              (lnk_fmt_pm(b2, sizeof b2, ctr.pre, ctr.pre_sd), b2), ctr.ratio, ctr.rmin, ctr.rmax,
              gsl_stats_max(tse, 1, n2));
-    snprintf(file, sizeof file, "%s", results_file(o->out, "trace.csv"));
+    snprintf(file, sizeof file, "trace.csv");
     quoted_claim(q, "Multi30k Hessian trace at init, Post-LN vs Pre-LN", v, setting, file);
     if (npair)
         snprintf(v, sizeof v, "%d of %d (block, seed) pairs converged for both variants (in %d "
@@ -859,7 +859,7 @@ static void summary_spec(FILE *f, const opts_t *o, sched_t *S, const data_t *D, 
                  100 * rel_med_v[1]);
     else
         snprintf(v, sizeof v, "no (block, seed) pair converged for both variants");
-    snprintf(file, sizeof file, "%s", results_file(o->out, "blocks.csv"));
+    snprintf(file, sizeof file, "blocks.csv");
     quoted_claim(q, "Multi30k per-block top eigenvalues: the comparisons the converged values "
                  "allow", v, setting, file);
     free(top), free(bot), free(trc), free(tse), free(loss), free(topc), free(botc);
@@ -992,7 +992,7 @@ static void summary_grad(FILE *f, const opts_t *o, sched_t *S, const data_t *D,
                "the theory's slopes through the fits' geometric-mean point).\n\n");
 
     /* values and claims */
-    snprintf(file, sizeof file, "%s", results_file(o->out, "grad.csv"));
+    snprintf(file, sizeof file, "grad.csv");
     static const char *const pn[2] = {"post", "pre"};
     for (int pre = 0; pre < 2 && can_fit; pre++) {
         char name[64], list[512] = "";

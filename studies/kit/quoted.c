@@ -156,15 +156,3 @@ double study_median(double *x, int n)
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-const char *results_file(const char *dir, const char *file)
-{
-    static char b[512];
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    size_t i = n;
-    while (i > 0 && dir[i - 1] != '/')
-        i--;
-    snprintf(b, sizeof b, "results/%.*s/%s", (int)(n - i), dir + i, file);
-    return b;
-}

@@ -4,6 +4,9 @@
  *                                       exactly as quoted (<!--q:STUDY.NAME-->)
  *   claims.csv  claim,value,setting,file one row per headline claim: its value
  *                                       with spread, the setting, the source CSV
+ *                                       (its name in the directory of claims.csv,
+ *                                       so that the files do not depend on where
+ *                                       the step ran)
  * and the summarising step's reading of its inputs: the sidecar of a raw CSV
  * (its configuration and settings) and, for every raw CSV read, its SHA-256 in
  * the summaries' own sidecars (study_input).  Deterministic: no times. */
@@ -48,10 +51,6 @@ void table_set_pm(lnk_table *t, int row, int col, double m, double sd);
  * summary is not NULL, the caption and the Markdown table appended to it. */
 void study_write_table(const char *dir, const char *base, const lnk_table *t,
                        const char *caption, FILE *summary);
-
-/* "results/NAME/FILE" for the last component NAME of dir: how a claim names
- * its CSV wherever the summarising step ran (static buffer). */
-const char *results_file(const char *dir, const char *file);
 
 /* Median of x[0..n-1] (sorts x): the middle value, or the mean of the two
  * middle values for even n. */
