@@ -405,6 +405,16 @@ static void summarise(const char *dir, double kappa)
     quoted_value(&q, "block_seed_ratio_min", "%.2f", smin);
     quoted_value(&q, "block_pairs_compared", "%d", ncmp);
     quoted_value(&q, "block_pairs_post_larger", "%d", nbig);
+    { /* every eigenvalue's convergence, not only the extremes compared */
+        study_table te;
+        study_table_read(&te, dir, "eigs.csv");
+        int cc = study_table_col(&te, "converged"), ne = 0;
+        for (size_t i = 0; i < te.d.nrow; i++)
+            ne += study_table_num(&te, i, cc) != 0;
+        quoted_value(&q, "eig_conv", "%d of %zu", ne, te.d.nrow);
+        study_table_free(&te);
+    }
+    quoted_value(&q, "block_conv_all", "%d of %d", nconv[0] + nconv[1], 2 * S * nb);
     quoted_value(&q, "block_conv_post", "%d of %d", nconv[0], S * nb);
     quoted_value(&q, "block_conv_pre", "%d of %d", nconv[1], S * nb);
     quoted_value(&q, "sigma", "%.3g", sigma);
