@@ -203,6 +203,7 @@ check-results: all
 	python3 tools/quotes.py --check $(QUOTED)
 	PYTHON=$(PYTHON) bash tools/check_summaries.sh $(BUILD)
 	PYTHON=$(PYTHON) BUILD=$(BUILD) bash tests/test_quotes.sh
+	PYTHON=$(PYTHON) bash tests/test_summarise_spectra.sh $(BUILD)
 quotes:
 	python3 tools/quotes.py --write $(QUOTED)
 

@@ -15,6 +15,9 @@ RESULTS=${RESULTS:-results} # the tests point it at an edited copy
 SUMMARIES=(
     "grad|$BUILD/studies/grad_table --dir {}"
     "multi30k_full|$PYTHON studies/multi30k_full_summary.py {}"
+    "hessian|$BUILD/studies/hessian_spectrum --summarise {}"
+    "multi30k|$BUILD/studies/multi30k_hessian --summarise {}"
+    "multi30k_all|$BUILD/studies/multi30k_hessian --summarise {}"
 )
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "spectral.h"
+#include "quoted.h"
 
 void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const spec_opts *o,
               const spec_block *blk, int nblk, uint64_t seed, spec_point *p)
@@ -285,4 +286,51 @@ double spec_write_density(const char *dir, const lnk_slq_result *r, const int *p
     free(all);
     free(side);
     return sigma;
+}
+
+/* ------------------------------------------------------ Post / Pre comparisons */
+
+spec_cmp spec_compare(const double *post, const int *pc, const double *pre, const int *qc,
+                      int S, int stride)
+{
+    spec_cmp c = {0};
+    double *a = study_alloc(sizeof(double) * (size_t)S), *b = study_alloc(sizeof(double) * (size_t)S);
+    c.rmin = INFINITY, c.rmax = -INFINITY;
+    for (int s = 0; s < S; s++) {
+        int okp = !pc || pc[s * stride], okq = !qc || qc[s * stride];
+        c.n_post_conv += okp;
+        c.n_pre_conv += okq;
+        if (!okp || !okq)
+            continue;
+        a[c.n] = post[s * stride];
+        b[c.n] = pre[s * stride];
+        double r = a[c.n] / b[c.n];
+        c.rmin = fmin(c.rmin, r), c.rmax = fmax(c.rmax, r);
+        c.n++;
+    }
+    if (c.n) {
+        lnk_mean_sd(a, 1, (size_t)c.n, &c.post, &c.post_sd);
+        lnk_mean_sd(b, 1, (size_t)c.n, &c.pre, &c.pre_sd);
+        c.ratio = c.post / c.pre;
+    }
+    free(a), free(b);
+    return c;
+}
+
+void spec_cmp_row(lnk_table *t, const char *name, const spec_cmp *c, int S)
+{
+    int r = lnk_table_new_row(t);
+    if (r < 0)
+        die();
+    CK(lnk_table_set(t, r, 0, "%s", name));
+    if (!c->n) {
+        for (int k = 1; k < 5; k++)
+            CK(lnk_table_set(t, r, k, "-"));
+    } else {
+        table_set_pm(t, r, 1, c->post, c->post_sd);
+        table_set_pm(t, r, 2, c->pre, c->pre_sd);
+        CK(lnk_table_set(t, r, 3, "%.2f", c->ratio));
+        CK(lnk_table_set(t, r, 4, "%.2f .. %.2f", c->rmin, c->rmax));
+    }
+    CK(lnk_table_set(t, r, 5, "%d of %d", c->n, S));
 }

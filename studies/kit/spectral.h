@@ -86,5 +86,24 @@ double spec_write_density(const char *dir, const lnk_slq_result *r, const int *p
                           double kappa, int steps, const lnk_config *c, const char *extra,
                           const char *start, double t0, double integ[2]);
 
+/* ------------------------------------------------------ Post / Pre comparisons */
+
+/* A Post-LN / Pre-LN comparison over the seeds where both values converged
+ * (the CSVs' converged flags): the seed means and sds of each variant over
+ * those seeds, the ratio of the means and the range of the per-seed ratios;
+ * n = 0 when no seed has both. */
+typedef struct {
+    int n;                  /* seeds compared */
+    double post, post_sd, pre, pre_sd, ratio, rmin, rmax;
+    int n_post_conv, n_pre_conv;
+} spec_cmp;
+
+/* post[s * stride], pre[s * stride] for s < S; pc, qc their converged flags
+ * (same stride; NULL: all count as converged). */
+spec_cmp spec_compare(const double *post, const int *pc, const double *pre, const int *qc,
+                      int S, int stride);
+/* A table row: name | Post mean ± sd | Pre | ratio of means | per-seed range |
+ * "n of S" (a table of 6 columns); "-" where no seed has both. */
+void spec_cmp_row(lnk_table *t, const char *name, const spec_cmp *c, int S);
 
 #endif
