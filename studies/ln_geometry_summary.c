@@ -1036,9 +1036,11 @@ static void part_model(void)
     }
     study_table_free(&t);
     int L = V[0].L;
+    if (L < 1 || L > 8)
+        fail("model_select.csv: L = %d, expected 1..8", L);
     lnk_table T;
     const char *head[4 + 1 + 8];
-    char lh[8][16];
+    char lh[8][24];
     int nc = 0;
     head[nc++] = "data";
     head[nc++] = "d/h";
@@ -1194,8 +1196,10 @@ static void part_model(void)
 
     /* |cos(x, 1)| of the norms' inputs */
     study_table_read(&t, dir, "model_cos.csv");
-    const char *hc[] = {"data", "d", "norm", "layer 0", "layer 1", "layer 2", "layer 3"};
-    table(&T, 3 + L, hc, "lrlrrrr");
+    const char *hc[3 + 8] = {"data", "d", "norm"};
+    for (int l = 0; l < L; l++)
+        hc[3 + l] = lh[l];
+    table(&T, 3 + L, hc, "lrlrrrrrrrr");
     double l0lo = 1, l0hi = 0, prelo = 1, prehi = 0, postlo = 1, posthi = 0, outmax = 0;
     int dbig = 0;
     for (size_t r = 0; r < t.d.nrow; r++)
