@@ -14,6 +14,7 @@ PYTHON=${PYTHON:-python3}
 RESULTS=${RESULTS:-results} # the tests point it at an edited copy
 SUMMARIES=(
     "grad|$BUILD/studies/grad_table --dir {}"
+    "geometry|$BUILD/studies/ln_geometry_summary {}"
     "multi30k_full|$PYTHON studies/multi30k_full_summary.py {}"
     "hessian|$BUILD/studies/hessian_spectrum --summarise {}"
     "multi30k|$BUILD/studies/multi30k_hessian --summarise {}"
