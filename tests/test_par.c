@@ -8,8 +8,10 @@
  * written). */
 #include <cblas.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "testutil.h"
 #include "core/par.h"
 #include "layers/layers.h"
@@ -28,16 +30,25 @@ static int restore_threads(void **state)
 
 typedef struct {
     int *hits;
-    pthread_t tid[8];
+    pthread_t caller, tid[8];
     size_t lo[8];
     double *scr[8];
-    int parts;
+    int parts, wait;   /* wait: more than one part expected */
+    atomic_int others; /* parts started on a thread other than the caller */
     pthread_mutex_t m;
 } cover_job;
 
 static void cover(void *ctx, size_t lo, size_t hi, double *scratch)
 {
     cover_job *J = ctx;
+    if (!pthread_equal(pthread_self(), J->caller))
+        atomic_fetch_add(&J->others, 1);
+    if (lo == 0 && J->wait) {
+        /* part 0 (on the caller) waits, up to 5 s, for another part to start
+         * on a worker: the caller cannot take the other parts meanwhile */
+        for (int i = 0; i < 5000 && !atomic_load(&J->others); i++)
+            usleep(1000);
+    }
     for (size_t i = lo; i < hi; i++)
         J->hits[i]++;
     for (size_t i = 0; i < 100; i++) /* the scratch is there, and writable */
@@ -67,15 +78,18 @@ static void test_par_for(void **state)
         }
         for (size_t grain = 1; grain <= 1000; grain *= 10) {
             memset(hits, 0, n * sizeof(int));
-            cover_job J = {.hits = hits};
+            int want = (size_t)th <= n / grain ? th : (int)(n / grain);
+            cover_job J = {.hits = hits, .caller = pthread_self(), .wait = want > 1};
+            atomic_init(&J.others, 0);
             pthread_mutex_init(&J.m, NULL);
             lnk_par_for(n, grain, 100, scr0, cover, &J);
             pthread_mutex_destroy(&J.m);
             for (size_t i = 0; i < n; i++)
                 assert_int_equal(hits[i], 1);
-            int want = (size_t)th <= n / grain ? th : (int)(n / grain);
             assert_int_equal(J.parts, want < 1 ? 1 : want);
-            /* part 0 on the caller with its scratch, the others elsewhere, each its own */
+            /* part 0 on the caller with its scratch; while it ran, the
+             * others on workers, each with its own scratch */
+            assert_int_equal(atomic_load(&J.others), J.parts - 1);
             for (int p = 0; p < J.parts; p++) {
                 int first = J.lo[p] == 0;
                 assert_int_equal(pthread_equal(J.tid[p], pthread_self()) != 0, first);

@@ -1,8 +1,12 @@
 /* The pool behind lnk_par_for (see src/core/par.h): workers 1..nworkers
- * sleep on a condition variable until the generation counter moves, run
- * their part of the job, and the last one done wakes the caller. */
+ * sleep on a condition variable until the generation counter moves, claim
+ * their part of the job and run it; the caller, done with part 0, runs the
+ * parts no worker has claimed yet (a worker not scheduled on a loaded
+ * machine does not hold the job up), then waits for the parts under way.
+ * Which thread runs a part does not change its bits. */
 #include <cblas.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include "core/par.h"
@@ -11,12 +15,13 @@
 
 static struct {
     pthread_mutex_t job;  /* held by the caller of a parallel job */
-    pthread_mutex_t m;    /* guards gen, pending, nparts */
+    pthread_mutex_t m;    /* guards gen, completed, nparts */
     pthread_cond_t go, done;
     unsigned long gen;    /* jobs dispatched */
     unsigned long born[PAR_MAX]; /* gen when worker k was started */
     int nworkers, atfork;
-    int nparts, pending;
+    int nparts, completed; /* parts of the job; parts 1.. done */
+    atomic_int claimed[PAR_MAX]; /* part k taken (by worker k or the caller) */
     lnk_par_fn fn;
     void *ctx;
     size_t n;
@@ -32,6 +37,16 @@ static void run_part(int k)
         P.fn(P.ctx, lo, hi, P.scr[k]);
 }
 
+/* Part k >= 1, claimed: run it and count it done. */
+static void run_claimed(int k)
+{
+    run_part(k);
+    pthread_mutex_lock(&P.m);
+    if (++P.completed == P.nparts - 1)
+        pthread_cond_signal(&P.done);
+    pthread_mutex_unlock(&P.m);
+}
+
 static void *worker(void *arg)
 {
     int k = (int)(intptr_t)arg;
@@ -41,13 +56,12 @@ static void *worker(void *arg)
         while (P.gen == seen)
             pthread_cond_wait(&P.go, &P.m);
         seen = P.gen;
-        int mine = k < P.nparts;
         pthread_mutex_unlock(&P.m);
-        if (mine)
-            run_part(k);
+        /* a claim succeeds only for a part of the job in progress (the
+         * caller resets the flags after it has written the job) */
+        if (!atomic_exchange(&P.claimed[k], 1))
+            run_claimed(k);
         pthread_mutex_lock(&P.m);
-        if (mine && --P.pending == 0)
-            pthread_cond_signal(&P.done);
     }
     return NULL;
 }
@@ -110,13 +124,20 @@ void lnk_par_for(size_t n, size_t grain, size_t scratch_n, double *scratch0, lnk
     P.n = n;
     pthread_mutex_lock(&P.m);
     P.nparts = np;
-    P.pending = np - 1;
+    P.completed = 0;
+    pthread_mutex_unlock(&P.m);
+    for (int k = 1; k < PAR_MAX; k++)
+        atomic_store(&P.claimed[k], k < np ? 0 : 1);
+    pthread_mutex_lock(&P.m);
     P.gen++;
     pthread_cond_broadcast(&P.go);
     pthread_mutex_unlock(&P.m);
     run_part(0);
+    for (int k = 1; k < np; k++)
+        if (!atomic_exchange(&P.claimed[k], 1))
+            run_claimed(k);
     pthread_mutex_lock(&P.m);
-    while (P.pending)
+    while (P.completed < np - 1)
         pthread_cond_wait(&P.done, &P.m);
     pthread_mutex_unlock(&P.m);
     pthread_mutex_unlock(&P.job);
