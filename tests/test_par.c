@@ -33,7 +33,7 @@ typedef struct {
     pthread_t caller, tid[8];
     size_t lo[8];
     double *scr[8];
-    int parts, wait;   /* wait: more than one part expected */
+    int parts, wait;   /* wait: the parts expected on workers */
     atomic_int others; /* parts started on a thread other than the caller */
     pthread_mutex_t m;
 } cover_job;
@@ -44,9 +44,9 @@ static void cover(void *ctx, size_t lo, size_t hi, double *scratch)
     if (!pthread_equal(pthread_self(), J->caller))
         atomic_fetch_add(&J->others, 1);
     if (lo == 0 && J->wait) {
-        /* part 0 (on the caller) waits, up to 5 s, for another part to start
-         * on a worker: the caller cannot take the other parts meanwhile */
-        for (int i = 0; i < 5000 && !atomic_load(&J->others); i++)
+        /* part 0 (on the caller) waits, up to 5 s, for the other parts to
+         * start on workers: the caller cannot take them meanwhile */
+        for (int i = 0; i < 5000 && atomic_load(&J->others) < J->wait; i++)
             usleep(1000);
     }
     for (size_t i = lo; i < hi; i++)
@@ -79,7 +79,7 @@ static void test_par_for(void **state)
         for (size_t grain = 1; grain <= 1000; grain *= 10) {
             memset(hits, 0, n * sizeof(int));
             int want = (size_t)th <= n / grain ? th : (int)(n / grain);
-            cover_job J = {.hits = hits, .caller = pthread_self(), .wait = want > 1};
+            cover_job J = {.hits = hits, .caller = pthread_self(), .wait = want - 1};
             atomic_init(&J.others, 0);
             pthread_mutex_init(&J.m, NULL);
             lnk_par_for(n, grain, 100, scr0, cover, &J);
