@@ -137,7 +137,8 @@ int main(int argc, char **argv)
            "reference below\n", after);
     printf("steps %d..%d: mean step %.4f s = %.3f x the product alone (target <= 1.15); H v "
            "inside the loop %.4f s (%.3f x alone), vector work %.4f s a step, of which %.4f s "
-           "the first writes to new basis rows (page faults)\n", tail0 + 1, steps, step_tail,
+           "faulting in new basis rows outside the product (a helper thread does it during "
+           "the product; this is what it left)\n", tail0 + 1, steps, step_tail,
            step_tail / alone, apply_tail, apply_tail / alone, tail_orth / 20, tail_touch / 20);
     if (csv) {
         FILE *f = fopen(csv, "w");

@@ -173,8 +173,9 @@ typedef struct {
     double reorth_rows;     /* FULL: basis rows read by reorthogonalisations (n doubles each) */
     double t_apply, t_orth; /* seconds spent in apply / in the vector work, this run */
     double last_apply, last_orth; /* the same for the last step */
-    double t_touch, last_touch; /* FULL: of t_orth, last_orth: the first writes to new
-                               basis rows (page faults; costly on a VM), this run / last step */
+    double t_touch, last_touch; /* FULL: of t_orth, last_orth: faulting in new basis rows
+                               (costly on a VM) outside the product, i.e. what a helper thread
+                               did not finish while the product ran, this run / last step */
     /* private */
     uint64_t seed;
     int started;
@@ -183,7 +184,7 @@ typedef struct {
     double *om, *om_prev;   /* [m+1] PARTIAL: omega_{j,k}, omega_{j-1,k} estimates */
     int *ivl, n_ivl;        /* PARTIAL: row runs [lo, hi) of the last reorthogonalisation */
     int force;              /* PARTIAL: reorthogonalise again at the next step */
-    int touched;            /* FULL: basis rows 0..touched written at least once */
+    int touched;            /* FULL: basis rows 0..touched faulted in (written or populated) */
     int own_V;              /* FULL: V was allocated here (not given to alloc_basis) */
 } lnk_lanczos;
 

@@ -2,6 +2,7 @@
  * Every product is one CBLAS dgemm on the whole [R, in] matrix. */
 #include <cblas.h>
 #include <string.h>
+#include "core/par.h"
 #include "layers/layers.h"
 
 /* C[M,N] (beta) += alpha * X[M,in] W  with W [in,out] or, if wt, [out,in]. */
@@ -31,24 +32,51 @@ static void xtd(double *dW, const double *X, const double *D, int M, int in, int
                     dW, out);
 }
 
+typedef struct {
+    double *y;        /* add_bias: y += b row by row; colsum: db += colsum(dy) */
+    const double *b;
+    const double *dy;
+    int R, out;
+} bias_job;
+
+static void add_bias_rows(void *ctx, size_t lo, size_t hi, double *scratch)
+{
+    (void)scratch;
+    const bias_job *J = ctx;
+    for (size_t r = lo; r < hi; r++) {
+        double *yr = J->y + r * J->out;
+        for (int j = 0; j < J->out; j++)
+            yr[j] += J->b[j];
+    }
+}
+
+/* Rows split over the BLAS threads (core/par.h). */
 static void add_bias(double *y, const double *b, int R, int out)
 {
     if (!b)
         return;
-    for (int r = 0; r < R; r++) {
-        double *yr = y + (size_t)r * out;
-        for (int j = 0; j < out; j++)
-            yr[j] += b[j];
+    bias_job J = {y, b, NULL, R, out};
+    lnk_par_for((size_t)R, lnk_par_grain((size_t)out), 0, NULL, add_bias_rows, &J);
+}
+
+/* db[j] += sum over rows of dy[r][j] for the columns [lo, hi), rows in order. */
+static void colsum_cols(void *ctx, size_t lo, size_t hi, double *scratch)
+{
+    (void)scratch;
+    const bias_job *J = ctx;
+    double *db = J->y;
+    for (int r = 0; r < J->R; r++) {
+        const double *dr = J->dy + (size_t)r * J->out;
+        for (size_t j = lo; j < hi; j++)
+            db[j] += dr[j];
     }
 }
 
+/* Columns split over the BLAS threads: each column's sum stays in row order. */
 static void colsum_acc(double *db, const double *dy, int R, int out)
 {
-    for (int r = 0; r < R; r++) {
-        const double *dr = dy + (size_t)r * out;
-        for (int j = 0; j < out; j++)
-            db[j] += dr[j];
-    }
+    bias_job J = {db, NULL, dy, R, out};
+    lnk_par_for((size_t)out, lnk_par_grain((size_t)R), 0, NULL, colsum_cols, &J);
 }
 
 void lnk_linear_forward(double *y, const double *x, const double *W, const double *b, int R,

@@ -3,6 +3,7 @@
  * negative label are not scored and get zero adjoints. */
 #include <math.h>
 #include <string.h>
+#include "core/par.h"
 #include "layers/layers.h"
 
 double lnk_xent_forward(double *p, const double *logits, const int64_t *labels, int R, int C,
@@ -51,13 +52,24 @@ void lnk_xent_backward(double *dlogits, const double *p, const int64_t *labels, 
     }
 }
 
-void lnk_xent_backward_tangent(double *ldot, const double *p, const int64_t *labels, int R, int C,
-                               double invN)
+typedef struct {
+    double *x;
+    const double *p;
+    const int64_t *labels;
+    int C;
+    double invN;
+} xent_job;
+
+/* Rows are independent: split over the BLAS threads (core/par.h). */
+static void backward_tangent_rows(void *ctx, size_t lo, size_t hi, double *scratch)
 {
-    for (int r = 0; r < R; r++) {
-        const double *pr = p + (size_t)r * C;
-        double *x = ldot + (size_t)r * C;
-        if (labels[r] < 0) {
+    (void)scratch;
+    const xent_job *J = ctx;
+    int C = J->C;
+    for (size_t r = lo; r < hi; r++) {
+        const double *pr = J->p + r * C;
+        double *x = J->x + r * C;
+        if (J->labels[r] < 0) {
             memset(x, 0, sizeof(double) * C);
             continue;
         }
@@ -65,6 +77,13 @@ void lnk_xent_backward_tangent(double *ldot, const double *p, const int64_t *lab
         for (int c = 0; c < C; c++)
             s += pr[c] * x[c];
         for (int c = 0; c < C; c++)
-            x[c] = pr[c] * (x[c] - s) * invN;
+            x[c] = pr[c] * (x[c] - s) * J->invN;
     }
+}
+
+void lnk_xent_backward_tangent(double *ldot, const double *p, const int64_t *labels, int R, int C,
+                               double invN)
+{
+    xent_job J = {ldot, p, labels, C, invN};
+    lnk_par_for((size_t)R, lnk_par_grain((size_t)C), 0, NULL, backward_tangent_rows, &J);
 }
