@@ -422,10 +422,10 @@ static const char *goodness(const lnk_fit *f)
     if (f->dof <= 0)
         snprintf(buf[q], sizeof buf[q], "2 points, no goodness of fit");
     else if (p < 0.01)
-        snprintf(buf[q], sizeof buf[q], "chi2/dof %.1f: poor fit (p = %.1g)",
+        snprintf(buf[q], sizeof buf[q], "chi2/dof %.1f, p = %.1g: a poor fit",
                  f->chisq / f->dof, p);
     else
-        snprintf(buf[q], sizeof buf[q], "chi2/dof %.1f (p = %.2f)", f->chisq / f->dof, p);
+        snprintf(buf[q], sizeof buf[q], "chi2/dof %.1f, p = %.2f", f->chisq / f->dof, p);
     return buf[q];
 }
 
