@@ -1210,6 +1210,19 @@ static void width_tables(const sweepdata *s, const sweepdata *loss, lnk_table *s
             }
         }
     }
+    for (int p = 0; p < 2; p++) { /* realistic / theorem per norm position */
+        double v[128];
+        int n = 0;
+        for (int i = 0; i < s->nx; i++)
+            if (s->c[p][i].n && s->c[2 + p][i].n) {
+                double mt, mr, sd;
+                cell_ms(&s->c[p][i], &mt, &sd);
+                cell_ms(&s->c[2 + p][i], &mr, &sd);
+                v[n++] = mr / mt;
+            }
+        if (n)
+            qv(range_dec(v, n, 2), "width_%s_realistic_over_theorem", p ? "pre" : "post");
+    }
     for (int st = 0; st < 2; st++) {
         int first = -1;
         for (int i = 0; i < s->nx && first < 0; i++) {
