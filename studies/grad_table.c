@@ -292,37 +292,40 @@ static void oc_close(out_csv *o, const char *what, const char *input)
     if (dot && !strcmp(dot, ".csv"))
         *dot = '\0';
     strncat(side, ".meta.json", sizeof side - strlen(side) - 1);
-    json_error_t e;
-    json_t *in = json_load_file(side, 0, &e);
-    if (!in || !json_is_object(in))
-        fail("%s: %s (the sidecar of the input %s)", side, in ? "not a JSON object" : e.text,
-             input);
+    /* an input without its sidecar (rows from elsewhere): no configuration to record */
+    json_t *in = exists(side) ? json_load_file(side, 0, NULL) : NULL;
+    int has = in != NULL;
+    if (exists(side) && (!in || !json_is_object(in)))
+        fail("%s: not a JSON object (the sidecar of the input %s)", side, input);
     lnk_config cfg;
     lnk_config_default(&cfg);
-    json_t *jc = json_object_get(in, "config");
+    json_t *jc = in ? json_object_get(in, "config") : NULL;
     char *txt = jc && json_is_object(jc) ? json_dumps(jc, 0) : NULL;
-    if (!txt)
+    if (in && !txt)
         fail("%s: no configuration object 'config'", side);
-    CK(lnk_config_parse_json(&cfg, txt, side));
-    CK(lnk_config_finalize(&cfg));
-    free(txt);
+    if (txt) {
+        CK(lnk_config_parse_json(&cfg, txt, side));
+        CK(lnk_config_finalize(&cfg));
+        free(txt);
+    }
     static const char *const drop[] = {"config", "seed", "versions", "start_time",
                                        "wall_seconds", "threads", "ranks", "command_line", "cwd",
                                        "blas", "blas_kernel", "blas_kernel_choice", "inputs",
                                        "named_seeds", "git_commit"};
-    for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
+    for (size_t k = 0; in && k < sizeof drop / sizeof drop[0]; k++)
         json_object_del(in, drop[k]);
     json_t *x = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "study",
                           "grad_table (analysis of grad_norms)", "what", what, "statistic",
                           stat_col, "input", input, "config_note",
-                          "config: the input's first point; the input's rows hold every "
-                          "configuration in their key column",
-                          "input_parameters", in);
+                          in ? "config: the input's first point; the input's rows hold every "
+                               "configuration in their key column"
+                             : "the input has no sidecar: no configuration recorded",
+                          "input_parameters", in ? in : json_null());
     char *extra = x ? json_dumps(x, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(x);
     if (!extra)
         fail("out of memory");
-    csv_close(o, &cfg, extra, start_iso, t_start);
+    csv_close(o, has ? &cfg : NULL, extra, start_iso, t_start);
     free(extra);
     lnk_config_clear(&cfg);
 }
@@ -736,8 +739,8 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
         char key[96], claim[400], cname[200];
         snprintf(key, sizeof key, "%s_%s_ratio", base, st ? "realistic" : "theorem");
         slope_values(key, fr, 0.5, "1/2", "L", claim, sizeof claim);
-        snprintf(cname, sizeof cname, "%s: Post-LN / Pre-LN ratio against L, log-log slope "
-                 "(Theorem 1: L^(1/2))", label);
+        snprintf(cname, sizeof cname, "%s: %s Post-LN / Pre-LN ratio against L, log-log slope "
+                 "(Theorem 1: L^(1/2))", label, st ? "realistic" : "theorem");
         quoted_claim(&Q, cname, claim, setting_of(s, st, fixed), s->file);
     }
 }
@@ -1519,8 +1522,10 @@ static void lemma2(const lnk_csvdata *t)
             snprintf(set, sizeof set, "cls, %s init, output tied to the embedding, V = %d, "
                      "d = %d, L = %d, %d seeds", sn, depth_V,
                      (int)num(t, 0, jd), L, nseed[st]);
-            quoted_claim(&Q, "Lemma 2: Pre-LN E||x_l||^2/d lies in [1 + l/2, 1 + 3l/2] at every "
-                         "layer l", cv, set, "depth_hidden.csv");
+            char cn[200];
+            snprintf(cn, sizeof cn, "Lemma 2: %s Pre-LN E||x_l||^2/d lies in [1 + l/2, 1 + 3l/2] "
+                     "at every layer l", sn);
+            quoted_claim(&Q, cn, cv, set, "depth_hidden.csv");
         }
         if (summary && (tot[st] || post_n[st]))
             fprintf(summary, "%s setting: Pre-LN in the band at %d of %d layers; Post-LN "
@@ -1573,9 +1578,10 @@ static void tie_table(const sweepdata *tied, const sweepdata *unt, const sweepda
                     snprintf(cv, sizeof cv, "tied / untied %.2f (tied %s, untied %s, mean ± sd)",
                              mt / mu, bt, bu);
                     snprintf(fixed, sizeof fixed, "d = %d, L = %d", unt->x[i], unt->L);
-                    quoted_claim(&Q, "Tied output: Pre-LN's last-layer ||dL/dW2||_F with the "
-                                 "output tied to the embedding against a separate out.w",
-                                 cv, setting_of(unt, k / 2, fixed), unt->file);
+                    char cn[200];
+                    snprintf(cn, sizeof cn, "Tied output: %s last-layer ||dL/dW2||_F with the "
+                             "output tied to the embedding against a separate out.w", s_name[k]);
+                    quoted_claim(&Q, cn, cv, setting_of(unt, k / 2, fixed), unt->file);
                 }
             }
             for (int w = 0; w < 2; w++) {
