@@ -32,6 +32,7 @@
 #include "lnkit/lnkit.h"
 #include "kit/analysis.h"
 #include "kit/kit.h"
+#include "kit/quoted.h"
 
 
 static const char *dir = "results/grad";
@@ -39,6 +40,59 @@ static const char *stat_col = "w2_norm_of_mean";
 static FILE *summary;  /* summary.md */
 static char start_iso[32];
 static double t_start;
+static int depth_V;     /* V of the depth sweep (the hidden-state CSVs do not repeat it) */
+static study_quoted Q; /* values.csv (the numbers results/README.md quotes), claims.csv */
+
+/* One value of values.csv: the name from a format, the text as quoted. */
+static void qv(const char *value, const char *namefmt, ...) __attribute__((format(printf, 2, 3)));
+static void qv(const char *value, const char *namefmt, ...)
+{
+    char name[200];
+    va_list ap;
+    va_start(ap, namefmt);
+    vsnprintf(name, sizeof name, namefmt, ap);
+    va_end(ap);
+    quoted_value(&Q, name, "%s", value);
+}
+
+/* x to 2 significant digits, fixed point (0.056, 0.43, 4.8, 62, 14.5 -> 15). */
+static const char *f2(double x)
+{
+    static char buf[8][32];
+    static int k;
+    k = (k + 1) % 8;
+    int dec = x != 0 ? 1 - (int)floor(log10(fabs(x))) : 2;
+    if (dec < 0)
+        dec = 0;
+    snprintf(buf[k], sizeof buf[k], "%.*f", dec, x);
+    return buf[k];
+}
+
+/* "lo-hi" of v[0..n-1] with dec decimals (ratios near 1). */
+static const char *range_dec(const double *v, int n, int dec)
+{
+    static char buf[4][64];
+    static int k;
+    k = (k + 1) % 4;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++)
+        lo = fmin(lo, v[i]), hi = fmax(hi, v[i]);
+    snprintf(buf[k], sizeof buf[k], "%.*f-%.*f", dec, lo, dec, hi);
+    return buf[k];
+}
+
+/* "lo-hi" of v[0..n-1], each to 2 significant digits. */
+static const char *range2(const double *v, int n)
+{
+    static char buf[4][64];
+    static int k;
+    k = (k + 1) % 4;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++)
+        lo = fmin(lo, v[i]), hi = fmax(hi, v[i]);
+    snprintf(buf[k], sizeof buf[k], "%s-%s", f2(lo), f2(hi));
+    return buf[k];
+}
 
 static int exists(const char *path)
 {
@@ -102,6 +156,8 @@ typedef struct {
     cellv c[NS][128];
     int L, d;          /* the fixed one */
     const char *task;
+    int V, batches, tied, seeds; /* the setting the claims name (seeds: the most in a cell) */
+    const char *file;  /* the CSV it came from */
 } sweepdata;
 
 static int xindex(sweepdata *s, int x)
@@ -151,16 +207,26 @@ static void cell_ms(const cellv *c, double *m, double *sd)
     lnk_mean_sd(c->v, 1, (size_t)c->n, m, sd);
 }
 
-/* Load a depth or width CSV (x = L or d). */
-static int load_sweep(const char *name, int by_L, lnk_csvdata *t, sweepdata *s)
+/* Load a depth or width CSV (x = L or d), the values of column vcol (NULL: the statistic). */
+static int load_sweep(const char *name, int by_L, const char *vcol, lnk_csvdata *t,
+                      sweepdata *s)
 {
     if (!exists(pth(name)))
         return 0;
     CK(lnk_csvdata_read(pth(name), t));
     study_input(pth(name));
     memset(s, 0, sizeof *s);
-    int jx = col(t, by_L ? "L" : "d"), jo = col(t, by_L ? "d" : "L"), jv = col(t, stat_col),
-        js = col(t, "seed"), jt = col(t, "seconds"), jk = col(t, "key"), jtask = col(t, "task");
+    s->file = name;
+    int jx = col(t, by_L ? "L" : "d"), jo = col(t, by_L ? "d" : "L"),
+        jv = col(t, vcol ? vcol : stat_col), js = col(t, "seed"), jt = col(t, "seconds"),
+        jk = col(t, "key"), jtask = col(t, "task"), jV = col(t, "V"), jb = col(t, "batches"),
+        jtie = col(t, "tie_output");
+    if (t->nrow) {
+        s->V = (int)num(t, 0, jV);
+        s->batches = (int)num(t, 0, jb);
+        const char *tie = lnk_csvdata_str(t, 0, jtie);
+        s->tied = strcmp(tie, "1") == 0 || strcmp(tie, "true") == 0;
+    }
     for (size_t r = 0; r < t->nrow; r++) {
         int sr = series_of(t, r), xi = xindex(s, (int)num(t, r, jx));
         int other = (int)num(t, r, jo);
@@ -178,6 +244,9 @@ static int load_sweep(const char *name, int by_L, lnk_csvdata *t, sweepdata *s)
     }
     if (s->d < 0 || s->L < 0)
         fail("%s: the fixed %s varies between rows", t->what, by_L ? "d" : "L");
+    for (int k = 0; k < NS; k++)
+        for (int i = 0; i < s->nx; i++)
+            s->seeds = s->c[k][i].n > s->seeds ? s->c[k][i].n : s->seeds;
     return 1;
 }
 
@@ -211,34 +280,54 @@ static void write_table(const lnk_table *tb, const char *base, const char *title
 }
 
 /* Plot data: a CSV (kit: out_csv) with its .meta.json naming what it holds
- * and the input CSV it summarises, with that input's parameters and seeds
- * (its sidecar, without the versions and times of its run). */
+ * and the input CSV beside it that it summarises: the input's configuration
+ * (its first point; the key column of its rows gives each row's own) and
+ * its parameters and seeds (its sidecar without the versions, times and
+ * command line of its run: this sidecar's own are the summary's). */
 static void oc_close(out_csv *o, const char *what, const char *input)
 {
-    json_t *x = json_pack("{s:s, s:s, s:s, s:s, s:s}", "study",
-                          "grad_table (analysis of grad_norms)", "what", what, "statistic",
-                          stat_col, "input_dir", dir, "input", input);
     char side[1100];
     snprintf(side, sizeof side, "%s", pth(input));
     char *dot = strrchr(side, '.');
     if (dot && !strcmp(dot, ".csv"))
         *dot = '\0';
     strncat(side, ".meta.json", sizeof side - strlen(side) - 1);
-    json_t *in = json_load_file(side, 0, NULL);
-    if (in && json_is_object(in)) {
-        static const char *const drop[] = {"versions", "start_time", "wall_seconds", "threads",
-                                           "command_line", "blas", "inputs"};
-        for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++)
-            json_object_del(in, drop[k]);
-        json_object_set(x, "input_parameters", in);
+    /* an input without its sidecar (rows from elsewhere): no configuration to record */
+    json_t *in = exists(side) ? json_load_file(side, 0, NULL) : NULL;
+    int has = in != NULL;
+    if (exists(side) && (!in || !json_is_object(in)))
+        fail("%s: not a JSON object (the sidecar of the input %s)", side, input);
+    lnk_config cfg;
+    lnk_config_default(&cfg);
+    json_t *jc = in ? json_object_get(in, "config") : NULL;
+    char *txt = jc && json_is_object(jc) ? json_dumps(jc, 0) : NULL;
+    if (in && !txt)
+        fail("%s: no configuration object 'config'", side);
+    if (txt) {
+        CK(lnk_config_parse_json(&cfg, txt, side));
+        CK(lnk_config_finalize(&cfg));
+        free(txt);
     }
-    json_decref(in);
+    static const char *const drop[] = {"config", "seed", "versions", "start_time",
+                                       "wall_seconds", "threads", "ranks", "command_line", "cwd",
+                                       "blas", "blas_kernel", "blas_kernel_choice", "inputs",
+                                       "named_seeds", "git_commit"};
+    for (size_t k = 0; in && k < sizeof drop / sizeof drop[0]; k++)
+        json_object_del(in, drop[k]);
+    json_t *x = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "study",
+                          "grad_table (analysis of grad_norms)", "what", what, "statistic",
+                          stat_col, "input", input, "config_note",
+                          in ? "config: the input's first point; the input's rows hold every "
+                               "configuration in their key column"
+                             : "the input has no sidecar: no configuration recorded",
+                          "input_parameters", in ? in : json_null());
     char *extra = x ? json_dumps(x, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(x);
     if (!extra)
         fail("out of memory");
-    csv_close(o, NULL, extra, start_iso, t_start);
+    csv_close(o, has ? &cfg : NULL, extra, start_iso, t_start);
     free(extra);
+    lnk_config_clear(&cfg);
 }
 
 static void pm(char *b, size_t n, const cellv *c)
@@ -254,11 +343,37 @@ typedef struct {
     lnk_table *tb;
 } slopes;
 
+/* The setting a claim holds in: series k (its init) of sweep s, with what is
+ * fixed; `fixed` e.g. "d = 64". */
+static const char *setting_of(const sweepdata *s, int st, const char *fixed)
+{
+    static char buf[4][400];
+    static int q;
+    q = (q + 1) % 4;
+    snprintf(buf[q], sizeof buf[q], "%s, %s, output %s, V = %d, %s, %s over %d batches, %d seeds",
+             s->task,
+             st ? "realistic init (Xavier-uniform, h = 4, d_ff = 4d, label smoothing 0.1)"
+                : "theorem init (Wq = Wk = 0, Wo = I, Xavier-normal, h = 1, d_ff = d)",
+             s->tied ? "tied to the embedding" : "untied", s->V, fixed,
+             strcmp(stat_col, "w2_mean_norm") == 0 ? "mean of the per-batch norms"
+                                                  : "norm of the mean gradient",
+             s->batches, s->seeds);
+    return buf[q];
+}
+
+/* A fit and the x range it covers. */
+typedef struct {
+    int ok;
+    lnk_fit f;
+    int xlo, xhi;
+} fitres;
+
 /* Fit the series means against x (x[i] >= xmin) with weights from the seed sd. */
-static int fit_cells(const sweepdata *s, const cellv *cs, int xmin, lnk_fit *f)
+static int fit_cells(const sweepdata *s, const cellv *cs, int xmin, fitres *fr)
 {
     double x[128], y[128], se[128];
     int n = 0;
+    fr->ok = 0;
     for (int i = 0; i < s->nx; i++) {
         if (s->x[i] < xmin || cs[i].n == 0)
             continue;
@@ -277,13 +392,72 @@ static int fit_cells(const sweepdata *s, const cellv *cs, int xmin, lnk_fit *f)
         weighted &= se[i] > 0;
     if (n < (weighted ? 2 : 3))
         return 0;
-    CK(lnk_fit_power(x, y, weighted ? se : NULL, (size_t)n, f));
+    CK(lnk_fit_power(x, y, weighted ? se : NULL, (size_t)n, &fr->f));
+    fr->ok = 1;
+    fr->xlo = (int)x[0];
+    fr->xhi = (int)x[n - 1];
     return 1;
 }
 
-static void slope_row(lnk_table *tb, const char *sweep, const char *series, const char *what,
-                      const lnk_fit *f, double theory, const char *theory_txt)
+/* The verdict on a slope against its theory: "consistent with T (z se)"
+ * within 2 standard errors, "z se from T" beyond. */
+static const char *verdict(const lnk_fit *f, double theory, const char *theory_txt)
 {
+    static char buf[4][96];
+    static int q;
+    q = (q + 1) % 4;
+    double z = fabs(f->slope - theory) / f->se_slope;
+    if (z <= 2)
+        snprintf(buf[q], sizeof buf[q], "consistent with %s (%.1f se)", theory_txt, z);
+    else
+        snprintf(buf[q], sizeof buf[q], "%.1f se from %s", z, theory_txt);
+    return buf[q];
+}
+
+/* The goodness of a fit in words: chi^2/dof, and "poor fit" where
+ * P(chi^2 >= observed) < 0.01 (lnk_fit_pvalue). */
+static const char *goodness(const lnk_fit *f)
+{
+    static char buf[4][96];
+    static int q;
+    q = (q + 1) % 4;
+    double p = lnk_fit_pvalue(f);
+    if (f->dof <= 0)
+        snprintf(buf[q], sizeof buf[q], "2 points, no goodness of fit");
+    else if (p < 0.01)
+        snprintf(buf[q], sizeof buf[q], "chi2/dof %.1f, p = %.1g: a poor fit",
+                 f->chisq / f->dof, p);
+    else
+        snprintf(buf[q], sizeof buf[q], "chi2/dof %.1f, p = %.2f", f->chisq / f->dof, p);
+    return buf[q];
+}
+
+/* A slope as values.csv gives it: KEY_slope "b ± se", KEY_chi2, KEY_dev (|b - theory|/se),
+ * KEY_fit (goodness), KEY_verdict, KEY_range "xlo-xhi"; and the claim text
+ * "b ± se (se), goodness, X = lo-hi; verdict" into claim (may be NULL). */
+static void slope_values(const char *key, const fitres *fr, double theory, const char *theory_txt,
+                         const char *xname, char *claim, size_t nclaim)
+{
+    char b[64], r[32], c[16];
+    lnk_fmt_pm(b, sizeof b, fr->f.slope, fr->f.se_slope);
+    snprintf(r, sizeof r, "%d-%d", fr->xlo, fr->xhi);
+    qv(b, "%s_slope", key);
+    snprintf(c, sizeof c, "%.1f", fr->f.dof > 0 ? fr->f.chisq / fr->f.dof : 0.0);
+    qv(c, "%s_chi2", key);
+    snprintf(c, sizeof c, "%.1f", fabs(fr->f.slope - theory) / fr->f.se_slope);
+    qv(c, "%s_dev", key);
+    qv(goodness(&fr->f), "%s_fit", key);
+    qv(verdict(&fr->f, theory, theory_txt), "%s_verdict", key);
+    qv(r, "%s_range", key);
+    if (claim)
+        snprintf(claim, nclaim, "%s (se), %s, %s = %s; %s", b, goodness(&fr->f), xname, r,
+                 verdict(&fr->f, theory, theory_txt));
+}
+
+static void slope_row(lnk_table *tb, const char *sweep, const char *series, const char *what,
+                      const fitres *fr, double theory, const char *theory_txt)
+{
+    const lnk_fit *f = &fr->f;
     int r = lnk_table_new_row(tb);
     if (r < 0)
         die();
@@ -297,13 +471,73 @@ static void slope_row(lnk_table *tb, const char *sweep, const char *series, cons
     lnk_table_set(tb, r, 5, "%.1f", fabs(f->slope - theory) / f->se_slope);
     lnk_table_set(tb, r, 6, "%zu", f->n);
     lnk_table_set(tb, r, 7, "%.2f", f->dof > 0 ? f->chisq / f->dof : 0.0);
+    lnk_table_set(tb, r, 8, "%.2g", lnk_fit_pvalue(f));
     printf("  %-14s %-18s %-28s slope %s (theory %s)\n", sweep, series, what, b, theory_txt);
+}
+
+/* Successive-point slopes d ln(norm) / d ln(x) between neighbouring x, each
+ * a two-point weighted fit (standard error from the two seed means' errors):
+ * where a power law fits poorly, these show where the exponent changes. */
+static void local_slopes(const sweepdata *s, const char *base, const char *label,
+                         const char *xname)
+{
+    int have[NS] = {0}, nc = 1;
+    const char *head[1 + NS];
+    char align[2 + NS];
+    head[0] = xname;
+    align[0] = 'l';
+    for (int k = 0; k < NS; k++) {
+        for (int i = 0; i < s->nx; i++)
+            have[k] |= s->c[k][i].n > 1;
+        if (have[k]) {
+            head[nc] = s_name[k];
+            align[nc++] = 'r';
+        }
+    }
+    align[nc] = 0;
+    lnk_table tb;
+    CK(lnk_table_init(&tb, nc, head, align));
+    for (int i = 0; i + 1 < s->nx; i++) {
+        int r = lnk_table_new_row(&tb), c = 1;
+        lnk_table_set(&tb, r, 0, "%d-%d", s->x[i], s->x[i + 1]);
+        for (int k = 0; k < NS; k++) {
+            if (!have[k])
+                continue;
+            sweepdata two = {0};
+            two.nx = 2;
+            two.x[0] = s->x[i], two.x[1] = s->x[i + 1];
+            two.c[k][0] = s->c[k][i], two.c[k][1] = s->c[k][i + 1];
+            fitres fr;
+            char b[64] = "";
+            if (fit_cells(&two, two.c[k], 0, &fr))
+                lnk_fmt_pm(b, sizeof b, fr.f.slope, fr.f.se_slope);
+            lnk_table_set(&tb, r, c++, "%s", b);
+        }
+    }
+    char cap[400], name[128], title[160];
+    snprintf(cap, sizeof cap, "%s: local log-log slopes of the last-layer ||dL/dW2||_F between "
+             "successive %s (two-point fits of the seed means; ± one standard error from the "
+             "seeds); %s.", label, xname,
+             strcmp(xname, "L") == 0
+                 ? "Theorem 1's rates: 0 for Post-LN, -0.5 for Pre-LN"
+                 : "Theorem 1's rate d sqrt(ln d) (both) has local slope 1 + 1/(2 ln d), 1.1-1.2 "
+                   "here");
+    snprintf(name, sizeof name, "%s_local_slopes", base);
+    snprintf(title, sizeof title, "%s: local slopes", label);
+    write_table(&tb, name, title, cap);
+    lnk_table_free(&tb);
 }
 
 /* ------------------------------------------------------------ depth */
 
-static void depth_tables(const sweepdata *s, const char *base, const char *label, lnk_table *sl)
+typedef struct {
+    fitres all[NS], tail[NS], ratio[2];
+} sweepfits;
+
+static void depth_tables(const sweepdata *s, const char *base, const char *label, lnk_table *sl,
+                         sweepfits *fits)
 {
+    memset(fits, 0, sizeof *fits);
     int have[NS] = {0}, ns = 0;
     for (int k = 0; k < NS; k++)
         for (int i = 0; i < s->nx; i++)
@@ -343,6 +577,32 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
     write_table(&tb, name, label, cap);
     lnk_table_free(&tb);
     (void)ns;
+    /* ranges of the seed means over L, and realistic / theorem per norm position */
+    for (int k = 0; k < NS; k++) {
+        double v[128];
+        int n = 0;
+        for (int i = 0; i < s->nx; i++)
+            if (s->c[k][i].n) {
+                double m, sd;
+                cell_ms(&s->c[k][i], &m, &sd);
+                v[n++] = m;
+            }
+        if (n)
+            qv(range2(v, n), "%s_%s_norms", base, s_id[k]);
+    }
+    for (int p = 0; p < 2; p++) {
+        double v[128];
+        int n = 0;
+        for (int i = 0; i < s->nx; i++)
+            if (s->c[p][i].n && s->c[2 + p][i].n) {
+                double mt, mr, sd;
+                cell_ms(&s->c[p][i], &mt, &sd);
+                cell_ms(&s->c[2 + p][i], &mr, &sd);
+                v[n++] = mr / mt;
+            }
+        if (n)
+            qv(range_dec(v, n, 2), "%s_%s_realistic_over_theorem", base, p ? "pre" : "post");
+    }
 
     /* Post/Pre ratio per seed against sqrt(L) */
     static const char *const rh[] = {"L", "sqrt(L)", "theorem Post/Pre", "theorem ratio/sqrt(L)",
@@ -379,6 +639,13 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
             lnk_table_set(&tb, r, 3 + 2 * st, "%s", b2);
         }
     }
+    for (int st = 0; st < 2; st++) {
+        double v[128];
+        for (int i = 0; i < rn[st]; i++)
+            v[i] = ry[st][i] / sqrt(rx[st][i]);
+        if (rn[st])
+            qv(range_dec(v, rn[st], 2), "%s_%s_ratio_over_sqrtL", base, st ? "realistic" : "theorem");
+    }
     snprintf(cap, sizeof cap, "%s: Post-LN / Pre-LN ratio of the last-layer ||dL/dW2||_F "
              "(per seed, same weights and batches), against sqrt(L); mean ± sd over seeds.",
              label);
@@ -389,7 +656,8 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
     lnk_table_free(&tb);
 
     /* bound ratios */
-    double d = s->d, dl = d * sqrt(log(d));
+    double d = s->d, dl = d * sqrt(log(d)), bv[NS][128];
+    int bn[NS] = {0};
     const char *bh[1 + NS];
     bh[0] = "L";
     nc = 1;
@@ -410,6 +678,7 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
                     double m, sd, sc = (k % 2 ? dl / sqrt((double)s->x[i]) : dl) / 1e3;
                     cell_ms(&s->c[k][i], &m, &sd);
                     lnk_fmt_pm(b, sizeof b, m / sc, sd / sc);
+                    bv[k][bn[k]++] = m / sc;
                 }
                 lnk_table_set(&tb, r, c++, "%s", b);
             }
@@ -421,29 +690,58 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
     snprintf(title, sizeof title, "%s: ratio to the bound", label);
     write_table(&tb, name, title, cap);
     lnk_table_free(&tb);
+    for (int k = 0; k < NS; k++)
+        if (bn[k])
+            qv(range2(bv[k], bn[k]), "%s_%s_bound", base, s_id[k]);
 
-    /* slopes */
+    /* slopes: all L, and the deeper half (L >= the median L) */
+    char fixed[64];
+    snprintf(fixed, sizeof fixed, "d = %d", s->d);
     for (int k = 0; k < NS; k++) {
-        lnk_fit f;
         if (!have[k])
             continue;
-        int pre = k % 2;
+        int pre = k % 2, st = k / 2;
         const char *th = pre ? "-0.5" : "0";
-        if (fit_cells(s, s->c[k], 0, &f))
-            slope_row(sl, label, s_name[k], "norm vs L, all L", &f, pre ? -0.5 : 0, th);
-        if (s->nx > 4 && fit_cells(s, s->c[k], s->x[s->nx / 2], &f)) {
+        char key[96], claim[400], cname[300];
+        if (fit_cells(s, s->c[k], 0, &fits->all[k])) {
+            slope_row(sl, label, s_name[k], "norm vs L, all L", &fits->all[k], pre ? -0.5 : 0,
+                      th);
+            snprintf(key, sizeof key, "%s_%s_all", base, s_id[k]);
+            slope_values(key, &fits->all[k], pre ? -0.5 : 0, pre ? "-1/2" : "0 (flat)", "L",
+                         claim, sizeof claim);
+            snprintf(cname, sizeof cname, "%s: %s last-layer ||dL/dW2||_F against L, log-log "
+                     "slope (Theorem 1: %s)", label, s_name[k], pre ? "L^(-1/2)" : "flat");
+            quoted_claim(&Q, cname, claim, setting_of(s, st, fixed), s->file);
+        }
+        if (s->nx > 4 && fit_cells(s, s->c[k], s->x[s->nx / 2], &fits->tail[k])) {
             char w[64];
             snprintf(w, sizeof w, "norm vs L, L >= %d", s->x[s->nx / 2]);
-            slope_row(sl, label, s_name[k], w, &f, pre ? -0.5 : 0, th);
+            slope_row(sl, label, s_name[k], w, &fits->tail[k], pre ? -0.5 : 0, th);
+            snprintf(key, sizeof key, "%s_%s_tail", base, s_id[k]);
+            slope_values(key, &fits->tail[k], pre ? -0.5 : 0, pre ? "-1/2" : "0 (flat)", "L",
+                         claim, sizeof claim);
+            if (pre) {
+                snprintf(cname, sizeof cname, "%s: %s last-layer ||dL/dW2||_F against L, "
+                         "log-log slope over the deeper half", label, s_name[k]);
+                quoted_claim(&Q, cname, claim, setting_of(s, st, fixed), s->file);
+            }
         }
     }
     for (int st = 0; st < 2; st++) {
-        lnk_fit f;
-        if (rn[st] >= 2) {
-            CK(lnk_fit_power(rx[st], ry[st], rse[st], (size_t)rn[st], &f));
-            slope_row(sl, label, st ? "realistic" : "theorem", "Post/Pre ratio vs L", &f, 0.5,
-                      "0.5");
-        }
+        if (rn[st] < 2)
+            continue;
+        fitres *fr = &fits->ratio[st];
+        CK(lnk_fit_power(rx[st], ry[st], rse[st], (size_t)rn[st], &fr->f));
+        fr->ok = 1;
+        fr->xlo = (int)rx[st][0];
+        fr->xhi = (int)rx[st][rn[st] - 1];
+        slope_row(sl, label, st ? "realistic" : "theorem", "Post/Pre ratio vs L", fr, 0.5, "0.5");
+        char key[96], claim[400], cname[200];
+        snprintf(key, sizeof key, "%s_%s_ratio", base, st ? "realistic" : "theorem");
+        slope_values(key, fr, 0.5, "1/2", "L", claim, sizeof claim);
+        snprintf(cname, sizeof cname, "%s: %s Post-LN / Pre-LN ratio against L, log-log slope "
+                 "(Theorem 1: L^(1/2))", label, st ? "realistic" : "theorem");
+        quoted_claim(&Q, cname, claim, setting_of(s, st, fixed), s->file);
     }
 }
 
@@ -455,7 +753,7 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
     if (suffix)
         strcpy(suffix, ".csv");
     /* x, per series mean/sd, and the theory curves anchored at the first x */
-    const char *head[1 + 3 * NS];
+    const char *head[1 + 5 * NS];
     char hb[2 * NS][48];
     int n = 0;
     head[n++] = xname;
@@ -466,10 +764,18 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
         head[n++] = hb[2 * k + 1];
     }
     /* theory: depth: Pre-LN L^{-1/2}, Post-LN flat; width: d sqrt(ln d) (both) */
-    static char th[NS][48];
+    static char th[NS][48], bh[2 * NS][48];
     for (int k = 0; k < NS; k++) {
         snprintf(th[k], 48, "%s_theory", s_id[k]);
         head[n++] = th[k];
+    }
+    /* the bound tables' normalisation: x 1e3 / (d sqrt(ln d)) (Post-LN),
+     * x 1e3 / (d sqrt(ln d / L)) (Pre-LN) */
+    for (int k = 0; k < NS; k++) {
+        snprintf(bh[2 * k], 48, "%s_bound_mean", s_id[k]);
+        snprintf(bh[2 * k + 1], 48, "%s_bound_sd", s_id[k]);
+        head[n++] = bh[2 * k];
+        head[n++] = bh[2 * k + 1];
     }
     out_csv o;
     csv_open(&o, dir, name, head, n);
@@ -499,18 +805,252 @@ static void summary_csv(const sweepdata *s, const char *name, const char *xname,
             double g = depth ? (k % 2 ? 1 / sqrt(x) : 1) : x * sqrt(log(x));
             csv_num_or_empty(&o, anchor[k] * g, !isnan(anchor[k]));
         }
+        for (int k = 0; k < NS; k++) {
+            double m = 0, sd = 0, L = depth ? s->x[i] : s->L, d = depth ? s->d : s->x[i];
+            double sc = d * sqrt(log(d) / (k % 2 ? L : 1)) / 1e3;
+            if (s->c[k][i].n)
+                cell_ms(&s->c[k][i], &m, &sd);
+            csv_num_or_empty(&o, m / sc, s->c[k][i].n > 0);
+            csv_num_or_empty(&o, sd / sc, s->c[k][i].n > 0);
+        }
         CK(lnk_csv_end_row(&o.c));
     }
     oc_close(&o, depth ? "last-layer norm per L: mean, sd over seeds; theory curves anchored at "
-                         "the "
-                         "smallest L (Pre-LN L^-1/2, Post-LN flat)"
+                         "the smallest L (Pre-LN L^-1/2, Post-LN flat); the norm over Theorem 1's "
+                         "rate x 1e3 (bound columns, as in the _bound table)"
                        : "last-layer norm per d: mean, sd over seeds; theory d sqrt(ln d) anchored "
-                         "at the smallest d", input);
+                         "at the smallest d; the norm over Theorem 1's rate x 1e3 (bound columns, "
+                         "as in width_bound)", input);
+}
+
+/* ------------------------------------------------------------ plot scripts
+ * Each plot is a gnuplot script NAME.gp beside its data, rendered by
+ * `gnuplot NAME.gp` in this directory (studies/scripts/study_grad.sh) into
+ * NAME.png.  Fitted lines are the fits of the slopes table, drawn over the
+ * range they were fitted on; theory lines are anchored at the first point. */
+
+static FILE *gp_open(lnk_afile *a, const char *name, int w, int h)
+{
+    char f[128];
+    snprintf(f, sizeof f, "%s.gp", name);
+    CK(lnk_afile_open(a, pth(f)));
+    study_track(a);
+    fprintf(a->f,
+            "# %s.png from the CSVs beside this script; written by grad_table (do not edit):\n"
+            "# run `gnuplot %s.gp` in this directory.\n"
+            "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
+            "    set terminal pngcairo size %d,%d noenhanced font \"sans,11\" linewidth 1.3\n"
+            "} else {\n"
+            "    set terminal png size %d,%d noenhanced\n"
+            "}\n"
+            "set output '%s.png'\n"
+            "set datafile separator comma\n"
+            "set datafile missing \"\"\n"
+            "set grid\n"
+            "set samples 400\n"
+            "# Post-LN red, Pre-LN blue; dashed: theory; solid: fitted; dotted: fitted on the "
+            "deeper half\n"
+            "set style line 1 lc rgb '#c0392b' pt 7 ps 0.9\n"
+            "set style line 2 lc rgb '#2c6fbb' pt 5 ps 0.9\n"
+            "set style line 3 lc rgb '#e67e22' pt 6 ps 0.9\n"
+            "set style line 4 lc rgb '#16a085' pt 4 ps 0.9\n"
+            "set style line 11 lc rgb '#c0392b' dt 2\n"
+            "set style line 12 lc rgb '#2c6fbb' dt 2\n"
+            "set style line 21 lc rgb '#c0392b' lw 1.5\n"
+            "set style line 22 lc rgb '#2c6fbb' lw 1.5\n"
+            "set style line 31 lc rgb '#c0392b' dt 3 lw 2\n"
+            "set style line 32 lc rgb '#2c6fbb' dt 3 lw 2\n",
+            name, name, w, h, w, h, name);
+    return a->f;
+}
+
+static void gp_close(lnk_afile *a)
+{
+    study_untrack(a);
+    CK(lnk_afile_commit(a));
+}
+
+/* ", \\\n     A x^b on [lo, hi] with lines ls LS title '...'" for a fit. */
+static void gp_fit(FILE *f, const fitres *fr, int ls, const char *who, const char *xname)
+{
+    if (!fr->ok)
+        return;
+    char b[64];
+    lnk_fmt_pm(b, sizeof b, fr->f.slope, fr->f.se_slope);
+    fprintf(f, ", \\\n     (x >= %d && x <= %d ? %.8g * x**(%.8g) : 1/0) with lines ls %d "
+            "title \"%s fit, %s = %d-%d: slope %s, chi2/dof %.1f\"",
+            fr->xlo, fr->xhi, exp(fr->f.intercept), fr->f.slope, ls, who, xname, fr->xlo,
+            fr->xhi, b, fr->f.dof > 0 ? fr->f.chisq / fr->f.dof : 0.0);
+}
+
+static void gp_xtics(FILE *f, const sweepdata *s)
+{
+    fprintf(f, "set xtics (");
+    for (int i = 0; i < s->nx; i++)
+        fprintf(f, "%s%d", i ? ", " : "", s->x[i]);
+    fprintf(f, ")\nset xrange [%g:%g]\n", s->x[0] / 1.2, s->x[s->nx - 1] * 1.2);
+}
+
+/* A log y range from the lowest mean - sd to the highest mean + sd, with room
+ * below (depth: the key) or above (width) by the factor room. */
+static void gp_yrange(FILE *f, const sweepdata *s, double room)
+{
+    double lo = INFINITY, hi = 0;
+    for (int k = 0; k < NS; k++)
+        for (int i = 0; i < s->nx; i++)
+            if (s->c[k][i].n) {
+                double m, sd;
+                cell_ms(&s->c[k][i], &m, &sd);
+                lo = fmin(lo, m - sd > 0 ? m - sd : m / 2);
+                hi = fmax(hi, m + sd);
+            }
+    if (hi > 0)
+        fprintf(f, "set yrange [%.3g:%.3g]\n", room > 1 ? lo / 1.2 : lo / 4, hi * 1.2);
+}
+
+/* depth.png / depth_seq2seq.png: log-log, one panel per setting. */
+static void depth_gp(const sweepdata *s, const sweepfits *fits, const char *base, int seq2seq)
+{
+    lnk_afile a;
+    FILE *f = gp_open(&a, base, 1400, 620);
+    fprintf(f, "set multiplot layout 1,2 title \"Last-layer ||dL/dW2||_F against depth L (%s, "
+            "d = %d, V = %d, output tied to the embedding), mean ± sd over %d seeds; log-log\"\n",
+            seq2seq ? "L-L seq2seq, Figure 3 c, d" : "cls encoder", s->d, s->V, s->seeds);
+    fprintf(f, "set logscale xy\nset key bottom left font \",9\"\n");
+    gp_xtics(f, s);
+    gp_yrange(f, s, 1.0);
+    fprintf(f, "set xlabel \"L (%s)\"\nset ylabel \"||dL/dW2||_F\"\n",
+            seq2seq ? "blocks per stack" : "blocks");
+    for (int st = 0; st < 2; st++) {
+        const char *sn = st ? "realistic" : "theorem";
+        fprintf(f, "set title \"%s setting\"\n", sn);
+        fprintf(f, "plot '%s_summary.csv' using \"L\":\"%s_post_mean\":\"%s_post_sd\" with "
+                "yerrorlines ls 1 title \"Post-LN\", \\\n"
+                "     '' using \"L\":\"%s_post_theory\" with lines ls 11 title \"Post-LN theory: "
+                "flat\"", base, sn, sn, sn);
+        gp_fit(f, &fits->all[2 * st], 21, "Post-LN", "L");
+        fprintf(f, ", \\\n     '%s_summary.csv' using \"L\":\"%s_pre_mean\":\"%s_pre_sd\" with "
+                "yerrorlines ls 2 title \"Pre-LN\", \\\n"
+                "     '' using \"L\":\"%s_pre_theory\" with lines ls 12 title \"Pre-LN theory: "
+                "L^(-1/2)\"", base, sn, sn, sn);
+        gp_fit(f, &fits->all[2 * st + 1], 22, "Pre-LN", "L");
+        gp_fit(f, &fits->tail[2 * st + 1], 32, "Pre-LN", "L");
+        fprintf(f, "\n");
+    }
+    fprintf(f, "unset multiplot\n");
+    gp_close(&a);
+}
+
+/* width.png: log-log norms per setting, and the width_bound normalisation. */
+static void width_gp(const sweepdata *s, const fitres *fits)
+{
+    lnk_afile a;
+    FILE *f = gp_open(&a, "width", 1900, 620);
+    fprintf(f, "set multiplot layout 1,3 title \"Last-layer ||dL/dW2||_F against width d (cls, "
+            "L = %d, V = %d, output tied to the embedding), mean ± sd over %d seeds\"\n",
+            s->L, s->V, s->seeds);
+    fprintf(f, "set logscale xy\nset key bottom right font \",9\"\n");
+    gp_xtics(f, s);
+    gp_yrange(f, s, 1.0);
+    fprintf(f, "set xlabel \"d\"\nset ylabel \"||dL/dW2||_F\"\n");
+    for (int st = 0; st < 2; st++) {
+        const char *sn = st ? "realistic" : "theorem";
+        fprintf(f, "set title \"%s setting (dashed: d sqrt(ln d) through the first point)\"\n",
+                sn);
+        fprintf(f, "plot 'width_summary.csv' using \"d\":\"%s_post_mean\":\"%s_post_sd\" with "
+                "yerrorlines ls 1 title \"Post-LN\", \\\n"
+                "     '' using \"d\":\"%s_post_theory\" with lines ls 11 title \"Post-LN theory: "
+                "d sqrt(ln d)\"", sn, sn, sn);
+        gp_fit(f, &fits[2 * st], 21, "Post-LN", "d");
+        fprintf(f, ", \\\n     'width_summary.csv' using \"d\":\"%s_pre_mean\":\"%s_pre_sd\" "
+                "with yerrorlines ls 2 title \"Pre-LN\", \\\n"
+                "     '' using \"d\":\"%s_pre_theory\" with lines ls 12 title \"Pre-LN theory: "
+                "d sqrt(ln d / L)\"", sn, sn, sn);
+        gp_fit(f, &fits[2 * st + 1], 22, "Pre-LN", "d");
+        fprintf(f, "\n");
+    }
+    fprintf(f, "set title \"norm / Theorem 1's rate x 1e3 (width_bound)\"\n"
+            "unset logscale y\nset yrange [0:*]\nset key top right font \",9\"\n"
+            "set ylabel \"x 1e3: Post-LN / (d sqrt(ln d)), Pre-LN / (d sqrt(ln d / L))\"\n");
+    fprintf(f, "plot 'width_summary.csv' using \"d\":\"theorem_post_bound_mean\":"
+            "\"theorem_post_bound_sd\" with yerrorlines ls 1 title \"theorem Post-LN\", \\\n"
+            "     '' using \"d\":\"theorem_pre_bound_mean\":\"theorem_pre_bound_sd\" with "
+            "yerrorlines ls 2 title \"theorem Pre-LN\", \\\n"
+            "     '' using \"d\":\"realistic_post_bound_mean\":\"realistic_post_bound_sd\" with "
+            "yerrorlines ls 3 dt 4 title \"realistic Post-LN\", \\\n"
+            "     '' using \"d\":\"realistic_pre_bound_mean\":\"realistic_pre_bound_sd\" with "
+            "yerrorlines ls 4 dt 4 title \"realistic Pre-LN\"\n");
+    fprintf(f, "unset multiplot\n");
+    gp_close(&a);
+}
+
+/* profile_TASK.png: every block's W1 and W2, encoder and decoder apart. */
+static void profile_gp(const char *task, int xmax)
+{
+    char name[64];
+    snprintf(name, sizeof name, "profile_%s", task);
+    lnk_afile a;
+    FILE *f = gp_open(&a, name, 1400, 1000);
+    int s2s = strcmp(task, "seq2seq") == 0;
+    fprintf(f, "set multiplot layout 2,2 title \"Per-layer gradient norms at initialisation, "
+            "%s, mean ± sd over seeds (Figure 3 a, b)\"\n",
+            s2s ? "6-6 seq2seq (encoder blocks, then decoder blocks)" : "6-layer cls encoder");
+    fprintf(f, "set xlabel \"block\"\nset xrange [0:%d]\nset yrange [0:*]\n"
+            "set offsets 0, 0, graph 0.08, 0\nset key top left font \",9\"\n", xmax + 1);
+    for (int st = 0; st < 2; st++)
+        for (int w = 1; w <= 2; w++) {
+            const char *sn = st ? "realistic" : "theorem";
+            fprintf(f, "set title \"%s setting: W%d\"\nset ylabel \"||dL/dW%d||_F\"\n", sn, w,
+                    w);
+            fprintf(f, "data = 'profile_%s_%s_summary.csv'\n", task, sn);
+            const char *stk[2] = {"enc", "dec"};
+            fprintf(f, "plot ");
+            for (int k = 0; k < (s2s ? 2 : 1); k++)
+                for (int p = 0; p < 2; p++)
+                    fprintf(f, "%sdata using \"x\":(strcol(\"stack\") eq \"%s\" ? "
+                            "column(\"%s_w%d_mean\") : 1/0):\"%s_w%d_sd\":xtic(strcol(\"layer\")) "
+                            "with yerrorlines ls %d title \"%s%s\"",
+                            k || p ? ", \\\n     " : "", stk[k], p ? "pre" : "post", w,
+                            p ? "pre" : "post", w, 1 + p, k ? "" : p ? "Pre-LN" : "Post-LN",
+                            "");
+            fprintf(f, "\n");
+        }
+    fprintf(f, "unset multiplot\n");
+    gp_close(&a);
+}
+
+/* lemma2.png: Pre-LN block inputs against the band, Post-LN FFN sums against the target. */
+static void lemma2_gp(void)
+{
+    lnk_afile a;
+    FILE *f = gp_open(&a, "lemma2", 1400, 1000);
+    fprintf(f, "data = 'lemma2_summary.csv'\n"
+            "set multiplot layout 2,2 title \"Lemma 2: E||x_l||^2/d against the layer l (paper "
+            "numbering; l = 1 is the embedding output), mean ± sd over seeds\"\n"
+            "set xlabel \"l\"\nset ylabel \"E||x||^2 / d\"\nset key top left\n");
+    for (int st = 0; st < 2; st++) {
+        const char *sn = st ? "realistic" : "theorem";
+        fprintf(f, "set title \"%s setting: Pre-LN block inputs\"\n"
+                "plot data using \"l\":\"lo\":\"hi\" with filledcurves lc rgb '#cfe0f3' title "
+                "\"band [1 + l/2, 1 + 3l/2]\", \\\n"
+                "     data using \"l\":\"%s_pre_mean\":\"%s_pre_sd\" with yerrorlines ls 2 "
+                "title \"Pre-LN x^pre_l\"\n", sn, sn, sn);
+    }
+    for (int st = 0; st < 2; st++) {
+        const char *sn = st ? "realistic" : "theorem";
+        fprintf(f, "set title \"%s setting: Post-LN FFN residual sums\"\n"
+                "plot data using \"l\":\"%s_post5_mean\":\"%s_post5_sd\" with yerrorlines ls 1 "
+                "title \"Post-LN x^{post,5}_l\", \\\n"
+                "     data using \"l\":\"%s_post5_target\" with lines ls 11 title "
+                "\"1 + 2r/(1+r)^2, r = d_ff/d\"\n", sn, sn, sn, sn);
+    }
+    fprintf(f, "unset multiplot\n");
+    gp_close(&a);
 }
 
 /* ------------------------------------------------------------ width */
 
-static void width_tables(const sweepdata *s, lnk_table *sl)
+static void width_tables(const sweepdata *s, const sweepdata *loss, lnk_table *sl, fitres *fits)
 {
     int have[NS] = {0};
     for (int k = 0; k < NS; k++)
@@ -589,10 +1129,118 @@ static void width_tables(const sweepdata *s, lnk_table *sl)
         CK(lnk_fit_power(bx, by, NULL, (size_t)s->nx, &bf));
         snprintf(bt, sizeof bt, "%.3f (d sqrt(ln d))", bf.slope);
     }
+    char fixed[64], bts[32];
+    snprintf(fixed, sizeof fixed, "L = %d", s->L);
+    snprintf(bts, sizeof bts, "%.2f", s->nx >= 3 ? bf.slope : 1);
+    qv(bts, "width_bound_slope");
     for (int k = 0; k < NS; k++) {
-        lnk_fit f;
-        if (have[k] && fit_cells(s, s->c[k], 0, &f))
-            slope_row(sl, "width", s_name[k], "norm vs d", &f, s->nx >= 3 ? bf.slope : 1, bt);
+        memset(&fits[k], 0, sizeof fits[k]);
+        if (!(have[k] && fit_cells(s, s->c[k], 0, &fits[k])))
+            continue;
+        double th = s->nx >= 3 ? bf.slope : 1;
+        slope_row(sl, "width", s_name[k], "norm vs d", &fits[k], th, bt);
+        char key[96], claim[400], cname[300], tt[64];
+        snprintf(key, sizeof key, "width_%s", s_id[k]);
+        snprintf(tt, sizeof tt, "the bound's %s", bts);
+        slope_values(key, &fits[k], th, tt, "d", claim, sizeof claim);
+        snprintf(cname, sizeof cname, "Width sweep: %s last-layer ||dL/dW2||_F against d, "
+                 "log-log slope (Theorem 1's bound d sqrt(ln d)%s has slope %s here)", s_name[k],
+                 k % 2 ? " / sqrt(L)" : "", bts);
+        quoted_claim(&Q, cname, claim, setting_of(s, k / 2, fixed), s->file);
+    }
+    /* the largest local exponent, where Pre-LN first exceeds Post-LN, the ratios to the
+     * bound at the ends, and the loss at the ends */
+    for (int k = 0; k < NS; k++) {
+        if (!have[k])
+            continue;
+        double best = -INFINITY;
+        int at = -1;
+        for (int i = 0; i + 1 < s->nx; i++) {
+            if (!s->c[k][i].n || !s->c[k][i + 1].n)
+                continue;
+            double m0, m1, sd;
+            cell_ms(&s->c[k][i], &m0, &sd);
+            cell_ms(&s->c[k][i + 1], &m1, &sd);
+            double b = log(m1 / m0) / log((double)s->x[i + 1] / s->x[i]);
+            if (b > best)
+                best = b, at = i;
+        }
+        if (at >= 0) {
+            char b[32], r[32];
+            snprintf(b, sizeof b, "%.2f", best);
+            snprintf(r, sizeof r, "%d-%d", s->x[at], s->x[at + 1]);
+            qv(b, "width_%s_local_max", s_id[k]);
+            qv(r, "width_%s_local_max_at", s_id[k]);
+        }
+        for (int e = 0; e < 2; e++) {
+            int i = e ? s->nx - 1 : 0;
+            if (!s->c[k][i].n)
+                continue;
+            double m, sd, sc = s->x[i] * sqrt(log((double)s->x[i]) / (k % 2 ? s->L : 1)) / 1e3;
+            cell_ms(&s->c[k][i], &m, &sd);
+            qv(f2(m / sc), "width_%s_bound_%s", s_id[k], e ? "last" : "first");
+            if (loss && loss->nx == s->nx && loss->c[k][i].n) {
+                cell_ms(&loss->c[k][i], &m, &sd);
+                char b[32];
+                snprintf(b, sizeof b, "%.1f", m);
+                qv(b, "width_%s_loss_%s", s_id[k], e ? "last" : "first");
+            }
+        }
+        double v[128];
+        int n = 0;
+        for (int i = 0; i < s->nx; i++)
+            if (s->c[k][i].n) {
+                double m, sd, sc = s->x[i] * sqrt(log((double)s->x[i]) / (k % 2 ? s->L : 1)) / 1e3;
+                cell_ms(&s->c[k][i], &m, &sd);
+                v[n++] = m / sc;
+            }
+        qv(range2(v, n), "width_%s_bound", s_id[k]);
+        if (loss && loss->nx == s->nx) {
+            n = 0;
+            for (int i = 0; i < s->nx; i++)
+                if (loss->c[k][i].n) {
+                    double m, sd;
+                    cell_ms(&loss->c[k][i], &m, &sd);
+                    v[n++] = m;
+                }
+            if (n) {
+                double lo = INFINITY, hi = -INFINITY;
+                for (int i = 0; i < n; i++)
+                    lo = fmin(lo, v[i]), hi = fmax(hi, v[i]);
+                char b[48];
+                snprintf(b, sizeof b, "%.1f-%.1f", lo, hi);
+                qv(b, "width_%s_loss", s_id[k]);
+            }
+        }
+    }
+    for (int p = 0; p < 2; p++) { /* realistic / theorem per norm position */
+        double v[128];
+        int n = 0;
+        for (int i = 0; i < s->nx; i++)
+            if (s->c[p][i].n && s->c[2 + p][i].n) {
+                double mt, mr, sd;
+                cell_ms(&s->c[p][i], &mt, &sd);
+                cell_ms(&s->c[2 + p][i], &mr, &sd);
+                v[n++] = mr / mt;
+            }
+        if (n)
+            qv(range_dec(v, n, 2), "width_%s_realistic_over_theorem", p ? "pre" : "post");
+    }
+    for (int st = 0; st < 2; st++) {
+        int first = -1;
+        for (int i = 0; i < s->nx && first < 0; i++) {
+            double mp, mq, sd;
+            if (!s->c[2 * st][i].n || !s->c[2 * st + 1][i].n)
+                continue;
+            cell_ms(&s->c[2 * st][i], &mp, &sd);
+            cell_ms(&s->c[2 * st + 1][i], &mq, &sd);
+            if (mq > mp)
+                first = s->x[i];
+        }
+        char b[32];
+        snprintf(b, sizeof b, "%d", first);
+        if (first > 0)
+            qv(b, "width_%s_pre_exceeds_post_from", st ? "realistic" : "theorem");
     }
 }
 
@@ -616,23 +1264,28 @@ static void timing_table(const sweepdata *dep, const sweepdata *wid)
             lnk_table_set(&tb, r, 1, "%d", w ? s->L : s->x[i]);
             lnk_table_set(&tb, r, 2, "%d", w ? s->x[i] : s->d);
             for (int st = 0; st < 2; st++) {
-                double sum = 0;
+                double v[2048];
                 int n = 0;
                 for (int p = 0; p < 2; p++) {
                     const cellv *c = &s->c[2 * st + p][i];
-                    for (int q = 0; q < c->n; q++)
-                        sum += c->sec[q], n++;
+                    for (int q = 0; q < c->n && n < 2048; q++)
+                        v[n++] = c->sec[q];
                 }
                 if (n) {
-                    lnk_table_set(&tb, r, 3 + st, "%.4f", sum / n);
+                    double m, sd;
+                    char b[64];
+                    lnk_mean_sd(v, 1, (size_t)n, &m, &sd);
+                    lnk_fmt_pm(b, sizeof b, m, sd);
+                    lnk_table_set(&tb, r, 3 + st, "%s", b);
                     fx[w][st][fn[w][st]] = s->x[i];
-                    fy[w][st][fn[w][st]++] = sum / n;
+                    fy[w][st][fn[w][st]++] = m;
                 }
             }
         }
     }
     write_table(&tb, "timing", "Time per point",
-                "Seconds per seed (model initialisation plus all batches' gradients), mean over "
+                "Seconds per seed (model initialisation plus all batches' gradients; one BLAS "
+                "thread, two sweeps running in parallel on a shared machine), mean ± sd over "
                 "Post-LN and Pre-LN and seeds.");
     lnk_table_free(&tb);
     for (int w = 0; w < 2; w++)
@@ -645,10 +1298,17 @@ static void timing_table(const sweepdata *dep, const sweepdata *wid)
                 printf("  time per seed grows as %s^%.2f (± %.2f) in the %s setting (%s >= %g)\n",
                        w ? "d" : "L", f.slope, f.se_slope, st ? "realistic" : "theorem",
                        w ? "d" : "L", fx[w][st][h0]);
+                char b[64], key[64], r[32];
+                lnk_fmt_pm(b, sizeof b, f.slope, f.se_slope);
                 if (summary)
-                    fprintf(summary, "Time per seed grows as %s^%.2f ± %.2f in the %s setting "
-                            "(fit over %s >= %g).\n\n", w ? "d" : "L", f.slope, f.se_slope,
+                    fprintf(summary, "Time per seed grows as %s^(%s) in the %s setting "
+                            "(unweighted fit over %s >= %g).\n\n", w ? "d" : "L", b,
                             st ? "realistic" : "theorem", w ? "d" : "L", fx[w][st][h0]);
+                snprintf(key, sizeof key, "timing_%s_%s", w ? "width" : "depth",
+                         st ? "realistic" : "theorem");
+                qv(b, "%s_slope", key);
+                snprintf(r, sizeof r, "%g", fx[w][st][h0]);
+                qv(r, "%s_from", key);
             }
         }
 }
@@ -736,8 +1396,14 @@ static void lemma2(const lnk_csvdata *t)
                                      "theorem_post5_target", "realistic_post5_target"};
     out_csv o;
     csv_open(&o, dir, "lemma2_summary.csv", sh, 13);
+    static int sseed[2][1024], scount[2][1024];
+    static double ssum[2][1024];
+    int nseed[2] = {0, 0};
     int inband[2] = {0, 0}, tot[2] = {0, 0}, post_ok[2] = {0, 0}, post_n[2] = {0, 0};
     double post_dev[2] = {0, 0}, post_avg[2] = {0, 0};
+    char lv[16];
+    snprintf(lv, sizeof lv, "%d", L);
+    qv(lv, "lemma2_L");
     for (int l = 1; l <= nl; l++) {
         double lo = 1 + l / 2.0, hi = 1 + 1.5 * l;
         CK(lnk_csv_int(&o.c, l));
@@ -768,6 +1434,27 @@ static void lemma2(const lnk_csvdata *t)
             if (cp->n) {
                 tot[st]++;
                 inband[st] += in;
+            }
+            if (cp->n && (l == 1 || l == L)) {
+                char b[64], band[64];
+                pm(b, sizeof b, cp);
+                qv(b, "lemma2_%s_pre_l%s", st ? "realistic" : "theorem", l == 1 ? "1" : "L");
+                snprintf(band, sizeof band, "[%g, %g]", lo, hi);
+                if (st == 0)
+                    qv(band, "lemma2_band_l%s", l == 1 ? "1" : "L");
+            }
+            for (int q = 0; q < cq->n; q++) { /* per seed: the sum over the layers */
+                int j = 0;
+                while (j < nseed[st] && sseed[st][j] != cq->seed[q])
+                    j++;
+                if (j == nseed[st]) {
+                    if (j == 1024)
+                        fail("%s: more than 1024 seeds", t->what);
+                    sseed[st][j] = cq->seed[q], ssum[st][j] = 0, scount[st][j] = 0;
+                    nseed[st]++;
+                }
+                ssum[st][j] += cq->v[q];
+                scount[st][j]++;
             }
             if (cq->n) {
                 double se5 = cq->n > 1 ? sd5 / sqrt((double)cq->n) : 0;
@@ -812,12 +1499,41 @@ static void lemma2(const lnk_csvdata *t)
                    "(target %.4f); within 3 se of it at %d layers (largest deviation %.3f)\n",
                    st ? "realistic" : "theorem", post_avg[st] / post_n[st], post_n[st],
                    target[st], post_ok[st], post_dev[st]);
+        /* the layer average per seed, then mean ± standard error over the seeds */
+        double av[1024], m = 0, sd = 0;
+        for (int j = 0; j < nseed[st]; j++)
+            av[j] = ssum[st][j] / scount[st][j];
+        char avg[64] = "", tg[32], b[64];
+        if (nseed[st]) {
+            lnk_mean_sd(av, 1, (size_t)nseed[st], &m, &sd);
+            lnk_fmt_pm(avg, sizeof avg, m, sd / sqrt((double)nseed[st]));
+        }
+        snprintf(tg, sizeof tg, "%.2f", target[st]);
+        const char *sn = st ? "realistic" : "theorem";
+        snprintf(b, sizeof b, "%d of %d", inband[st], tot[st]);
+        qv(b, "lemma2_%s_inband", sn);
+        qv(avg, "lemma2_%s_post5_avg", sn);
+        qv(tg, "lemma2_%s_post5_target", sn);
+        snprintf(b, sizeof b, "%d of %d", post_ok[st], post_n[st]);
+        qv(b, "lemma2_%s_post5_within", sn);
+        if (tot[st]) {
+            char cv[200], set[200];
+            snprintf(cv, sizeof cv, "%d of %d layers in the band (3 se)", inband[st], tot[st]);
+            snprintf(set, sizeof set, "cls, %s init, output tied to the embedding, V = %d, "
+                     "d = %d, L = %d, %d seeds", sn, depth_V,
+                     (int)num(t, 0, jd), L, nseed[st]);
+            char cn[200];
+            snprintf(cn, sizeof cn, "Lemma 2: %s Pre-LN E||x_l||^2/d lies in [1 + l/2, 1 + 3l/2] "
+                     "at every layer l", sn);
+            quoted_claim(&Q, cn, cv, set, "depth_hidden.csv");
+        }
         if (summary && (tot[st] || post_n[st]))
             fprintf(summary, "%s setting: Pre-LN in the band at %d of %d layers; Post-LN "
-                    "E||x^{post,5}||^2/d averages %.4f over the %d layers (target %.4f), within "
-                    "3 standard errors of the target at %d of them (largest deviation %.3f).\n\n",
-                    st ? "Realistic" : "Theorem", inband[st], tot[st], post_avg[st] / post_n[st],
-                    post_n[st], target[st], post_ok[st], post_dev[st]);
+                    "E||x^{post,5}||^2/d averaged over the %d layers is %s (mean ± standard "
+                    "error over %d seeds; target %s), within 3 standard errors of the target at "
+                    "%d of the layers (largest deviation %s).\n\n",
+                    st ? "Realistic" : "Theorem", inband[st], tot[st], post_n[st], avg,
+                    nseed[st], tg, post_ok[st], f2(post_dev[st]));
     }
     for (int i = 0; i < NS * nl; i++)
         free(v[i].v), free(v[i].sec), free(v[i].seed);
@@ -825,7 +1541,8 @@ static void lemma2(const lnk_csvdata *t)
 }
 
 /* Tied vs untied output weights at the widths of the ablation CSV. */
-static void tie_table(const sweepdata *tied, const sweepdata *unt)
+static void tie_table(const sweepdata *tied, const sweepdata *unt, const sweepdata *tied_loss,
+                      const sweepdata *unt_loss)
 {
     static const char *const head[] = {"d", "series", "tied (out = embedding)", "untied out.w",
                                        "tied / untied"};
@@ -852,6 +1569,31 @@ static void tie_table(const sweepdata *tied, const sweepdata *unt)
                 cell_ms(ct, &mt, &st);
                 cell_ms(cu, &mu, &su);
                 lnk_table_set(&tb, r, 4, "%.2f", mt / mu);
+                char q[32];
+                snprintf(q, sizeof q, "%.2f", mt / mu);
+                qv(q, "tie_%s_ratio", s_id[k]);
+                if (k % 2) {
+                    char cv[300], fixed[64], bt[64];
+                    pm(bt, sizeof bt, ct);
+                    snprintf(cv, sizeof cv, "tied / untied %.2f (tied %s, untied %s, mean ± sd)",
+                             mt / mu, bt, bu);
+                    snprintf(fixed, sizeof fixed, "d = %d, L = %d", unt->x[i], unt->L);
+                    char cn[200];
+                    snprintf(cn, sizeof cn, "Tied output: %s last-layer ||dL/dW2||_F with the "
+                             "output tied to the embedding against a separate out.w", s_name[k]);
+                    quoted_claim(&Q, cn, cv, setting_of(unt, k / 2, fixed), unt->file);
+                }
+            }
+            for (int w = 0; w < 2; w++) {
+                const sweepdata *ls = w ? unt_loss : tied_loss;
+                int xi = w ? i : j;
+                if (!ls || xi < 0 || xi >= ls->nx || !ls->c[k][xi].n)
+                    continue;
+                double m, sd;
+                char q[32];
+                cell_ms(&ls->c[k][xi], &m, &sd);
+                snprintf(q, sizeof q, "%.1f", m);
+                qv(q, "tie_%s_%s_loss", s_id[k], w ? "untied" : "tied");
             }
             lnk_table_set(&tb, r, 2, "%s", b);
         }
@@ -927,6 +1669,37 @@ static void final_norm_table(const lnk_csvdata *t)
             lnk_table_set(&tb, r, 4 + 4 * st, "%s", b);
         }
     }
+    for (int st = 0; st < 2; st++) {
+        double jr[128], pr[128];
+        int nj = 0, np = 0;
+        for (int i = 0; i < sq->nx; i++) {
+            double m, sd;
+            if (jac->c[2 * st + 1][i].n && sq->x[i] >= 2) {
+                cell_ms(&jac->c[2 * st + 1][i], &m, &sd);
+                jr[nj++] = m * sqrt((double)sq->x[i]);
+            }
+            if (jac->c[2 * st][i].n) {
+                cell_ms(&jac->c[2 * st][i], &m, &sd);
+                pr[np++] = m;
+            }
+        }
+        const char *sn = st ? "realistic" : "theorem";
+        if (nj)
+            qv(range_dec(jr, nj, 2), "final_%s_pre_jsqrtL", sn);
+        if (np)
+            qv(range_dec(pr, np, 2), "final_%s_post_j", sn);
+        for (int e = 0; e < 2; e++) {
+            const cellv *c = &sq->c[2 * st + 1][e ? sq->nx - 1 : 0];
+            if (!c->n)
+                continue;
+            char b[64], l[16];
+            pm(b, sizeof b, c);
+            qv(b, "final_%s_pre_sq_%s", sn, e ? "last" : "first");
+            snprintf(l, sizeof l, "%d", sq->x[e ? sq->nx - 1 : 0]);
+            if (st == 0)
+                qv(l, "final_L_%s", e ? "last" : "first");
+        }
+    }
     write_table(&tb, "final_norm", "The norm after the last W2 (Lemma 3)",
                 "Spectral norm of the Jacobian sqrt(d)/||x - mean(x) 1|| (Lemma 3; mean over "
                 "tokens, mean ± sd over seeds) of the norm the last W2's output goes through: "
@@ -987,6 +1760,11 @@ static void bounded_table(const lnk_csvdata *t)
             char b[64] = "";
             if (s->c[k][i].n)
                 pm(b, sizeof b, &s->c[k][i]);
+            if (s->c[k][i].n) {
+                double m, sd;
+                cell_ms(&s->c[k][i], &m, &sd);
+                qv(f2(m), "bounded_%s_d%d", s_id[k], s->x[i]);
+            }
             lnk_table_set(&tb, r, 1 + k, "%s", b);
         }
     }
@@ -1009,7 +1787,7 @@ static void hidden_table(const lnk_csvdata *t, const char *src)
     hidx_init(&h, t);
     static const char *const sites[] = {"in", "attn", "xattn", "ffn", "out"};
     static const char *const head[] = {"setting", "norm", "stack", "site", "E ||x||^2/d",
-                                       "P((Z-EZ)/EZ > eps)", "||J_LN|| mean", "||J_LN|| max"};
+                                       "P((Z-EZ)/EZ > eps)", "||J_LN|| mean", "||J_LN|| max over seeds"};
     lnk_table tb;
     CK(lnk_table_init(&tb, 8, head, "llllrrrr"));
     int jeps = col(t, "bound_eps");
@@ -1017,39 +1795,62 @@ static void hidden_table(const lnk_csvdata *t, const char *src)
     for (int k = 0; k < NS; k++)
         for (int stk = 0; stk < 2; stk++)
             for (int si = 0; si < 5; si++) {
-                double sq = 0, fr = 0, jm = 0, jx = 0;
-                int n = 0, nj = 0;
+                /* per seed: the mean over the blocks; then mean ± sd over the seeds */
+                cellv csq = {0}, cfr = {0}, cjm = {0};
+                double jx = 0;
                 for (size_t r = 0; r < t->nrow; r++) {
                     if (series_of(t, r) != k ||
                         strcmp(lnk_csvdata_str(t, r, h.jstack), stk ? "dec" : "enc") != 0 ||
                         strcmp(lnk_csvdata_str(t, r, h.jsite), sites[si]) != 0 ||
                         strcmp(lnk_csvdata_str(t, r, h.jtask), "cls") != 0)
                         continue;
-                    sq += num(t, r, h.jsq);
-                    fr += num(t, r, h.jfrac);
-                    n++;
+                    int seed = (int)num(t, r, h.jseed), q = 0;
+                    while (q < csq.n && csq.seed[q] != seed)
+                        q++;
+                    if (q == csq.n) {
+                        cell_push(&csq, 0, 0, seed, "", t->what);
+                        cell_push(&cfr, 0, 0, seed, "", t->what);
+                        cell_push(&cjm, 0, 0, seed, "", t->what);
+                    }
+                    csq.v[q] += num(t, r, h.jsq); /* sums; the counts in sec */
+                    csq.sec[q] += 1;
+                    cfr.v[q] += num(t, r, h.jfrac);
                     if (lnk_csvdata_str(t, r, h.jjac)[0]) {
-                        jm += num(t, r, h.jjac);
+                        cjm.v[q] += num(t, r, h.jjac);
+                        cjm.sec[q] += 1;
                         jx = fmax(jx, num(t, r, h.jjmax));
-                        nj++;
                     }
                 }
-                if (!n)
-                    continue;
-                int r = lnk_table_new_row(&tb);
-                lnk_table_set(&tb, r, 0, "%s", k < 2 ? "theorem" : "realistic");
-                lnk_table_set(&tb, r, 1, "%s", k % 2 ? "Pre-LN" : "Post-LN");
-                lnk_table_set(&tb, r, 2, "%s", stk ? "dec" : "enc");
-                lnk_table_set(&tb, r, 3, "%s", sites[si]);
-                lnk_table_set(&tb, r, 4, "%.4f", sq / n);
-                lnk_table_set(&tb, r, 5, "%.4f", fr / n);
-                if (nj) {
-                    lnk_table_set(&tb, r, 6, "%.4f", jm / nj);
-                    lnk_table_set(&tb, r, 7, "%.4f", jx);
+                if (csq.n) {
+                    int r = lnk_table_new_row(&tb), hasj = cjm.sec[0] > 0;
+                    for (int q = 0; q < csq.n; q++) {
+                        cfr.v[q] /= csq.sec[q];
+                        csq.v[q] /= csq.sec[q];
+                        if (hasj)
+                            cjm.v[q] /= cjm.sec[q] > 0 ? cjm.sec[q] : 1;
+                    }
+                    char b[64];
+                    lnk_table_set(&tb, r, 0, "%s", k < 2 ? "theorem" : "realistic");
+                    lnk_table_set(&tb, r, 1, "%s", k % 2 ? "Pre-LN" : "Post-LN");
+                    lnk_table_set(&tb, r, 2, "%s", stk ? "dec" : "enc");
+                    lnk_table_set(&tb, r, 3, "%s", sites[si]);
+                    pm(b, sizeof b, &csq);
+                    lnk_table_set(&tb, r, 4, "%s", b);
+                    pm(b, sizeof b, &cfr);
+                    lnk_table_set(&tb, r, 5, "%s", b);
+                    if (hasj) {
+                        pm(b, sizeof b, &cjm);
+                        lnk_table_set(&tb, r, 6, "%s", b);
+                        lnk_table_set(&tb, r, 7, "%.2f", jx);
+                    }
                 }
+                free(csq.v), free(csq.sec), free(csq.seed);
+                free(cfr.v), free(cfr.sec), free(cfr.seed);
+                free(cjm.v), free(cjm.sec), free(cjm.seed);
             }
     char cap[600];
-    snprintf(cap, sizeof cap, "Hidden states of the %s cls models, averaged over blocks and seeds: "
+    snprintf(cap, sizeof cap, "Hidden states of the %s cls models, averaged over the blocks of each "
+             "seed, mean ± sd over seeds (the max column: the largest token value over blocks and seeds): "
              "||x||^2/d at each site (in: block input; attn, ffn: after the residual add; out: "
              "the stack's last residual), the fraction of tokens with (Z - EZ)/EZ > %g for "
              "Z = ||x||^2 (empirical (eps, delta)-boundedness), and Lemma 3's ||J_LN|| = "
@@ -1122,9 +1923,10 @@ static void profile(const lnk_csvdata *t)
                     snprintf(name, sizeof name, "profile_%s_%s_summary.csv", tasks[ta],
                              st ? "realistic" : "theorem");
                     static char hb[2 * NT * 2][40];
-                    const char *head2[2 + 2 * NT * 2];
+                    const char *head2[3 + 2 * NT * 2];
                     int n = 0;
                     head2[n++] = "x";
+                    head2[n++] = "stack";
                     head2[n++] = "layer";
                     for (int p = 0; p < 2; p++)
                         for (int te = 0; te < NT; te++) {
@@ -1137,12 +1939,13 @@ static void profile(const lnk_csvdata *t)
                         }
                     out_csv o;
                     csv_open(&o, dir, name, head2, n);
-                    int x = 0;
+                    /* x: encoder blocks 1..L_enc, a gap, then the decoder's */
                     for (int sk = 0; sk < 2; sk++)
                         for (int l = 0; l < nl[sk]; l++) {
-                            CK(lnk_csv_int(&o.c, ++x));
+                            CK(lnk_csv_int(&o.c, sk ? nl[0] + 2 + l : l + 1));
                             char lb[32];
                             snprintf(lb, sizeof lb, "%s%d", sk ? "dec" : "enc", l + 1);
+                            CK(lnk_csv_str(&o.c, sk ? "dec" : "enc"));
                             CK(lnk_csv_str(&o.c, lb));
                             for (int p = 0; p < 2; p++)
                                 for (int te = 0; te < NT; te++) {
@@ -1155,9 +1958,26 @@ static void profile(const lnk_csvdata *t)
                                 }
                             CK(lnk_csv_end_row(&o.c));
                         }
-                    oc_close(&o, "per-layer gradient norms (x: position, encoder blocks then "
-                                 "decoder blocks), mean, sd over seeds",
+                    oc_close(&o, "per-layer gradient norms (x: position, encoder blocks, a "
+                                 "gap, then decoder blocks), mean, sd over seeds",
                              "profile.csv");
+                    profile_gp(tasks[ta], nl[1] ? nl[0] + 1 + nl[1] : nl[0]);
+                    /* W2 per stack and norm position: first and last block, range */
+                    for (int sk = 0; sk < 2; sk++)
+                        for (int p = 0; p < 2 && nl[sk]; p++) {
+                            double v[ML];
+                            for (int l = 0; l < nl[sk]; l++) {
+                                double sd;
+                                cell_ms(&C(p, 1, sk, l), &v[l], &sd);
+                            }
+                            char key[96];
+                            snprintf(key, sizeof key, "profile_%s_%s_%s_%s_w2", tasks[ta],
+                                     st ? "realistic" : "theorem", sk ? "dec" : "enc",
+                                     p ? "pre" : "post");
+                            qv(f2(v[0]), "%s_first", key);
+                            qv(f2(v[nl[sk] - 1]), "%s_last", key);
+                            qv(range2(v, nl[sk]), "%s_range", key);
+                        }
                 }
             }
             for (int i = 0; i < 2 * NT * 2 * ML; i++)
@@ -1177,6 +1997,57 @@ static void profile(const lnk_csvdata *t)
         }
         lnk_table_free(&tb);
     }
+}
+
+/* The sweeps' wall times, from their sidecars (wall_seconds of grad_norms'
+ * run): a table, and the values the prose quotes.  study_grad.sh runs the
+ * width sweep in one lane and the others one after another in a second. */
+static void sweep_times(void)
+{
+    static const char *const sw[] = {"width", "depth", "depth_seq2seq", "profile",
+                                     "tie_ablation"};
+    static const char *const head[] = {"sweep", "lane", "seconds"};
+    lnk_table tb;
+    CK(lnk_table_init(&tb, 3, head, "lrr"));
+    double lane[2] = {0, 0};
+    for (int i = 0; i < 5; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.meta.json", sw[i]);
+        if (!exists(pth(name)))
+            continue;
+        json_error_t e;
+        json_t *m = json_load_file(pth(name), 0, &e);
+        json_t *w = m ? json_object_get(m, "wall_seconds") : NULL;
+        if (!w || !json_is_number(w))
+            fail("%s: no number 'wall_seconds'%s%s", pth(name), m ? "" : ": ", m ? "" : e.text);
+        double sec = json_number_value(w);
+        json_decref(m);
+        int r = lnk_table_new_row(&tb);
+        char b[32];
+        snprintf(b, sizeof b, "%.0f", sec);
+        lnk_table_set(&tb, r, 0, "%s", sw[i]);
+        lnk_table_set(&tb, r, 1, "%d", i ? 2 : 1);
+        lnk_table_set(&tb, r, 2, "%s", b);
+        qv(b, "time_%s_s", sw[i]);
+        lane[i ? 1 : 0] += sec;
+    }
+    if (!tb.nrow) {
+        lnk_table_free(&tb);
+        return;
+    }
+    int r = lnk_table_new_row(&tb);
+    char b[32];
+    snprintf(b, sizeof b, "%.0f", fmax(lane[0], lane[1]));
+    lnk_table_set(&tb, r, 0, "all sweeps (the longer lane)");
+    lnk_table_set(&tb, r, 2, "%s", b);
+    snprintf(b, sizeof b, "%.1f", fmax(lane[0], lane[1]) / 60);
+    qv(b, "time_sweeps_min");
+    write_table(&tb, "sweep_times", "Wall time of the sweeps",
+                "Wall time of each sweep of the last make study-grad (wall_seconds in its "
+                "sidecar; one BLAS thread each; lane 1 the width sweep, lane 2 the others one "
+                "after another, the two lanes in parallel); provisional: taken on a shared "
+                "machine.");
+    lnk_table_free(&tb);
 }
 
 
@@ -1217,49 +2088,74 @@ int main(int argc, char **argv)
     summary = sa.f;
     fprintf(summary, "# Gradient-norm study: tables\n\nGenerated by grad_table from the CSVs in "
             "this directory (statistic: %s).\n\n", stat_col);
+    quoted_open(&Q, dir);
     static const char *const sh[] = {"sweep", "series", "fit", "slope ± se", "theory",
-                                     "|slope - theory| / se", "points", "chisq/dof"};
+                                     "|slope - theory| / se", "points", "chisq/dof",
+                                     "P(chisq >= observed)"};
     lnk_table sl;
-    CK(lnk_table_init(&sl, 8, sh, "lllrrrrr"));
+    CK(lnk_table_init(&sl, 9, sh, "lllrrrrrr"));
     printf("grad_table: slopes (log-log, weighted by the seeds' standard errors)\n");
     lnk_csvdata td, tw, ts;
     sweepdata *dep = calloc(1, sizeof *dep), *wid = calloc(1, sizeof *wid),
               *s2s = calloc(1, sizeof *s2s);
     if (!dep || !wid || !s2s)
         fail("out of memory");
-    int hd = load_sweep("depth.csv", 1, &td, dep);
-    int hw = load_sweep("width.csv", 0, &tw, wid);
-    int hs = load_sweep("depth_seq2seq.csv", 1, &ts, s2s);
+    int hd = load_sweep("depth.csv", 1, NULL, &td, dep);
+    int hw = load_sweep("width.csv", 0, NULL, &tw, wid);
+    int hs = load_sweep("depth_seq2seq.csv", 1, NULL, &ts, s2s);
+    sweepfits fits;
+    depth_V = hd ? dep->V : 0;
     if (hd) {
-        depth_tables(dep, "depth", "Depth sweep", &sl);
+        depth_tables(dep, "depth", "Depth sweep", &sl, &fits);
         summary_csv(dep, "depth_summary.csv", "L", 1);
+        depth_gp(dep, &fits, "depth", 0);
+        local_slopes(dep, "depth", "Depth sweep", "L");
     }
     if (hs) {
-        depth_tables(s2s, "depth_seq2seq", "Depth sweep, seq2seq L-L", &sl);
+        depth_tables(s2s, "depth_seq2seq", "Depth sweep, seq2seq L-L", &sl, &fits);
         summary_csv(s2s, "depth_seq2seq_summary.csv", "L", 1);
+        depth_gp(s2s, &fits, "depth_seq2seq", 1);
     }
+    sweepdata *wloss = NULL;
+    lnk_csvdata twl;
     if (hw) {
-        width_tables(wid, &sl);
+        wloss = calloc(1, sizeof *wloss);
+        if (!wloss)
+            fail("out of memory");
+        load_sweep("width.csv", 0, "loss", &twl, wloss);
+        fitres wf[NS];
+        width_tables(wid, wloss, &sl, wf);
         summary_csv(wid, "width_summary.csv", "d", 0);
+        width_gp(wid, wf);
+        local_slopes(wid, "width", "Width sweep", "d");
     }
     if (hw && exists(pth("tie_ablation.csv"))) {
-        lnk_csvdata tu;
-        sweepdata *un = calloc(1, sizeof *un);
-        if (!un)
+        lnk_csvdata tu, tul;
+        sweepdata *un = calloc(1, sizeof *un), *unl = calloc(1, sizeof *unl);
+        if (!un || !unl)
             fail("out of memory");
-        load_sweep("tie_ablation.csv", 0, &tu, un);
-        tie_table(wid, un);
-        free_sweep(un);
-        free(un);
-        lnk_csvdata_free(&tu);
+        load_sweep("tie_ablation.csv", 0, NULL, &tu, un);
+        load_sweep("tie_ablation.csv", 0, "loss", &tul, unl);
+        tie_table(wid, un, wloss, unl);
+        free_sweep(un), free_sweep(unl);
+        free(un), free(unl);
+        lnk_csvdata_free(&tu), lnk_csvdata_free(&tul);
+    }
+    if (wloss) {
+        free_sweep(wloss);
+        free(wloss);
+        lnk_csvdata_free(&twl);
     }
     if (sl.nrow)
         write_table(&sl, "slopes", "Slopes",
-                    "Log-log least-squares slopes (weights from the seeds' standard errors; "
-                    "standard errors scaled up by sqrt(chisq/dof) when above 1) of the last-layer "
-                    "norm against L and d, and of the Post-LN / Pre-LN ratio against L, with "
-                    "Theorem 1's exponents; for d, the theory column is the log-log slope of "
-                    "d sqrt(ln d) itself over the same d.");
+                    "Log-log weighted least-squares slopes of the seed means (weights from the "
+                    "seeds' standard errors; standard errors scaled up by sqrt(chisq/dof) when "
+                    "above 1) of the last-layer norm against L and d, and of the Post-LN / Pre-LN "
+                    "ratio against L, with Theorem 1's exponents; for d, the theory column is the "
+                    "log-log slope of d sqrt(ln d) itself over the same d. The last column is the "
+                    "probability of a chisq at least as large if the power law held: below 0.01 "
+                    "the fit is poor and the local slopes tables show where the exponent "
+                    "changes.");
     lnk_table_free(&sl);
     if (hd || hw)
         timing_table(hd ? dep : NULL, hw ? wid : NULL);
@@ -1269,6 +2165,7 @@ int main(int argc, char **argv)
         study_input(pth("depth_hidden.csv"));
         lemma2(&t);
         lnk_csvdata_free(&t);
+        lemma2_gp();
     }
     if (exists(pth("depth_hidden.csv"))) {
         lnk_csvdata t;
@@ -1299,6 +2196,8 @@ int main(int argc, char **argv)
         profile(&t);
         lnk_csvdata_free(&t);
     }
+    sweep_times();
+    quoted_close(&Q);
     CK(lnk_afile_commit(&sa));
     if (hd)
         free_sweep(dep), lnk_csvdata_free(&td);

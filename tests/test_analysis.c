@@ -318,7 +318,23 @@ static void test_grad_table(void **state)
     /* the plot data has its metadata sidecar */
     snprintf(p2, sizeof p2, "%s/depth_summary.meta.json", dir);
     assert_int_equal(access(p2, F_OK), 0);
-    free(md), free(tex), free(ratio);
+    /* values.csv: the ratio's slope, a two-point weighted fit of the seed means of the
+     * per-seed ratios, by hand: ln(1.371429 / 0.666667) / ln 4 = 0.5203, standard error
+     * sqrt((0.16667/0.66667)^2 + (0.22857/1.37143)^2) / ln 4 = 0.2167 (se = sd / sqrt 2) */
+    snprintf(p2, sizeof p2, "%s/values.csv", dir);
+    char *vals = tu_read_file(p2, NULL);
+    assert_non_null(strstr(vals, "\ndepth_theorem_ratio_slope,0.52 ± 0.22\n"));
+    assert_non_null(strstr(vals, "\ndepth_theorem_ratio_range,1-4\n"));
+    /* the plot script beside its data: log axes, the data file, the theory line */
+    snprintf(p2, sizeof p2, "%s/depth.gp", dir);
+    char *gp = tu_read_file(p2, NULL);
+    assert_non_null(strstr(gp, "set logscale xy"));
+    assert_non_null(strstr(gp, "'depth_summary.csv'"));
+    assert_non_null(strstr(gp, "theory: L^(-1/2)"));
+    snprintf(p2, sizeof p2, "%s/claims.csv", dir);
+    char *cl = tu_read_file(p2, NULL);
+    assert_true(strncmp(cl, "claim,value,setting,file\n", 25) == 0);
+    free(md), free(tex), free(ratio), free(vals), free(gp), free(cl);
 }
 
 int main(void)

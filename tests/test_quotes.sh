@@ -85,4 +85,22 @@ if RESULTS=$tmp/results bash tools/check_summaries.sh "${BUILD:-build}" >/dev/nu
     echo "test_quotes: a hand-edited table passed check_summaries" >&2; exit 1
 fi
 grep -q "grad/slopes.md differs" "$tmp/err"
+# a grad and a demo number quoted in results/README.md, edited by hand, fail the check
+for mark in grad.depth_theorem_pre_all_slope demo.loss_post; do
+    cp results/README.md "$tmp/RR.md"
+    sed -i "s|<!--q:$mark-->[^<]*<!--/q-->|<!--q:$mark-->-0.50 ± 0.03<!--/q-->|" "$tmp/RR.md"
+    if python3 tools/quotes.py --check "$tmp/RR.md" 2>"$tmp/err"; then
+        echo "test_quotes: an edited quote of $mark passed the check" >&2; exit 1
+    fi
+    grep -q "$mark' reads '-0.50 ± 0.03'" "$tmp/err"
+done
+# values.csv and a plot script edited by hand no longer match their summarising steps
+rm -rf "$tmp/results" && cp -r results "$tmp/results"
+sed -i '2s/,.*/,9.99/' "$tmp/results/demo/values.csv"
+printf '# edited\n' >>"$tmp/results/grad/depth.gp"
+if RESULTS=$tmp/results bash tools/check_summaries.sh "${BUILD:-build}" >/dev/null 2>"$tmp/err"; then
+    echo "test_quotes: hand-edited values.csv and .gp passed check_summaries" >&2; exit 1
+fi
+grep -q "demo/values.csv differs" "$tmp/err"
+grep -q "grad/depth.gp differs" "$tmp/err"
 echo "test_quotes: passed (study values, includes and re-made summaries checked)"

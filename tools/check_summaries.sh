@@ -13,6 +13,7 @@ BUILD=${1:-build}
 PYTHON=${PYTHON:-python3}
 RESULTS=${RESULTS:-results} # the tests point it at an edited copy
 SUMMARIES=(
+    "demo|$BUILD/studies/demo_postpre --summarise {}"
     "grad|$BUILD/studies/grad_table --dir {}"
     "geometry|$BUILD/studies/ln_geometry_summary {}"
     "multi30k_full|$PYTHON studies/multi30k_full_summary.py {}"

@@ -33,6 +33,11 @@ typedef struct {
 } lnk_fit;
 
 int lnk_fit_power(const double *x, const double *y, const double *se_y, size_t n, lnk_fit *f);
+/* The goodness of a weighted fit: P(chi^2_dof >= chisq), the probability of a
+ * fit at least this poor if the model and the standard errors were right
+ * (gsl_cdf_chisq_Q); 1 when dof <= 0.  Below 0.01 the power law does not
+ * describe the points within their errors: say so and show local slopes. */
+double lnk_fit_pvalue(const lnk_fit *f);
 
 /* Mean and sample standard deviation (n - 1 denominator; 0 when n == 1) of
  * x[0], x[stride], ... (n values, n >= 1), by gsl_stats. */

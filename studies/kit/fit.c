@@ -1,5 +1,6 @@
 /* Power-law fits by (weighted) least squares in log-log coordinates, mean and
  * sd over seeds, and the "mean ± sd" cell format (studies/kit/analysis.h). */
+#include <gsl/gsl_cdf.h>
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
@@ -56,6 +57,11 @@ int lnk_fit_power(const double *x, const double *y, const double *se_y, size_t n
     }
     free(lx), free(ly), free(w);
     return st;
+}
+
+double lnk_fit_pvalue(const lnk_fit *f)
+{
+    return f->dof > 0 ? gsl_cdf_chisq_Q(f->chisq, (double)f->dof) : 1.0;
 }
 
 void lnk_mean_sd(const double *x, size_t stride, size_t n, double *mean, double *sd)

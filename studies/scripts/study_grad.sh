@@ -9,8 +9,13 @@
 # seq2seq, L = 6..14, Figure 3 c, d), width (cls, d = 32..1024, L = 4),
 # tie_ablation (d = 256 = V with an untied output matrix), profile (6-layer cls
 # and 6-6 seq2seq, d = 128, Figure 3 a, b).  Hidden-state statistics (CSV
-# NAME_hidden.csv) for depth, width and profile; the other two skip them.  Then studies/grad_table (tables,
-# slopes, Lemma 2 checks, plot data) and studies/scripts/grad_plots.gp (PNGs).
+# NAME_hidden.csv) for depth, width and profile; the other two skip them.
+# Then the raw rows (CSV + .meta.json, with each sweep's wall time) go to
+# results/grad/, and the summarising step,
+# `grad_table --dir results/grad` (it can run alone on the committed rows:
+# tables, slopes, Lemma 2 checks, values.csv and claims.csv for the prose,
+# plot data and the gnuplot scripts *.gp), writes the rest there; each .gp is
+# rendered with `gnuplot NAME.gp` in that directory.
 #
 # The sweeps run in two lanes of one BLAS thread each (the small matrices of
 # the d = 64 models run slower on two threads than on one): lane 1 the width
@@ -67,21 +72,14 @@ wait $lane2 || st=1
 [ $st -eq 0 ] || { echo "study_grad: a sweep failed; re-run to resume" >&2; exit 1; }
 echo "study_grad: sweeps done in $(elapsed "$T0") s (two lanes in parallel)"
 
+# publish: replace results/grad with the raw rows of this run, then summarise there
+rm -f "$OUT"/*.csv "$OUT"/*.meta.json "$OUT"/*.md "$OUT"/*.tex "$OUT"/*.png "$OUT"/*.gp
+cp "$WORK"/*.csv "$WORK"/*.meta.json "$OUT"/
 t=$(date +%s.%N)
-"$TAB" --dir "$WORK"
-gnuplot -e "dir='$WORK'" studies/scripts/grad_plots.gp
+"$TAB" --dir "$OUT"
+for gp in "$OUT"/*.gp; do
+    (cd "$OUT" && gnuplot "$(basename "$gp")") || { echo "study_grad: gnuplot $gp failed" >&2; exit 1; }
+done
 echo "study_grad: analysis and plots in $(elapsed "$t") s"
-
-# publish: replace the generated files of results/grad
-rm -f "$OUT"/*.csv "$OUT"/*.meta.json "$OUT"/*.md "$OUT"/*.tex "$OUT"/*.png
-cp "$WORK"/*.csv "$WORK"/*.meta.json "$WORK"/*.md "$WORK"/*.tex "$WORK"/*.png "$OUT"/
-{
-    echo "| sweep | seconds (one BLAS thread, two lanes in parallel) |"
-    echo "|:--|--:|"
-    for n in width depth depth_seq2seq profile tie_ablation; do
-        echo "| $n | $(cat "$WORK/$n.time") |"
-    done
-    echo "| total, sweeps + analysis + plots | $(elapsed "$T0") |"
-} >"$OUT/sweep_times.md"
 rm -rf "$WORK"
 echo "study_grad: results in $OUT/ (total $(elapsed "$T0") s); sweep times in $OUT/sweep_times.md"
