@@ -330,6 +330,13 @@ def value(name):
         if "agreement" in measure:
             return f"{x:.1e}"
         return fx(x, 1) if x >= 10 else fx(x, 3)
+    m = re.fullmatch(r"grad_factorial\.(.+)", name)
+    if m:  # the values its summarising step wrote, formatted as quoted
+        rel = "results/grad_factorial/values.csv"
+        for r in read_csv(rel):
+            if r.get("name") == m.group(1):
+                return r["value"]
+        raise QuoteError(f"{rel}: no value '{m.group(1)}'")
     raise QuoteError(f"unknown quote '{name}'")
 
 
