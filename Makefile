@@ -196,7 +196,7 @@ test-fresh-root:
 
 # Numbers quoted in Markdown against the result files they come from
 # (tools/quotes.py: marked tables and values); `make quotes` rewrites them.
-QUOTED := README.md
+QUOTED := README.md results/grad_factorial/README_section.md
 check-results:
 	python3 tools/quotes.py --check $(QUOTED)
 	bash tests/test_quotes.sh

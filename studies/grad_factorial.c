@@ -26,7 +26,11 @@
  * chi^2/dof, points, range, reference, z), values.csv (name,value: the numbers
  * README_section.md quotes, formatted as quoted), each with its .meta.json
  * (the input files with checksums); factorial.md and factorial.tex (one row
- * per cell and statistic).  A short summary goes to stdout. */
+ * per cell and statistic).  values.csv also has, per factor level (cls, lm,
+ * tied, untied, V64, ..., theorem, realistic, nom, mn), Q.by.LEVEL: "k of n"
+ * fits of quantity Q within 2 se of its reference, Q.range.LEVEL: their
+ * slopes' range, and d_diff.steeper.LEVEL: how many have pre_d > post_d by
+ * more than 2 se.  A short summary goes to stdout. */
 #include <getopt.h>
 #include <glob.h>
 #include <math.h>
@@ -343,6 +347,28 @@ int main(int argc, char **argv)
             for (int q = 0; q < NQ; q++)
                 fit_q(c, q, s, bslope, &FIT(c, s, q));
     int seeds = n_seeds();
+    /* the seeds met, "0, 1, 2" */
+    char seed_list[512] = "";
+    {
+        double sv[64];
+        int ns = 0;
+        for (size_t i = 0; i < nob; i++) {
+            int seen = 0;
+            for (int j = 0; j < ns; j++)
+                seen |= sv[j] == ob[i].seed;
+            if (!seen && ns < 64)
+                sv[ns++] = ob[i].seed;
+        }
+        for (int a = 1; a < ns; a++)
+            for (int c = a; c > 0 && sv[c - 1] > sv[c]; c--) {
+                double t = sv[c];
+                sv[c] = sv[c - 1];
+                sv[c - 1] = t;
+            }
+        for (int j = 0; j < ns; j++)
+            snprintf(seed_list + strlen(seed_list), sizeof seed_list - strlen(seed_list), "%s%g",
+                     j ? ", " : "", sv[j]);
+    }
     char Ls[256], ds[256];
     x_list(0, Ls, sizeof Ls);
     x_list(1, ds, sizeof ds);
@@ -354,8 +380,9 @@ int main(int argc, char **argv)
              "sd/sqrt(seeds), se scaled by sqrt(chi2/dof) when > 1 (lnk_fit_power_seeds)\", "
              "\"consistent\": \"|slope - reference| <= 2 se\", \"depth_Ls\": [%s], "
              "\"depth_d\": %d, \"width_ds\": [%s], \"width_L\": %d, \"min_seeds\": %d, "
-             "\"reference_pre_d\": %.17g}",
-             Ls, fixed_of[0], ds, fixed_of[1], seeds, bslope);
+             "\"seeds\": [%s], \"reference_pre_d\": %.17g, \"input_note\": \"each input "
+             "CSV's own .meta.json has its grad_norms parameters\"}",
+             Ls, fixed_of[0], ds, fixed_of[1], seeds, seed_list, bslope);
 
     /* fits.csv */
     static const char *const fh[] = {"task", "output", "V", "setting", "statistic", "quantity",
@@ -420,8 +447,9 @@ int main(int argc, char **argv)
         snprintf(nm, sizeof nm, "%s.max", q_name[q]);
         value(&o, nm, "%.2f", hi);
     }
-    /* per factor level: how many of its fits are within 2 se, and their range */
-    for (int q = 0; q < NQ; q++)
+    /* per factor level: how many of its fits are within 2 se, and their range;
+     * for d_diff (q = NQ) how many are steeper for Pre-LN by more than 2 se */
+    for (int q = 0; q <= NQ; q++)
         for (int f = 0; f < NFACTOR; f++) {
             char lv[8][32];
             int nlv = 0;
@@ -444,16 +472,26 @@ int main(int argc, char **argv)
                         level_of(f, c, s, b, sizeof b);
                         if (strcmp(b, lv[k]))
                             continue;
-                        const qfit *r = &FIT(c, s, q);
+                        double sl;
+                        int flag;
+                        if (q < NQ) {
+                            sl = FIT(c, s, q).f.slope;
+                            flag = FIT(c, s, q).consistent;
+                        } else {
+                            const qfit *a = &FIT(c, s, Q_PRE_D), *p = &FIT(c, s, Q_POST_D);
+                            sl = a->f.slope - p->f.slope;
+                            flag = sl / hypot(a->f.se_slope, p->f.se_slope) > 2;
+                        }
                         n++;
-                        m += r->consistent;
-                        lo_ = fmin(lo_, r->f.slope);
-                        hi = fmax(hi, r->f.slope);
+                        m += flag;
+                        lo_ = fmin(lo_, sl);
+                        hi = fmax(hi, sl);
                     }
                 char nm[320];
-                snprintf(nm, sizeof nm, "%s.by.%s", q_name[q], lv[k]);
+                const char *qn = q < NQ ? q_name[q] : "d_diff";
+                snprintf(nm, sizeof nm, "%s.%s.%s", qn, q < NQ ? "by" : "steeper", lv[k]);
                 value(&o, nm, "%d of %d", m, n);
-                snprintf(nm, sizeof nm, "%s.range.%s", q_name[q], lv[k]);
+                snprintf(nm, sizeof nm, "%s.range.%s", qn, lv[k]);
                 value(&o, nm, "%.2f to %.2f", lo_, hi);
             }
         }
