@@ -150,21 +150,46 @@ static int cell_cmp(const void *a, const void *b)
     return -strcmp(x->setting, y->setting); /* theorem, realistic */
 }
 
+/* The distinct values, ascending, of the observations' x in a sweep (0
+ * depth, 1 width) or (sweep -1) of their seeds; at most max. */
+static int distinct(int sweep, double *v, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < nob; i++) {
+        if (sweep >= 0 && ob[i].sweep != sweep)
+            continue;
+        double x = sweep >= 0 ? ob[i].x : ob[i].seed;
+        int seen = 0;
+        for (int j = 0; j < n; j++)
+            seen |= v[j] == x;
+        if (!seen && n < max)
+            v[n++] = x;
+    }
+    for (int a = 1; a < n; a++)
+        for (int c = a; c > 0 && v[c - 1] > v[c]; c--) {
+            double t = v[c];
+            v[c] = v[c - 1];
+            v[c - 1] = t;
+        }
+    return n;
+}
+
+/* "2, 4, 8": the distinct values as distinct() gives them. */
+static void list_of(int sweep, char *b, size_t nb)
+{
+    double v[64];
+    int n = distinct(sweep, v, 64);
+    b[0] = '\0';
+    for (int j = 0; j < n; j++)
+        snprintf(b + strlen(b), nb - strlen(b), "%s%g", j ? ", " : "", v[j]);
+}
+
 /* The log-log slope of d sqrt(ln d) over the width sweep's d (equal weights:
  * se_y = y gives every point weight 1). */
 static double bound_slope(void)
 {
     double x[64], y[64];
-    int n = 0;
-    for (size_t i = 0; i < nob && n < 64; i++) {
-        if (ob[i].sweep != 1)
-            continue;
-        int seen = 0;
-        for (int j = 0; j < n; j++)
-            seen |= x[j] == ob[i].x;
-        if (!seen)
-            x[n++] = ob[i].x;
-    }
+    int n = distinct(1, x, 64);
     for (int j = 0; j < n; j++)
         y[j] = x[j] * sqrt(log(x[j]));
     lnk_fit f;
@@ -207,31 +232,6 @@ static int n_seeds(void)
             best = k;
     }
     return best;
-}
-
-/* The distinct x of a sweep, "2, 4, 8" */
-static void x_list(int sweep, char *b, size_t nb)
-{
-    double x[64];
-    int n = 0;
-    for (size_t i = 0; i < nob && n < 64; i++) {
-        if (ob[i].sweep != sweep)
-            continue;
-        int seen = 0;
-        for (int j = 0; j < n; j++)
-            seen |= x[j] == ob[i].x;
-        if (!seen)
-            x[n++] = ob[i].x;
-    }
-    for (int a = 1; a < n; a++)
-        for (int c = a; c > 0 && x[c - 1] > x[c]; c--) {
-            double t = x[c];
-            x[c] = x[c - 1];
-            x[c - 1] = t;
-        }
-    b[0] = '\0';
-    for (int j = 0; j < n; j++)
-        snprintf(b + strlen(b), nb - strlen(b), "%s%g", j ? ", " : "", x[j]);
 }
 
 /* The level of factor f (task, output, V, setting, statistic) of cell c's
@@ -347,31 +347,11 @@ int main(int argc, char **argv)
             for (int q = 0; q < NQ; q++)
                 fit_q(c, q, s, bslope, &FIT(c, s, q));
     int seeds = n_seeds();
-    /* the seeds met, "0, 1, 2" */
-    char seed_list[512] = "";
-    {
-        double sv[64];
-        int ns = 0;
-        for (size_t i = 0; i < nob; i++) {
-            int seen = 0;
-            for (int j = 0; j < ns; j++)
-                seen |= sv[j] == ob[i].seed;
-            if (!seen && ns < 64)
-                sv[ns++] = ob[i].seed;
-        }
-        for (int a = 1; a < ns; a++)
-            for (int c = a; c > 0 && sv[c - 1] > sv[c]; c--) {
-                double t = sv[c];
-                sv[c] = sv[c - 1];
-                sv[c - 1] = t;
-            }
-        for (int j = 0; j < ns; j++)
-            snprintf(seed_list + strlen(seed_list), sizeof seed_list - strlen(seed_list), "%s%g",
-                     j ? ", " : "", sv[j]);
-    }
+    char seed_list[512];
+    list_of(-1, seed_list, sizeof seed_list);
     char Ls[256], ds[256];
-    x_list(0, Ls, sizeof Ls);
-    x_list(1, ds, sizeof ds);
+    list_of(0, Ls, sizeof Ls);
+    list_of(1, ds, sizeof ds);
     char extra[2048];
     snprintf(extra, sizeof extra,
              "{\"study\": \"grad_factorial (issue 17 item 4): fits of grad_norms rows\", "
