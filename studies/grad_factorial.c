@@ -74,6 +74,7 @@ static cellkey *cells;
 static int ncell;
 static obs *ob;
 static size_t nob, capob;
+static qfit *fit; /* [cell][statistic][quantity] (global: reachable when fail() exits) */
 /* the other sweep parameter (depth sweep: d; width sweep: L), one value each */
 static int fixed_of[2] = {-1, -1};
 
@@ -208,15 +209,16 @@ static void fit_q(int cell, int q, int s, double bslope, qfit *r)
             n++;
         }
     const cellkey *k = &cells[cell];
-    if (lnk_fit_power_seeds(x, y, n, &r->f, &r->weighted, &r->xmin, &r->xmax) != LNK_OK)
+    int st = lnk_fit_power_seeds(x, y, n, &r->f, &r->weighted, &r->xmin, &r->xmax);
+    free(x);
+    free(y);
+    if (st != LNK_OK)
         fail("cell %s, %s output, V = %d, %s, %s: %s: %s", k->task, k->tie ? "tied" : "untied",
              k->V, k->setting, stat_text[s], q_text[q], lnk_errmsg());
     static const double ref[NQ] = {-0.5, 0, 0.5, 0};
     r->ref = q == Q_PRE_D ? bslope : ref[q];
     r->z = (r->f.slope - r->ref) / r->f.se_slope;
     r->consistent = fabs(r->z) <= 2;
-    free(x);
-    free(y);
 }
 
 static int n_seeds(void)
@@ -340,7 +342,7 @@ int main(int argc, char **argv)
     free(perm);
 
     double bslope = bound_slope();
-    qfit *fit = study_alloc(sizeof(qfit) * (size_t)ncell * NSTAT * NQ);
+    fit = study_alloc(sizeof(qfit) * (size_t)ncell * NSTAT * NQ);
 #define FIT(c, s, q) fit[((size_t)(c) * NSTAT + (s)) * NQ + (q)]
     for (int c = 0; c < ncell; c++)
         for (int s = 0; s < NSTAT; s++)

@@ -334,7 +334,8 @@ static void csv_take(out_csv *o, study_buf *to)
                 }
                 off += len[r];
             }
-            qsort(pc, (size_t)npc, sizeof *pc, study_piece_cmp);
+            if (npc)
+                qsort(pc, (size_t)npc, sizeof *pc, study_piece_cmp);
         }
     }
     if (study_R == 0) {
