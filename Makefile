@@ -67,7 +67,8 @@ MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
         fuzz fuzz-build test-python bench-python \
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
         FORCE check-results quotes \
-        results study-grad study-geometry study-hessian study-multi30k study-demo
+        results study-grad study-geometry study-hessian study-multi30k study-demo \
+        study-grad-factorial
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
 deps:
@@ -289,6 +290,12 @@ study-geometry: deps
 	$(MAKE) all
 	bash studies/scripts/study_geometry.sh $(BUILD)
 
+# The gradient study's headline fits over task, output tying, V, setting and
+# statistic (issue 17, item 4) -> results/grad_factorial/.
+study-grad-factorial: deps
+	$(MAKE) all
+	bash studies/scripts/study_grad_factorial.sh $(BUILD)
+
 study-hessian: deps
 	$(MAKE) all
 	bash studies/scripts/study_hessian.sh $(BUILD)
@@ -301,7 +308,7 @@ study-demo: deps
 	$(MAKE) all
 	$(BUILD)/studies/demo_postpre --out results/demo
 
-results: study-demo study-grad study-geometry study-hessian study-multi30k
+results: study-demo study-grad study-geometry study-hessian study-multi30k study-grad-factorial
 
 deps-check:
 	@bash tools/deps.sh --check $(TEST_PKGS)

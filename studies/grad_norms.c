@@ -27,11 +27,13 @@
  * atomically (every --checkpoint seconds and at the end); when nothing is new
  * the files are left untouched.  Progress goes to stderr.
  *
- * Under mpirun (make MPI=1) the points still to compute are spread over the
- * ranks, the j-th on rank j % P (kit/kit.h); at the end of each round of P
- * points rank 0 decides whether a checkpoint is due, gathers the rows of the
- * points done so far and writes them in point order: the files of a
- * one-process run (the seconds column aside). */
+ * The rows go to resumable sweep CSVs of the kit (csv_resume: the old rows
+ * kept verbatim, the new points' rows after them).  Under mpirun (make MPI=1)
+ * the points still to compute are spread over the ranks, the j-th on rank
+ * j % P (kit/kit.h); at the end of each round of P points rank 0 decides
+ * whether a checkpoint is due, and csv_flush gathers the rows of the points
+ * done so far and writes them in point order: the files of a one-process run
+ * (the seconds column aside). */
 #include <fnmatch.h>
 #include <getopt.h>
 #include <math.h>
@@ -39,7 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "lnkit/lnkit.h"
 #include "kit/analysis.h"
 #include "lnkit/stats.h"
@@ -52,99 +53,6 @@ static char *xstrdup(const char *s)
     if (!p)
         fail("out of memory");
     return p;
-}
-
-/* ------------------------------------------------------------ row store
- * Rows of text fields: the rows read from an existing CSV (kept verbatim) and
- * the new ones, written back together. */
-typedef struct {
-    int ncol;
-    const char *const *head;
-    char **cell;
-    size_t n, cap; /* cells */
-    size_t n_old;  /* rows read from the file */
-    int dirty;
-} rows;
-
-static void rs_push(rows *r, char *s)
-{
-    if (r->n == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 1024;
-        r->cell = realloc(r->cell, sizeof(char *) * r->cap);
-        if (!r->cell)
-            fail("out of memory");
-    }
-    r->cell[r->n++] = s;
-    r->dirty = 1;
-}
-static void rs_str(rows *r, const char *s) { rs_push(r, xstrdup(s)); }
-static void rs_int(rows *r, long long v)
-{
-    char b[32];
-    snprintf(b, sizeof b, "%lld", v);
-    rs_str(r, b);
-}
-static void rs_num(rows *r, double v)
-{
-    if (!isfinite(v))
-        fail("column '%s': value %g is not finite", r->head[r->n % r->ncol], v);
-    char b[40];
-    snprintf(b, sizeof b, "%.17g", v);
-    rs_str(r, b);
-}
-static size_t rs_nrow(const rows *r) { return r->n / r->ncol; }
-static const char *rs_get(const rows *r, size_t row, int col)
-{
-    return r->cell[row * r->ncol + col];
-}
-
-/* Load path if it exists (its header must be ours). */
-static void rs_load(rows *r, const char *path, const char *const *head, int ncol)
-{
-    memset(r, 0, sizeof *r);
-    r->ncol = ncol;
-    r->head = head;
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return;
-    lnk_csvdata t;
-    CK(lnk_csvdata_read(path, &t));
-    int same = t.ncol == ncol;
-    for (int j = 0; same && j < ncol; j++)
-        same = strcmp(t.head[j], head[j]) == 0;
-    if (!same)
-        fail("%s: its columns differ from this program's (column 1: '%s'); move it away or "
-             "choose another --out", path, t.ncol ? t.head[0] : "");
-    for (size_t i = 0; i < t.nrow * (size_t)ncol; i++)
-        rs_str(r, t.cell[i]);
-    r->n_old = t.nrow;
-    r->dirty = 0;
-    lnk_csvdata_free(&t);
-}
-
-static void rs_write(rows *r, const char *path)
-{
-    lnk_afile a;
-    lnk_csv c;
-    CK(lnk_afile_open(&a, path));
-    study_track(&a);
-    CK(lnk_csv_begin(&c, a.f, r->head, r->ncol));
-    for (size_t i = 0; i < r->n; i++) {
-        CK(lnk_csv_str(&c, r->cell[i]));
-        if ((i + 1) % r->ncol == 0)
-            CK(lnk_csv_end_row(&c));
-    }
-    lnk_csv_free(&c);
-    study_untrack(&a);
-    CK(lnk_afile_commit(&a));
-    r->dirty = 0;
-}
-
-static void rs_free(rows *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        free(r->cell[i]);
-    free(r->cell);
 }
 
 /* ----------------------------------------------------------- options */
@@ -618,74 +526,85 @@ static const char *const H_HIDDEN[] = {
     "sq_mean", "sq_sd", "sq_max", "frac_over", "bound_eps", "jac_mean", "jac_max"};
 #define NCOL(a) ((int)(sizeof a / sizeof a[0]))
 
-static void conf_cells(rows *r, const pconf *p, int seed)
+static void conf_cells(lnk_csv *r, const pconf *p, int seed)
 {
-    rs_str(r, p->key);
-    rs_str(r, set_name(p->setting));
-    rs_str(r, lnk_task_name((lnk_task)p->task));
-    rs_str(r, pos_name(p->pos));
-    rs_int(r, p->L);
-    rs_int(r, p->d);
-    rs_int(r, p->h);
-    rs_int(r, p->dff);
-    rs_int(r, p->V);
-    rs_int(r, p->B);
-    rs_int(r, p->T);
-    rs_int(r, p->nb);
-    rs_num(r, p->ls);
-    rs_int(r, p->tie);
-    rs_int(r, seed);
+    CK(lnk_csv_str(r, p->key));
+    CK(lnk_csv_str(r, set_name(p->setting)));
+    CK(lnk_csv_str(r, lnk_task_name((lnk_task)p->task)));
+    CK(lnk_csv_str(r, pos_name(p->pos)));
+    CK(lnk_csv_int(r, p->L));
+    CK(lnk_csv_int(r, p->d));
+    CK(lnk_csv_int(r, p->h));
+    CK(lnk_csv_int(r, p->dff));
+    CK(lnk_csv_int(r, p->V));
+    CK(lnk_csv_int(r, p->B));
+    CK(lnk_csv_int(r, p->T));
+    CK(lnk_csv_int(r, p->nb));
+    CK(lnk_csv_double(r, p->ls));
+    CK(lnk_csv_int(r, p->tie));
+    CK(lnk_csv_int(r, seed));
 }
 
-static void add_rows(rows *main, rows *hid, const pconf *p, int seed, int profile,
+/* Point pt's rows: main (one, or one per item for a profile) and hidden
+ * (hid NULL: none). */
+static void add_rows(out_csv *main, out_csv *hid, long pt, const pconf *p, int seed, int profile,
                      const presult *r)
 {
+    lnk_csv *c = &main->c;
+    csv_point(main, pt);
     if (!profile) {
-        conf_cells(main, p, seed);
-        rs_num(main, r->loss);
+        conf_cells(c, p, seed);
+        CK(lnk_csv_double(c, r->loss));
         for (int i = 0; i < 2; i++) { /* w2, w1 */
-            rs_num(main, r->it[i].sum_norm / p->nb);
-            rs_num(main, r->it[i].nom);
+            CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
+            CK(lnk_csv_double(c, r->it[i].nom));
         }
-        rs_num(main, r->gnorm);
-        rs_num(main, r->seconds);
+        CK(lnk_csv_double(c, r->gnorm));
+        CK(lnk_csv_double(c, r->seconds));
+        CK(lnk_csv_end_row(c));
     } else
         for (int i = 0; i < r->nit; i++) {
-            conf_cells(main, p, seed);
-            rs_num(main, r->loss);
-            rs_str(main, r->it[i].stack);
-            rs_int(main, r->it[i].layer);
-            rs_str(main, r->it[i].label);
-            rs_num(main, r->it[i].sum_norm / p->nb);
-            rs_num(main, r->it[i].nom);
+            conf_cells(c, p, seed);
+            CK(lnk_csv_double(c, r->loss));
+            CK(lnk_csv_str(c, r->it[i].stack));
+            CK(lnk_csv_int(c, r->it[i].layer));
+            CK(lnk_csv_str(c, r->it[i].label));
+            CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
+            CK(lnk_csv_double(c, r->it[i].nom));
+            CK(lnk_csv_end_row(c));
         }
+    if (!hid)
+        return;
+    c = &hid->c;
+    csv_point(hid, pt);
     for (int i = 0; i < r->hid.n; i++) {
         const hsite *s = &r->hid.v[i];
-        rs_str(hid, p->key);
-        rs_str(hid, set_name(p->setting));
-        rs_str(hid, lnk_task_name((lnk_task)p->task));
-        rs_str(hid, pos_name(p->pos));
-        rs_int(hid, p->L);
-        rs_int(hid, p->d);
-        rs_int(hid, p->h);
-        rs_int(hid, p->dff);
-        rs_int(hid, seed);
-        rs_str(hid, s->stack);
-        rs_int(hid, s->layer);
-        rs_str(hid, s->site);
-        rs_int(hid, (long long)s->n);
-        rs_num(hid, s->mean / p->nb);
-        rs_num(hid, s->sd / p->nb);
-        rs_num(hid, s->max);
-        rs_num(hid, s->frac / p->nb);
-        rs_num(hid, p->beps);
+        CK(lnk_csv_str(c, p->key));
+        CK(lnk_csv_str(c, set_name(p->setting)));
+        CK(lnk_csv_str(c, lnk_task_name((lnk_task)p->task)));
+        CK(lnk_csv_str(c, pos_name(p->pos)));
+        CK(lnk_csv_int(c, p->L));
+        CK(lnk_csv_int(c, p->d));
+        CK(lnk_csv_int(c, p->h));
+        CK(lnk_csv_int(c, p->dff));
+        CK(lnk_csv_int(c, seed));
+        CK(lnk_csv_str(c, s->stack));
+        CK(lnk_csv_int(c, s->layer));
+        CK(lnk_csv_str(c, s->site));
+        CK(lnk_csv_int(c, (long long)s->n));
+        CK(lnk_csv_double(c, s->mean / p->nb));
+        CK(lnk_csv_double(c, s->sd / p->nb));
+        CK(lnk_csv_double(c, s->max));
+        CK(lnk_csv_double(c, s->frac / p->nb));
+        CK(lnk_csv_double(c, p->beps));
         if (s->has_jac && isfinite(s->jmax)) {
-            rs_num(hid, s->jmean / p->nb);
-            rs_num(hid, s->jmax);
+            CK(lnk_csv_double(c, s->jmean / p->nb));
+            CK(lnk_csv_double(c, s->jmax));
         } else {
-            rs_str(hid, "");
-            rs_str(hid, "");
+            CK(lnk_csv_str(c, ""));
+            CK(lnk_csv_str(c, ""));
         }
+        CK(lnk_csv_end_row(c));
     }
 }
 
@@ -700,21 +619,17 @@ static int cmpstr(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void keys_build(keyset *k, const rows *r)
+static void keys_build(keyset *k, const study_table *t)
 {
-    size_t n = rs_nrow(r);
-    int ks = -1, ss = -1;
-    for (int j = 0; j < r->ncol; j++) {
-        if (strcmp(r->head[j], "key") == 0)
-            ks = j;
-        if (strcmp(r->head[j], "seed") == 0)
-            ss = j;
-    }
+    size_t n = t->d.nrow;
     k->v = study_alloc(sizeof(char *) * (n ? n : 1));
     k->n = 0;
+    if (!n)
+        return;
+    int ks = study_table_col(t, "key"), ss = study_table_col(t, "seed");
     for (size_t i = 0; i < n; i++) {
         char *s = NULL;
-        if (asprintf(&s, "%s#%s", rs_get(r, i, ks), rs_get(r, i, ss)) < 0)
+        if (asprintf(&s, "%s#%s", study_table_str(t, i, ks), study_table_str(t, i, ss)) < 0)
             fail("out of memory");
         k->v[k->n++] = s;
     }
@@ -732,38 +647,31 @@ static int keys_has(const keyset *k, const char *key, int seed)
 typedef struct {
     const opts *o;
     const char *path, *hpath;
-    rows main, hid;
+    out_csv main, hid;     /* hid: unless --no-hidden */
     lnk_config base;
     int have_base;
     char start[32];
     double t0, last_ckpt;
     int computed, skipped;
     /* Points to compute (not in the CSV when the run began), numbered j = 0, 1, ...
-     * in loop order; point j is rank j % P's (kit/kit.h).  Rows of points
-     * [merged, npend) are still with the rank that computed them, packed in
-     * pend[j - merged]; rank 0 appends them to main and hid in point order. */
+     * in loop order; point j is rank j % P's (kit/kit.h), its rows those of
+     * csv_point(j).  npend: points done so far. */
     keyset old;            /* (key, seed) of the rows read from the CSV */
     char **confs;          /* keys of the configurations met so far */
     int nconf;
-    long npend, merged;
-    study_buf *pend;
-    long cap_pend;
+    long npend;
 } sweep;
 
-static void checkpoint(sweep *s)
+/* The sidecars' extra JSON (malloc'd). */
+static char *sweep_extra(const sweep *s)
 {
-    if (!s->main.dirty && !s->hid.dirty)
-        return;
-    rs_write(&s->main, s->path);
-    if (!s->o->no_hidden)
-        rs_write(&s->hid, s->hpath);
     const opts *o = s->o;
-    char extra[2048], Ls[512] = "", ds[512] = "";
+    char *extra = NULL, Ls[512] = "", ds[512] = "";
     for (int i = 0; i < o->nL; i++)
         snprintf(Ls + strlen(Ls), sizeof Ls - strlen(Ls), "%s%d", i ? ", " : "", o->Ls[i]);
     for (int i = 0; i < o->nd; i++)
         snprintf(ds + strlen(ds), sizeof ds - strlen(ds), "%s%d", i ? ", " : "", o->ds[i]);
-    snprintf(extra, sizeof extra,
+    if (asprintf(&extra,
              "{\"study\": \"grad_norms %s\", \"paper\": \"Xiong et al. 2020, Theorem 1, Lemma 2, "
              "Figure 3\", \"data\": \"synthetic batches, ids uniform in [4, V), batch b of seed s "
              "from stream 1000003 (s + 1) + b\", \"Ls\": [%s], \"ds\": [%s], \"L\": %d, \"d\": %d, "
@@ -775,55 +683,28 @@ static void checkpoint(sweep *s)
              "holds its own configuration\"}",
              sweep_name[o->sweep], Ls, ds, o->L, o->d, o->seeds, o->seed0, o->nb, o->B, o->T,
              o->V, o->heads, o->ffmult, o->ls_theorem, o->ls_real, o->tie ? "true" : "false",
-             o->beps, o->no_hidden ? "false" : "true", s->computed, s->skipped);
-    double wall = lnk_now() - s->t0;
-    CK(lnk_meta_write(s->path, s->have_base ? &s->base : NULL, extra, s->start, wall));
-    if (!s->o->no_hidden)
-        CK(lnk_meta_write(s->hpath, s->have_base ? &s->base : NULL, extra, s->start, wall));
-    s->last_ckpt = lnk_now();
+             o->beps, o->no_hidden ? "false" : "true", s->computed, s->skipped) < 0)
+        fail("out of memory");
+    return extra;
 }
 
-/* A point's rows as bytes: cell counts, then the cells (NUL-terminated). */
-static void pack_rows(study_buf *b, const rows *m, const rows *h)
+/* Collective: the rows of the points done so far to rank 0, which rewrites
+ * the CSVs and their sidecars if they have new rows (last: csv_close). */
+static void checkpoint(sweep *s, int last)
 {
-    uint64_t nm = m->n, nh = h->n;
-    SBUF_PUT(b, nm);
-    SBUF_PUT(b, nh);
-    for (size_t i = 0; i < m->n; i++)
-        sbuf_put(b, m->cell[i], strlen(m->cell[i]) + 1);
-    for (size_t i = 0; i < h->n; i++)
-        sbuf_put(b, h->cell[i], strlen(h->cell[i]) + 1);
-}
-
-static void unpack_rows(const study_buf *b, rows *m, rows *h)
-{
-    study_rd rd = {b->p, b->n, 0};
-    uint64_t n[2];
-    SRD_GET(&rd, n[0]);
-    SRD_GET(&rd, n[1]);
-    for (int t = 0; t < 2; t++)
-        for (uint64_t i = 0; i < n[t]; i++) {
-            const char *c = rd.p + rd.at, *e = memchr(c, 0, rd.n - rd.at);
-            if (!e)
-                fail("internal: short message between ranks");
-            rs_str(t ? h : m, c);
-            rd.at += (size_t)(e - c) + 1;
-        }
-}
-
-/* Collective: the rows of the points computed since the last merge to rank 0,
- * in point order. */
-static void merge(sweep *s)
-{
-    if (s->npend == s->merged)
-        return;
-    study_gather_points(s->merged, s->npend, s->pend);
-    for (long j = s->merged; j < s->npend; j++) {
-        if (study_root())
-            unpack_rows(&s->pend[j - s->merged], &s->main, &s->hid);
-        sbuf_free(&s->pend[j - s->merged]);
+    char *extra = sweep_extra(s);
+    const lnk_config *c = s->have_base ? &s->base : NULL;
+    if (last) {
+        csv_close(&s->main, c, extra, s->start, s->t0);
+        if (!s->o->no_hidden)
+            csv_close(&s->hid, c, extra, s->start, s->t0);
+    } else {
+        csv_flush(&s->main, c, extra, s->start, s->t0);
+        if (!s->o->no_hidden)
+            csv_flush(&s->hid, c, extra, s->start, s->t0);
     }
-    s->merged = s->npend;
+    free(extra);
+    s->last_ckpt = lnk_now();
 }
 
 /* After every point to compute (on every rank): at the end of each round of
@@ -836,11 +717,8 @@ static void point_done(sweep *s)
         return;
     int now = study_root() && lnk_now() - s->last_ckpt > s->o->checkpoint;
     CK(lnk_comm_bcast(&now, sizeof now, 0));
-    if (!now)
-        return;
-    merge(s);
-    if (study_root())
-        checkpoint(s);
+    if (now)
+        checkpoint(s, 0);
 }
 
 static void run_conf(sweep *s, const pconf *p, int idx, int total)
@@ -873,23 +751,10 @@ static void run_conf(sweep *s, const pconf *p, int idx, int total)
             s->have_base = 1;
         }
         if (study_mine(j)) {
-            if (j - s->merged >= s->cap_pend) {
-                long c = s->cap_pend ? 2 * s->cap_pend : 64;
-                study_buf *q = realloc(s->pend, sizeof *q * (size_t)c);
-                if (!q)
-                    fail("out of memory");
-                memset(q + s->cap_pend, 0, sizeof *q * (size_t)(c - s->cap_pend));
-                s->pend = q;
-                s->cap_pend = c;
-            }
             presult r;
             run_point(p, seed, o->sweep == SW_PROFILE, !o->no_hidden, &r);
-            rows m = {.ncol = s->main.ncol, .head = s->main.head},
-                 h = {.ncol = s->hid.ncol, .head = s->hid.head};
-            add_rows(&m, &h, p, seed, o->sweep == SW_PROFILE, &r);
-            pack_rows(&s->pend[j - s->merged], &m, &h);
-            rs_free(&m);
-            rs_free(&h);
+            add_rows(&s->main, o->no_hidden ? NULL : &s->hid, j, p, seed,
+                     o->sweep == SW_PROFILE, &r);
             /* last W2 (depth, width) or the top block's W2 (profile) for the progress line */
             for (int i = r.nit - 1; i >= 0; i--)
                 if (strcmp(r.it[i].label, "ffn.w2") == 0) {
@@ -951,15 +816,16 @@ int main(int argc, char **argv)
     s.path = path;
     s.hpath = hpath;
     int prof = o.sweep == SW_PROFILE;
-    rs_load(&s.main, path, prof ? H_PROFILE : H_POINT, prof ? NCOL(H_PROFILE) : NCOL(H_POINT));
-    if (!o.no_hidden && study_root()) /* only rank 0 writes the files */
-        rs_load(&s.hid, hpath, H_HIDDEN, NCOL(H_HIDDEN));
-    else
-        s.hid.ncol = NCOL(H_HIDDEN), s.hid.head = H_HIDDEN;
-    keys_build(&s.old, &s.main);
-    if (s.main.n_old && study_root())
+    study_table old;
+    size_t n_old = csv_resume(&s.main, path, prof ? H_PROFILE : H_POINT,
+                              prof ? NCOL(H_PROFILE) : NCOL(H_POINT), &old);
+    if (!o.no_hidden)
+        csv_resume(&s.hid, hpath, H_HIDDEN, NCOL(H_HIDDEN), NULL);
+    keys_build(&s.old, &old);
+    study_table_free(&old);
+    if (n_old && study_root())
         fprintf(stderr, "grad_norms %s: resuming %s (%zu rows)\n", sweep_name[o.sweep], path,
-                s.main.n_old);
+                n_old);
     lnk_iso_time(s.start, sizeof s.start);
     s.t0 = s.last_ckpt = lnk_now();
     int total = 0, idx = 0;
@@ -977,21 +843,17 @@ int main(int argc, char **argv)
                     pconf p = make_pconf(&o, o.settings[si], o.tasks[ti], o.pos[pi], L, d);
                     run_conf(&s, &p, ++idx, total);
                 }
-    merge(&s);
+    checkpoint(&s, 1);
     if (study_root()) {
-        checkpoint(&s);
         fprintf(stderr, "grad_norms %s: computed %d points, skipped %d already in %s (%.1f s)\n",
                 sweep_name[o.sweep], s.computed, s.skipped, path, lnk_now() - s.t0);
     }
-    rs_free(&s.main);
-    rs_free(&s.hid);
     for (size_t i = 0; i < s.old.n; i++)
         free(s.old.v[i]);
     free(s.old.v);
     for (int i = 0; i < s.nconf; i++)
         free(s.confs[i]);
     free(s.confs);
-    free(s.pend);
     if (s.have_base)
         lnk_config_clear(&s.base);
     return 0;

@@ -206,7 +206,7 @@ static void test_shards(void **s)
     lnk_comm_split(10, 4, cnt, dsp);
     assert_true(cnt[0] == 3 && cnt[1] == 3 && cnt[2] == 2 && cnt[3] == 2);
     assert_true(dsp[0] == 0 && dsp[1] == 3 && dsp[2] == 6 && dsp[3] == 8);
-    /* one process: the shard functions are the plain ones, bitwise */
+    /* a data set shared by a group of one process: the plain functions, bitwise */
     assert_int_equal(lnk_comm_size(), 1);
     size_t n = lnk_model_n_params(m), N = (size_t)cum[NC];
     double *th = malloc(sizeof(double) * n), *v = malloc(sizeof(double) * n);
@@ -216,10 +216,11 @@ static void test_shards(void **s)
     tu_randn(v, n, 3);
     double L1, L2;
     assert_int_equal(lnk_dataset_eval(m, th, ch, NC, &L1, g1, NULL), LNK_OK);
-    assert_int_equal(lnk_dataset_eval_shard(m, th, ch, NC, N, &L2, g2), LNK_OK);
+    lnk_dataset ds = {ch, NC, NC, 0, N, lnk_comm_world()};
+    assert_int_equal(lnk_dataset_loss(m, th, &ds, &L2, g2), LNK_OK);
     assert_true(L1 == L2 && !memcmp(g1, g2, sizeof(double) * n));
     lnk_hessian *a = lnk_hessian_alloc(m, th, ch, NC, NULL);
-    lnk_hessian *b = lnk_hessian_alloc_shard(m, th, ch, NC, N, NULL);
+    lnk_hessian *b = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     assert_non_null(a);
     assert_non_null(b);
     lnk_operator oa = lnk_hessian_operator(a);

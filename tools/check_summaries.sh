@@ -16,6 +16,7 @@ SUMMARIES=(
     "demo|$BUILD/studies/demo_postpre --summarise {}"
     "grad|$BUILD/studies/grad_table --dir {}"
     "geometry|$BUILD/studies/ln_geometry_summary {}"
+    "grad_factorial|$BUILD/studies/grad_factorial --dir {}"
     "multi30k_full|$PYTHON studies/multi30k_full_summary.py {}"
     "hessian|$BUILD/studies/hessian_spectrum --summarise {}"
     "multi30k|$BUILD/studies/multi30k_hessian --summarise {}"

@@ -132,28 +132,11 @@ int lnk_dataset_eval(const lnk_model *m, const double *theta, const lnk_batch *c
 int lnk_shard_chunks(const lnk_model *m, const lnk_batch *chunks, int n_chunks, int parts,
                      int *first);
 
-/* The Hessian over the job: this rank's chunks (n_chunks >= 0) of a data set
- * with n_total scored tokens in all.  In a job of one process it is
- * lnk_hessian_alloc.  Otherwise the operator works on slices of the block
- * vector (lnk_comm_split over the ranks; op.group set, see "Distributed
- * vectors" in curvature.h): an apply allgathers x (8 n bytes), runs this
- * rank's chunks, and reduce-scatters the sum (8 n bytes), n the block size;
- * memory per rank: the model workspace + 4 block-size vectors.  A failure on
- * any rank (fault, allocation, non-finite) makes the apply fail on every
- * rank with "rank R: ..." (lnk_comm_agree), never a hang.  Collective. */
-lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
-                                     const lnk_batch *chunks, int n_chunks, size_t n_total,
-                                     const char *patterns);
 /* y = H_BB x for whole block vectors (length block n) on every rank
  * (collective; for lnkit hvp and tests). */
 int lnk_hessian_apply_full(lnk_hessian *h, const double *x, double *y);
 /* This rank's slice of block vectors: [offset, offset + count). */
 void lnk_hessian_slice(const lnk_hessian *h, size_t *offset, size_t *count);
-
-/* Mean loss and gradient (full, on every rank) over the job's chunks, this
- * rank holding n_chunks of them; n_total as above.  Collective. */
-int lnk_dataset_eval_shard(const lnk_model *m, const double *theta, const lnk_batch *chunks,
-                           int n_chunks, size_t n_total, double *loss, double *grad);
 
 /* ================================================================ data sets
  *
@@ -193,11 +176,20 @@ int lnk_dataset_add_chunks(lnk_dataset *ds, const lnk_model *m, lnk_batch *chunk
 int lnk_dataset_shard(lnk_dataset *ds, const lnk_model *m, const lnk_procs *g);
 void lnk_dataset_free(lnk_dataset *ds);
 
-/* The Hessian over the data set (lnk_hessian_alloc, or lnk_hessian_alloc_shard
- * over ds->procs when it has more than one process; collective then). */
+/* The Hessian over the data set.  Without a group of more than one process
+ * it is lnk_hessian_alloc.  Over ds->procs of P > 1 processes (collective),
+ * each holding its shard of chunks (n_chunks >= 0), the operator works on
+ * slices of the block vector (lnk_comm_split over the ranks; op.group set,
+ * see "Distributed vectors" in curvature.h): an apply allgathers x (8 n
+ * bytes), runs this rank's chunks, and reduce-scatters the sum (8 n bytes),
+ * n the block size; memory per rank: the model workspace + 4 block-size
+ * vectors.  A failure on any rank (fault, allocation, non-finite) makes the
+ * apply fail on every rank with "rank R: ..." (lnk_comm_agree), never a
+ * hang. */
 lnk_hessian *lnk_hessian_alloc_dataset(const lnk_model *m, const double *theta,
                                        const lnk_dataset *ds, const char *patterns);
-/* Mean loss and (grad != NULL) gradient, full, on every process of the group. */
+/* Mean loss and (grad != NULL) gradient, full, on every process of the group
+ * (collective when ds->procs has more than one process). */
 int lnk_dataset_loss(const lnk_model *m, const double *theta, const lnk_dataset *ds,
                      double *loss, double *grad);
 

@@ -95,10 +95,6 @@ void cli_shard(cli_session *s, lnk_dataset *ds);
  * in one process, or 4 P pieces with several ranks (so that the
  * token-balanced shards can be even). */
 int cli_chunk_rows(int B, int chunk_rows);
-/* Keep this rank's shard of chunks[0..n) (lnk_shard_chunks): the others are
- * freed, its own moved to the front; returns their count, *first_own (may
- * be NULL) their first index in the data set.  Collective. */
-int cli_keep_shard(const lnk_model *m, lnk_batch *chunks, int n, int *first_own);
 void cli_close(cli_session *s);
 /* Files (files.c).  A file named on the command line and the
  * option that named it, for messages. */

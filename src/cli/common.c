@@ -247,24 +247,6 @@ int cli_chunk_rows(int B, int chunk_rows)
     return P > 1 ? (B + 4 * P - 1) / (4 * P) : B;
 }
 
-int cli_keep_shard(const lnk_model *m, lnk_batch *chunks, int n, int *first_own)
-{
-    int P = lnk_comm_size(), me = lnk_comm_rank();
-    int *first = malloc(sizeof(int) * ((size_t)P + 1));
-    if (!first)
-        cli_die("out of memory");
-    cli_check(lnk_shard_chunks(m, chunks, n, P, first));
-    int n_own = first[me + 1] - first[me];
-    for (int c = 0; c < n; c++)
-        if (c < first[me] || c >= first[me + 1])
-            lnk_batch_free(&chunks[c]);
-    memmove(chunks, chunks + first[me], sizeof *chunks * (size_t)n_own);
-    if (first_own)
-        *first_own = first[me];
-    free(first);
-    return n_own;
-}
-
 void cli_shard(cli_session *s, lnk_dataset *ds)
 {
     lnk_dataset_init(ds);

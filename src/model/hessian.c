@@ -297,7 +297,7 @@ static int apply(void *ctx, const double *x, double *y)
     return st;
 }
 
-/* What lnk_hessian_alloc and lnk_hessian_alloc_shard share: weights (over
+/* What lnk_hessian_alloc and alloc_group share: weights (over
  * n_total tokens, 0: the chunks' own), block, checks, workspace, buffers. */
 static int init(lnk_hessian *h, const lnk_model *m, const double *theta, const lnk_batch *chunks,
                 int n_chunks, const char *patterns, size_t n_total)
@@ -614,13 +614,6 @@ static lnk_hessian *alloc_group(const lnk_model *m, const double *theta, const l
     return h;
 }
 
-lnk_hessian *lnk_hessian_alloc_shard(const lnk_model *m, const double *theta,
-                                     const lnk_batch *chunks, int n_chunks, size_t n_total,
-                                     const char *patterns)
-{
-    return alloc_group(m, theta, chunks, n_chunks, n_total, patterns, lnk_comm_world());
-}
-
 lnk_hessian *lnk_hessian_alloc_dataset(const lnk_model *m, const double *theta,
                                        const lnk_dataset *ds, const char *patterns)
 {
@@ -647,12 +640,6 @@ static int eval_group(const lnk_model *m, const double *theta, const lnk_batch *
     if (!st)
         *loss = L;
     return st;
-}
-
-int lnk_dataset_eval_shard(const lnk_model *m, const double *theta, const lnk_batch *chunks,
-                           int n_chunks, size_t n_total, double *loss, double *grad)
-{
-    return eval_group(m, theta, chunks, n_chunks, n_total, lnk_comm_world(), loss, grad);
 }
 
 int lnk_dataset_loss(const lnk_model *m, const double *theta, const lnk_dataset *ds,

@@ -39,6 +39,15 @@ int lnk_fit_power(const double *x, const double *y, const double *se_y, size_t n
  * describe the points within their errors: say so and show local slopes. */
 double lnk_fit_pvalue(const lnk_fit *f);
 
+/* The same over repeated observations (x_i, y_i), i < n (one per seed):
+ * grouped by equal x, each group's mean fitted with se_y = sd / sqrt(k) (k
+ * observations, sample sd) -- weighted least squares as above.  If any group
+ * has one observation or sd 0 the fit is unweighted (needs 3 groups);
+ * *weighted (may be NULL) says which.  x_min, x_max (may be NULL): the range
+ * of x fitted.  f->n is the number of groups. */
+int lnk_fit_power_seeds(const double *x, const double *y, size_t n, lnk_fit *f, int *weighted,
+                        double *x_min, double *x_max);
+
 /* Mean and sample standard deviation (n - 1 denominator; 0 when n == 1) of
  * x[0], x[stride], ... (n values, n >= 1), by gsl_stats. */
 void lnk_mean_sd(const double *x, size_t stride, size_t n, double *mean, double *sd);

@@ -200,48 +200,6 @@ static void study_fault(void)
         fail("cannot hand over its points (simulated by LNK_FAULT)");
 }
 
-/* Collective.  pt[i - from] for the points i in [from, to): every rank has
- * filled its own (study_mine); afterwards rank 0 holds all of them (the other
- * ranks' entries replaced), the other ranks are unchanged. */
-void study_gather_points(long from, long to, study_buf *pt)
-{
-    study_fault();
-    study_buf mine = {0};
-    for (long i = from; i < to; i++)
-        if (study_mine(i)) {
-            uint64_t n = pt[i - from].n;
-            SBUF_PUT(&mine, n);
-            sbuf_put(&mine, pt[i - from].p, n);
-        }
-    char *all = NULL;
-    size_t *len = malloc(sizeof(size_t) * (size_t)study_P);
-    if (!len)
-        fail("out of memory");
-    CK(lnk_comm_gather_bytes(mine.p ? mine.p : "", mine.n, &all, len, 0));
-    if (study_R == 0) {
-        size_t off = 0;
-        for (int r = 0; r < study_P; r++) {
-            study_rd rd = {all + off, len[r], 0};
-            for (long i = from; i < to; i++)
-                if (i % study_P == r) {
-                    uint64_t n;
-                    SRD_GET(&rd, n);
-                    if (n > rd.n - rd.at)
-                        fail("internal: short message between ranks");
-                    if (r != 0) {
-                        pt[i - from].n = 0;
-                        sbuf_put(&pt[i - from], rd.p + rd.at, n);
-                    }
-                    rd.at += n;
-                }
-            off += len[r];
-        }
-    }
-    free(all);
-    free(len);
-    sbuf_free(&mine);
-}
-
 /* ------------------------------------------------------------ CSV outputs
  * A study's CSV output: the rows are kept in memory and written at
  * csv_close through a temporary file (opened at csv_open on rank 0, so an
@@ -254,11 +212,10 @@ void study_gather_points(long from, long to, study_buf *pt)
  *              are rank 0's, after the header). */
 
 
-static void csv_begin_(out_csv *o, const char *dir, const char *name,
-                              const char *const *hdr, int n, int sweep)
+static void csv_begin_(out_csv *o, const char *path, const char *const *hdr, int n, int sweep)
 {
     memset(o, 0, sizeof *o);
-    snprintf(o->path, sizeof o->path, "%s/%s", dir, name);
+    snprintf(o->path, sizeof o->path, "%s", path);
     o->sweep = sweep;
     lnk_iso_time(o->start, sizeof o->start);
     o->t0 = lnk_now();
@@ -275,13 +232,17 @@ static void csv_begin_(out_csv *o, const char *dir, const char *name,
 void csv_open(out_csv *o, const char *dir, const char *name,
                             const char *const *hdr, int n)
 {
-    csv_begin_(o, dir, name, hdr, n, 0);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    csv_begin_(o, path, hdr, n, 0);
 }
 
 void csv_sweep(out_csv *o, const char *dir, const char *name,
                              const char *const *hdr, int n)
 {
-    csv_begin_(o, dir, name, hdr, n, 1);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    csv_begin_(o, path, hdr, n, 1);
 }
 
 void csv_num_or_empty(out_csv *o, double v, int present)
@@ -321,10 +282,12 @@ static int study_piece_cmp(const void *a, const void *b)
     return (x->k > y->k) - (x->k < y->k);
 }
 
-void csv_close(out_csv *o, const lnk_config *c, const char *extra,
-                             const char *start, double t0)
+/* Rank 0: append to *to the rows written since the last hand-over -- its
+ * own outside any point, then every rank's rows of the points since, in
+ * point order (collective for a sweep).  Every rank then counts its buffer
+ * as handed over. */
+static void csv_take(out_csv *o, study_buf *to)
 {
-    lnk_csv_free(&o->c);
     if (fflush(o->mem) != 0)
         fail("%s: out of memory", o->path);
     size_t head = o->nseg ? o->seg[0].start : o->len;
@@ -371,27 +334,28 @@ void csv_close(out_csv *o, const lnk_config *c, const char *extra,
                 }
                 off += len[r];
             }
-            qsort(pc, (size_t)npc, sizeof *pc, study_piece_cmp);
+            if (npc)
+                qsort(pc, (size_t)npc, sizeof *pc, study_piece_cmp);
         }
-    } else if (study_R == 0) {
-        head = o->len;
     }
     if (study_R == 0) {
-        int bad = fwrite(o->buf, 1, head, o->a.f) != head;
-        for (int k = 0; k < npc && !bad; k++)
-            bad = fwrite(pc[k].p, 1, pc[k].n, o->a.f) != pc[k].n;
-        if (bad)
-            fail("%s: write failed: %s", o->path, strerror(errno));
+        sbuf_put(to, o->buf + o->sent, head - o->sent);
+        for (int k = 0; k < npc; k++)
+            sbuf_put(to, pc[k].p, pc[k].n);
     }
     free(all);
     free(len);
     free(pc);
-    fclose(o->mem);
-    free(o->buf);
-    free(o->seg);
-    o->mem = NULL, o->buf = NULL, o->seg = NULL;
-    if (study_R != 0)
-        return;
+    o->sent = o->len;
+    o->nseg = 0;
+}
+
+/* Rank 0: the bytes into the temporary file, committed, and the sidecar. */
+static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c, const char *extra,
+                       const char *start, double t0)
+{
+    if (b->n && fwrite(b->p, 1, b->n, o->a.f) != b->n)
+        fail("%s: write failed: %s", o->path, strerror(errno));
     study_untrack(&o->a);
     CK(lnk_afile_commit(&o->a));
     if (!start) {
@@ -399,6 +363,87 @@ void csv_close(out_csv *o, const lnk_config *c, const char *extra,
         t0 = o->t0;
     }
     CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
+}
+
+void csv_flush(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0)
+{
+    if (!o->resume)
+        fail("internal: csv_flush on %s, which is not resumable", o->path);
+    size_t before = o->file.n;
+    csv_take(o, &o->file);
+    if (study_R != 0 || o->file.n == before)
+        return;
+    csv_commit(o, &o->file, c, extra, start, t0);
+    /* the next flush writes through a new temporary file */
+    CK(lnk_afile_open(&o->a, o->path));
+    study_track(&o->a);
+}
+
+static void csv_release(out_csv *o)
+{
+    lnk_csv_free(&o->c);
+    fclose(o->mem);
+    free(o->buf);
+    free(o->seg);
+    sbuf_free(&o->file);
+    o->mem = NULL, o->buf = NULL, o->seg = NULL;
+}
+
+void csv_close(out_csv *o, const lnk_config *c, const char *extra,
+                             const char *start, double t0)
+{
+    if (o->resume) {
+        csv_flush(o, c, extra, start, t0);
+        if (study_R == 0) { /* the temporary file of a next flush, unused */
+            study_untrack(&o->a);
+            lnk_afile_abort(&o->a);
+        }
+        csv_release(o);
+        return;
+    }
+    study_buf b = {0};
+    csv_take(o, &b);
+    if (study_R == 0)
+        csv_commit(o, &b, c, extra, start, t0);
+    sbuf_free(&b);
+    csv_release(o);
+}
+
+size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
+                  study_table *old)
+{
+    csv_begin_(o, path, hdr, n, 1);
+    o->resume = 1;
+    lnk_csvdata t;
+    memset(&t, 0, sizeof t);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        CK(lnk_csvdata_read(path, &t));
+        int same = t.ncol == n;
+        for (int j = 0; same && j < n; j++)
+            same = strcmp(t.head[j], hdr[j]) == 0;
+        if (!same)
+            fail("%s: its columns differ from this program's (column 1: '%s'); move it away or "
+                 "choose another --out", path, t.ncol ? t.head[0] : "");
+        if (study_R == 0)
+            for (size_t i = 0; i < t.nrow; i++) {
+                for (int j = 0; j < n; j++)
+                    CK(lnk_csv_str(&o->c, lnk_csvdata_str(&t, i, j)));
+                CK(lnk_csv_end_row(&o->c));
+            }
+    }
+    if (fflush(o->mem) != 0)
+        fail("%s: out of memory", o->path);
+    /* header and kept rows: the file as it is (or would be, empty) */
+    if (study_R == 0)
+        sbuf_put(&o->file, o->buf, o->len);
+    o->sent = o->len;
+    size_t nrow = t.nrow;
+    if (old)
+        old->d = t;
+    else
+        lnk_csvdata_free(&t);
+    return nrow;
 }
 
 /* DIR/density.gp: gnuplot script plotting density.csv (columns norm_pos,

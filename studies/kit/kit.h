@@ -17,8 +17,9 @@
  * (csv_point); csv_close gathers them to rank 0, which writes them in point
  * order: the file of a one-process run, byte for byte (timing columns aside).
  * Summaries are computed by rank 0 from the files (study_table), so that
- * nothing else crosses between ranks (study_gather_points, byte strings per
- * point, serves grad_norms' resumable merges).  Only rank 0
+ * nothing else crosses between ranks.  A resumable sweep CSV (csv_resume,
+ * grad_norms) keeps the rows of the file it resumes and gathers the new
+ * points' rows at every csv_flush, the same way.  Only rank 0
  * creates directories and files and prints progress; after the last gather
  * the other ranks are done (study_root() is 0) and return from main.
  *
@@ -28,8 +29,8 @@
  * (lnk_comm_abort: mpirun ends the other ranks, whose unfinished temporary
  * files are removed).  Exit status 2, no partial output.  Tests inject such
  * a failure with LNK_FAULT="R:sweep:error" (or ":exit", comm.h): rank R
- * fails where it hands its points over (csv_close of a sweep CSV,
- * study_gather_points). */
+ * fails where it hands its points over (csv_close or csv_flush of a sweep
+ * CSV). */
 #ifndef LNK_STUDY_KIT_H
 #define LNK_STUDY_KIT_H
 
@@ -96,11 +97,6 @@ void srd_get(study_rd *r, void *x, size_t n);
 /* n items of sz bytes into a new malloc'd array (NULL if n is 0). */
 void *srd_array(study_rd *r, size_t n, size_t sz);
 
-/* Collective.  pt[i - from] for the points i in [from, to): every rank has
- * filled its own (study_mine); afterwards rank 0 holds all of them (the other
- * ranks' entries replaced), the other ranks are unchanged. */
-void study_gather_points(long from, long to, study_buf *pt);
-
 /* ------------------------------------------------------------ CSV outputs
  * A study's CSV output: the rows are kept in memory and written at
  * csv_close through a temporary file (opened at csv_open on rank 0, so an
@@ -110,7 +106,8 @@ void study_gather_points(long from, long to, study_buf *pt);
  *   csv_sweep  rows of every rank: call csv_point(o, i) before the rows of
  *              point i; csv_close (collective) writes the header and the
  *              points' rows in point order (rows before the first csv_point
- *              are rank 0's, after the header). */
+ *              are rank 0's, after the header);
+ *   csv_resume a sweep CSV that continues the file at path (see below). */
 typedef struct {
     long point;
     size_t start;
@@ -128,6 +125,9 @@ typedef struct {
     int nseg, capseg;
     char start[32];   /* when it was opened (ISO 8601), and lnk_now() then */
     double t0;
+    size_t sent;      /* bytes of buf already handed over (csv_flush) */
+    int resume;       /* a csv_resume output */
+    study_buf file;   /* rank 0, resumable: the file's bytes so far */
 } out_csv;
 
 void csv_open(out_csv *o, const char *dir, const char *name, const char *const *hdr, int n);
@@ -153,6 +153,21 @@ int study_table_col(const study_table *t, const char *name);
 double study_table_num(const study_table *t, size_t row, int col);
 const char *study_table_str(const study_table *t, size_t row, int col);
 void study_table_free(study_table *t);
+
+/* A resumable sweep CSV (a study that skips the points already done): if the
+ * file at path exists, its header must be hdr (else fail naming the file) and
+ * its rows are kept verbatim at the top; the rows of new points follow (as
+ * csv_sweep: csv_point, the lnk_csv_* calls on o.c).  Every rank reads the
+ * file; old (may be NULL) gets its rows (nrow 0 when there is no file; free
+ * with study_table_free).  Returns the number of rows kept. */
+size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
+                  study_table *old);
+/* Collective (a checkpoint): the rows of the points written since the last
+ * flush, gathered to rank 0 in point order and appended to the file, which is
+ * rewritten atomically with its sidecar (arguments as csv_close) -- only if
+ * there are new rows: a run that adds nothing leaves the file and its sidecar
+ * untouched.  csv_close of a resumable CSV is a last csv_flush. */
+void csv_flush(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0);
 
 /* ---------------------------------------------------------------- plotting */
 /* DIR/density.gp: gnuplot script plotting density.csv (columns norm_pos,
