@@ -16,7 +16,12 @@ mkdir -p "$out"
 export OPENBLAS_NUM_THREADS=1
 "$BUILD/studies/anatomy" --out "$out/lm" --s2s-L '' --s2s-d '' "$@" &
 p1=$!
-"$BUILD/studies/anatomy" --out "$out/seq2seq" --lm-L '' --lm-d '' "$@" &
+# seq2seq costs ~20x an lm product here (two stacks, cross-attention, 16
+# weight matrices a layer): fewer pairs, seeds, probes and SLQ steps, and the
+# depths 1, 2, 6 at d = 16 (the 6-6 model is the reference point)
+"$BUILD/studies/anatomy" --out "$out/seq2seq" --lm-L '' --lm-d '' --s2s-L 1,2,6 --s2s-d '' \
+    --s2s-L-ref 6 --s2s-d-ref 16 --pairs 6 --seeds 2 --probes 4 --steps 16 --eig-steps 200 \
+    "$@" &
 p2=$!
 rc=0
 wait $p1 || rc=$?
