@@ -8,7 +8,8 @@
  *     per layer, weight matrix and operator;
  *   - the study's extremes of H, G and F equal `lnkit eigs` on the same
  *     weights and batch (1e-9 relative), and a block norm equals `lnkit
- *     blocks` (same probes: 1e-9);
+ *     blocks` (same probes: 1e-9); `lnkit eigs --mass` gives the study's masses
+ *     per tensor (1e-9), summing to 1 within 1e-12, with a sidecar;
  *   - the summary's depth slope equals the study kit's lnk_fit_power on the
  *     seed means and standard errors recomputed here from extremes.csv
  *     (1e-9), and it writes its tables, values and plot scripts. */
@@ -198,7 +199,8 @@ static void test_against_cli(void **state)
                     "--config w.json --batch 2 --len 5 --seed 1234 -o b.safetensors --quiet && "
                     "for op in hessian ggn functional; do $L eigs --config w.json --weights "
                     "w.safetensors --batch b.safetensors -k 1 --which both --tol 1e-6 "
-                    "--max-steps 300 --operator $op -o e_$op.csv --quiet || exit 1; done && "
+                    "--max-steps 300 --operator $op -o e_$op.csv --mass m_$op.csv --quiet || exit 1; done "
+                    "&& "
                     "$L blocks --config w.json --weights w.safetensors --batch b.safetensors "
                     "--no-tensors --group dec.1.attn.wv --probes 6 --operator functional "
                     "-o bl.csv --quiet",
@@ -225,6 +227,60 @@ static void test_against_cli(void **state)
     }
     assert_int_equal(found, 6);
     lnk_csvdata_free(&t);
+    /* lnkit eigs --mass against the study's masses of the same point */
+    read_csv(&t, "lm", "mass.csv");
+    found = 0;
+    const char *ops[3] = {"hessian", "ggn", "functional"};
+    for (int o = 0; o < 3; o++) {
+        char p[64];
+        snprintf(p, sizeof p, "m_%s.meta.json", ops[o]);
+        assert_int_equal(access(tu_path(p), R_OK), 0);
+        snprintf(p, sizeof p, "m_%s.csv", ops[o]);
+        lnk_csvdata m;
+        assert_int_equal(lnk_csvdata_read(tu_path(p), &m), LNK_OK);
+        double sum[2] = {0, 0};
+        for (size_t i = 0; i < m.nrow; i++) {
+            int top = !strcmp(str(&m, i, "which"), "top");
+            assert_true(num(&m, i, "index") == 0);
+            sum[top] += num(&m, i, "mass");
+            for (size_t r = 0; r < t.nrow; r++)
+                if (!strcmp(str(&t, r, "norm_pos"), "pre") &&
+                    !strcmp(str(&t, r, "norm"), "layernorm") &&
+                    !strcmp(str(&t, r, "qk_norm"), "none") && num(&t, r, "L") == 2 &&
+                    num(&t, r, "seed") == 1 && !strcmp(str(&t, r, "operator"), ops[o]) &&
+                    !strcmp(str(&t, r, "which"), str(&m, i, "which")) &&
+                    !strcmp(str(&t, r, "tensor"), str(&m, i, "tensor"))) {
+                    double a = num(&t, r, "mass"), b = num(&m, i, "mass");
+                    if (!(fabs(a - b) <= 1e-9))
+                        fail_msg("%s %s %s: study mass %.17g, lnkit eigs --mass %.17g", ops[o],
+                                 str(&m, i, "which"), str(&m, i, "tensor"), a, b);
+                    found++;
+                }
+        }
+        assert_true(fabs(sum[0] - 1) <= 1e-12 && fabs(sum[1] - 1) <= 1e-12);
+        lnk_csvdata_free(&m);
+    }
+    /* lm L = 2: 2 x 16 layer tensors, tgt_emb, the final norm (g, b), out.w */
+    assert_int_equal(found, 3 * 2 * (2 * 16 + 4));
+    lnk_csvdata_free(&t);
+    /* on a block: its tensors only, in layout order, masses summing to 1 */
+    rc = tu_run(&out, "cd '%s' && '%s' eigs --config w.json --weights w.safetensors --batch "
+                "b.safetensors -k 2 --which top --block 'dec.1.*,out.w' --mass mb.csv --quiet "
+                "-o eb.csv", tu_tmpdir(), tu_lnkit());
+    if (rc)
+        fail_msg("lnkit eigs --block --mass (%d): %s", rc, out);
+    free(out);
+    lnk_csvdata m;
+    assert_int_equal(lnk_csvdata_read(tu_path("mb.csv"), &m), LNK_OK);
+    assert_int_equal((int)m.nrow, 2 * 17);
+    double sum[2] = {0, 0};
+    for (size_t i = 0; i < m.nrow; i++) {
+        const char *tn = str(&m, i, "tensor");
+        assert_true(!strncmp(tn, "dec.1.", 6) || (i % 17 == 16 && !strcmp(tn, "out.w")));
+        sum[(int)num(&m, i, "index")] += num(&m, i, "mass");
+    }
+    assert_true(fabs(sum[0] - 1) <= 1e-12 && fabs(sum[1] - 1) <= 1e-12);
+    lnk_csvdata_free(&m);
     lnk_csvdata b;
     assert_int_equal(lnk_csvdata_read(tu_path("bl.csv"), &b), LNK_OK);
     double cli = num(&b, 0, "frob");
