@@ -350,6 +350,30 @@ def main(argv):
                     F[(task, kind, pos, nm)] = (b, se, red, dof, min(xs), max(xs), len(pts), nexc)
                     fits.append([task, kind, pos, nm, "L" if kind == "depth" else "d",
                                  min(xs), max(xs), len(pts), b, se, red, dof, nexc])
+            # the Post / Pre ratio along the sweep (se by the delta method)
+            cpost = sweep(task, "post", kind)
+            for nm in ("H_top", "H_bottom", "G_top", "F_top", "F_bottom", "JS_mean"):
+                pts = []
+                for c in cpost:
+                    x = c[4] if kind == "depth" else c[5]
+                    cp = (c[0], "pre") + c[2:]
+                    if (c, nm) in stat and (cp, nm) in stat and stat[(c, nm)][2] > 0 \
+                            and stat[(cp, nm)][2] > 0:
+                        a, sa, na, ea = stat[(c, nm)]
+                        b, sb, nb, eb = stat[(cp, nm)]
+                        r = a / b
+                        se = abs(r) * math.sqrt((sa / a) ** 2 / na + (sb / b) ** 2 / nb)
+                        pts.append((x, r, se, ea + eb))
+                if len(pts) < 3:
+                    continue
+                b_, se_, red, dof = wls([p[0] for p in pts], [p[1] for p in pts],
+                                        [p[2] for p in pts])
+                xs = [p[0] for p in pts]
+                nexc = sum(p[3] for p in pts)
+                F[(task, kind, "post/pre", nm)] = (b_, se_, red, dof, min(xs), max(xs),
+                                                   len(pts), nexc)
+                fits.append([task, kind, "post/pre", nm, "L" if kind == "depth" else "d",
+                             min(xs), max(xs), len(pts), b_, se_, red, dof, nexc])
     out.csv("fits.csv", ["task", "sweep", "norm_pos", "quantity", "x", "x_min", "x_max",
                          "n_x", "slope", "se", "chi2_dof", "dof", "n_excluded"], fits,
             "power-law slopes d ln|quantity| / d ln x over the sweep (WLS)")
@@ -409,7 +433,7 @@ def main(argv):
         V.append(["anatomy." + name, text])
 
     for (task, kind, pos, nm), (b, se, red, dof, x0, x1, n, nexc) in sorted(F.items()):
-        base = f"{task}.{kind}.{pos}.{nm}"
+        base = f"{task}.{kind}.{pos.replace('/', '_over_')}.{nm}"
         val(base + ".slope", slope_text(b, se))
         val(base + ".chi2dof", fmt(red, 2))
         val(base + ".range", f"{x0}-{x1}")
