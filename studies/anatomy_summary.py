@@ -229,16 +229,25 @@ def main(argv):
     parts = argv[2:] if len(argv) > 2 else ["."]
     names = ["extremes.csv", "mass.csv", "blocknorms.csv", "js.csv"]
     ext, mas, bns, jss = [], [], [], []
+    ref, setting = {}, {}
     for p in parts:
         for lst, n in zip((ext, mas, bns, jss), names):
             lst += read(os.path.join(d, p), n)
-    with open(os.path.join(d, parts[0], "extremes.meta.json")) as f:
-        extra = json.load(f)
+        with open(os.path.join(d, p, "extremes.meta.json")) as f:
+            extra = json.load(f)
+        # each task's reference point and settings from the run that computed it
+        for task in sorted({r["task"] for r in read(os.path.join(d, p), "extremes.csv")}):
+            ref[task] = tuple(extra["lm_ref" if task == "lm" else "s2s_ref"])
+            setting[task] = (
+                f"{task}: {extra['lm_data' if task == 'lm' else 's2s_data']}; h = "
+                f"{extra.get('h')}, {extra.get('seeds')} seeds, Lanczos tol {extra.get('tol')} "
+                f"(relative), at most {extra.get('eig_steps')} steps; block norms by Hutchinson "
+                f"with {extra.get('probes')} probes; SLQ {extra.get('slq_runs')} x "
+                f"{extra.get('slq_steps')} per kind block, sigma = "
+                f"{extra.get('sigma_fraction')} of the common node range")
     out = Out(d, [os.path.normpath(os.path.join(p, n)) for p in parts
                   for n in names + ["extremes.meta.json"]])
-    lm_ref = tuple(extra.get("lm_ref", [4, 32]))
-    s2s_ref = tuple(extra.get("s2s_ref", [6, 32]))
-    ref = {"lm": lm_ref, "seq2seq": s2s_ref}
+    lm_ref = ref.get("lm", (4, 32))
 
     # ---- per point quantities: q[(cfg)][name] = list of (seed, value) ----
     Q = {}
@@ -317,6 +326,8 @@ def main(argv):
 
     def sweep(task, pos, kind):
         """Configurations of the depth or width sweep, sorted by x."""
+        if task not in ref:
+            return []
         L0, d0 = ref[task]
         cs = [c for c in Q if c[0] == task and c[1] == pos and c[2] == "layernorm"
               and c[3] == "none" and ((kind == "depth" and c[5] == d0) or
@@ -459,6 +470,24 @@ def main(argv):
                 r = a / b
                 se = abs(r) * math.sqrt((sa / a) ** 2 / na + (sb / b) ** 2 / nb)
                 val(f"{tag}.{nm}.post_over_pre", pm(r, se) if se > 0 else fmt(r))
+    for task, pos, L_, d_, side, l, k, op, mu, sd, n in lrows:
+        val(f"{task}.{pos}.L{L_}.{side}{l}.{k}.{op}_frob", pm(mu, sd))
+    # per-layer V/Q ratios (per seed, then mean +- sd) at the layers.csv points
+    PL = {}
+    for r in bns:
+        c = cfg_of(r)
+        Lr = max((x[2] for x in lrows if x[0] == c[0]), default=None)
+        if Lr is None or c[4] != Lr or c[5] != ref[c[0]][1] or c[2] != "layernorm" \
+                or c[3] != "none" or r["side"] != "dec":
+            continue
+        PL.setdefault((c[0], c[1], int(r["layer"]), OPS[r["operator"]], int(r["seed"])),
+                      {})[r["kind"]] = float(r["frob"])
+    PR = {}
+    for (task, pos, l, op, seed), kd in PL.items():
+        if "V" in kd and "Q" in kd:
+            PR.setdefault((task, pos, l, op), []).append(kd["V"] / kd["Q"])
+    for (task, pos, l, op), xs in sorted(PR.items()):
+        val(f"{task}.{pos}.layer{l}.{op}_ratio_VQ", pm(*mean_sd(xs)))
     for (cfg, vec, k), xs in sorted(MK.items()):
         if vec in ("H_top", "H_bottom", "G_top", "F_bottom", "F_top"):
             tag = f"{cfg[0]}.{cfg[1]}.{cfg[2]}.{cfg[3]}.L{cfg[4]}.d{cfg[5]}"
@@ -476,12 +505,9 @@ def main(argv):
 
     # ---- tables ----
     md = ["# Curvature anatomy at initialisation (studies/anatomy)\n",
-          f"Settings: {extra.get('lm_data', '')}; seq2seq: {extra.get('s2s_data', '')}; "
-          f"h = {extra.get('h')}, {extra.get('seeds')} seeds, Lanczos tol "
-          f"{extra.get('tol')} (relative), {extra.get('eig_steps')} steps at most; block norms "
-          f"by Hutchinson with {extra.get('probes')} probes; SLQ {extra.get('slq_runs')} x "
-          f"{extra.get('slq_steps')} per kind block, sigma = {extra.get('sigma_fraction')} of "
-          "the common node range; JS distances in natural log, in [0, sqrt(ln 2) = 0.8326].\n",
+          "Settings: " + "; ".join(f"{setting[t]} (reference point L = {ref[t][0]}, d = "
+                                   f"{ref[t][1]})" for t in sorted(setting)) +
+          ". JS distances in natural log, in [0, sqrt(ln 2) = 0.8326].\n",
           f"Eigenvalues: {nconv} of {len(ext)} converged; unconverged ones are left out of "
           "every mean and fit and counted in the tables (n = converged seeds).\n"]
     tex = []
