@@ -14,12 +14,14 @@
  *     (all layers of one side together: emb, Q, K, V, O, FFN1, FFN2, out)
  *     and the Jensen-Shannon distance between every two of them, on a common
  *     grid with sigma = --sigma-fraction of the common node range (natural
- *     log: distances in [0, sqrt(ln 2)]).
+ *     log: distances in [0, sqrt(ln 2)]); and the same between the spectra
+ *     each divided by its block's largest |SLQ node| (js_scaled: shapes
+ *     only, scale removed).
  * Files in OUT/ (CSV, each with its .meta.json sidecar):
  *   extremes.csv   key,operator,which,eigenvalue,residual,converged,steps,scale
  *   mass.csv       key,operator,which,tensor,mass
  *   blocknorms.csv key,block,side,layer,kind,n,operator,frob,frob_se
- *   js.csv         key,block_a,block_b,js_distance,sigma
+ *   js.csv         key,block_a,block_b,js_distance,sigma,js_scaled,sigma_scaled
  * where key = task,norm_pos,norm,qk_norm,L,d,seed,n_params.  The summaries
  * (tables, plots, values) are made from these files by
  * studies/anatomy_summary.py; studies/scripts/study_anatomy.sh runs both.
@@ -228,14 +230,15 @@ typedef struct {
 
 static void open_files(files_t *F, const char *dir)
 {
-    const char *he[NKEY + 7], *hm[NKEY + 4], *hb[NKEY + 8], *hj[NKEY + 4];
+    const char *he[NKEY + 7], *hm[NKEY + 4], *hb[NKEY + 8], *hj[NKEY + 6];
     for (int i = 0; i < NKEY; i++)
         he[i] = hm[i] = hb[i] = hj[i] = KEY[i];
     const char *e[] = {"operator", "which", "eigenvalue", "residual", "converged", "steps",
                        "scale"};
     const char *m[] = {"operator", "which", "tensor", "mass"};
     const char *b[] = {"block", "side", "layer", "kind", "n", "operator", "frob", "frob_se"};
-    const char *j[] = {"block_a", "block_b", "js_distance", "sigma"};
+    const char *j[] = {"block_a", "block_b", "js_distance", "sigma", "js_scaled",
+                       "sigma_scaled"};
     memcpy(he + NKEY, e, sizeof e);
     memcpy(hm + NKEY, m, sizeof m);
     memcpy(hb + NKEY, b, sizeof b);
@@ -243,7 +246,7 @@ static void open_files(files_t *F, const char *dir)
     csv_sweep(&F->ext, dir, "extremes.csv", he, NKEY + 7);
     csv_sweep(&F->mass, dir, "mass.csv", hm, NKEY + 4);
     csv_sweep(&F->bn, dir, "blocknorms.csv", hb, NKEY + 8);
-    csv_sweep(&F->js, dir, "js.csv", hj, NKEY + 4);
+    csv_sweep(&F->js, dir, "js.csv", hj, NKEY + 6);
 }
 
 static void key_row(lnk_csv *c, const point_t *p, size_t n_params)
@@ -380,26 +383,53 @@ static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, file
         lo = fmin(lo, sr[i].node_min);
         hi = fmax(hi, sr[i].node_max);
     }
-    double sigma, *t;
-    size_t npts;
-    CK(lnk_sigma_from_fraction(o->sigma_frac, lo, hi, &sigma));
+    /* the distances between the densities as they are (one kernel, sigma a
+     * fraction of the common node range), then between the densities of the
+     * spectra each divided by its block's largest |node| (shapes only, in
+     * [-1, 1]; Zhang et al. compare block spectra normalised by their scale) */
+    double *js = study_alloc(sizeof(double) * 2 * (size_t)nj * (size_t)nj), sig[2];
     const lnk_slq_result **rp = study_alloc(sizeof *rp * (size_t)nj);
     for (int i = 0; i < nj; i++)
         rp[i] = &sr[i];
-    CK(lnk_slq_grid_common(rp, nj, sigma, LNK_SLQ_PAD, 4, 5000000, &t, &npts));
-    double *phi = study_alloc(sizeof(double) * npts * (size_t)nj);
-    for (int i = 0; i < nj; i++)
-        CK(lnk_slq_density(&sr[i], sigma, t, npts, phi + (size_t)i * npts));
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            lo = INFINITY, hi = -INFINITY;
+            for (int i = 0; i < nj; i++) {
+                double sc = fmax(fabs(sr[i].node_min), fabs(sr[i].node_max));
+                if (!(sc > 0))
+                    fail("block %s: every SLQ node is 0", jn[i]);
+                for (int q = 0; q < sr[i].offset[sr[i].runs]; q++)
+                    sr[i].node[q] /= sc;
+                sr[i].node_min /= sc;
+                sr[i].node_max /= sc;
+                lo = fmin(lo, sr[i].node_min);
+                hi = fmax(hi, sr[i].node_max);
+            }
+        }
+        double *t;
+        size_t npts;
+        CK(lnk_sigma_from_fraction(o->sigma_frac, lo, hi, &sig[pass]));
+        CK(lnk_slq_grid_common(rp, nj, sig[pass], LNK_SLQ_PAD, 4, 5000000, &t, &npts));
+        double *phi = study_alloc(sizeof(double) * npts * (size_t)nj);
+        for (int i = 0; i < nj; i++)
+            CK(lnk_slq_density(&sr[i], sig[pass], t, npts, phi + (size_t)i * npts));
+        for (int i = 0; i < nj; i++)
+            for (int j = i + 1; j < nj; j++)
+                CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts,
+                                   &js[((size_t)pass * nj + i) * nj + j]));
+        free(phi);
+        free(t);
+    }
     for (int i = 0; i < nj; i++)
         for (int j = i + 1; j < nj; j++) {
-            double dist;
-            CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts, &dist));
             lnk_csv *jc = &F->js.c;
             key_row(jc, p, np);
             CK(lnk_csv_str(jc, jn[i]));
             CK(lnk_csv_str(jc, jn[j]));
-            CK(lnk_csv_double(jc, dist));
-            CK(lnk_csv_double(jc, sigma));
+            CK(lnk_csv_double(jc, js[(size_t)i * nj + j]));
+            CK(lnk_csv_double(jc, sig[0]));
+            CK(lnk_csv_double(jc, js[((size_t)nj + i) * nj + j]));
+            CK(lnk_csv_double(jc, sig[1]));
             CK(lnk_csv_end_row(jc));
         }
     for (int i = 0; i < nj; i++)
@@ -407,8 +437,7 @@ static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, file
     free(sr);
     free(rp);
     free(jn);
-    free(phi);
-    free(t);
+    free(js);
     lnk_hessian_free(h);
     if (p->task == LNK_TASK_LM)
         lnk_batch_free(&b);

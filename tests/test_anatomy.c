@@ -3,8 +3,9 @@
  * variants, seq2seq L = 1 on 3 Multi30k pairs, 2 seeds):
  *   - every unit eigenvector's masses per tensor lie in [0, 1] and sum to 1
  *     within 1e-12; G's bottom eigenvalue is >= -1e-10 of its scale; the
- *     converged flag is the residual test; every JS distance lies in
- *     [0, sqrt(ln 2)], every pair of kind blocks once; one block-norm row
+ *     converged flag is the residual test; every JS distance (as is and
+ *     of the scale-normalised spectra, whose kernel width is at most 1% of
+ *     [-1, 1]) lies in [0, sqrt(ln 2)], every pair of kind blocks once; one block-norm row
  *     per layer, weight matrix and operator;
  *   - the study's extremes of H, G and F equal `lnkit eigs` on the same
  *     weights and batch (1e-9 relative), and a block norm equals `lnkit
@@ -159,8 +160,11 @@ static void test_rows(void **state)
         int nk = pi ? 19 : 8, npts = pi ? 2 : 20;
         assert_int_equal((int)t.nrow, npts * nk * (nk - 1) / 2);
         for (size_t r = 0; r < t.nrow; r++) {
-            double j = num(&t, r, "js_distance");
+            double j = num(&t, r, "js_distance"), js = num(&t, r, "js_scaled");
             assert_true(j >= 0 && j <= sqrt(log(2.0)) + 1e-12);
+            assert_true(js >= 0 && js <= sqrt(log(2.0)) + 1e-12);
+            assert_true(num(&t, r, "sigma") > 0 && num(&t, r, "sigma_scaled") > 0 &&
+                        num(&t, r, "sigma_scaled") <= 0.02 + 1e-15);
             assert_string_not_equal(str(&t, r, "block_a"), str(&t, r, "block_b"));
         }
         lnk_csvdata_free(&t);
