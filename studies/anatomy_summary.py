@@ -229,12 +229,13 @@ def main(argv):
     parts = argv[2:] if len(argv) > 2 else ["."]
     names = ["extremes.csv", "mass.csv", "blocknorms.csv", "js.csv"]
     ext, mas, bns, jss = [], [], [], []
-    ref, setting = {}, {}
+    ref, setting, walls = {}, {}, {}
     for p in parts:
         for lst, n in zip((ext, mas, bns, jss), names):
             lst += read(os.path.join(d, p), n)
         with open(os.path.join(d, p, "extremes.meta.json")) as f:
             extra = json.load(f)
+        walls[p] = extra.get("wall_seconds", float("nan"))
         # each task's reference point and settings from the run that computed it
         for task in sorted({r["task"] for r in read(os.path.join(d, p), "extremes.csv")}):
             ref[task] = tuple(extra["lm_ref" if task == "lm" else "s2s_ref"])
@@ -493,6 +494,11 @@ def main(argv):
             tag = f"{cfg[0]}.{cfg[1]}.{cfg[2]}.{cfg[3]}.L{cfg[4]}.d{cfg[5]}"
             mu, sd = mean_sd(xs)
             val(f"{tag}.mass.{vec}.{k}", pm(mu, sd))
+    for nm in ("H_top", "H_bottom", "G_top", "F_top", "F_bottom"):
+        pairs = [(stat[(c, nm)][0], stat[((c[0], "pre") + c[2:], nm)][0]) for c in Q
+                 if c[1] == "post" and (c, nm) in stat and ((c[0], "pre") + c[2:], nm) in stat]
+        val(f"checks.post_gt_pre.{nm}", f"{sum(abs(a) > abs(b) for a, b in pairs)} of "
+                                        f"{len(pairs)}")
     val("checks.G_bottom_over_scale_min", f"{min(gb):.2g}")
     val("checks.mass_sum_maxdev", f"{max(abs(s - 1) for s in masssum):.1g}")
     nconv = sum(1 for r in ext if r["converged"] == "1")
@@ -501,6 +507,8 @@ def main(argv):
                         if r["converged"] != "1"))
     val("checks.unconverged_kinds", ", ".join(unconv) if unconv else "none")
     val("points", str(len({(cfg_of(r), r["seed"]) for r in ext})))
+    for p, w in walls.items():
+        val(f"wall_seconds.{os.path.basename(os.path.normpath(p))}", f"{w:.0f}")
     out.csv("values.csv", ["name", "value"], V, "numbers quoted by results/README.md")
 
     # ---- tables ----
