@@ -293,14 +293,19 @@ def main(argv):
     for r in jss:
         cfg, seed = cfg_of(r), int(r["seed"])
         jsp.setdefault((cfg, seed), []).append((r["block_a"], r["block_b"],
-                                                float(r["js_distance"])))
+                                                float(r["js_distance"]),
+                                                float(r.get("js_scaled", "nan"))))
     for (cfg, seed), prs in sorted(jsp.items()):
-        put(cfg, "JS_mean", sum(p[2] for p in prs) / len(prs))
-        put(cfg, "JS_max", max(p[2] for p in prs))
-        for a_, b_, v in prs:
-            if a_.endswith("attn.wq") and b_.endswith("attn.wv") and ".xattn." not in a_ \
-                    and (cfg[0] == "lm" or a_.startswith("dec")):
-                put(cfg, "JS_QV", v)
+        for col, nm in ((2, "JS"), (3, "JSs")):
+            vs = [p[col] for p in prs]
+            if not all(math.isfinite(v) for v in vs):
+                continue
+            put(cfg, nm + "_mean", sum(vs) / len(vs))
+            put(cfg, nm + "_max", max(vs))
+            for p in prs:
+                if p[0].endswith("attn.wq") and p[1].endswith("attn.wv") and \
+                        ".xattn." not in p[0] and (cfg[0] == "lm" or p[0].startswith("dec")):
+                    put(cfg, nm + "_QV", p[col])
     # eigenvector masses by kind, per point
     mk = {}
     for r in mas:
@@ -338,7 +343,7 @@ def main(argv):
     # ---- fits ----
     FITQ = ["H_top", "H_bottom", "G_top", "F_top", "F_bottom", "H_frob_Q", "H_frob_K",
             "H_frob_V", "H_frob_O", "H_frob_FFN", "H_ratio_VQ", "G_ratio_VQ", "F_ratio_VQ",
-            "JS_mean"]
+            "JS_mean", "JSs_mean"]
     fits = []
     F = {}
     for task in ("lm", "seq2seq"):
@@ -364,7 +369,7 @@ def main(argv):
                                  min(xs), max(xs), len(pts), b, se, red, dof, nexc])
             # the Post / Pre ratio along the sweep (se by the delta method)
             cpost = sweep(task, "post", kind)
-            for nm in ("H_top", "H_bottom", "G_top", "F_top", "F_bottom", "JS_mean"):
+            for nm in ("H_top", "H_bottom", "G_top", "F_top", "F_bottom", "JS_mean", "JSs_mean"):
                 pts = []
                 for c in cpost:
                     x = c[4] if kind == "depth" else c[5]
@@ -430,13 +435,18 @@ def main(argv):
     for r in jss:
         c = cfg_of(r)
         if c[2] == "layernorm" and c[3] == "none" and (c[4], c[5]) == ref[c[0]]:
-            JM.setdefault((c[0], c[1], r["block_a"], r["block_b"]), []).append(
-                float(r["js_distance"]))
-    for (task, pos, a_, b_), xs in JM.items():
+            for meas, col in (("as_is", "js_distance"), ("scaled", "js_scaled")):
+                if col in r:
+                    JM.setdefault((c[0], c[1], meas, r["block_a"], r["block_b"]), []).append(
+                        float(r[col]))
+    for (task, pos, meas, a_, b_), xs in JM.items():
         mu, sd = mean_sd(xs)
-        jrows.append([task, pos, a_, b_, mu, sd, len(xs)])
-    out.csv("jsmatrix.csv", ["task", "norm_pos", "block_a", "block_b", "mean", "sd", "n"], jrows,
-            "Jensen-Shannon distance (natural log) between kind-block densities, reference points")
+        jrows.append([task, pos, meas, a_, b_, mu, sd, len(xs)])
+    out.csv("jsmatrix.csv", ["task", "norm_pos", "measure", "block_a", "block_b", "mean", "sd",
+                             "n"], jrows,
+            "Jensen-Shannon distance (natural log) between kind-block densities, reference "
+            "points; measure as_is: the densities as they are; scaled: each block's spectrum "
+            "divided by its largest |SLQ node|")
 
     # ---- values quoted by the README section ----
     V = []
@@ -453,7 +463,7 @@ def main(argv):
         tag = f"{cfg[0]}.{cfg[1]}.{cfg[2]}.{cfg[3]}.L{cfg[4]}.d{cfg[5]}"
         for nm in ("H_top", "H_bottom", "G_top", "G_bottom", "F_top", "F_bottom",
                    "H_ratio_VQ", "G_ratio_VQ", "F_ratio_VQ", "H_ratio_KQ", "JS_mean", "JS_max",
-                   "JS_QV"):
+                   "JS_QV", "JSs_mean", "JSs_max", "JSs_QV"):
             if (cfg, nm) in stat:
                 mu, sd, n, ne = stat[(cfg, nm)]
                 val(f"{tag}.{nm}", pm(mu, sd))
@@ -578,10 +588,10 @@ def main(argv):
     tex.append(t.tex("Per-layer Frobenius norms of the diagonal blocks of H, G and F",
                      "tab:anatomy-layers"))
     # JS matrices
-    for task in ("lm", "seq2seq"):
-        for pos in ("post", "pre"):
-            prs = {(a_, b_): mu for (tk, ps, a_, b_, mu, sd, n) in jrows
-                   if tk == task and ps == pos}
+    for task, pos, meas in [(t_, p_, m_) for t_ in ("lm", "seq2seq") for m_ in ("as_is", "scaled")
+                            for p_ in ("post", "pre")]:
+            prs = {(a_, b_): mu for (tk, ps, ms, a_, b_, mu, sd, n) in jrows
+                   if tk == task and ps == pos and ms == meas}
             if not prs:
                 continue
             bl = []
@@ -595,10 +605,13 @@ def main(argv):
             for i, a_ in enumerate(bl):
                 t.add([short[i]] + [f"{prs.get((a_, b_), prs.get((b_, a_), 0.0)):.3f}"
                                     for b_ in bl])
-            md += [f"## Jensen-Shannon distances between kind-block spectra: {task}, {pos}-LN "
-                   f"(L = {ref[task][0]}, d = {ref[task][1]}, mean over seeds)\n", t.md()]
-            tex.append(t.tex(f"Jensen-Shannon distance between block spectral densities, {task}"
-                             f" {pos}-LN", f"tab:anatomy-js-{task}-{pos}"))
+            what = ("the densities as they are" if meas == "as_is" else
+                    "each spectrum divided by its largest |SLQ node|")
+            md += [f"## Jensen-Shannon distances between kind-block spectra ({what}): {task}, "
+                   f"{pos}-LN (L = {ref[task][0]}, d = {ref[task][1]}, mean over seeds)\n",
+                   t.md()]
+            tex.append(t.tex(f"Jensen-Shannon distance between block spectral densities "
+                             f"({what}), {task} {pos}-LN", f"tab:anatomy-js-{task}-{pos}-{meas}"))
     md.append("\nChecks: smallest G bottom eigenvalue / scale over all points "
               f"{min(gb):.2g}; largest |sum of tensor masses - 1| "
               f"{max(abs(s - 1) for s in masssum):.1g}.\n")
@@ -676,32 +689,34 @@ def gp_js(out, jrows):
         return
     bl = []
     for r in rows:
-        for x in (r[2], r[3]):
+        for x in (r[3], r[4]):
             if x not in bl:
                 bl.append(x)
     idx = {b: i for i, b in enumerate(bl)}
     short = [x.replace(".*.", ".").replace("dec.", "").replace("attn.w", "").replace(
         "ffn.w", "ffn") for x in bl]
     s = ["# made by studies/anatomy_summary.py: jsmatrix.csv -> js.png",
-         "set terminal pngcairo size 1200,520 font ',10' noenhanced",
+         "set terminal pngcairo size 1200,1000 font ',10' noenhanced",
          "set output 'js.png'",
          "set cbrange [0:0.8326]",
          "set palette rgb 33,13,10",
          "set xtics (" + ", ".join(f"'{n}' {i}" for i, n in enumerate(short)) + ") rotate",
          "set ytics (" + ", ".join(f"'{n}' {i}" for i, n in enumerate(short)) + ")",
-         "set multiplot layout 1,2 title 'lm reference: Jensen-Shannon distance between "
+         "set multiplot layout 2,2 title 'lm reference: Jensen-Shannon distance between "
          "Hessian kind-block spectra (natural log; max sqrt(ln 2))'"]
-    for pos in ("post", "pre"):
-        M = [[0.0] * len(bl) for _ in bl]
-        for r in rows:
-            if r[1] == pos:
-                i, j = idx[r[2]], idx[r[3]]
-                M[i][j] = M[j][i] = r[4]
-        s.append(f"set title '{pos}-LN'")
-        s.append("$M" + pos + " << EOD")
-        s += [" ".join(f"{v:.6f}" for v in row) for row in M]
-        s.append("EOD")
-        s.append(f"plot $M{pos} matrix with image notitle")
+    for meas in ("as_is", "scaled"):
+        for pos in ("post", "pre"):
+            M = [[0.0] * len(bl) for _ in bl]
+            for r in rows:
+                if r[1] == pos and r[2] == meas:
+                    i, j = idx[r[3]], idx[r[4]]
+                    M[i][j] = M[j][i] = r[5]
+            what = "as is" if meas == "as_is" else "spectra / largest |node|"
+            s.append(f"set title '{pos}-LN, {what}'")
+            s.append(f"$M{pos}{meas} << EOD")
+            s += [" ".join(f"{v:.6f}" for v in row) for row in M]
+            s.append("EOD")
+            s.append(f"plot $M{pos}{meas} matrix with image notitle")
     s.append("unset multiplot")
     out.write("js.gp", "\n".join(s) + "\n")
 
