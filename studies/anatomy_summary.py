@@ -509,6 +509,19 @@ def main(argv):
                  if c[1] == "post" and (c, nm) in stat and ((c[0], "pre") + c[2:], nm) in stat]
         val(f"checks.post_gt_pre.{nm}", f"{sum(abs(a) > abs(b) for a, b in pairs)} of "
                                         f"{len(pairs)}")
+    # which part dominates each block: ||F_bb||_F > ||G_bb||_F, counted over every
+    # (point, layer) block of a kind
+    FG = {}
+    for r in bns:
+        FG.setdefault((r["task"], r["norm_pos"], r["side"], r["kind"], cfg_of(r), r["seed"],
+                       r["layer"]), {})[OPS[r["operator"]]] = float(r["frob"])
+    cnt = {}
+    for (task, pos, side, kind, *_), v in FG.items():
+        c = cnt.setdefault((task, pos, side, kind), [0, 0])
+        c[0] += v["F"] > v["G"]
+        c[1] += 1
+    for (task, pos, side, kind), (a_, n_) in sorted(cnt.items()):
+        val(f"checks.F_gt_G.{task}.{pos}.{side}.{kind}", f"{a_} of {n_}")
     val("checks.G_bottom_over_scale_min", f"{min(gb):.2g}")
     val("checks.mass_sum_maxdev", f"{max(abs(s - 1) for s in masssum):.1g}")
     nconv = sum(1 for r in ext if r["converged"] == "1")
