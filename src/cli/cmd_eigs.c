@@ -120,7 +120,7 @@ int cmd_eigs(int argc, char **argv)
                                {"vectors", required_argument, NULL, O_VEC},
                                {"mass", required_argument, NULL, O_MASS},
                                {"reorth", required_argument, NULL, O_REORTH}};
-    int n = cli_curv_add_options(opts, 8);
+    int n = cli_curv_add_options(opts, 9);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *vec = NULL, *mass = NULL, *which = "top";
