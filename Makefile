@@ -68,7 +68,7 @@ MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
         FORCE check-results quotes \
         results study-grad study-geometry study-hessian study-multi30k study-demo \
-        study-grad-factorial
+        study-grad-factorial study-anatomy
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
 deps:
@@ -308,7 +308,14 @@ study-demo: deps
 	$(MAKE) all
 	$(BUILD)/studies/demo_postpre --out results/demo
 
-results: study-demo study-grad study-geometry study-hessian study-multi30k study-grad-factorial
+# Curvature anatomy (issue 17): H, G, F extremes, eigenvector masses, block
+# norms and JS distances against depth and width -> results/anatomy/.
+study-anatomy: deps
+	$(MAKE) all
+	bash studies/scripts/study_anatomy.sh $(BUILD)
+
+results: study-demo study-grad study-geometry study-hessian study-multi30k study-grad-factorial \
+         study-anatomy
 
 deps-check:
 	@bash tools/deps.sh --check $(TEST_PKGS)

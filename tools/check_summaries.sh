@@ -17,6 +17,7 @@ SUMMARIES=(
     "grad|$BUILD/studies/grad_table --dir {}"
     "geometry|$BUILD/studies/ln_geometry_summary {}"
     "grad_factorial|$BUILD/studies/grad_factorial --dir {}"
+    "anatomy|$PYTHON studies/anatomy_summary.py {} lm seq2seq"
     "multi30k_full|$PYTHON studies/multi30k_full_summary.py {}"
     "hessian|$BUILD/studies/hessian_spectrum --summarise {}"
     "multi30k|$BUILD/studies/multi30k_hessian --summarise {}"

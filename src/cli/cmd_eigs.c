@@ -24,7 +24,11 @@ static void help(void)
            "  --reorth partial|always  full mode: reorthogonalise when the basis\n"
            "                         loses semi-orthogonality, or at every step (partial)\n"
            "  --vectors FILE         also write the eigenvectors (safetensors:\n"
-           "                         'values' [k], 'vectors' [k, n_block])      (none)\n\n");
+           "                         'values' [k], 'vectors' [k, n_block])      (none)\n"
+           "  --mass FILE            also write each eigenvector's mass on every\n"
+           "                         tensor of the block (sum of its squared\n"
+           "                         entries there; CSV which,index,tensor,n,mass,\n"
+           "                         with FILE.meta.json; the masses sum to 1)  (none)\n\n");
     cli_curv_print_help();
 }
 
@@ -66,7 +70,44 @@ static int save(void *ctx, const lnk_eigs_state *st, int must)
     return rc;
 }
 
-enum { O_K = 1, O_WHICH, O_TOL, O_MAXS, O_MODE, O_VEC, O_REORTH };
+enum { O_K = 1, O_WHICH, O_TOL, O_MAXS, O_MODE, O_VEC, O_REORTH, O_MASS };
+
+/* --mass: for eigenpair i and tensor t of the block, the squared norm of the
+ * unit eigenvector's entries on t (the block's tensors are concatenated in
+ * layout order, lnkit/hessian.h); they sum to 1 over t. */
+static int write_mass(const char *path, const lnk_model *m, const lnk_block *b,
+                      const lnk_eigs_result *r, const double *Y, size_t n)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    lnk_afile af;
+    int st = lnk_afile_open(&af, path);
+    if (st)
+        return st;
+    static const char *const hdr[] = {"which", "index", "tensor", "n", "mass"};
+    lnk_csv c;
+    st = lnk_csv_begin(&c, af.f, hdr, 5);
+    for (int i = 0; !st && i < r->k; i++) {
+        int top = i < r->n_top;
+        size_t off = 0;
+        for (int j = 0; !st && j < b->n_tensors; j++) {
+            const lnk_tensor_info *t = &lay->t[b->tensor[j]];
+            double s = 0;
+            for (size_t q = 0; q < t->size; q++)
+                s += Y[(size_t)i * n + off + q] * Y[(size_t)i * n + off + q];
+            off += t->size;
+            st = lnk_csv_str(&c, top ? "top" : "bottom");
+            st = st ? st : lnk_csv_int(&c, top ? i : i - r->n_top);
+            st = st ? st : lnk_csv_str(&c, t->name);
+            st = st ? st : lnk_csv_int(&c, (long long)t->size);
+            st = st ? st : lnk_csv_double(&c, s);
+            st = st ? st : lnk_csv_end_row(&c);
+        }
+    }
+    lnk_csv_free(&c);
+    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
+        lnk_afile_abort(&af);
+    return st;
+}
 
 int cmd_eigs(int argc, char **argv)
 {
@@ -77,11 +118,12 @@ int cmd_eigs(int argc, char **argv)
                                {"max-steps", required_argument, NULL, O_MAXS},
                                {"mode", required_argument, NULL, O_MODE},
                                {"vectors", required_argument, NULL, O_VEC},
+                               {"mass", required_argument, NULL, O_MASS},
                                {"reorth", required_argument, NULL, O_REORTH}};
-    int n = cli_curv_add_options(opts, 8);
+    int n = cli_curv_add_options(opts, 9);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
-    const char *out = NULL, *vec = NULL, *which = "top";
+    const char *out = NULL, *vec = NULL, *mass = NULL, *which = "top";
     lnk_eigs_opts eo;
     lnk_eigs_opts_default(&eo);
     eo.tol = 1e-6;
@@ -102,6 +144,7 @@ int cmd_eigs(int argc, char **argv)
         case O_MAXS: eo.max_steps = (int)cli_int("max-steps", optarg, 1, 1 << 24); break;
         case O_MODE: eo.mode = cli_lanczos_mode("eigs", optarg); break;
         case O_VEC: vec = optarg; break;
+        case O_MASS: mass = optarg; break;
         case O_REORTH: eo.reorth = cli_reorth("eigs", optarg); break;
         case 'h': help(); return 0;
         default: cli_bad_option("eigs", ch, argv);
@@ -113,15 +156,17 @@ int cmd_eigs(int argc, char **argv)
         cli_die("eigs: -o EIGS.csv is required");
     eo.k_top = strcmp(which, "bottom") ? k : 0;
     eo.k_bottom = strcmp(which, "top") ? k : 0;
-    eo.vectors = vec != NULL;
+    eo.vectors = vec || mass;
     eo.seed = co.rng_seed;
     /* the outputs can be written: checked before the hours of work */
-    char *meta = cli_meta_path(out);
-    cli_file outs[4] = {{out, "-o"}, {vec, "--vectors"}, {meta, "the sidecar of -o"},
-                        {co.checkpoint, "--checkpoint"}},
+    char *meta = cli_meta_path(out), *mmeta = mass ? cli_meta_path(mass) : NULL;
+    cli_file outs[6] = {{out, "-o"}, {vec, "--vectors"}, {meta, "the sidecar of -o"},
+                        {co.checkpoint, "--checkpoint"}, {mass, "--mass"},
+                        {mmeta, "the sidecar of --mass"}},
              ins[CLI_MAX_FILES];
-    cli_check_outputs("eigs", outs, 4, ins, cli_curv_inputs(&co, ins));
+    cli_check_outputs("eigs", outs, 6, ins, cli_curv_inputs(&co, ins));
     free(meta);
+    free(mmeta);
     cli_curv s;
     cli_curv_open(&s, &co);
     if ((size_t)k > s.block_n)
@@ -162,7 +207,7 @@ int cmd_eigs(int argc, char **argv)
             cli_die("eigs: eigenpair %d is not finite (value %g, residual %g)", i, r.value[i],
                     r.residual[i]);
     double *Y = r.vectors;
-    if (vec && lnk_comm_size() > 1) {
+    if ((vec || mass) && lnk_comm_size() > 1) {
         /* the ranks hold slices of the eigenvectors: whole ones for rank 0 */
         int P = lnk_comm_size(), me = lnk_comm_rank();
         size_t *cnt = malloc(sizeof(size_t) * 2 * (size_t)P), *dsp = cnt ? cnt + P : NULL;
@@ -214,6 +259,8 @@ int cmd_eigs(int argc, char **argv)
         if (lnk_st_write(vec, t, 2, meta) != LNK_OK)
             cli_die_lib();
     }
+    if (mass && write_mass(mass, s.m, lnk_hessian_block(s.h), &r, Y, s.block_n) != LNK_OK)
+        cli_die_lib();
     char extra[512];
     snprintf(extra, sizeof extra,
              "\"k\": %d, \"which\": \"%s\", \"tol\": %.17g, \"max_steps\": %d, \"mode\": \"%s\", "
@@ -224,6 +271,8 @@ int cmd_eigs(int argc, char **argv)
              r.steps,
              lnk_eigs_stop_name(r.stop), nconv, r.scale);
     cli_curv_meta(&s, &co, out, "eigs", extra);
+    if (mass)
+        cli_curv_meta(&s, &co, mass, "eigs", extra);
     cli_outputs_commit();
     cli_ckpt_done(&s);
     if (!co.quiet) {

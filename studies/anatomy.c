@@ -1,0 +1,576 @@
+/* anatomy: the anatomy of the loss curvature at initialisation (issue 17):
+ * Post-LN vs Pre-LN (and RMSNorm, per-head qk_norm), for the lm task on a
+ * synthetic batch and the seq2seq task on the first pairs of Multi30k, over
+ * depth and width with seeds.  For every point (task, norm position, norm,
+ * qk_norm, L, d, seed):
+ *   - the largest and smallest eigenvalue of the Hessian H, its Gauss-Newton
+ *     part G = J^T H_out J and its functional part F = H - G (Lanczos, with
+ *     explicit residuals), and the mass of each unit eigenvector on every
+ *     named tensor (sum of its squared entries there; the masses sum to 1);
+ *   - ||A_bb||_F (Hutchinson on ||A_bb z||^2, with its standard error) of the
+ *     diagonal block of every weight matrix of every layer (Q, K, V, O, the
+ *     two FFN matrices; the cross-attention's too), for A = H, G and F;
+ *   - the SLQ density of the Hessian's diagonal block of each weight kind
+ *     (all layers of one side together: emb, Q, K, V, O, FFN1, FFN2, out)
+ *     and the Jensen-Shannon distance between every two of them, on a common
+ *     grid with sigma = --sigma-fraction of the common node range (natural
+ *     log: distances in [0, sqrt(ln 2)]); and the same between the spectra
+ *     each divided by its block's largest |SLQ node| (js_scaled: shapes
+ *     only, scale removed).
+ * Files in OUT/ (CSV, each with its .meta.json sidecar):
+ *   extremes.csv   key,operator,which,eigenvalue,residual,converged,steps,scale
+ *   mass.csv       key,operator,which,tensor,mass
+ *   blocknorms.csv key,block,side,layer,kind,n,operator,frob,frob_se
+ *   js.csv         key,block_a,block_b,js_distance,sigma,js_scaled,sigma_scaled
+ * where key = task,norm_pos,norm,qk_norm,L,d,seed,n_params.  The summaries
+ * (tables, plots, values) are made from these files by
+ * studies/anatomy_summary.py; studies/scripts/study_anatomy.sh runs both.
+ * Every Lanczos and probe stream uses seed --rng-seed (0), as `lnkit eigs`,
+ * so an extreme here is the one `lnkit eigs -k 1 --which both --tol T
+ * --max-steps M --operator OP` gives on the same weights and batch. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lnkit/blockstats.h"
+#include "lnkit/corpus.h"
+#include "lnkit/hessian.h"
+#include "lnkit/lnkit.h"
+#include "kit/kit.h"
+
+#define MAXLIST 16
+
+typedef struct {
+    int n, v[MAXLIST];
+} ilist;
+
+typedef struct {
+    const char *out, *src, *tgt;
+    int h, V, B, T, seeds, pairs, max_tokens;
+    ilist lm_L, lm_d, s2s_L, s2s_d;
+    int lm_refL, lm_refd, s2s_refL, s2s_refd, variants;
+    int probes, eig_steps, runs, steps, quiet;
+    double tol, sigma_frac;
+    uint64_t rng;
+} opts_t;
+
+typedef struct {
+    int task, pre, norm, qk, L, d, seed;
+} point_t;
+
+static void usage(void)
+{
+    printf("usage: anatomy [options]\n"
+           "  --out DIR           output directory                       (results/anatomy)\n"
+           "  --lm-L LIST         lm depths at d = --lm-d-ref            (1,2,4,8)\n"
+           "  --lm-d LIST         lm widths at L = --lm-L-ref            (16,32,64)\n"
+           "  --lm-L-ref N --lm-d-ref N   the lm reference point         (4, 32)\n"
+           "  --s2s-L LIST        seq2seq depths (L_enc = L_dec)         (1,2,4,6)\n"
+           "  --s2s-d LIST        seq2seq widths at L = --s2s-L-ref      (8,16,32)\n"
+           "  --s2s-L-ref N --s2s-d-ref N  the seq2seq reference point   (2, 16)\n"
+           "                      (an empty LIST, '', leaves that sweep out)\n"
+           "  --no-variants       no RMSNorm / qk_norm points (lm reference only)\n"
+           "  --h N               heads                                  (4)\n"
+           "  --V N --batch B --len T   lm: vocabulary, synthetic batch  (64, 4, 16)\n"
+           "  --src F --tgt F     seq2seq text   (data/multi30k/val.de, val.en)\n"
+           "  --pairs N           seq2seq: the first N pairs             (12)\n"
+           "  --seeds N           initialisation seeds 0..N-1            (3)\n"
+           "  --probes N          Hutchinson probes per block norm       (6)\n"
+           "  --tol T --eig-steps M   extremes: residual tolerance\n"
+           "                      (relative to max|l|), Lanczos steps    (1e-6, 300)\n"
+           "  --runs N --steps M  SLQ per kind block                     (2, 24)\n"
+           "  --sigma-fraction F  JS kernel width / common node range    (0.01)\n"
+           "  --rng-seed N        Lanczos / probe streams                (0)\n"
+           "  --quiet             no progress on stderr\n");
+}
+
+static void parse_list(const char *name, const char *s, ilist *l, int lo, int hi)
+{
+    l->n = 0;
+    const char *p = s;
+    while (*p) {
+        if (l->n == MAXLIST)
+            fail("--%s: at most %d values", name, MAXLIST);
+        char *e;
+        long v = strtol(p, &e, 10);
+        if (e == p || v < lo || v > hi || (*e && *e != ','))
+            fail("--%s: expected comma-separated integers in [%d, %d], got '%s'", name, lo, hi,
+                 s);
+        l->v[l->n++] = (int)v;
+        p = *e ? e + 1 : e;
+    }
+}
+
+/* ------------------------------------------------------------ the points */
+
+static int add_point(point_t *P, int n, point_t p)
+{
+    for (int i = 0; i < n; i++)
+        if (!memcmp(&P[i], &p, sizeof p))
+            return n;
+    P[n] = p;
+    return n + 1;
+}
+
+/* Every point once, in a fixed order: task, configuration, norm position, seed. */
+static int make_points(const opts_t *o, point_t **out)
+{
+    int cap = 2 * o->seeds * (o->lm_L.n + o->lm_d.n + o->s2s_L.n + o->s2s_d.n + 4) + 8;
+    point_t *P = calloc((size_t)cap, sizeof *P);
+    if (!P)
+        fail("out of memory");
+    int n = 0;
+    for (int task = 0; task < 2; task++) {
+        const ilist *Ls = task ? &o->s2s_L : &o->lm_L, *ds = task ? &o->s2s_d : &o->lm_d;
+        int refL = task ? o->s2s_refL : o->lm_refL, refd = task ? o->s2s_refd : o->lm_refd;
+        /* configurations (L, d, norm, qk) */
+        int cfg[4 * MAXLIST + 4][4], nc = 0;
+        for (int i = 0; i < Ls->n; i++)
+            cfg[nc][0] = Ls->v[i], cfg[nc][1] = refd, cfg[nc][2] = LNK_NORM_LAYERNORM,
+            cfg[nc++][3] = LNK_NORM_NONE;
+        for (int i = 0; i < ds->n; i++)
+            cfg[nc][0] = refL, cfg[nc][1] = ds->v[i], cfg[nc][2] = LNK_NORM_LAYERNORM,
+            cfg[nc++][3] = LNK_NORM_NONE;
+        if (!task && o->variants && Ls->n + ds->n > 0) {
+            cfg[nc][0] = refL, cfg[nc][1] = refd, cfg[nc][2] = LNK_NORM_RMSNORM,
+            cfg[nc++][3] = LNK_NORM_NONE;
+            cfg[nc][0] = refL, cfg[nc][1] = refd, cfg[nc][2] = LNK_NORM_LAYERNORM,
+            cfg[nc++][3] = LNK_NORM_LAYERNORM;
+        }
+        for (int k = 0; k < nc; k++)
+            for (int pre = 0; pre < 2; pre++)
+                for (int s = 0; s < o->seeds; s++)
+                    n = add_point(P, n, (point_t){task ? LNK_TASK_SEQ2SEQ : LNK_TASK_LM, pre,
+                                                  cfg[k][2], cfg[k][3], cfg[k][0], cfg[k][1], s});
+    }
+    *out = P;
+    return n;
+}
+
+/* ------------------------------------------------------------ data */
+
+typedef struct {
+    lnk_batch *chunks;
+    int n_chunks, V_src, V_tgt, n_pairs;
+    size_t n_scored;
+} s2s_data;
+
+static void load_pairs(const opts_t *o, s2s_data *D)
+{
+    lnk_corpus c;
+    CK(lnk_corpus_read(o->src, o->tgt, &c));
+    study_input(o->src);
+    study_input(o->tgt);
+    if (o->pairs > 0 && o->pairs < c.src.n_lines)
+        c.src.n_lines = c.tgt.n_lines = o->pairs;
+    lnk_vocab *vs, *vt;
+    CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    lnk_pairs_opts po;
+    lnk_pairs_opts_default(&po);
+    lnk_pairs p;
+    CK(lnk_pairs_make(&c, vs, vt, &po, &p));
+    CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
+    D->V_src = lnk_vocab_size(vs);
+    D->V_tgt = lnk_vocab_size(vt);
+    D->n_pairs = p.n;
+    D->n_scored = p.n_scored;
+    lnk_pairs_free(&p);
+    lnk_vocab_free(vs);
+    lnk_vocab_free(vt);
+    lnk_corpus_free(&c);
+}
+
+static void make_config(lnk_config *c, const opts_t *o, const s2s_data *D, const point_t *p)
+{
+    lnk_config_default(c);
+    c->task = (lnk_task)p->task;
+    c->norm_pos = p->pre ? LNK_POS_PRE : LNK_POS_POST;
+    c->norm = (lnk_norm_type)p->norm;
+    c->qk_norm = (lnk_norm_type)p->qk;
+    c->d = p->d;
+    c->h = o->h;
+    c->L = p->L;
+    c->V = o->V;
+    if (p->task == LNK_TASK_SEQ2SEQ) {
+        c->V = D->V_src;
+        c->V_src = D->V_src;
+        c->V_tgt = D->V_tgt;
+    }
+    c->seed = (uint64_t)p->seed;
+    CK(lnk_config_finalize(c));
+}
+
+/* ------------------------------------------------------------ blocks */
+
+/* Weight kinds of a layer: the side's sublayers' weight matrices. */
+typedef struct {
+    const char *side, *sub, *w, *kind;
+} wkind;
+static const wkind LM_KINDS[] = {
+    {"dec", "attn", "wq", "Q"}, {"dec", "attn", "wk", "K"},   {"dec", "attn", "wv", "V"},
+    {"dec", "attn", "wo", "O"}, {"dec", "ffn", "w1", "FFN1"}, {"dec", "ffn", "w2", "FFN2"}};
+static const wkind S2S_KINDS[] = {
+    {"enc", "attn", "wq", "Q"},   {"enc", "attn", "wk", "K"},   {"enc", "attn", "wv", "V"},
+    {"enc", "attn", "wo", "O"},   {"enc", "ffn", "w1", "FFN1"}, {"enc", "ffn", "w2", "FFN2"},
+    {"dec", "attn", "wq", "Q"},   {"dec", "attn", "wk", "K"},   {"dec", "attn", "wv", "V"},
+    {"dec", "attn", "wo", "O"},   {"dec", "xattn", "wq", "XQ"}, {"dec", "xattn", "wk", "XK"},
+    {"dec", "xattn", "wv", "XV"}, {"dec", "xattn", "wo", "XO"}, {"dec", "ffn", "w1", "FFN1"},
+    {"dec", "ffn", "w2", "FFN2"}};
+
+/* ------------------------------------------------------------ files */
+
+#define NKEY 8
+static const char *const KEY[NKEY] = {"task", "norm_pos", "norm", "qk_norm",
+                                      "L",    "d",        "seed", "n_params"};
+
+typedef struct {
+    out_csv ext, mass, bn, js;
+} files_t;
+
+static void open_files(files_t *F, const char *dir)
+{
+    const char *he[NKEY + 7], *hm[NKEY + 4], *hb[NKEY + 8], *hj[NKEY + 6];
+    for (int i = 0; i < NKEY; i++)
+        he[i] = hm[i] = hb[i] = hj[i] = KEY[i];
+    const char *e[] = {"operator", "which", "eigenvalue", "residual", "converged", "steps",
+                       "scale"};
+    const char *m[] = {"operator", "which", "tensor", "mass"};
+    const char *b[] = {"block", "side", "layer", "kind", "n", "operator", "frob", "frob_se"};
+    const char *j[] = {"block_a", "block_b", "js_distance", "sigma", "js_scaled",
+                       "sigma_scaled"};
+    memcpy(he + NKEY, e, sizeof e);
+    memcpy(hm + NKEY, m, sizeof m);
+    memcpy(hb + NKEY, b, sizeof b);
+    memcpy(hj + NKEY, j, sizeof j);
+    csv_sweep(&F->ext, dir, "extremes.csv", he, NKEY + 7);
+    csv_sweep(&F->mass, dir, "mass.csv", hm, NKEY + 4);
+    csv_sweep(&F->bn, dir, "blocknorms.csv", hb, NKEY + 8);
+    csv_sweep(&F->js, dir, "js.csv", hj, NKEY + 6);
+}
+
+static void key_row(lnk_csv *c, const point_t *p, size_t n_params)
+{
+    CK(lnk_csv_str(c, lnk_task_name((lnk_task)p->task)));
+    CK(lnk_csv_str(c, p->pre ? "pre" : "post"));
+    CK(lnk_csv_str(c, lnk_norm_type_name((lnk_norm_type)p->norm)));
+    CK(lnk_csv_str(c, lnk_norm_type_name((lnk_norm_type)p->qk)));
+    CK(lnk_csv_int(c, p->L));
+    CK(lnk_csv_int(c, p->d));
+    CK(lnk_csv_int(c, p->seed));
+    CK(lnk_csv_int(c, (long long)n_params));
+}
+
+/* ------------------------------------------------------------ one point */
+
+static const lnk_op_kind OPS[3] = {LNK_OP_HESSIAN, LNK_OP_GGN, LNK_OP_FUNCTIONAL};
+
+static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, files_t *F)
+{
+    lnk_config c;
+    make_config(&c, o, D, p);
+    lnk_model *m = lnk_model_alloc(&c);
+    if (!m)
+        die();
+    size_t np = lnk_model_n_params(m);
+    const lnk_layout *lay = lnk_model_layout(m);
+    double *th = study_alloc(sizeof(double) * np);
+    CK(lnk_model_init_params(m, th));
+    lnk_batch b = {0};
+    lnk_dataset ds;
+    if (p->task == LNK_TASK_LM) {
+        CK(lnk_batch_synthetic(m, o->B, o->T, 1234, &b));
+        ds = (lnk_dataset){&b, 1, 1, 0, lnk_batch_n_scored(m, &b), NULL};
+    } else
+        ds = (lnk_dataset){D->chunks, D->n_chunks, D->n_chunks, 0, D->n_scored, NULL};
+    lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
+    if (!h)
+        die();
+
+    /* extremes of H, G, F and their eigenvectors' mass per tensor */
+    for (int k = 0; k < 3; k++) {
+        CK(lnk_hessian_set_kind(h, OPS[k]));
+        lnk_operator op = lnk_hessian_operator(h);
+        lnk_eigs_opts eo;
+        lnk_eigs_opts_default(&eo);
+        eo.k_top = eo.k_bottom = 1;
+        eo.tol = o->tol;
+        eo.max_steps = o->eig_steps;
+        eo.vectors = 1;
+        eo.seed = o->rng;
+        lnk_eigs_result r;
+        CK(lnk_eigs(&op, &eo, &r));
+        const char *opn = lnk_op_kind_name(OPS[k]);
+        for (int i = 0; i < r.k; i++) {
+            const char *which = i < r.n_top ? "top" : "bottom";
+            lnk_csv *e = &F->ext.c;
+            key_row(e, p, np);
+            CK(lnk_csv_str(e, opn));
+            CK(lnk_csv_str(e, which));
+            CK(lnk_csv_double(e, r.value[i]));
+            CK(lnk_csv_double(e, r.residual[i]));
+            CK(lnk_csv_int(e, r.converged[i]));
+            CK(lnk_csv_int(e, r.steps));
+            CK(lnk_csv_double(e, r.scale));
+            CK(lnk_csv_end_row(e));
+            const double *v = r.vectors + (size_t)i * np;
+            for (int t = 0; t < lay->n_tensors; t++) {
+                double s = 0;
+                for (size_t q = 0; q < lay->t[t].size; q++)
+                    s += v[lay->t[t].offset + q] * v[lay->t[t].offset + q];
+                lnk_csv *mc = &F->mass.c;
+                key_row(mc, p, np);
+                CK(lnk_csv_str(mc, opn));
+                CK(lnk_csv_str(mc, which));
+                CK(lnk_csv_str(mc, lay->t[t].name));
+                CK(lnk_csv_double(mc, s));
+                CK(lnk_csv_end_row(mc));
+            }
+        }
+        lnk_eigs_result_free(&r);
+    }
+
+    /* ||A_bb||_F of every layer's weight matrices, A = H, G, F */
+    int s2s = p->task == LNK_TASK_SEQ2SEQ;
+    const wkind *K = s2s ? S2S_KINDS : LM_KINDS;
+    int nk = s2s ? (int)(sizeof S2S_KINDS / sizeof *K) : (int)(sizeof LM_KINDS / sizeof *K);
+    for (int k = 0; k < nk; k++)
+        for (int l = 0; l < p->L; l++) {
+            char pat[64];
+            snprintf(pat, sizeof pat, "%s.%d.%s.%s", K[k].side, l, K[k].sub, K[k].w);
+            CK(lnk_hessian_set_block(h, pat));
+            for (int q = 0; q < 3; q++) {
+                CK(lnk_hessian_set_kind(h, OPS[q]));
+                lnk_operator op = lnk_hessian_operator(h);
+                lnk_frob_result fr;
+                CK(lnk_frobenius(&op, o->probes, o->rng, &fr));
+                lnk_csv *bc = &F->bn.c;
+                key_row(bc, p, np);
+                CK(lnk_csv_str(bc, pat));
+                CK(lnk_csv_str(bc, K[k].side));
+                CK(lnk_csv_int(bc, l));
+                CK(lnk_csv_str(bc, K[k].kind));
+                CK(lnk_csv_int(bc, (long long)op.n));
+                CK(lnk_csv_str(bc, lnk_op_kind_name(OPS[q])));
+                CK(lnk_csv_double(bc, fr.frob));
+                CK(lnk_csv_double(bc, fr.frob_se));
+                CK(lnk_csv_end_row(bc));
+            }
+        }
+
+    /* SLQ of the Hessian's kind blocks (all layers of a side together), JS */
+    int nj = nk + (s2s ? 3 : 2);
+    char (*jn)[64] = study_alloc(sizeof *jn * (size_t)nj);
+    lnk_slq_result *sr = study_alloc(sizeof *sr * (size_t)nj);
+    int a = 0;
+    snprintf(jn[a++], 64, s2s ? "src_emb" : "tgt_emb");
+    if (s2s)
+        snprintf(jn[a++], 64, "tgt_emb");
+    for (int k = 0; k < nk; k++)
+        snprintf(jn[a++], 64, "%s.*.%s.%s", K[k].side, K[k].sub, K[k].w);
+    snprintf(jn[a++], 64, "out.w");
+    CK(lnk_hessian_set_kind(h, LNK_OP_HESSIAN));
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < nj; i++) {
+        CK(lnk_hessian_set_block(h, jn[i]));
+        lnk_operator op = lnk_hessian_operator(h);
+        lnk_slq_opts so;
+        lnk_slq_opts_default(&so);
+        so.runs = o->runs;
+        so.steps = o->steps;
+        so.seed = o->rng;
+        CK(lnk_slq(&op, &so, &sr[i]));
+        lo = fmin(lo, sr[i].node_min);
+        hi = fmax(hi, sr[i].node_max);
+    }
+    /* the distances between the densities as they are (one kernel, sigma a
+     * fraction of the common node range), then between the densities of the
+     * spectra each divided by its block's largest |node| (shapes only, in
+     * [-1, 1]; Zhang et al. compare block spectra normalised by their scale) */
+    double *js = study_alloc(sizeof(double) * 2 * (size_t)nj * (size_t)nj), sig[2];
+    const lnk_slq_result **rp = study_alloc(sizeof *rp * (size_t)nj);
+    for (int i = 0; i < nj; i++)
+        rp[i] = &sr[i];
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            lo = INFINITY, hi = -INFINITY;
+            for (int i = 0; i < nj; i++) {
+                double sc = fmax(fabs(sr[i].node_min), fabs(sr[i].node_max));
+                if (!(sc > 0))
+                    fail("block %s: every SLQ node is 0", jn[i]);
+                for (int q = 0; q < sr[i].offset[sr[i].runs]; q++)
+                    sr[i].node[q] /= sc;
+                sr[i].node_min /= sc;
+                sr[i].node_max /= sc;
+                lo = fmin(lo, sr[i].node_min);
+                hi = fmax(hi, sr[i].node_max);
+            }
+        }
+        double *t;
+        size_t npts;
+        CK(lnk_sigma_from_fraction(o->sigma_frac, lo, hi, &sig[pass]));
+        CK(lnk_slq_grid_common(rp, nj, sig[pass], LNK_SLQ_PAD, 4, 5000000, &t, &npts));
+        double *phi = study_alloc(sizeof(double) * npts * (size_t)nj);
+        for (int i = 0; i < nj; i++)
+            CK(lnk_slq_density(&sr[i], sig[pass], t, npts, phi + (size_t)i * npts));
+        for (int i = 0; i < nj; i++)
+            for (int j = i + 1; j < nj; j++)
+                CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts,
+                                   &js[((size_t)pass * nj + i) * nj + j]));
+        free(phi);
+        free(t);
+    }
+    for (int i = 0; i < nj; i++)
+        for (int j = i + 1; j < nj; j++) {
+            lnk_csv *jc = &F->js.c;
+            key_row(jc, p, np);
+            CK(lnk_csv_str(jc, jn[i]));
+            CK(lnk_csv_str(jc, jn[j]));
+            CK(lnk_csv_double(jc, js[(size_t)i * nj + j]));
+            CK(lnk_csv_double(jc, sig[0]));
+            CK(lnk_csv_double(jc, js[((size_t)nj + i) * nj + j]));
+            CK(lnk_csv_double(jc, sig[1]));
+            CK(lnk_csv_end_row(jc));
+        }
+    for (int i = 0; i < nj; i++)
+        lnk_slq_result_free(&sr[i]);
+    free(sr);
+    free(rp);
+    free(jn);
+    free(js);
+    lnk_hessian_free(h);
+    if (p->task == LNK_TASK_LM)
+        lnk_batch_free(&b);
+    free(th);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
+int main(int argc, char **argv)
+{
+    study_start(&argc, &argv, "anatomy");
+    opts_t o = {.out = "results/anatomy", .src = "data/multi30k/val.de",
+                .tgt = "data/multi30k/val.en", .h = 4, .V = 64, .B = 4, .T = 16, .seeds = 3,
+                .pairs = 12, .max_tokens = 1 << 20, .lm_refL = 4, .lm_refd = 32,
+                .s2s_refL = 2, .s2s_refd = 16, .variants = 1, .probes = 6, .eig_steps = 300,
+                .runs = 2, .steps = 24, .tol = 1e-6, .sigma_frac = 0.01, .rng = 0};
+    parse_list("lm-L", "1,2,4,8", &o.lm_L, 1, 256);
+    parse_list("lm-d", "16,32,64", &o.lm_d, 2, 4096);
+    parse_list("s2s-L", "1,2,4,6", &o.s2s_L, 1, 256);
+    parse_list("s2s-d", "8,16,32", &o.s2s_d, 2, 4096);
+    enum { O_LML = 256, O_LMD, O_S2L, O_S2D, O_LMLR, O_LMDR, O_S2LR, O_S2DR, O_NOVAR, O_PAIRS,
+           O_PROBES, O_TOL, O_ESTEPS, O_RUNS, O_STEPS, O_SIGF, O_RNG, O_SRC, O_TGT };
+    static struct option lo[] = {
+        {"out", 1, 0, 'o'},        {"lm-L", 1, 0, O_LML},        {"lm-d", 1, 0, O_LMD},
+        {"s2s-L", 1, 0, O_S2L},    {"s2s-d", 1, 0, O_S2D},       {"lm-L-ref", 1, 0, O_LMLR},
+        {"lm-d-ref", 1, 0, O_LMDR}, {"s2s-L-ref", 1, 0, O_S2LR}, {"s2s-d-ref", 1, 0, O_S2DR},
+        {"no-variants", 0, 0, O_NOVAR}, {"h", 1, 0, 'H'},        {"V", 1, 0, 'V'},
+        {"batch", 1, 0, 'B'},      {"len", 1, 0, 'T'},           {"src", 1, 0, O_SRC},
+        {"tgt", 1, 0, O_TGT},      {"pairs", 1, 0, O_PAIRS},     {"seeds", 1, 0, 's'},
+        {"probes", 1, 0, O_PROBES}, {"tol", 1, 0, O_TOL},        {"eig-steps", 1, 0, O_ESTEPS},
+        {"runs", 1, 0, O_RUNS},    {"steps", 1, 0, O_STEPS},     {"sigma-fraction", 1, 0, O_SIGF},
+        {"rng-seed", 1, 0, O_RNG}, {"quiet", 0, 0, 'q'},         {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'o': o.out = optarg; break;
+        case O_LML: parse_list("lm-L", optarg, &o.lm_L, 1, 256); break;
+        case O_LMD: parse_list("lm-d", optarg, &o.lm_d, 2, 4096); break;
+        case O_S2L: parse_list("s2s-L", optarg, &o.s2s_L, 1, 256); break;
+        case O_S2D: parse_list("s2s-d", optarg, &o.s2s_d, 2, 4096); break;
+        case O_LMLR: o.lm_refL = (int)arg_int("lm-L-ref", optarg, 1, 256); break;
+        case O_LMDR: o.lm_refd = (int)arg_int("lm-d-ref", optarg, 2, 4096); break;
+        case O_S2LR: o.s2s_refL = (int)arg_int("s2s-L-ref", optarg, 1, 256); break;
+        case O_S2DR: o.s2s_refd = (int)arg_int("s2s-d-ref", optarg, 2, 4096); break;
+        case O_NOVAR: o.variants = 0; break;
+        case 'H': o.h = (int)arg_int("h", optarg, 1, 256); break;
+        case 'V': o.V = (int)arg_int("V", optarg, 5, 1 << 24); break;
+        case 'B': o.B = (int)arg_int("batch", optarg, 1, 1 << 20); break;
+        case 'T': o.T = (int)arg_int("len", optarg, 1, 1 << 20); break;
+        case O_SRC: o.src = optarg; break;
+        case O_TGT: o.tgt = optarg; break;
+        case O_PAIRS: o.pairs = (int)arg_int("pairs", optarg, 1, 1 << 24); break;
+        case 's': o.seeds = (int)arg_int("seeds", optarg, 1, 1000); break;
+        case O_PROBES: o.probes = (int)arg_int("probes", optarg, 2, 1 << 20); break;
+        case O_TOL: o.tol = arg_num("tol", optarg, 0, 1); break;
+        case O_ESTEPS: o.eig_steps = (int)arg_int("eig-steps", optarg, 2, 100000); break;
+        case O_RUNS: o.runs = (int)arg_int("runs", optarg, 1, 10000); break;
+        case O_STEPS: o.steps = (int)arg_int("steps", optarg, 2, 100000); break;
+        case O_SIGF: o.sigma_frac = arg_num("sigma-fraction", optarg, 1e-9, 1); break;
+        case O_RNG: o.rng = (uint64_t)arg_int("rng-seed", optarg, 0, 0x7fffffffL); break;
+        case 'q': o.quiet = 1; break;
+        case 'h': usage(); return 0;
+        default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        fail("unexpected argument '%s'", argv[optind]);
+    point_t *P;
+    int np = make_points(&o, &P);
+    if (np == 0)
+        fail("no points: every sweep list is empty");
+    for (int i = 0; i < np; i++)
+        if (P[i].d % o.h || P[i].d % 2)
+            fail("d = %d must be even and a multiple of --h %d", P[i].d, o.h);
+    s2s_data D = {0};
+    int any_s2s = 0;
+    for (int i = 0; i < np; i++)
+        any_s2s |= P[i].task == LNK_TASK_SEQ2SEQ;
+    if (any_s2s)
+        load_pairs(&o, &D);
+    char start[32];
+    lnk_iso_time(start, sizeof start);
+    double t0 = lnk_now();
+    make_dir(o.out);
+    files_t F;
+    open_files(&F, o.out);
+    for (long i = 0; i < np; i++) {
+        if (!study_mine(i))
+            continue;
+        csv_point(&F.ext, i);
+        csv_point(&F.mass, i);
+        csv_point(&F.bn, i);
+        csv_point(&F.js, i);
+        double ts = lnk_now();
+        run_point(&o, &P[i], &D, &F);
+        if (!o.quiet && study_root())
+            fprintf(stderr, "anatomy: %ld/%d %s %s %s qk=%s L=%d d=%d seed %d: %.1f s (%.0f s so "
+                    "far)\n", i + 1, np, lnk_task_name((lnk_task)P[i].task),
+                    P[i].pre ? "pre" : "post", lnk_norm_type_name((lnk_norm_type)P[i].norm),
+                    lnk_norm_type_name((lnk_norm_type)P[i].qk), P[i].L, P[i].d, P[i].seed,
+                    lnk_now() - ts, lnk_now() - t0);
+    }
+    lnk_config base;
+    point_t p0 = P[0];
+    make_config(&base, &o, &D, &p0);
+    char s2s_data[1200] = "none (no seq2seq points)";
+    if (any_s2s)
+        snprintf(s2s_data, sizeof s2s_data, "first %d pairs of %s / %s (%d kept, V_src %d, "
+                 "V_tgt %d), one chunk", o.pairs, o.src, o.tgt, D.n_pairs, D.V_src, D.V_tgt);
+    char extra[4096];
+    snprintf(extra, sizeof extra,
+             "{\"study\": \"anatomy\", \"points\": %d, \"seeds\": %d, \"h\": %d, "
+             "\"lm_data\": \"synthetic lm batch B = %d, T = %d, V = %d, ids uniform in [4, V), "
+             "batch seed 1234\", \"s2s_data\": \"%s\", \"lm_ref\": [%d, %d], \"s2s_ref\": [%d, %d], "
+             "\"tol\": %.17g, \"eig_steps\": %d, \"probes\": %d, \"slq_runs\": %d, "
+             "\"slq_steps\": %d, \"sigma_fraction\": %.17g, \"rng_seed\": %llu, "
+             "\"js_log\": \"natural\", \"varied\": \"task, norm_pos, norm, qk_norm, L, d, seed "
+             "(the key columns)\"}",
+             np, o.seeds, o.h, o.B, o.T, o.V, s2s_data,
+             o.lm_refL, o.lm_refd, o.s2s_refL, o.s2s_refd, o.tol, o.eig_steps, o.probes, o.runs,
+             o.steps, o.sigma_frac, (unsigned long long)o.rng);
+    csv_close(&F.ext, &base, extra, start, t0);
+    csv_close(&F.mass, &base, extra, start, t0);
+    csv_close(&F.bn, &base, extra, start, t0);
+    csv_close(&F.js, &base, extra, start, t0);
+    if (!o.quiet && study_root())
+        fprintf(stderr, "anatomy: %d points in %.0f s -> %s/{extremes,mass,blocknorms,js}.csv\n",
+                np, lnk_now() - t0, o.out);
+    lnk_config_clear(&base);
+    if (D.chunks)
+        lnk_batches_free(D.chunks, D.n_chunks);
+    free(P);
+    return 0;
+}
