@@ -147,7 +147,7 @@ def gen_bench_lanczos():
         f"| mean step over steps 61-{steps}, s | {fx(col(r, 'tail_step_s', BL), 3)} |",
         f"| of which the product, s | {fx(col(r, 'tail_hv_s', BL), 3)} |",
         f"| of which the vector work, s | {fx(col(r, 'tail_vector_s', BL), 3)} |",
-        f"| of which first writes to the new basis row, s "
+        f"| of which first writes to new basis rows left outside the product, s "
         f"| {fx(col(r, 'tail_first_touch_s', BL), 3)} |",
         f"| step / product (target 1.15) | {fx(col(r, 'step_over_hv', BL), 2)} |",
         f"| reorthogonalisations | {col(r, 'n_reorth', BL):.0f} |",
