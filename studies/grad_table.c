@@ -534,6 +534,25 @@ typedef struct {
     fitres all[NS], tail[NS], ratio[2];
 } sweepfits;
 
+/* Values BASE_{post,pre}_realistic_over_theorem: the range over the sweep of
+ * the realistic setting's seed mean over the theorem setting's. */
+static void realistic_over_theorem(const sweepdata *s, const char *base)
+{
+    for (int p = 0; p < 2; p++) {
+        double v[128];
+        int n = 0;
+        for (int i = 0; i < s->nx; i++)
+            if (s->c[p][i].n && s->c[2 + p][i].n) {
+                double mt, mr, sd;
+                cell_ms(&s->c[p][i], &mt, &sd);
+                cell_ms(&s->c[2 + p][i], &mr, &sd);
+                v[n++] = mr / mt;
+            }
+        if (n)
+            qv(range_dec(v, n, 2), "%s_%s_realistic_over_theorem", base, p ? "pre" : "post");
+    }
+}
+
 static void depth_tables(const sweepdata *s, const char *base, const char *label, lnk_table *sl,
                          sweepfits *fits)
 {
@@ -590,19 +609,7 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
         if (n)
             qv(range2(v, n), "%s_%s_norms", base, s_id[k]);
     }
-    for (int p = 0; p < 2; p++) {
-        double v[128];
-        int n = 0;
-        for (int i = 0; i < s->nx; i++)
-            if (s->c[p][i].n && s->c[2 + p][i].n) {
-                double mt, mr, sd;
-                cell_ms(&s->c[p][i], &mt, &sd);
-                cell_ms(&s->c[2 + p][i], &mr, &sd);
-                v[n++] = mr / mt;
-            }
-        if (n)
-            qv(range_dec(v, n, 2), "%s_%s_realistic_over_theorem", base, p ? "pre" : "post");
-    }
+    realistic_over_theorem(s, base);
 
     /* Post/Pre ratio per seed against sqrt(L) */
     static const char *const rh[] = {"L", "sqrt(L)", "theorem Post/Pre", "theorem ratio/sqrt(L)",
@@ -1213,19 +1220,7 @@ static void width_tables(const sweepdata *s, const sweepdata *loss, lnk_table *s
             }
         }
     }
-    for (int p = 0; p < 2; p++) { /* realistic / theorem per norm position */
-        double v[128];
-        int n = 0;
-        for (int i = 0; i < s->nx; i++)
-            if (s->c[p][i].n && s->c[2 + p][i].n) {
-                double mt, mr, sd;
-                cell_ms(&s->c[p][i], &mt, &sd);
-                cell_ms(&s->c[2 + p][i], &mr, &sd);
-                v[n++] = mr / mt;
-            }
-        if (n)
-            qv(range_dec(v, n, 2), "width_%s_realistic_over_theorem", p ? "pre" : "post");
-    }
+    realistic_over_theorem(s, "width");
     for (int st = 0; st < 2; st++) {
         int first = -1;
         for (int i = 0; i < s->nx && first < 0; i++) {
