@@ -2,6 +2,7 @@
 during one), the BLAS thread count is settable and does not change the
 numbers, and Ctrl-C (KeyboardInterrupt) stops a Lanczos run between steps."""
 import _thread
+import signal
 import threading
 import time
 
@@ -94,6 +95,10 @@ def test_two_threads_two_operators(big):
 
 def test_ctrl_c_stops_eigs(big):
     m, d = big
+    # Python's own SIGINT handler, as in an interactive session: a process
+    # started in the background by a non-interactive shell (make test under
+    # nohup ... &) inherits SIGINT ignored, and then no Ctrl-C can arrive.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, _thread.interrupt_main)
     t0 = time.perf_counter()
     timer.start()
@@ -102,4 +107,5 @@ def test_ctrl_c_stops_eigs(big):
             lnkit.eigs(m, d, k=5, tol=0, max_steps=10000, mode="light", cache_mb=0)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, old)
     assert time.perf_counter() - t0 < 30
