@@ -534,6 +534,41 @@ def main(argv):
         val(f"wall_seconds.{os.path.basename(os.path.normpath(p))}", f"{w:.0f}")
     out.csv("values.csv", ["name", "value"], V, "numbers quoted by results/README.md")
 
+    # ---- claims: rows of the citation table at the top of results/README.md ----
+    vd = dict(V)
+    C = []
+
+    def claim(text, task, file, fmt, *names):
+        if all(n in vd for n in names):
+            C.append([text, fmt.format(*(vd[n] for n in names)),
+                      f"{setting.get(task, task)}; reference point L = {ref[task][0]}, "
+                      f"d = {ref[task][1]} (depth sweeps at that d)", file])
+
+    claim("Top Hessian eigenvalue at init, Post-LN vs Pre-LN (anatomy reference point)", "lm",
+          "lm/extremes.csv", "{} against {} (mean ± sd over seeds); Post / Pre {} (± se)",
+          "lm.post.layernorm.none.L4.d32.H_top", "lm.pre.layernorm.none.L4.d32.H_top",
+          "lm.layernorm.none.L4.d32.H_top.post_over_pre")
+    claim("Gauss-Newton part above H at the top, functional part below H at the bottom "
+          "(Post-LN, anatomy reference point)", "lm", "lm/extremes.csv",
+          "top: G {} vs H {}; bottom: F {} vs H {}",
+          "lm.post.layernorm.none.L4.d32.G_top", "lm.post.layernorm.none.L4.d32.H_top",
+          "lm.post.layernorm.none.L4.d32.F_bottom", "lm.post.layernorm.none.L4.d32.H_bottom")
+    for q, label in (("G_top", "G's top eigenvalue"), ("H_bottom", "H's bottom eigenvalue"),
+                     ("H_top", "H's top eigenvalue")):
+        claim(f"Depth exponent of the Post/Pre ratio of {label}", "lm", "fits.csv",
+              "{} (se), chi2/dof {}, L = {}",
+              f"lm.depth.post_over_pre.{q}.slope", f"lm.depth.post_over_pre.{q}.chi2dof",
+              f"lm.depth.post_over_pre.{q}.range")
+    claim("Mass of H's top eigenvector on the query weights, Post-LN / Pre-LN", "lm",
+          "lm/mass.csv", "{} / {}", "lm.post.layernorm.none.L4.d32.mass.H_top.Q",
+          "lm.pre.layernorm.none.L4.d32.mass.H_top.Q")
+    claim("Value/query block-norm ratio ||H_VV||_F / ||H_QQ||_F, first and last layer of an "
+          "8-layer model (Ormaniec et al.)", "lm", "lm/blocknorms.csv",
+          "Post-LN {} -> {}; Pre-LN {} -> {}", "lm.post.layer0.H_ratio_VQ",
+          "lm.post.layer7.H_ratio_VQ", "lm.pre.layer0.H_ratio_VQ", "lm.pre.layer7.H_ratio_VQ")
+    out.csv("claims.csv", ["claim", "value", "setting", "file"], C,
+            "rows of the citation table of results/README.md")
+
     # ---- tables ----
     md = ["# Curvature anatomy at initialisation (studies/anatomy)\n",
           "Settings: " + "; ".join(f"{setting[t]} (reference point L = {ref[t][0]}, d = "
