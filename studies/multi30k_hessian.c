@@ -240,6 +240,19 @@ typedef struct {
     double t0;
 } sched_t;
 
+/* The jobs' results and the job arrays (the run and --summarise both end here). */
+static void sched_free(sched_t *S)
+{
+    for (int j = 0; j < S->n_spec; j++)
+        spec_point_free(&S->spec[j].P);
+    for (int j = 0; j < S->n_grad; j++) {
+        free(S->grad[j].w1);
+        free(S->grad[j].w2);
+    }
+    free(S->spec);
+    free(S->grad);
+}
+
 static void run_spec(sched_t *S, spec_job *J)
 {
     const opts_t *o = S->o;
@@ -1297,14 +1310,7 @@ static void summarise(const char *dir, double kappa)
     double yr[2] = {INFINITY, -INFINITY};
     write_summary(&o, &S, &D, sigma, integ, lo, hi, have_jobs, fit, yr);
     write_gp(&o, sigma, fit, yr);
-    for (int j = 0; j < S.n_spec; j++)
-        spec_point_free(&S.spec[j].P);
-    for (int j = 0; j < S.n_grad; j++) {
-        free(S.grad[j].w1);
-        free(S.grad[j].w2);
-    }
-    free(S.spec);
-    free(S.grad);
+    sched_free(&S);
     free(blk);
     free(extra);
     json_decref(side);
@@ -1461,14 +1467,7 @@ int main(int argc, char **argv)
         if (!o.quiet)
             fprintf(stderr, "multi30k_hessian: wrote %s/ in %.0f s\n", o.out, lnk_now() - t0);
     }
-    for (int j = 0; j < S.n_spec; j++)
-        spec_point_free(&S.spec[j].P);
-    for (int j = 0; j < S.n_grad; j++) {
-        free(S.grad[j].w1);
-        free(S.grad[j].w2);
-    }
-    free(S.spec);
-    free(S.grad);
+    sched_free(&S);
     free(blk);
     lnk_batches_free(D.chunks, D.n_chunks);
     lnk_config_clear(&base);
