@@ -251,7 +251,9 @@ def main(argv):
                f"{math.exp(ft['pred']):.3g} (x/ {math.exp(ft['sep']):.3g})")
         values += [(f"{key}_trend_b", f"{ft['b']:.3f} ± {ft['seb']:.3f}"),
                    (f"{key}_trend_chi2", f"{ft['chi']:.2g}"),
-                   (f"{key}_trend_pred", f"{math.exp(ft['pred']):.3g}")]
+                   (f"{key}_trend_pred", f"{math.exp(ft['pred']):.3g}"),
+                   (f"{key}_trend_pred_f", f"{math.exp(ft['sep']):.3g}"),
+                   (f"{key}_trend_range", rng)]
         meas = trend.get((TARGET, key), [])
         if meas:
             m = mean_sd([math.log(r) for r in meas])[0]
