@@ -167,6 +167,7 @@ test: deps-test
 	$(MAKE) test-mpi
 	$(MAKE) test-install
 	$(MAKE) test-readme
+	$(MAKE) test-bitwise
 	$(MAKE) check-results
 
 # The Python package (python/lnkit) and its tests (python/tests, pytest) with
@@ -207,6 +208,11 @@ check-results: all
 	PYTHON=$(PYTHON) bash tests/test_summarise_spectra.sh $(BUILD)
 quotes:
 	python3 tools/quotes.py --write $(QUOTED)
+
+# eigs, trace, density and hvp bit for bit against the outputs of the code
+# that made the committed results (tests/bitwise/README.md).
+test-bitwise: all
+	bash tests/test_bitwise.sh $(BUILD)
 
 # The README's command-line walk-through, extracted from README.md and run as
 # written in an empty folder (every exit status checked).

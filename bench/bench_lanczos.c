@@ -9,8 +9,15 @@
  * the last 20 steps (where the basis is largest) as a ratio to the product
  * alone, the target being <= 1.15; reorthogonalisations and basis rows read.
  *
+ * --prefault: when new basis rows are faulted in (lnk_lanczos.prefault):
+ * ahead (default: a helper thread, row j+2 during step j's product), step
+ * (row j+1 before the product, on the caller) or none (the product's first
+ * write): to tell how much of the product's slowdown inside the loop the
+ * helper causes.
+ *
  * usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre]
- *                      [--reorth partial|always] [--repeat R] [--csv FILE] */
+ *                      [--reorth partial|always] [--prefault ahead|step|none]
+ *                      [--repeat R] [--csv FILE] */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +47,8 @@ int main(int argc, char **argv)
 {
     study_init("bench_lanczos"); /* the best OpenBLAS kernel (may re-exec) */
     int threads = 0, steps = 80, repeat = 5, reorth = LNK_REORTH_PARTIAL;
+    int prefault = LNK_PREFAULT_AHEAD;
+    const char *pf_name[] = {"ahead", "step", "none"};
     const char *pos = "post", *csv = NULL;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && !strcmp(argv[i], "--threads"))
@@ -52,7 +61,15 @@ int main(int argc, char **argv)
             pos = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--csv"))
             csv = argv[++i];
-        else if (i + 1 < argc && !strcmp(argv[i], "--reorth")) {
+        else if (i + 1 < argc && !strcmp(argv[i], "--prefault")) {
+            i++;
+            for (prefault = 0; prefault < 3 && strcmp(argv[i], pf_name[prefault]); prefault++)
+                ;
+            if (prefault == 3) {
+                fprintf(stderr, "bench_lanczos: --prefault: expected ahead, step or none\n");
+                return 2;
+            }
+        } else if (i + 1 < argc && !strcmp(argv[i], "--reorth")) {
             i++;
             if (strcmp(argv[i], "partial") && strcmp(argv[i], "always")) {
                 fprintf(stderr, "bench_lanczos: --reorth: expected partial or always\n");
@@ -61,7 +78,8 @@ int main(int argc, char **argv)
             reorth = strcmp(argv[i], "partial") ? LNK_REORTH_ALWAYS : LNK_REORTH_PARTIAL;
         } else {
             fprintf(stderr, "usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre] "
-                            "[--reorth partial|always] [--repeat R] [--csv FILE]\n");
+                            "[--reorth partial|always] [--prefault ahead|step|none] "
+                            "[--repeat R] [--csv FILE]\n");
             return 2;
         }
     }
@@ -94,8 +112,9 @@ int main(int argc, char **argv)
         die();
     lnk_operator op = lnk_hessian_operator(h);
     printf("bench_lanczos: lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 %s-LN, n = %zu, BLAS "
-           "threads %d, kernel %s, %s reorthogonalisation\n", pos, n, lnk_blas_threads(),
-           lnk_blas_kernel(), reorth == LNK_REORTH_PARTIAL ? "partial" : "full (always)");
+           "threads %d, kernel %s, %s reorthogonalisation, prefault %s\n", pos, n,
+           lnk_blas_threads(), lnk_blas_kernel(),
+           reorth == LNK_REORTH_PARTIAL ? "partial" : "full (always)", pf_name[prefault]);
     /* the product alone (the first one also runs the primal pass) */
     for (size_t i = 0; i < n; i++)
         x[i] = (double)((i * 2654435761u) % 2001) / 1000.0 - 1.0;
@@ -106,6 +125,7 @@ int main(int argc, char **argv)
     if (!w)
         die();
     w->reorth = reorth;
+    w->prefault = prefault;
     if (lnk_lanczos_start(w, NULL, 0))
         die();
     printf("H v alone (primal pass kept): median %.4f s of %d\n", alone, repeat);
@@ -147,11 +167,12 @@ int main(int argc, char **argv)
             return 2;
         }
         fprintf(f, "reorth,threads,kernel,steps,hv_alone_s,tail_step_s,tail_hv_s,tail_vector_s,"
-                   "tail_first_touch_s,step_over_hv,n_reorth,reorth_rows,total_s\n");
-        fprintf(f, "%s,%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,%d,%.0f,%.3f\n",
+                   "tail_first_touch_s,step_over_hv,n_reorth,reorth_rows,total_s,prefault\n");
+        fprintf(f, "%s,%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,%d,%.0f,%.3f,%s\n",
                 reorth == LNK_REORTH_PARTIAL ? "partial" : "always", lnk_blas_threads(),
                 lnk_blas_kernel(), w->steps, alone, step_tail, apply_tail, tail_orth / 20,
-                tail_touch / 20, step_tail / alone, w->n_reorth, w->reorth_rows, tot);
+                tail_touch / 20, step_tail / alone, w->n_reorth, w->reorth_rows, tot,
+                pf_name[prefault]);
         fclose(f);
     }
     lnk_lanczos_free(w);

@@ -270,6 +270,42 @@ static void test_lanczos_full_diag(void **state)
     free(lam);
 }
 
+/* When new basis rows are faulted in (helper thread ahead, before the
+ * product, or by the product's writes) changes no bit of T or the basis;
+ * an unknown setting is refused at start.  Rows of 20000 doubles span whole
+ * pages, so every mode really faults some in. */
+static void test_lanczos_prefault(void **state)
+{
+    (void)state;
+    int n = 20000, m = 40;
+    double *lam = spectrum1(n);
+    diag_op g = {n, lam};
+    lnk_operator op = diag_operator(&g);
+    lnk_lanczos *ref = NULL;
+    for (int pf = LNK_PREFAULT_AHEAD; pf <= LNK_PREFAULT_NONE; pf++) {
+        lnk_lanczos *w = lnk_lanczos_alloc((size_t)n, m, LNK_LANCZOS_FULL);
+        assert_non_null(w);
+        w->prefault = pf;
+        assert_int_equal(lnk_lanczos_start(w, NULL, 5), LNK_OK);
+        assert_int_equal(lnk_lanczos_run(w, &op, m), LNK_OK);
+        assert_int_equal(w->steps, m);
+        if (!ref) {
+            ref = w;
+            continue;
+        }
+        assert_memory_equal(w->alpha, ref->alpha, (size_t)m * sizeof(double));
+        assert_memory_equal(w->beta, ref->beta, (size_t)m * sizeof(double));
+        assert_memory_equal(w->V, ref->V, (size_t)(m + 1) * n * sizeof(double));
+        assert_int_equal(w->n_reorth, ref->n_reorth);
+        lnk_lanczos_free(w);
+    }
+    ref->prefault = 3;
+    assert_int_equal(lnk_lanczos_start(ref, NULL, 5), LNK_EINVAL);
+    assert_non_null(strstr(lnk_errmsg(), "prefault = 3"));
+    lnk_lanczos_free(ref);
+    free(lam);
+}
+
 /* Test 2: the light mode (no reorthogonalisation) on the same problem: its
  * raw T has ghost copies of the converged outliers; after the
  * Cullum-Willoughby test exactly one copy is left, and the extremal values
@@ -1465,6 +1501,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lanczos_full_diag),
+        cmocka_unit_test(test_lanczos_prefault),
         cmocka_unit_test(test_lanczos_light_vs_full),
         cmocka_unit_test(test_eigs_dense_known),
         cmocka_unit_test(test_eigs_vs_dsyevr),

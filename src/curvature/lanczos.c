@@ -157,6 +157,11 @@ int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed)
     if (w->reorth != LNK_REORTH_PARTIAL && w->reorth != LNK_REORTH_ALWAYS)
         return lnk_error(LNK_EINVAL, "lanczos_start: reorth = %d; expected LNK_REORTH_PARTIAL "
                          "(0) or LNK_REORTH_ALWAYS (1)", w->reorth);
+    if (w->prefault != LNK_PREFAULT_AHEAD && w->prefault != LNK_PREFAULT_STEP &&
+        w->prefault != LNK_PREFAULT_NONE)
+        return lnk_error(LNK_EINVAL, "lanczos_start: prefault = %d; expected "
+                         "LNK_PREFAULT_AHEAD (0), LNK_PREFAULT_STEP (1) or LNK_PREFAULT_NONE (2)",
+                         w->prefault);
     if (!(w->breakdown_rtol >= 0) || !isfinite(w->breakdown_rtol))
         return lnk_error(LNK_EINVAL, "lanczos_start: breakdown_rtol = %g; expected a finite "
                          "value >= 0", w->breakdown_rtol);
@@ -421,7 +426,7 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
     double *x = full ? w->V + (size_t)(j + 1) * w->n : w->w;
 
     double tb = lnk_now();
-    if (full && j + 1 > w->touched) {
+    if (full && j + 1 > w->touched && w->prefault != LNK_PREFAULT_NONE) {
         /* Row j+1 not faulted in ahead (the first step, or no helper):
          * here, counted as vector work, rather than inside the operator's
          * parallel kernels, where the faults stall every thread. */
@@ -433,7 +438,8 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
     /* Row j+2 while the product runs (see prefault_job). */
     prefault_job ahead;
     pthread_t helper;
-    int helping = full && j + 2 <= w->max_steps && j + 2 > w->touched &&
+    int helping = full && w->prefault == LNK_PREFAULT_AHEAD && j + 2 <= w->max_steps &&
+                  j + 2 > w->touched &&
                   prefault_init(&ahead, w->V + (size_t)(j + 2) * w->n, w->n) &&
                   pthread_create(&helper, NULL, prefault_main, &ahead) == 0;
     double t0 = lnk_now();
