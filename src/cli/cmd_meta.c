@@ -231,6 +231,8 @@ int cmd_meta(int argc, char **argv)
     if (lnk_meta_write(out, cfg, extra, start, wall) != LNK_OK)
         cli_die("meta: %s", lnk_errmsg());
     cli_say("lnkit meta: wrote %s\n", side);
+    if (cfg)
+        lnk_config_clear(cfg);
     free(extra_text);
     free(side);
     lnk_prov_clear();
