@@ -24,12 +24,12 @@ and PyTorch reads the same files (tests/ref_torch.py, the independent reference)
 
 Each tool runs in its default environment (PyTorch in its own process without lnkit's
 variables; both on --threads threads).  Results: DIR/bench_peer.csv (measure,tool,value,unit)
-and DIR/bench_peer.meta.json (commit, versions, BLAS kernels, threads, machine load, times).
+and DIR/bench_peer.meta.json (lnkit's one writer, `lnkit meta`: commit, versions, BLAS kernel,
+threads, times; and PyTorch's versions and kernel, the machine load).
 Figures from a machine shared with other work are provisional: the sidecar records the load.
 """
 import argparse
 import csv
-import datetime
 import json
 import os
 import platform
@@ -43,6 +43,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "studies", "kit"))
+import sidecar  # noqa: E402  (studies/kit/sidecar.py: lnkit meta, the one sidecar writer)
 CFG_B = dict(d=256, h=4, L=6, d_ff=1024, V=4000, B=16, T=32)
 
 
@@ -167,11 +169,7 @@ def main():
     if a.torch_worker:
         return torch_worker(a)
 
-    start = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip() != ""
+    sidecar_run = sidecar.Run()  # start time and clock of the sidecar
     wall0 = time.perf_counter()
     busy0 = cpu_busy()
     load0 = loadavg()
@@ -288,9 +286,10 @@ def main():
                        if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
+    # the sidecar by lnkit's one writer (lnkit meta): command line, commit, versions,
+    # BLAS kernel, threads, start and wall time; these are the benchmark's own keys
     meta = dict(
-        command=" ".join(sys.argv), git_commit=git, git_dirty=dirty, start_time=start,
-        wall_seconds=wall, threads=a.threads, tol=a.tol, repeat=a.repeat,
+        tol=a.tol, repeat=a.repeat,
         config_b=dict(task="lm", norm="layernorm", norm_pos="post", init="xavier", seed=0,
                       batch_seed=1, **CFG_B),
         lnkit=dict(version=ver, blas=kernel, eigs_meta=lmeta),
@@ -304,10 +303,9 @@ def main():
                           "machine_busy_share stays near this run's own use "
                           "(threads / cores)"),
     )
-    with open(tmp.replace(".csv", ".meta.json"), "w") as f:
-        json.dump(meta, f, indent=2)
     os.replace(tmp, csvp)
-    os.replace(tmp.replace(".csv", ".meta.json"), os.path.join(a.out, "bench_peer.meta.json"))
+    sidecar_run.write(csvp, extra=meta, seeds={"init": 0, "batch": 1}, threads=a.threads,
+                      seconds=wall, lnkit=lnkit)
     print(f"bench_peer: wrote {csvp} and bench_peer.meta.json ({wall:.0f} s; machine busy "
           f"{100 * busy:.0f}%, load average {load0:.2f} -> {loadavg():.2f})")
     return 0

@@ -23,17 +23,18 @@ into DIR:
   summary.md, tables.tex   the tables in Markdown and LaTeX;
   extremes.gp, blocknorms.gp, js.gp   gnuplot scripts (-> .png; run by
                  studies/scripts/study_anatomy.sh);
-each CSV with a .meta.json sidecar naming its inputs (size, SHA-256).
+each CSV with a .meta.json sidecar by lnkit's one writer (`lnkit meta`: inputs
+with size and SHA-256, command line, commit, versions; build/bin/lnkit or $LNKIT).
 Standard library only.
 """
 import csv
-import datetime
-import hashlib
 import json
 import math
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+import sidecar  # noqa: E402  (studies/kit/sidecar.py: lnkit meta, the one sidecar writer)
 
 KEY = ["task", "norm_pos", "norm", "qk_norm", "L", "d", "seed"]
 CFG = ["task", "norm_pos", "norm", "qk_norm", "L", "d"]
@@ -139,33 +140,11 @@ def slope_text(b, se):
 
 # ------------------------------------------------------------------ provenance
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for blk in iter(lambda: f.read(1 << 20), b""):
-            h.update(blk)
-    return h.hexdigest()
-
-
-def git_commit():
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        c = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True,
-                           text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True).stdout
-        return c + ("-dirty" if dirty.strip() else "")
-    except Exception:
-        return "unknown"
-
-
 class Out:
     def __init__(self, dirpath, inputs):
         self.dir = dirpath
-        self.inputs = [dict(path=os.path.join(dirpath, n), bytes=os.path.getsize(
-            os.path.join(dirpath, n)), sha256=sha256(os.path.join(dirpath, n))) for n in inputs]
-        self.start = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self.commit = git_commit()
+        self.inputs = [os.path.join(dirpath, n) for n in inputs]
+        self.run = sidecar.Run()
 
     def write(self, name, text):
         path = os.path.join(self.dir, name)
@@ -183,12 +162,11 @@ class Out:
             for r in rows:
                 w.writerow([repr(x) if isinstance(x, float) else x for x in r])
         os.replace(tmp, path)
-        meta = dict(file=name, what=what, program="studies/anatomy_summary.py",
-                    command=" ".join(sys.argv), git_commit=self.commit, start=self.start,
-                    python=sys.version.split()[0], inputs=self.inputs, js_log=LOG,
+        # the sidecar by lnkit's one writer (studies/kit/sidecar.py: lnkit meta)
+        meta = dict(file=name, what=what, program="studies/anatomy_summary.py", js_log=LOG,
                     fit="WLS of ln|y| on ln x, weights (|y|/se)^2, se = sd/sqrt(seeds); "
                         "se scaled by sqrt(chi2/dof) when > 1")
-        self.write(os.path.splitext(name)[0] + ".meta.json", json.dumps(meta, indent=2) + "\n")
+        self.run.write(path, inputs=self.inputs, extra=meta)
 
 
 # ------------------------------------------------------------------ tables

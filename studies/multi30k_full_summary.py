@@ -8,7 +8,8 @@ sidecars (and DIR/runs.csv for the time per product) and writes DIR/summary.md,
 DIR/runs.md and DIR/ratios.md (its two tables, which results/README.md
 includes), DIR/trend.csv, DIR/trend_points.csv, DIR/trend.gp (-> trend.png, rendered by
 studies/multi30k_full.sh), DIR/values.csv (the numbers results/README.md
-quotes) and DIR/claims.csv (rows of its citation table):
+quotes) and DIR/claims.csv (rows of its citation table), each CSV with a
+.meta.json sidecar by lnkit's one writer (`lnkit meta`, build/bin/lnkit or $LNKIT):
   - per run: the largest and the most negative eigenvalue, their residuals,
     whether each converged (lnkit's explicit residual test), products;
   - per width: the Post/Pre ratios of the top eigenvalue and of the bottom
@@ -29,6 +30,9 @@ import math
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kit"))
+import sidecar  # noqa: E402  (studies/kit/sidecar.py: lnkit meta, the one sidecar writer)
 
 NAME = re.compile(r"d(\d+)_(post|pre)_s(\d+)_eigs\.csv$")
 
@@ -161,6 +165,7 @@ plot 'trend_points.csv' using (strcol(1) eq 'top' ? $2 * 0.97 : 1/0):3 skip 1 wi
 
 def main(argv):
     dirpath = argv[0] if argv else "results/multi30k_full"
+    run = sidecar.Run()
     runs = load(dirpath)
     if not runs:
         print(f"multi30k_full_summary: no runs in {dirpath}", file=sys.stderr)
@@ -282,6 +287,20 @@ def main(argv):
     write_atomic(os.path.join(dirpath, "values.csv"), csv_text(["name", "value"], values))
     write_atomic(os.path.join(dirpath, "claims.csv"),
                  csv_text(["claim", "value", "setting", "file"], claims))
+    # each CSV's sidecar by lnkit's one writer: the files read, with checksums
+    inputs = []
+    for d, pos, seed in sorted(runs):
+        base = os.path.join(dirpath, f"d{d}_{pos}_s{seed}_eigs")
+        inputs += [base + ".csv", base + ".meta.json"]
+    if os.path.exists(rp):
+        inputs.append(rp)
+    for name, what in (("trend.csv", "Post/Pre ratios per width: mean, sd, count"),
+                       ("trend_points.csv", "Post/Pre ratios per width and seed"),
+                       ("values.csv", "numbers quoted by results/README.md"),
+                       ("claims.csv", "rows of the citation table of results/README.md")):
+        run.write(os.path.join(dirpath, name), inputs=inputs,
+                  extra=dict(file=name, what=what, program="studies/multi30k_full_summary.py",
+                             tol=1e-6, fit_below_d=TARGET))
     print(f"multi30k_full_summary: {len(runs)} runs -> {dirpath}/summary.md, trend.csv, "
           "trend_points.csv, trend.gp, values.csv, claims.csv")
     return 0

@@ -34,9 +34,10 @@ OPENBLAS_NUM_THREADS=1 "${MR[@]}" -np 2 "$bin" --threads 1 --csv "$tmp" "${opts[
 chmod 644 "$tmp"
 mv "$tmp" "$out/bench_mpi.csv"
 trap - EXIT
+# threads and ranks in the sidecar: the most that one of its runs used (the param runs names each)
 python3 bench/bench_meta.py "$out/bench_mpi.csv" --command "bash tools/bench_mpi.sh $SB $MB${args:+ $args}" \
     --start "$start" --seconds "$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')" \
-    --lnkit "$SB/bin/lnkit" --param "options=${opts[*]}" \
+    --lnkit "$SB/bin/lnkit" --threads 2 --ranks 2 --param "options=${opts[*]}" \
     --param "runs=1 rank x 1 thread, 1 rank x 2 threads, 2 ranks x 1 thread" \
     --param "size=d,h,d_ff,L = 64,4,256,6 (seq2seq, Post-LN, Xavier, seed 0)"
 python3 - "$out/bench_mpi.csv" "${BENCH_MPI_NET_GBPS:-10}" <<'PY'

@@ -12,6 +12,7 @@ set -uo pipefail
 BUILD=${1:-build}
 PYTHON=${PYTHON:-python3}
 RESULTS=${RESULTS:-results} # the tests point it at an edited copy
+export LNKIT=${LNKIT:-$BUILD/bin/lnkit} # the Python summarisers' sidecar writer (lnkit meta)
 SUMMARIES=(
     "demo|$BUILD/studies/demo_postpre --summarise {}"
     "grad|$BUILD/studies/grad_table --dir {}"

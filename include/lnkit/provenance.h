@@ -34,6 +34,10 @@ void lnk_prov_args(int argc, char *const *argv);
 int lnk_prov_input(const char *path);
 /* Record a named seed ("init", "rng", ...); a name recorded again is updated. */
 void lnk_prov_seed(const char *name, uint64_t value);
+/* The threads and ranks to record instead of this process's BLAS threads and
+ * MPI ranks (0: this process's), for a sidecar written on behalf of another
+ * program (lnkit meta). */
+void lnk_prov_counts(int threads, int ranks);
 /* Forget everything recorded. */
 void lnk_prov_clear(void);
 

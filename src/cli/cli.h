@@ -74,6 +74,7 @@ int cmd_select(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_vector(int argc, char **argv);
 int cmd_blocks(int argc, char **argv);
+int cmd_meta(int argc, char **argv);
 
 
 

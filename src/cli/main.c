@@ -21,6 +21,7 @@ static const struct {
     {"select", cmd_select, "which keys are selectable by some query (convex hull, exact LP)"},
     {"params", cmd_params, "the model's tensors: shapes, counts, offsets, --block groups"},
     {"vector", cmd_vector, "make a vector for hvp: random, ones, or a saved gradient"},
+    {"meta", cmd_meta, "the .meta.json sidecar of a result another program wrote"},
 };
 
 static void usage(FILE *f)

@@ -42,6 +42,7 @@ static input *inputs;
 static int n_inputs;
 static seed *seeds;
 static int n_seeds;
+static int rec_threads, rec_ranks; /* lnk_prov_counts; 0: this process's */
 
 void lnk_prov_clear(void)
 {
@@ -56,6 +57,13 @@ void lnk_prov_clear(void)
     free(seeds);
     args = NULL, inputs = NULL, seeds = NULL;
     n_args = n_inputs = n_seeds = 0;
+    rec_threads = rec_ranks = 0;
+}
+
+void lnk_prov_counts(int threads, int ranks)
+{
+    rec_threads = threads > 0 ? threads : 0;
+    rec_ranks = ranks > 0 ? ranks : 0;
 }
 
 void lnk_prov_args(int argc, char *const *argv)
@@ -236,7 +244,7 @@ int lnk_prov_json(json_t *root)
     }
     bad |= jset(root, "blas_kernel", json_string(openblas_core())) |
            jset(root, "blas_kernel_choice", json_string(lnk_blas_note())) |
-           jset(root, "threads", json_integer(lnk_blas_threads())) |
-           jset(root, "ranks", json_integer(lnk_comm_size()));
+           jset(root, "threads", json_integer(rec_threads ? rec_threads : lnk_blas_threads())) |
+           jset(root, "ranks", json_integer(rec_ranks ? rec_ranks : lnk_comm_size()));
     return bad ? -1 : 0;
 }
