@@ -12,9 +12,9 @@
 # --group blocks: Frobenius norms, extremes, SLQ node ranges, Jensen-Shannon
 # distances) under mpirun -np 2 against the one-process build.  Equal to
 # 1e-12 relative (tests/mpi/compare.py: the largest difference over a column's
-# largest value) for eigenvalues, norms and distances, as tests/mpi/run.sh
-# asks of the other commands; 1e-9 for the masses (squares of converged
-# eigenvectors' entries: a vector is fixed only to the residual tolerance) and
+# largest value) for eigenvalues and norms, as tests/mpi/run.sh asks of the
+# other commands (the Jensen-Shannon distances: see JSCMP below); 1e-9 for the
+# masses (squares of converged eigenvectors' entries: a vector is fixed only to the residual tolerance) and
 # for G's bottom eigenvalues, which are rounding noise of a singular operator;
 # the same rank count twice: bitwise identical files (the ranks sum in a fixed
 # order).  Prints "ok - ..." / "not ok - ..." and "tests: N passed, N failed,
@@ -75,6 +75,24 @@ BLOCKS=(
     "s2s_bg|${CS[*]} --operator ggn --no-tensors --group enc.* --group dec.* --group *emb,out.w"
     "lm_bh|${CL[*]} --block dec.0.* --group *.attn.w* --group *.ffn.*"
 )
+# The Jensen-Shannon distance is the square root of the divergence, whose
+# derivative is infinite at 0: between two blocks whose operator is zero (key
+# biases, to which softmax is blind: their nodes are ~1e-18) the divergence is
+# rounding noise, ~1e-17, and the distance ~1e-9 on either run.  So the
+# divergences (squares) are compared to 1e-12 of their largest, and the
+# distances that are not at that floor (> 1e-4) to 1e-10 relative.
+JSCMP='
+import csv, sys
+a = [float(r["js_distance"]) for r in csv.DictReader(open(sys.argv[1]))]
+b = [float(r["js_distance"]) for r in csv.DictReader(open(sys.argv[2]))]
+if len(a) != len(b) or not a:
+    sys.exit("%d vs %d pairs" % (len(a), len(b)))
+s2 = max(x * x for x in a)
+d2 = max(abs(x * x - y * y) for x, y in zip(a, b)) / s2
+big = [(x, y) for x, y in zip(a, b) if x > 1e-4]
+d1 = max((abs(x - y) / x for x, y in big), default=0.0)
+print("%d pairs: divergences %.3g of the largest, %d distances > 1e-4 within %.3g" % (len(a), d2, len(big), d1))
+sys.exit(0 if d2 <= 1e-12 and d1 <= 1e-10 else 1)'
 BK=(--probes 8 --eig-steps 120 --tol 1e-10 --runs 2 --steps 12)
 
 for line in "${EIGS[@]}"; do
@@ -132,8 +150,8 @@ for line in "${BLOCKS[@]}"; do
         check "blocks $name, 2 ranks: bottom eigenvalues, smallest nodes" \
             $CMP csv "$name.1.csv" "$name.2.csv" --cols bottom,node_min
     fi
-    check "blocks $name, 2 ranks: Jensen-Shannon distances (1e-10)" \
-        $CMP csv "$name.1.pairs.csv" "$name.2.pairs.csv" --rtol 1e-10
+    check "blocks $name, 2 ranks: Jensen-Shannon divergences (1e-12), distances above 1e-4 (1e-10)" \
+        python3 -c "$JSCMP" "$name.1.pairs.csv" "$name.2.pairs.csv"
     if cmp -s "$name.2.csv" "$name.2b.csv" && cmp -s "$name.2.pairs.csv" "$name.2b.pairs.csv"; then
         ok "blocks $name, 2 ranks twice: bitwise identical"
     else
