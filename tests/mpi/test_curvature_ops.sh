@@ -14,11 +14,12 @@
 # 1e-12 relative (tests/mpi/compare.py: the largest difference over a column's
 # largest value) for eigenvalues and norms, as tests/mpi/run.sh asks of the
 # other commands (the Jensen-Shannon distances: see JSCMP below); 1e-9 for the
-# masses (squares of converged eigenvectors' entries: a vector is fixed only to the residual tolerance) and
-# for G's bottom eigenvalues, which are rounding noise of a singular operator;
-# the same rank count twice: bitwise identical files (the ranks sum in a fixed
-# order).  Prints "ok - ..." / "not ok - ..." and "tests: N passed, N failed,
-# N skipped"; exit 1 if any failed.  Every run has a time limit.
+# masses (squares of converged eigenvectors' entries: a vector is fixed only
+# to the residual tolerance) and for G's bottom eigenvalues, which are
+# rounding noise of a singular operator; the same rank count twice: bitwise
+# identical files (the ranks sum in a fixed order).  Prints "ok - ..." /
+# "not ok - ..." and "tests: N passed, N failed, N skipped"; exit 1 if any
+# failed.  Every run has a time limit.
 set -u
 SB=$(cd "${1:-build}" && pwd) || exit 1
 MB=$(cd "${2:-build-mpi}" && pwd) || exit 1
