@@ -16,7 +16,10 @@
 # seq2seq on the first ANATOMY_PAIRS (32) Multi30k pairs: the 6-6 model at
 # d = ANATOMY_S2S_DS (32,64,128) and the depths ANATOMY_S2S_LS (1,2,4,6) at
 # d = 32; ANATOMY_SEEDS (3) seeds.  The points of d = ANATOMY_S2S_BIG (empty:
-# none; e.g. 256) are computed with ANATOMY_BIG_SEEDS (1) seeds.  The rows go
+# none; e.g. 256) are computed with ANATOMY_BIG_SEEDS (1) seeds.  With
+# ANATOMY_MPI=DIR (an MPI build, make MPI=1: DIR/studies/anatomy) the seq2seq
+# lane runs on 2 ranks (mpirun; the same rows, byte for byte), so that both
+# cores work on it once the lm lane is done.  The rows go
 # to WORK (ANATOMY_WORK, default BUILD_DIR/anatomy-full-work) with
 # `anatomy --resume`: a run that is killed, or a machine that restarts,
 # continues where it stopped when the same command is started again (every
@@ -83,14 +86,23 @@ lane_lm() {
     nice -n 10 "$A" --out "$WORK/lm" --resume --lm-L "$LM_LS" --lm-d "$LM_DS" --lm-L-ref 4 \
         --lm-d-ref 32 --s2s-L '' --s2s-d '' --seeds "$SEEDS" "$@" 2>>"$WORK/lm.log"
 }
+S2S_RUN=(nice -n 10 "$A")
+if [ -n "${ANATOMY_MPI:-}" ]; then
+    [ -x "$ANATOMY_MPI/studies/anatomy" ] ||
+        { echo "study-anatomy: $ANATOMY_MPI/studies/anatomy not built (make MPI=1)" >&2; exit 2; }
+    S2S_RUN=(nice -n 10 mpirun -q --oversubscribe -x OPENBLAS_NUM_THREADS -np 2
+             "$ANATOMY_MPI/studies/anatomy")
+    [ "$(id -u)" = 0 ] && S2S_RUN=(nice -n 10 mpirun -q --allow-run-as-root --oversubscribe
+                                   -x OPENBLAS_NUM_THREADS -np 2 "$ANATOMY_MPI/studies/anatomy")
+fi
 lane_s2s() {
     # the largest widths first with their fewer seeds, then the rest (the
     # sidecars keep the seeds of the last run: $SEEDS)
     if [ -n "$S2S_BIG" ]; then
-        nice -n 10 "$A" --out "$WORK/seq2seq" --resume "${S2S[@]}" --s2s-L '' --s2s-d "$S2S_BIG" \
+        "${S2S_RUN[@]}" --out "$WORK/seq2seq" --resume "${S2S[@]}" --s2s-L '' --s2s-d "$S2S_BIG" \
             --seeds "$BIG_SEEDS" "$@" 2>>"$WORK/seq2seq.log" || return 1
     fi
-    nice -n 10 "$A" --out "$WORK/seq2seq" --resume "${S2S[@]}" --s2s-L "$S2S_LS" \
+    "${S2S_RUN[@]}" --out "$WORK/seq2seq" --resume "${S2S[@]}" --s2s-L "$S2S_LS" \
         --s2s-d "$S2S_DS" --seeds "$SEEDS" "$@" 2>>"$WORK/seq2seq.log"
 }
 lane_lm "$@" &
