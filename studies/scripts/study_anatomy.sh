@@ -18,8 +18,9 @@
 # d = 32; ANATOMY_SEEDS (3) seeds.  The points of d = ANATOMY_S2S_BIG (empty:
 # none; e.g. 256) are computed with ANATOMY_BIG_SEEDS (1) seeds.  With
 # ANATOMY_MPI=DIR (an MPI build, make MPI=1: DIR/studies/anatomy) the seq2seq
-# lane runs on 2 ranks (mpirun; the same rows, byte for byte), so that both
-# cores work on it once the lm lane is done.  The rows go
+# lane's ANATOMY_SEEDS run is on 2 ranks (mpirun; the same rows, byte for
+# byte), so that both cores work on it once the lm lane is done; the
+# ANATOMY_S2S_BIG points always run in one process (memory, below).  The rows go
 # to WORK (ANATOMY_WORK, default BUILD_DIR/anatomy-full-work) with
 # `anatomy --resume`: a run that is killed, or a machine that restarts,
 # continues where it stopped when the same command is started again (every
@@ -98,8 +99,11 @@ fi
 lane_s2s() {
     # the largest widths first with their fewer seeds, then the rest (the
     # sidecars keep the seeds of the last run: $SEEDS)
+    # one process: a point of the 6-6 model at d = 256 holds a Lanczos basis of
+    # up to (eig steps + 1) x 11e6 doubles (17.6 GB at 200 steps); two such
+    # points side by side would not fit in 24 GiB
     if [ -n "$S2S_BIG" ]; then
-        "${S2S_RUN[@]}" --out "$WORK/seq2seq" --resume "${S2S[@]}" --s2s-L '' --s2s-d "$S2S_BIG" \
+        nice -n 10 "$A" --out "$WORK/seq2seq" --resume "${S2S[@]}" --s2s-L '' --s2s-d "$S2S_BIG" \
             --seeds "$BIG_SEEDS" "$@" 2>>"$WORK/seq2seq.log" || return 1
     fi
     "${S2S_RUN[@]}" --out "$WORK/seq2seq" --resume "${S2S[@]}" --s2s-L "$S2S_LS" \
