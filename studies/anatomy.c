@@ -27,17 +27,32 @@
  * studies/anatomy_summary.py; studies/scripts/study_anatomy.sh runs both.
  * Every Lanczos and probe stream uses seed --rng-seed (0), as `lnkit eigs`,
  * so an extreme here is the one `lnkit eigs -k 1 --which both --tol T
- * --max-steps M --operator OP` gives on the same weights and batch. */
+ * --max-steps M --operator OP` gives on the same weights and batch.
+ *
+ * --resume (the long runs: studies/scripts/study_anatomy.sh --full) continues
+ * the four CSVs in OUT: a point (key columns task ... seed) whose rows are in
+ * js.csv, the file written last, is done and skipped; the others are
+ * computed, their rows appended after the kept ones (the kit's resumable
+ * sweep CSVs, csv_resume) and the files rewritten atomically with their
+ * sidecars after every point (every round of P points under mpirun, the j-th
+ * point still to do on rank j % P).  Rows of a point that a kill cut off
+ * between the files (in extremes.csv but not yet in js.csv) are dropped first
+ * and the point is computed again.  The settings that are not key columns
+ * (h, the data, tol, Lanczos steps, probes, SLQ runs and steps, sigma
+ * fraction, rng seed) must be those of OUT/extremes.meta.json, else the run
+ * fails naming the first that differs: rows of two settings never mix. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "lnkit/blockstats.h"
 #include "lnkit/corpus.h"
 #include "lnkit/hessian.h"
 #include "lnkit/lnkit.h"
 #include "kit/kit.h"
+#include "kit/quoted.h"
 
 #define MAXLIST 16
 
@@ -50,7 +65,7 @@ typedef struct {
     int h, V, B, T, seeds, pairs, max_tokens;
     ilist lm_L, lm_d, s2s_L, s2s_d;
     int lm_refL, lm_refd, s2s_refL, s2s_refd, variants;
-    int probes, eig_steps, runs, steps, quiet;
+    int probes, eig_steps, runs, steps, quiet, resume;
     double tol, sigma_frac;
     uint64_t rng;
 } opts_t;
@@ -82,6 +97,8 @@ static void usage(void)
            "  --runs N --steps M  SLQ per kind block                     (2, 24)\n"
            "  --sigma-fraction F  JS kernel width / common node range    (0.01)\n"
            "  --rng-seed N        Lanczos / probe streams                (0)\n"
+           "  --resume            continue the CSVs in --out: skip the points in them,\n"
+           "                      append the others (the settings must be the same)\n"
            "  --quiet             no progress on stderr\n");
 }
 
@@ -228,7 +245,7 @@ typedef struct {
     out_csv ext, mass, bn, js;
 } files_t;
 
-static void open_files(files_t *F, const char *dir)
+static void open_files(files_t *F, const char *dir, int resume)
 {
     const char *he[NKEY + 7], *hm[NKEY + 4], *hb[NKEY + 8], *hj[NKEY + 6];
     for (int i = 0; i < NKEY; i++)
@@ -243,10 +260,142 @@ static void open_files(files_t *F, const char *dir)
     memcpy(hm + NKEY, m, sizeof m);
     memcpy(hb + NKEY, b, sizeof b);
     memcpy(hj + NKEY, j, sizeof j);
-    csv_sweep(&F->ext, dir, "extremes.csv", he, NKEY + 7);
-    csv_sweep(&F->mass, dir, "mass.csv", hm, NKEY + 4);
-    csv_sweep(&F->bn, dir, "blocknorms.csv", hb, NKEY + 8);
-    csv_sweep(&F->js, dir, "js.csv", hj, NKEY + 6);
+    if (!resume) {
+        csv_sweep(&F->ext, dir, "extremes.csv", he, NKEY + 7);
+        csv_sweep(&F->mass, dir, "mass.csv", hm, NKEY + 4);
+        csv_sweep(&F->bn, dir, "blocknorms.csv", hb, NKEY + 8);
+        csv_sweep(&F->js, dir, "js.csv", hj, NKEY + 6);
+        return;
+    }
+    char p[1100];
+    snprintf(p, sizeof p, "%s/extremes.csv", dir);
+    csv_resume(&F->ext, p, he, NKEY + 7, NULL);
+    snprintf(p, sizeof p, "%s/mass.csv", dir);
+    csv_resume(&F->mass, p, hm, NKEY + 4, NULL);
+    snprintf(p, sizeof p, "%s/blocknorms.csv", dir);
+    csv_resume(&F->bn, p, hb, NKEY + 8, NULL);
+    snprintf(p, sizeof p, "%s/js.csv", dir);
+    csv_resume(&F->js, p, hj, NKEY + 6, NULL);
+}
+
+/* ------------------------------------------------------------ resuming */
+
+/* A point's key as its rows hold it: task,norm_pos,norm,qk_norm,L,d,seed. */
+static void point_key(const point_t *p, char *k, size_t n)
+{
+    snprintf(k, n, "%s,%s,%s,%s,%d,%d,%d", lnk_task_name((lnk_task)p->task),
+             p->pre ? "pre" : "post", lnk_norm_type_name((lnk_norm_type)p->norm),
+             lnk_norm_type_name((lnk_norm_type)p->qk), p->L, p->d, p->seed);
+}
+
+static void row_key(const lnk_csvdata *t, size_t r, char *k, size_t n)
+{
+    k[0] = '\0';
+    for (int j = 0; j < NKEY - 1; j++)
+        snprintf(k + strlen(k), n - strlen(k), "%s%s", j ? "," : "", lnk_csvdata_str(t, r, j));
+}
+
+typedef struct {
+    char (*k)[96];
+    size_t n;
+} keyset;
+
+static int keyset_has(const keyset *s, const char *k)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->k[i], k))
+            return 1;
+    return 0;
+}
+
+/* The points done: the keys of DIR/js.csv (empty if there is none). */
+static void done_points(const char *dir, keyset *s)
+{
+    char p[1100];
+    snprintf(p, sizeof p, "%s/js.csv", dir);
+    s->k = NULL;
+    s->n = 0;
+    if (access(p, F_OK) != 0)
+        return;
+    lnk_csvdata t;
+    CK(lnk_csvdata_read(p, &t));
+    s->k = study_alloc(sizeof *s->k * (t.nrow + 1));
+    for (size_t r = 0; r < t.nrow; r++) {
+        char k[96];
+        row_key(&t, r, k, sizeof k);
+        if (!keyset_has(s, k))
+            snprintf(s->k[s->n++], sizeof *s->k, "%s", k);
+    }
+    lnk_csvdata_free(&t);
+}
+
+/* Rank 0: drop from DIR/NAME the rows of points not done (a run killed
+ * between its files), rewriting it atomically; then every rank goes on. */
+static void drop_partial(const char *dir, const char *name, const keyset *done)
+{
+    char p[1100];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (!study_root() || access(p, F_OK) != 0)
+        return;
+    lnk_csvdata t;
+    CK(lnk_csvdata_read(p, &t));
+    size_t drop = 0;
+    char k[96];
+    for (size_t r = 0; r < t.nrow; r++) {
+        row_key(&t, r, k, sizeof k);
+        drop += !keyset_has(done, k);
+    }
+    if (drop) {
+        lnk_afile a;
+        lnk_csv c;
+        CK(lnk_afile_open(&a, p));
+        study_track(&a);
+        CK(lnk_csv_begin(&c, a.f, (const char *const *)t.head, t.ncol));
+        for (size_t r = 0; r < t.nrow; r++) {
+            row_key(&t, r, k, sizeof k);
+            if (!keyset_has(done, k))
+                continue;
+            for (int j = 0; j < t.ncol; j++)
+                CK(lnk_csv_str(&c, lnk_csvdata_str(&t, r, j)));
+            CK(lnk_csv_end_row(&c));
+        }
+        lnk_csv_free(&c);
+        study_untrack(&a);
+        CK(lnk_afile_commit(&a));
+        fprintf(stderr, "anatomy: %s: dropped %zu rows of points not in js.csv (a run cut off "
+                "between its files); they are computed again\n", p, drop);
+    }
+    lnk_csvdata_free(&t);
+}
+
+/* The settings of this run (extra, the sidecars' JSON) must be those of
+ * DIR/extremes.meta.json where the CSVs exist. */
+static void check_settings(const char *dir, const char *extra)
+{
+    char p[1100];
+    snprintf(p, sizeof p, "%s/js.csv", dir);
+    if (access(p, F_OK) != 0)
+        return;
+    json_t *old = study_sidecar(dir, "extremes");
+    json_error_t e;
+    json_t *now = json_loads(extra, 0, &e);
+    if (!now)
+        fail("internal: the sidecar's JSON: %s", e.text);
+    static const char *const keys[] = {"h", "lm_data", "s2s_data", "tol", "eig_steps", "probes",
+                                       "slq_runs", "slq_steps", "sigma_fraction", "rng_seed",
+                                       "lm_ref", "s2s_ref"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_t *a = json_object_get(old, keys[i]), *b = json_object_get(now, keys[i]);
+        if (!a || !json_equal(a, b)) {
+            char *ta = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL,
+                 *tb = json_dumps(b, JSON_ENCODE_ANY);
+            fail("--resume: %s/extremes.meta.json has %s = %s, this run %s; resume with the "
+                 "same settings or choose another --out", dir, keys[i], ta ? ta : "(none)",
+                 tb ? tb : "?");
+        }
+    }
+    json_decref(old);
+    json_decref(now);
 }
 
 static void key_row(lnk_csv *c, const point_t *p, size_t n_params)
@@ -459,7 +608,7 @@ int main(int argc, char **argv)
     parse_list("s2s-L", "1,2,4,6", &o.s2s_L, 1, 256);
     parse_list("s2s-d", "8,16,32", &o.s2s_d, 2, 4096);
     enum { O_LML = 256, O_LMD, O_S2L, O_S2D, O_LMLR, O_LMDR, O_S2LR, O_S2DR, O_NOVAR, O_PAIRS,
-           O_PROBES, O_TOL, O_ESTEPS, O_RUNS, O_STEPS, O_SIGF, O_RNG, O_SRC, O_TGT };
+           O_PROBES, O_TOL, O_ESTEPS, O_RUNS, O_STEPS, O_SIGF, O_RNG, O_SRC, O_TGT, O_RESUME };
     static struct option lo[] = {
         {"out", 1, 0, 'o'},        {"lm-L", 1, 0, O_LML},        {"lm-d", 1, 0, O_LMD},
         {"s2s-L", 1, 0, O_S2L},    {"s2s-d", 1, 0, O_S2D},       {"lm-L-ref", 1, 0, O_LMLR},
@@ -470,6 +619,7 @@ int main(int argc, char **argv)
         {"probes", 1, 0, O_PROBES}, {"tol", 1, 0, O_TOL},        {"eig-steps", 1, 0, O_ESTEPS},
         {"runs", 1, 0, O_RUNS},    {"steps", 1, 0, O_STEPS},     {"sigma-fraction", 1, 0, O_SIGF},
         {"rng-seed", 1, 0, O_RNG}, {"quiet", 0, 0, 'q'},         {"help", 0, 0, 'h'},
+        {"resume", 0, 0, O_RESUME},
         {0, 0, 0, 0}};
     int ch;
     opterr = 0;
@@ -501,6 +651,7 @@ int main(int argc, char **argv)
         case O_SIGF: o.sigma_frac = arg_num("sigma-fraction", optarg, 1e-9, 1); break;
         case O_RNG: o.rng = (uint64_t)arg_int("rng-seed", optarg, 0, 0x7fffffffL); break;
         case 'q': o.quiet = 1; break;
+        case O_RESUME: o.resume = 1; break;
         case 'h': usage(); return 0;
         default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
         }
@@ -523,25 +674,6 @@ int main(int argc, char **argv)
     char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
-    make_dir(o.out);
-    files_t F;
-    open_files(&F, o.out);
-    for (long i = 0; i < np; i++) {
-        if (!study_mine(i))
-            continue;
-        csv_point(&F.ext, i);
-        csv_point(&F.mass, i);
-        csv_point(&F.bn, i);
-        csv_point(&F.js, i);
-        double ts = lnk_now();
-        run_point(&o, &P[i], &D, &F);
-        if (!o.quiet && study_root())
-            fprintf(stderr, "anatomy: %ld/%d %s %s %s qk=%s L=%d d=%d seed %d: %.1f s (%.0f s so "
-                    "far)\n", i + 1, np, lnk_task_name((lnk_task)P[i].task),
-                    P[i].pre ? "pre" : "post", lnk_norm_type_name((lnk_norm_type)P[i].norm),
-                    lnk_norm_type_name((lnk_norm_type)P[i].qk), P[i].L, P[i].d, P[i].seed,
-                    lnk_now() - ts, lnk_now() - t0);
-    }
     lnk_config base;
     point_t p0 = P[0];
     make_config(&base, &o, &D, &p0);
@@ -549,25 +681,85 @@ int main(int argc, char **argv)
     if (any_s2s)
         snprintf(s2s_data, sizeof s2s_data, "first %d pairs of %s / %s (%d kept, V_src %d, "
                  "V_tgt %d), one chunk", o.pairs, o.src, o.tgt, D.n_pairs, D.V_src, D.V_tgt);
+    /* the points still to do (all of them without --resume) */
+    keyset done = {NULL, 0};
+    make_dir(o.out);
+    if (o.resume) {
+        done_points(o.out, &done);
+        drop_partial(o.out, "extremes.csv", &done);
+        drop_partial(o.out, "mass.csv", &done);
+        drop_partial(o.out, "blocknorms.csv", &done);
+        CK(lnk_comm_barrier());
+    }
+    long *todo = study_alloc(sizeof(long) * (size_t)np);
+    long ntodo = 0;
+    for (long i = 0; i < np; i++) {
+        char k[96];
+        point_key(&P[i], k, sizeof k);
+        if (!o.resume || !keyset_has(&done, k))
+            todo[ntodo++] = i;
+    }
     char extra[4096];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"anatomy\", \"points\": %d, \"seeds\": %d, \"h\": %d, "
-             "\"lm_data\": \"synthetic lm batch B = %d, T = %d, V = %d, ids uniform in [4, V), "
-             "batch seed 1234\", \"s2s_data\": \"%s\", \"lm_ref\": [%d, %d], \"s2s_ref\": [%d, %d], "
-             "\"tol\": %.17g, \"eig_steps\": %d, \"probes\": %d, \"slq_runs\": %d, "
-             "\"slq_steps\": %d, \"sigma_fraction\": %.17g, \"rng_seed\": %llu, "
-             "\"js_log\": \"natural\", \"varied\": \"task, norm_pos, norm, qk_norm, L, d, seed "
-             "(the key columns)\"}",
-             np, o.seeds, o.h, o.B, o.T, o.V, s2s_data,
-             o.lm_refL, o.lm_refd, o.s2s_refL, o.s2s_refd, o.tol, o.eig_steps, o.probes, o.runs,
-             o.steps, o.sigma_frac, (unsigned long long)o.rng);
+#define EXTRA(computed)                                                                           \
+    snprintf(extra, sizeof extra,                                                                 \
+             "{\"study\": \"anatomy\", \"points\": %d, \"seeds\": %d, \"h\": %d, "                     \
+             "\"lm_data\": \"synthetic lm batch B = %d, T = %d, V = %d, ids uniform in [4, V), "     \
+             "batch seed 1234\", \"s2s_data\": \"%s\", \"lm_ref\": [%d, %d], \"s2s_ref\": [%d, %d], " \
+             "\"tol\": %.17g, \"eig_steps\": %d, \"probes\": %d, \"slq_runs\": %d, "                \
+             "\"slq_steps\": %d, \"sigma_fraction\": %.17g, \"rng_seed\": %llu, "                   \
+             "\"js_log\": \"natural\", \"varied\": \"task, norm_pos, norm, qk_norm, L, d, seed "     \
+             "(the key columns)\", \"resumed\": %s, \"points_computed_this_run\": %ld, "            \
+             "\"points_skipped_this_run\": %ld}",                                                 \
+             np, o.seeds, o.h, o.B, o.T, o.V, s2s_data, o.lm_refL, o.lm_refd, o.s2s_refL,        \
+             o.s2s_refd, o.tol, o.eig_steps, o.probes, o.runs, o.steps, o.sigma_frac,            \
+             (unsigned long long)o.rng, o.resume ? "true" : "false", (long)(computed),           \
+             (long)(np - ntodo))
+    EXTRA(0);
+    if (o.resume)
+        check_settings(o.out, extra);
+    files_t F;
+    open_files(&F, o.out, o.resume);
+    if (o.resume && !o.quiet && study_root())
+        fprintf(stderr, "anatomy: resuming %s: %ld of %d points done, %ld to compute\n", o.out,
+                (long)np - ntodo, np, ntodo);
+    for (long j = 0; j < ntodo; j++) {
+        long i = todo[j];
+        if (study_mine(j)) {
+            csv_point(&F.ext, j);
+            csv_point(&F.mass, j);
+            csv_point(&F.bn, j);
+            csv_point(&F.js, j);
+            double ts = lnk_now();
+            run_point(&o, &P[i], &D, &F);
+            if (!o.quiet && study_root())
+                fprintf(stderr, "anatomy: %ld/%d %s %s %s qk=%s L=%d d=%d seed %d: %.1f s (%.0f s "
+                        "so far)\n", i + 1, np, lnk_task_name((lnk_task)P[i].task),
+                        P[i].pre ? "pre" : "post", lnk_norm_type_name((lnk_norm_type)P[i].norm),
+                        lnk_norm_type_name((lnk_norm_type)P[i].qk), P[i].L, P[i].d, P[i].seed,
+                        lnk_now() - ts, lnk_now() - t0);
+        }
+        /* --resume: a checkpoint after every round of P points (js.csv last:
+         * a point is done when its rows are there) */
+        if (o.resume && (j + 1) % study_ranks() == 0 && j + 1 < ntodo) {
+            EXTRA(j + 1);
+            csv_flush(&F.ext, &base, extra, start, t0);
+            csv_flush(&F.mass, &base, extra, start, t0);
+            csv_flush(&F.bn, &base, extra, start, t0);
+            csv_flush(&F.js, &base, extra, start, t0);
+        }
+    }
+    EXTRA(ntodo);
+#undef EXTRA
     csv_close(&F.ext, &base, extra, start, t0);
     csv_close(&F.mass, &base, extra, start, t0);
     csv_close(&F.bn, &base, extra, start, t0);
     csv_close(&F.js, &base, extra, start, t0);
     if (!o.quiet && study_root())
-        fprintf(stderr, "anatomy: %d points in %.0f s -> %s/{extremes,mass,blocknorms,js}.csv\n",
-                np, lnk_now() - t0, o.out);
+        fprintf(stderr, "anatomy: %ld points computed, %ld skipped, in %.0f s -> "
+                "%s/{extremes,mass,blocknorms,js}.csv\n", ntodo, (long)np - ntodo,
+                lnk_now() - t0, o.out);
+    free(todo);
+    free(done.k);
     lnk_config_clear(&base);
     if (D.chunks)
         lnk_batches_free(D.chunks, D.n_chunks);

@@ -23,10 +23,12 @@
  * with its reference when |slope - reference| <= 2 se.
  *
  * Writes in DIR: fits.csv (one row per cell, statistic and quantity: slope, se,
- * chi^2/dof, points, range, reference, z), values.csv (name,value: the numbers
- * results/README.md quotes, formatted as quoted), each with its .meta.json
- * (the input files with checksums); factorial.md and factorial.tex (one row
- * per cell and statistic).  values.csv also has, per factor level (cls, lm,
+ * chi^2/dof, points, range, reference, z) with its .meta.json (the input
+ * files with checksums); values.csv (name,value: the numbers results/README.md
+ * quotes, formatted as quoted) and claims.csv (claim,value,setting,file: the
+ * section's four headline claims with their counts, ranges and quoted cells,
+ * for the citation table), both by the kit's study_quoted; factorial.md and
+ * factorial.tex (one row per cell and statistic).  values.csv also has, per factor level (cls, lm,
  * tied, untied, V64, ..., theorem, realistic, nom, mn), Q.by.LEVEL: "k of n"
  * fits of quantity Q within 2 se of its reference, Q.range.LEVEL: their
  * slopes' range, and d_diff.steeper.LEVEL: how many have pre_d > post_d by
@@ -41,6 +43,7 @@
 #include "lnkit/lnkit.h"
 #include "kit/analysis.h"
 #include "kit/kit.h"
+#include "kit/quoted.h"
 
 enum { Q_PRE_L, Q_POST_L, Q_POST_D, Q_PRE_D, NQ };
 static const char *const q_name[NQ] = {"pre_L", "post_L", "post_d", "pre_d"};
@@ -251,18 +254,131 @@ static void level_of(int f, int c, int s, char *b, size_t nb)
     }
 }
 
-static void value(out_csv *o, const char *name, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void value(out_csv *o, const char *name, const char *fmt, ...)
+/* Over the fits of quantity q (q = NQ: d_diff) whose factor f is at level lv:
+ * how many (n), how many within 2 se of their reference (for d_diff: Pre-LN
+ * steeper by more than 2 se) (m), and their slopes' range. */
+static void level_stat(int q, int f, const char *lv, int *m, int *n, double *lo, double *hi)
 {
-    char b[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    CK(lnk_csv_str(&o->c, name));
-    CK(lnk_csv_str(&o->c, b));
-    CK(lnk_csv_end_row(&o->c));
+    *m = *n = 0;
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int c = 0; c < ncell; c++)
+        for (int s = 0; s < NSTAT; s++) {
+            char b[32];
+            level_of(f, c, s, b, sizeof b);
+            if (strcmp(b, lv))
+                continue;
+            const qfit *r = &fit[((size_t)c * NSTAT + s) * NQ];
+            double sl;
+            int flag;
+            if (q < NQ) {
+                sl = r[q].f.slope;
+                flag = r[q].consistent;
+            } else {
+                sl = r[Q_PRE_D].f.slope - r[Q_POST_D].f.slope;
+                flag = sl / hypot(r[Q_PRE_D].f.se_slope, r[Q_POST_D].f.se_slope) > 2;
+            }
+            (*n)++;
+            *m += flag;
+            *lo = fmin(*lo, sl);
+            *hi = fmax(*hi, sl);
+        }
+}
+
+/* The fit of quantity q in the cell (task, tie, V, setting), statistic s,
+ * as quoted: "slope ± se (se), chi2/dof X". */
+static int cell_text(int q, const char *task, int tie, int V, const char *setting, int s,
+                     char *b, size_t nb)
+{
+    for (int c = 0; c < ncell; c++)
+        if (!strcmp(cells[c].task, task) && cells[c].tie == tie && cells[c].V == V &&
+            !strcmp(cells[c].setting, setting)) {
+            const qfit *r = &fit[((size_t)c * NSTAT + s) * NQ + q];
+            char pm[64];
+            lnk_fmt_pm(pm, sizeof pm, r->f.slope, r->f.se_slope);
+            snprintf(b, nb, "%s (se), chi2/dof %.1f", pm,
+                     r->f.dof > 0 ? r->f.chisq / r->f.dof : 0.0);
+            return 1;
+        }
+    b[0] = '\0';
+    return 0;
+}
+
+/* "k of n (slopes lo to hi)" of quantity q at level lv of factor f. */
+static void level_text(int q, int f, const char *lv, const char *what, char *b, size_t nb)
+{
+    int m, n;
+    double lo, hi;
+    level_stat(q, f, lv, &m, &n, &lo, &hi);
+    if (n == 0)
+        fail("no fits at level '%s' (the claims quote it)", lv);
+    snprintf(b, nb, "%d of %d (%s %.2f to %.2f)", m, n, what, lo, hi);
+}
+
+/* claims.csv: the section's four headline claims, each with the counts and
+ * ranges of its fits by output tying (the factor that decides them) and the
+ * cells the section quotes (grad/'s default cell, cls, tied, V = 256,
+ * theorem; the new user's, lm, untied, V = 64), where the rows have them. */
+static void write_claims(study_quoted *Q, const char *Ls, const char *ds, int seeds,
+                         double bslope)
+{
+    char tasks[64] = "", Vs[64] = "", setting[2048], v[2048], a[128], b[128];
+    for (int c = 0; c < ncell; c++) {
+        char t[32];
+        snprintf(t, sizeof t, "%s", cells[c].task);
+        if (!strstr(tasks, t))
+            snprintf(tasks + strlen(tasks), sizeof tasks - strlen(tasks), "%s%s",
+                     tasks[0] ? " and " : "", t);
+        snprintf(t, sizeof t, "%d", cells[c].V);
+        int seen = 0;
+        for (int k = 0; k < c; k++)
+            seen |= cells[k].V == cells[c].V;
+        if (!seen)
+            snprintf(Vs + strlen(Vs), sizeof Vs - strlen(Vs), "%s%s", Vs[0] ? ", " : "", t);
+    }
+    snprintf(setting, sizeof setting,
+             "%s; output tied to the embedding or untied; V = %s; theorem and realistic init "
+             "(as grad/); last block, statistics norm of the mean and mean of the norms over "
+             "the synthetic batches; depth L = %s at d = %d, width d = %s at L = %d; %d seeds; "
+             "weighted least squares over the seed means, within 2 se = consistent",
+             tasks, Vs, Ls, fixed_of[0], ds, fixed_of[1], seeds);
+    /* 1. Pre-LN slope in L */
+    level_text(Q_PRE_L, 1, "tied", "slopes", a, sizeof a);
+    level_text(Q_PRE_L, 1, "untied", "slopes", b, sizeof b);
+    int n = snprintf(v, sizeof v, "within 2 se of -1/2: tied output %s, untied %s", a, b);
+    char c1[128], c2[128];
+    if (cell_text(Q_PRE_L, "cls", 1, 256, "theorem", 0, c1, sizeof c1))
+        n += snprintf(v + n, sizeof v - (size_t)n, "; cls, tied, V = 256, theorem %s", c1);
+    if (cell_text(Q_PRE_L, "lm", 0, 64, "theorem", 0, c2, sizeof c2))
+        n += snprintf(v + n, sizeof v - (size_t)n, "; lm, untied, V = 64, theorem %s", c2);
+    quoted_claim(Q, "Gradient factorial: Pre-LN last-block ||dL/dW2||_F falls as L^(-1/2) with "
+                 "a tied output, more slowly with an untied one", v, setting, "depth_V*_*.csv");
+    /* 2. Post-LN flat in L */
+    level_text(Q_POST_L, 1, "tied", "slopes", a, sizeof a);
+    level_text(Q_POST_L, 1, "untied", "slopes", b, sizeof b);
+    n = snprintf(v, sizeof v, "within 2 se of 0: tied output %s, untied %s", a, b);
+    if (cell_text(Q_POST_L, "cls", 1, 256, "theorem", 0, c1, sizeof c1))
+        n += snprintf(v + n, sizeof v - (size_t)n, "; cls, tied, V = 256, theorem %s", c1);
+    if (cell_text(Q_POST_L, "lm", 0, 64, "realistic", 0, c2, sizeof c2))
+        n += snprintf(v + n, sizeof v - (size_t)n, "; lm, untied, V = 64, realistic %s", c2);
+    quoted_claim(Q, "Gradient factorial: Post-LN last-block ||dL/dW2||_F flat in L in about half "
+                 "the cells, rising slightly in the others", v, setting, "depth_V*_*.csv");
+    /* 3. Post-LN exponent in d */
+    level_text(Q_POST_D, 1, "tied", "exponents", a, sizeof a);
+    level_text(Q_POST_D, 1, "untied", "exponents", b, sizeof b);
+    n = snprintf(v, sizeof v, "within 2 se of 1/2: tied output %s, untied %s (d sqrt(ln d) "
+                 "has log-log slope %.2f over the same d)", a, b, bslope);
+    if (cell_text(Q_POST_D, "lm", 0, 64, "theorem", 0, c2, sizeof c2))
+        n += snprintf(v + n, sizeof v - (size_t)n, "; lm, untied, V = 64, theorem %s", c2);
+    quoted_claim(Q, "Gradient factorial: Post-LN last-block ||dL/dW2||_F grows as d^(1/2) with "
+                 "a tied output only; untied its exponent is near 1", v, setting, "width_V*_*.csv");
+    /* 4. Pre-LN minus Post-LN exponent in d */
+    level_text(NQ, 1, "tied", "differences", a, sizeof a);
+    level_text(NQ, 1, "untied", "differences", b, sizeof b);
+    snprintf(v, sizeof v, "Pre-LN minus Post-LN exponent above 0 by more than 2 se: tied output "
+             "%s, untied %s", a, b);
+    quoted_claim(Q, "Gradient factorial: the Pre-LN width exponent exceeds Post-LN's only with a "
+                 "tied output", v, setting, "width_V*_*.csv");
 }
 
 static void write_text_table(const lnk_table *tb, const char *dir, const char *base,
@@ -298,7 +414,8 @@ int main(int argc, char **argv)
         case 'h':
             printf("usage: grad_factorial [--dir DIR]   (default results/grad_factorial)\n"
                    "  reads DIR/depth_*.csv and DIR/width_*.csv (grad_norms rows), writes\n"
-                   "  DIR/fits.csv, DIR/values.csv (with .meta.json), DIR/factorial.{md,tex}\n");
+                   "  DIR/fits.csv (with .meta.json), DIR/values.csv, DIR/claims.csv,\n"
+                   "  DIR/factorial.{md,tex}\n");
             return 0;
         default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
         }
@@ -397,15 +514,15 @@ int main(int argc, char **argv)
     csv_close(&o, NULL, extra, NULL, 0);
 
     /* values.csv: the numbers results/README.md quotes */
-    static const char *const vh[] = {"name", "value"};
-    csv_open(&o, dir, "values.csv", vh, 2);
-    value(&o, "depth_Ls", "%s", Ls);
-    value(&o, "depth_d", "%d", fixed_of[0]);
-    value(&o, "width_ds", "%s", ds);
-    value(&o, "width_L", "%d", fixed_of[1]);
-    value(&o, "seeds", "%d", seeds);
-    value(&o, "cells", "%d", ncell * NSTAT);
-    value(&o, "bound_slope", "%.2f", bslope);
+    study_quoted Q;
+    quoted_open(&Q, dir);
+    quoted_value(&Q, "depth_Ls", "%s", Ls);
+    quoted_value(&Q, "depth_d", "%d", fixed_of[0]);
+    quoted_value(&Q, "width_ds", "%s", ds);
+    quoted_value(&Q, "width_L", "%d", fixed_of[1]);
+    quoted_value(&Q, "seeds", "%d", seeds);
+    quoted_value(&Q, "cells", "%d", ncell * NSTAT);
+    quoted_value(&Q, "bound_slope", "%.2f", bslope);
     for (int q = 0; q < NQ; q++) {
         int n_all = 0, n_s[NSTAT] = {0};
         double lo_ = INFINITY, hi = -INFINITY;
@@ -419,15 +536,15 @@ int main(int argc, char **argv)
             }
         char nm[128];
         snprintf(nm, sizeof nm, "%s.n_consistent", q_name[q]);
-        value(&o, nm, "%d", n_all);
+        quoted_value(&Q, nm, "%d", n_all);
         for (int s = 0; s < NSTAT; s++) {
             snprintf(nm, sizeof nm, "%s.n_consistent.%s", q_name[q], stat_short[s]);
-            value(&o, nm, "%d", n_s[s]);
+            quoted_value(&Q, nm, "%d", n_s[s]);
         }
         snprintf(nm, sizeof nm, "%s.min", q_name[q]);
-        value(&o, nm, "%.2f", lo_);
+        quoted_value(&Q, nm, "%.2f", lo_);
         snprintf(nm, sizeof nm, "%s.max", q_name[q]);
-        value(&o, nm, "%.2f", hi);
+        quoted_value(&Q, nm, "%.2f", hi);
     }
     /* per factor level: how many of its fits are within 2 se, and their range;
      * for d_diff (q = NQ) how many are steeper for Pre-LN by more than 2 se */
@@ -446,35 +563,15 @@ int main(int argc, char **argv)
                         snprintf(lv[nlv++], sizeof lv[0], "%s", b);
                 }
             for (int k = 0; k < nlv; k++) {
-                int n = 0, m = 0;
-                double lo_ = INFINITY, hi = -INFINITY;
-                for (int c = 0; c < ncell; c++)
-                    for (int s = 0; s < NSTAT; s++) {
-                        char b[32];
-                        level_of(f, c, s, b, sizeof b);
-                        if (strcmp(b, lv[k]))
-                            continue;
-                        double sl;
-                        int flag;
-                        if (q < NQ) {
-                            sl = FIT(c, s, q).f.slope;
-                            flag = FIT(c, s, q).consistent;
-                        } else {
-                            const qfit *a = &FIT(c, s, Q_PRE_D), *p = &FIT(c, s, Q_POST_D);
-                            sl = a->f.slope - p->f.slope;
-                            flag = sl / hypot(a->f.se_slope, p->f.se_slope) > 2;
-                        }
-                        n++;
-                        m += flag;
-                        lo_ = fmin(lo_, sl);
-                        hi = fmax(hi, sl);
-                    }
+                int n, m;
+                double lo_, hi;
+                level_stat(q, f, lv[k], &m, &n, &lo_, &hi);
                 char nm[320];
                 const char *qn = q < NQ ? q_name[q] : "d_diff";
                 snprintf(nm, sizeof nm, "%s.%s.%s", qn, q < NQ ? "by" : "steeper", lv[k]);
-                value(&o, nm, "%d of %d", m, n);
+                quoted_value(&Q, nm, "%d of %d", m, n);
                 snprintf(nm, sizeof nm, "%s.range.%s", qn, lv[k]);
-                value(&o, nm, "%.2f to %.2f", lo_, hi);
+                quoted_value(&Q, nm, "%.2f to %.2f", lo_, hi);
             }
         }
     for (int c = 0; c < ncell; c++)
@@ -487,21 +584,22 @@ int main(int argc, char **argv)
                 const qfit *r = &FIT(c, s, q);
                 lnk_fmt_pm(b, sizeof b, r->f.slope, r->f.se_slope);
                 snprintf(nm, sizeof nm, "%s.%s", q_name[q], id);
-                value(&o, nm, "%s", b);
+                quoted_value(&Q, nm, "%s", b);
                 snprintf(nm, sizeof nm, "%s.%s.z", q_name[q], id);
-                value(&o, nm, "%.1f", r->z);
+                quoted_value(&Q, nm, "%.1f", r->z);
                 snprintf(nm, sizeof nm, "%s.%s.chi2", q_name[q], id);
-                value(&o, nm, "%.2f", r->f.dof > 0 ? r->f.chisq / r->f.dof : 0.0);
+                quoted_value(&Q, nm, "%.2f", r->f.dof > 0 ? r->f.chisq / r->f.dof : 0.0);
             }
             const qfit *a = &FIT(c, s, Q_PRE_D), *p = &FIT(c, s, Q_POST_D);
             double se = hypot(a->f.se_slope, p->f.se_slope);
             lnk_fmt_pm(b, sizeof b, a->f.slope - p->f.slope, se);
             snprintf(nm, sizeof nm, "d_diff.%s", id);
-            value(&o, nm, "%s", b);
+            quoted_value(&Q, nm, "%s", b);
             snprintf(nm, sizeof nm, "d_diff.%s.z", id);
-            value(&o, nm, "%.1f", (a->f.slope - p->f.slope) / se);
+            quoted_value(&Q, nm, "%.1f", (a->f.slope - p->f.slope) / se);
         }
-    csv_close(&o, NULL, extra, NULL, 0);
+    write_claims(&Q, Ls, ds, seeds, bslope);
+    quoted_close(&Q);
 
     /* factorial.{md,tex} */
     static const char *const th[] = {"task",  "output", "V", "setting", "statistic",

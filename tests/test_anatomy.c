@@ -13,12 +13,19 @@
  *     per tensor (1e-9), summing to 1 within 1e-12, with a sidecar;
  *   - the summary's depth slope equals the study kit's lnk_fit_power on the
  *     seed means and standard errors recomputed here from extremes.csv
- *     (1e-9), and it writes its tables, values and plot scripts. */
+ *     (1e-9), and it writes its tables, values and plot scripts;
+ *   - --resume: a run in two parts (L = 1, 2, then 1, 2, 3) writes the four
+ *     CSVs of one run byte for byte, skipping the points done; a run cut off
+ *     between its files (a point in extremes.csv, mass.csv, blocknorms.csv
+ *     but not js.csv) has that point's rows dropped and computed again, the
+ *     same bytes; a resume with another setting (--probes) fails naming it
+ *     and leaves the files as they were. */
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "testutil.h"
 #include "kit/analysis.h"
@@ -367,12 +374,72 @@ static void test_summary(void **state)
     lnk_csvdata_free(&fits);
 }
 
+static int same_file(const char *a, const char *b)
+{
+    char *out = NULL;
+    int rc = tu_run(&out, "cmp '%s' '%s'", a, b);
+    free(out);
+    return rc == 0;
+}
+
+static void test_resume(void **state)
+{
+    (void)state;
+    need_bin();
+    const char *dir = tu_path("resume");
+    assert_int_equal(mkdir(dir, 0700), 0);
+    static const char *const C = "--lm-d '' --s2s-L '' --s2s-d '' --no-variants --lm-L-ref 2 "
+                                 "--lm-d-ref 8 --h 2 --seeds 2 --probes 2 --runs 1 --steps 6 "
+                                 "--eig-steps 60 --V 16 --batch 2 --len 4 --quiet";
+    char *out = NULL;
+    int rc = tu_run(&out, "cd '%s' && export OPENBLAS_NUM_THREADS=1 && '%s' --out one --lm-L 1,2,3 "
+                    "%s && '%s' --out two --lm-L 1,2 %s --resume && '%s' --out two --lm-L 1,2,3 "
+                    "%s --resume", dir, bin, C, bin, C, bin, C);
+    if (rc)
+        fail_msg("runs failed (%d): %s", rc, out);
+    free(out);
+    static const char *const F[] = {"extremes", "mass", "blocknorms", "js"};
+    char a[1200], b[1200];
+    for (int k = 0; k < 4; k++) {
+        snprintf(a, sizeof a, "%s/one/%s.csv", dir, F[k]);
+        snprintf(b, sizeof b, "%s/two/%s.csv", dir, F[k]);
+        if (!same_file(a, b))
+            fail_msg("%s: a run in two parts differs from one run", F[k]);
+    }
+    /* cut off between the files: the last point (L = 3, pre, seed 1) gone from js.csv */
+    rc = tu_run(&out, "cd '%s/two' && grep -v '^lm,pre,layernorm,none,3,8,1,' js.csv > j && "
+                "mv j js.csv && export OPENBLAS_NUM_THREADS=1 && '%s' --out . --lm-L 1,2,3 %s "
+                "--resume", dir, bin, C);
+    if (rc || !strstr(out, "dropped"))
+        fail_msg("resume after a cut (%d): %s", rc, out);
+    free(out);
+    for (int k = 0; k < 4; k++) {
+        snprintf(a, sizeof a, "%s/one/%s.csv", dir, F[k]);
+        snprintf(b, sizeof b, "%s/two/%s.csv", dir, F[k]);
+        if (!same_file(a, b))
+            fail_msg("%s: the point cut off was not computed again as before", F[k]);
+    }
+    /* another setting: refused, the files untouched */
+    rc = tu_run(&out, "cd '%s' && '%s' --out two --lm-L 1,2,3,4 %s --probes 3 --resume", dir, bin,
+                C);
+    assert_int_equal(rc, 2);
+    if (!strstr(out, "probes") || !strstr(out, "--resume"))
+        fail_msg("expected a message naming probes: %s", out);
+    free(out);
+    for (int k = 0; k < 4; k++) {
+        snprintf(a, sizeof a, "%s/one/%s.csv", dir, F[k]);
+        snprintf(b, sizeof b, "%s/two/%s.csv", dir, F[k]);
+        assert_true(same_file(a, b));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_against_cli),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_resume),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -347,6 +347,45 @@ static void test_common_grid(void **state)
     assert_int_equal(lnk_slq_grid_common(r, 0, 0.1, 6, 4, 1000, &t, &np), LNK_EINVAL);
 }
 
+/* sigma a fraction of the node range (the commands' default) makes the number
+ * of grid cells an integer in exact arithmetic: node ranges that differ by a
+ * few ulps (a run on 2 ranks against one process) must give the same grid,
+ * where a plain ceil gives one point more for some of them. */
+static void test_grid_rounding(void **state)
+{
+    (void)state;
+    int off[] = {0, 2}, steps[] = {2}, inv[] = {0};
+    double w[] = {0.5, 0.5};
+    size_t want = 400 + 2 * 6 * 4 + 1; /* 1 / 0.01 sigma, 4 points a sigma, pad 6 sigma */
+    int plain_flips = 0;
+    for (int k = 0; k < 64; k++) {
+        double lo = -0.98684578962945046 - 0.0137 * k, hi = 1.480336810894691 + 0.0071 * k;
+        for (int u = -4; u <= 4; u++) {
+            double h = hi;
+            for (int j = 0; j < (u < 0 ? -u : u); j++)
+                h = nextafter(h, u < 0 ? -INFINITY : INFINITY);
+            double n[] = {lo, h};
+            lnk_slq_result a = {1, off, n, w, steps, inv, lo, h, 0, 0};
+            const lnk_slq_result *r[] = {&a};
+            double sigma, *t;
+            size_t np;
+            assert_int_equal(lnk_sigma_from_fraction(0.01, lo, h, &sigma), LNK_OK);
+            plain_flips += (size_t)ceil((h - lo + 2 * 6 * sigma) / (sigma / 4)) + 1 != want;
+            assert_int_equal(lnk_slq_grid_common(r, 1, sigma, 6, 4, 100000, &t, &np), LNK_OK);
+            if (np != want)
+                fail_msg("range [%.17g, %.17g]: common grid of %zu points, expected %zu", lo, h,
+                         np, want);
+            free(t);
+            assert_int_equal(lnk_slq_grid_size(&a, sigma, 6, 4), want);
+            assert_int_equal(lnk_slq_pool_grid(r, 1, sigma, 6, 4, NULL, NULL, &t, &np), LNK_OK);
+            assert_int_equal(np, want);
+            free(t);
+        }
+    }
+    /* the trap is real: without the rounding some of these ranges get a point more */
+    assert_true(plain_flips > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_set_block),
         cmocka_unit_test(test_js_distance),
         cmocka_unit_test(test_common_grid),
+        cmocka_unit_test(test_grid_rounding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,9 @@
  *   2. grad_factorial on hand-made rows of known exponents in every cell:
  *      each of the 2 x 2 x 2 x 2 cells x 2 statistics x 4 fits is in fits.csv
  *      once, with the designed slope (1e-9), z = (slope - reference) / se and
- *      the "consistent" flag from it; values.csv quotes them; a cell without
- *      its width rows fails naming it;
+ *      the "consistent" flag from it; values.csv quotes them; claims.csv has
+ *      the four headline claims with the counts fits.csv gives; a cell
+ *      without its width rows fails naming it;
  *   3. studies/scripts/study_grad_factorial.sh at a tiny size (grad_norms rows,
  *      then the summary): every cell present, every output with its sidecar. */
 #include "testutil.h"
@@ -165,6 +166,7 @@ static void test_summary(void **state)
     static const char *const Q[4] = {"pre_L", "post_L", "post_d", "pre_d"},
                              *const ST[2] = {"w2_norm_of_mean", "w2_mean_norm"};
     int seen[2][2][2][2][2][4] = {{{{{{0}}}}}};
+    int pre_L_tied_ok = 0; /* Pre-LN depth fits of a tied output within 2 se of -1/2 */
     for (size_t r = 0; r < t.nrow; r++) {
         int ti = !strcmp(lnk_csvdata_str(&t, r, c_task), "lm");
         int u = !strcmp(lnk_csvdata_str(&t, r, c_out), "untied");
@@ -191,6 +193,7 @@ static void test_summary(void **state)
         assert_true(n == 3 && se > 0);
         assert_true(fabs(z - (sl - ref) / se) < 1e-9 * fmax(1, fabs(z)));
         assert_true(ok == (fabs(z) <= 2));
+        pre_L_tied_ok += q == 0 && !u && ok;
         if (q == 0 || q == 1)
             assert_true(ref == (q == 0 ? -0.5 : 0));
     }
@@ -217,8 +220,28 @@ static void test_summary(void **state)
     }
     assert_int_equal(found, 2);
     lnk_csvdata_free(&t);
+    /* claims.csv: the four headline claims, the first with the count of its
+     * tied fits as fits.csv flags them and the default cell's designed slope */
+    snprintf(p, sizeof p, "%s/claims.csv", dir);
+    assert_int_equal(lnk_csvdata_read(p, &t), LNK_OK);
+    assert_int_equal((int)t.nrow, 4);
+    assert_int_equal(t.ncol, 4);
+    assert_string_equal(t.head[0], "claim");
+    assert_string_equal(t.head[3], "file");
+    for (size_t r = 0; r < t.nrow; r++)
+        for (int j = 0; j < 4; j++)
+            assert_true(lnk_csvdata_str(&t, r, j)[0] != '\0');
+    char want[128];
+    snprintf(want, sizeof want, "tied output %d of 16 (slopes -0.50 to -0.49)", pre_L_tied_ok);
+    if (!strstr(lnk_csvdata_str(&t, 0, 1), want) ||
+        !strstr(lnk_csvdata_str(&t, 0, 1), "cls, tied, V = 256, theorem -0.49") ||
+        strcmp(lnk_csvdata_str(&t, 0, 3), "depth_V*_*.csv") != 0)
+        fail_msg("claims.csv row 1: '%s' (file %s), expected '%s' and the default cell",
+                 lnk_csvdata_str(&t, 0, 1), lnk_csvdata_str(&t, 0, 3), want);
+    assert_non_null(strstr(lnk_csvdata_str(&t, 0, 2), "3 seeds"));
+    lnk_csvdata_free(&t);
     for (int k = 0; k < 4; k++) {
-        static const char *const f[] = {"fits.meta.json", "values.meta.json", "factorial.md",
+        static const char *const f[] = {"fits.meta.json", "claims.csv", "factorial.md",
                                         "factorial.tex"};
         snprintf(p, sizeof p, "%s/%s", dir, f[k]);
         assert_int_equal(access(p, R_OK), 0);
@@ -277,12 +300,13 @@ static void test_tiny_study(void **state)
     lnk_csvdata_free(&t);
     static const char *const f[] = {"depth_V12_tied", "depth_V12_untied", "depth_V20_tied",
                                     "depth_V20_untied", "width_V12_tied", "width_V12_untied",
-                                    "width_V20_tied", "width_V20_untied", "fits", "values"};
-    for (int k = 0; k < 10; k++) {
+                                    "width_V20_tied", "width_V20_untied", "fits", "values",
+                                    "claims"};
+    for (int k = 0; k < 11; k++) {
         snprintf(p, sizeof p, "%s/%s.csv", out_dir, f[k]);
         assert_int_equal(access(p, R_OK), 0);
         snprintf(p, sizeof p, "%s/%s.meta.json", out_dir, f[k]);
-        assert_int_equal(access(p, R_OK), 0);
+        assert_int_equal(access(p, R_OK), k < 9 ? 0 : -1); /* values, claims: no sidecar */
     }
     assert_int_not_equal(access(work, F_OK), 0); /* the work directory is gone */
 }

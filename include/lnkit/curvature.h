@@ -555,7 +555,9 @@ double lnk_slq_cdf(const lnk_slq_result *r, double t);
 int lnk_slq_grid(const lnk_slq_result *r, double sigma, double pad, size_t npts, double *t);
 /* The number of points that lnk_slq_grid needs for a spacing of at most
  * sigma / per_sigma: ceil((range + 2 pad sigma) / (sigma / per_sigma)) + 1
- * (0 if sigma <= 0 or per_sigma <= 0).  With per_sigma >= 2 and pad >= 6
+ * (0 if sigma <= 0 or per_sigma <= 0); a quotient within 1e-9 of an integer
+ * counts as that integer, so that a sigma given as a fraction of the range
+ * gives the same grid whatever the rounding (one process or several ranks).  With per_sigma >= 2 and pad >= 6
  * the trapezoid rule integrates phi to 1 within 1e-8 (the Gaussian is
  * smooth: the trapezoid error on a uniform grid decays like
  * exp(-2 pi^2 (sigma/h)^2)). */
@@ -568,7 +570,8 @@ int lnk_slq_density(const lnk_slq_result *r, double sigma, const double *t, size
  * and one grid for all, so that they can be compared and averaged.
  * lnk_slq_pool_grid: the union [lo, hi] of the results' node ranges, padded
  * by pad sigma on each side, with a spacing of at most sigma / per_sigma:
- * npts = ceil((hi - lo + 2 pad sigma) / (sigma / per_sigma)) + 1 points
+ * npts = ceil((hi - lo + 2 pad sigma) / (sigma / per_sigma)) + 1 points (the
+ * quotient rounded as in lnk_slq_grid_size)
  * t[p] = a + w p / (npts - 1) in a malloc'd *t (caller frees); *lo, *hi (may be
  * NULL) get the range.  With sigma <= 0 only the range is computed (*t NULL,
  * *npts 0), for choosing sigma from it (lnk_sigma_from_kappa).

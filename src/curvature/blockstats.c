@@ -171,7 +171,7 @@ int lnk_slq_grid_common(const lnk_slq_result *const *r, int k, double sigma, dou
         return lnk_error(LNK_ENONFINITE, "common grid: nodes in [%g, %g]", lo, hi);
     lo -= pad * sigma;
     hi += pad * sigma;
-    double cells = ceil((hi - lo) / (sigma / per_sigma));
+    double cells = lnk_cv_grid_cells((hi - lo) / (sigma / per_sigma));
     if (!(cells + 1 <= (double)max_pts))
         return lnk_error(LNK_EINVAL, "common grid: [%g, %g] with sigma %g needs %.0f points "
                          "(at most %zu): choose a larger sigma", lo, hi, sigma, cells + 1,

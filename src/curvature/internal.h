@@ -49,6 +49,16 @@ void lnk_cv_normalise_sign(const struct lnk_group *g, double *y, size_t n);
  * x[0..n) (the tridiagonal T: members must take the same decisions). */
 int lnk_cv_check_same(const struct lnk_group *g, const double *x, size_t n, const char *what);
 
+/* The number of grid cells for a span of x spacings: ceil(x), except that
+ * an x within 1e-9 (relative) of an integer counts as that integer.  With
+ * sigma a fraction of the node range (the default of the commands), x is an
+ * integer in exact arithmetic (per_sigma / fraction + 2 pad per_sigma), and a
+ * plain ceil would add a cell or not by rounding -- by the order in which
+ * the ranks summed a product -- so that a run on 2 ranks drew the densities
+ * on another grid than one process.  The spacing may exceed the requested
+ * one by 1e-9 of itself. */
+double lnk_cv_grid_cells(double x);
+
 /* Streams used by the routines (documented in curvature.h). */
 #define LNK_STREAM_RESTART 1u   /* Lanczos restart r uses stream 1 + r */
 

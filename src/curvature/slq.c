@@ -218,12 +218,18 @@ int lnk_slq_grid(const lnk_slq_result *r, double sigma, double pad, size_t npts,
     return LNK_OK;
 }
 
+double lnk_cv_grid_cells(double x)
+{
+    double r = nearbyint(x);
+    return fabs(x - r) <= 1e-9 * fabs(x) ? r : ceil(x);
+}
+
 size_t lnk_slq_grid_size(const lnk_slq_result *r, double sigma, double pad, double per_sigma)
 {
     if (!r || !(sigma > 0) || !(per_sigma > 0) || !(pad >= 0))
         return 0;
     double span = r->node_max - r->node_min + 2 * pad * sigma;
-    double cells = ceil(span / (sigma / per_sigma));
+    double cells = lnk_cv_grid_cells(span / (sigma / per_sigma));
     if (!(cells >= 1))
         cells = 1;
     return (size_t)cells + 1;
@@ -278,7 +284,7 @@ int lnk_slq_pool_grid(const lnk_slq_result *const *r, int n, double sigma, doubl
         return lnk_error(LNK_EINVAL, "slq_pool_grid: pad = %g, per_sigma = %g; expected pad >= 0 "
                          "and per_sigma > 0", pad, per_sigma);
     double start = a - pad * sigma, w = b - a + 2 * pad * sigma;
-    size_t np = (size_t)ceil(w / (sigma / per_sigma)) + 1;
+    size_t np = (size_t)lnk_cv_grid_cells(w / (sigma / per_sigma)) + 1;
     double *g = malloc(sizeof(double) * np);
     if (!g)
         return lnk_error(LNK_ENOMEM, "slq_pool_grid: out of memory for %zu points", np);

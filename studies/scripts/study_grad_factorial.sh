@@ -9,7 +9,7 @@
 # statistics skipped), one pair of CSVs per vocabulary V and output tying:
 # depth_V<V>_<tied|untied>.csv (L = 2, 4, 8, 16, 32 at d = 64) and
 # width_V<V>_<tied|untied>.csv (d = 32, 64, 128, 256 at L = 4), 3 seeds a point.
-# Summary: studies/grad_factorial (fits.csv, values.csv, factorial.{md,tex}).
+# Summary: studies/grad_factorial (fits.csv, values.csv, claims.csv, factorial.{md,tex}).
 #
 # The sweeps run in two lanes of one BLAS thread each (depth, width).  Work
 # happens in BUILD_DIR/grad-factorial-work, which a re-run after an
@@ -71,7 +71,7 @@ wait $l2 || st=1
 "$SUM" --dir "$WORK"
 # publish: replace the generated files (its section of results/README.md is written by hand)
 rm -f "$OUT"/depth_*.csv "$OUT"/width_*.csv "$OUT"/depth_*.meta.json "$OUT"/width_*.meta.json \
-    "$OUT"/fits.* "$OUT"/values.* "$OUT"/factorial.*
+    "$OUT"/fits.* "$OUT"/values.* "$OUT"/claims.* "$OUT"/factorial.*
 cp "$WORK"/*.csv "$WORK"/*.meta.json "$WORK"/factorial.md "$WORK"/factorial.tex "$OUT"/
 rm -rf "$WORK"
 echo "study_grad_factorial: results in $OUT/ ($(( $(date +%s) - T0 )) s)"

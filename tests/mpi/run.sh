@@ -8,7 +8,8 @@
 # bitwise identical; a rank that fails (reported error, exit without
 # finalize, SIGKILL) ends the job with a non-zero status, one message naming
 # the rank, and no output file or temporary file left behind.  Then the
-# sweep test (tests/mpi/test_sweep.sh) and the resumable runs
+# sweep test (tests/mpi/test_sweep.sh), the anatomy's commands on a data set
+# with blocks (tests/mpi/test_curvature_ops.sh) and the resumable runs
 # (tests/mpi/test_checkpoint.sh).  Prints "tests: N passed, N failed,
 # N skipped" like tools/runtests.sh.
 set -u
@@ -198,6 +199,19 @@ if [ -f "$HERE/test_sweep.sh" ]; then
         set -- $p; pass=$((pass + $1)); fail=$((fail + $2)); skip=$((skip + $3))
     fi
     [ $rc -ne 0 ] && [ -z "$p" ] && { bad "test_sweep.sh exited $rc: $out"; }
+fi
+
+# --- the anatomy's commands on a Multi30k data set and an lm model, with blocks
+# (eigs --operator hessian|ggn|functional --mass, blocks), 2 ranks
+if [ -f "$HERE/test_curvature_ops.sh" ]; then
+    out=$(bash "$HERE/test_curvature_ops.sh" "$(cd "$(dirname "$S")/.." && pwd)" \
+          "$(cd "$(dirname "$M")/.." && pwd)" 2>&1); rc=$?
+    printf '%s\n' "$out" | grep -E '^(ok|not ok)'
+    p=$(printf '%s\n' "$out" | sed -n 's/^tests: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\1 \2 \3/p' | tail -1)
+    if [ -n "$p" ]; then
+        set -- $p; pass=$((pass + $1)); fail=$((fail + $2)); skip=$((skip + $3))
+    fi
+    [ $rc -ne 0 ] && [ -z "$p" ] && { bad "test_curvature_ops.sh exited $rc: $out"; }
 fi
 
 # --- resumable runs (checkpoints) under MPI
