@@ -16,14 +16,6 @@
 
 static char lnkit[PATH_MAX];
 
-static json_t *load(const char *path)
-{
-    json_error_t e;
-    json_t *j = json_load_file(path, 0, &e);
-    if (!j)
-        fail_msg("%s: %s", path, e.text);
-    return j;
-}
 
 /* The keys the C writer puts in every sidecar: lnk_meta_write's own record,
  * with no extra keys. */
@@ -33,7 +25,7 @@ static json_t *c_record(void)
     const char *csv = tu_path("std.csv");
     tu_write_file(csv, "a\n1\n", 4);
     assert_int_equal(lnk_meta_write(csv, NULL, NULL, "2026-01-01T00:00:00Z", 0.25), LNK_OK);
-    return load(tu_path("std.meta.json"));
+    return tu_load_json(tu_path("std.meta.json"));
 }
 
 /* Every key of std is in j, with the same JSON type (null may stand for an
@@ -108,13 +100,13 @@ static void test_python_summariser(void **state)
     assert_int_equal(tu_run(&out, "cmp results/multi30k_full/values.csv '%s/values.csv'", copy), 0);
     free(out);
     /* a C study's sidecar (ln_geometry) and a command's (lnkit eigs) have the record too */
-    json_t *cs = load("results/geometry/heads_stats.meta.json");
+    json_t *cs = tu_load_json("results/geometry/heads_stats.meta.json");
     assert_has_record(cs, std, "results/geometry/heads_stats.meta.json (C study)");
     const char *names[] = {"trend", "trend_points", "values", "claims"};
     for (int i = 0; i < 4; i++) {
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/%s.meta.json", copy, names[i]);
-        json_t *j = load(p);
+        json_t *j = tu_load_json(p);
         assert_has_record(j, std, p);
         /* the same provenance keys as the C study's sidecar, whatever it adds */
         const char *k;
@@ -163,7 +155,7 @@ static void test_bench_meta(void **state)
         fail_msg("bench_meta failed (%d): %s", st, out);
     assert_string_equal(out, "");
     free(out);
-    json_t *j = load(tu_path("bench_x.meta.json"));
+    json_t *j = tu_load_json(tu_path("bench_x.meta.json"));
     assert_has_record(j, std, "bench_x.meta.json");
     const char *cl[] = {"bash", "tools/bench.sh", "my build"};
     assert_int_equal(json_array_size(json_object_get(j, "command_line")), 3);
@@ -200,7 +192,7 @@ static void test_meta_record(void **state)
     free(out);
     char p[PATH_MAX + 16];
     snprintf(p, sizeof p, "%s/r.meta.json", dir);
-    json_t *j = load(p), *std = c_record();
+    json_t *j = tu_load_json(p), *std = c_record();
     assert_has_record(j, std, "lnkit meta");
     const char *cl[] = {"prog", "--flag", "a b", ""};
     json_t *c = json_object_get(j, "command_line");
@@ -334,7 +326,7 @@ static void test_committed_sidecars(void **state)
                             "-e '^results/bench/'"), 0);
     int n = 0;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"), n++) {
-        json_t *j = load(line);
+        json_t *j = tu_load_json(line);
         assert_has_record(j, std, line);
         if (json_array_size(json_object_get(j, "command_line")) == 0)
             fail_msg("%s: empty command line", line);

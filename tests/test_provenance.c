@@ -106,14 +106,6 @@ static void test_large_file(void **state)
     assert_non_null(strstr(lnk_errmsg(), "no-such-file"));
 }
 
-static json_t *load(const char *path)
-{
-    json_error_t e;
-    json_t *j = json_load_file(path, 0, &e);
-    if (!j)
-        fail_msg("%s: %s", path, e.text);
-    return j;
-}
 
 static void assert_commit_form(const char *c)
 {
@@ -143,7 +135,7 @@ static void test_sidecar_record(void **state)
     lnk_prov_seed("rng", 9);
     const char *csv = tu_path("rec.csv");
     assert_int_equal(lnk_meta_write(csv, NULL, NULL, "2020-01-01T00:00:00Z", 0.5), LNK_OK);
-    json_t *j = load(tu_path("rec.meta.json"));
+    json_t *j = tu_load_json(tu_path("rec.meta.json"));
     json_t *cl = json_object_get(j, "command_line");
     assert_int_equal(json_array_size(cl), 5);
     for (int i = 0; i < 5; i++)
@@ -177,7 +169,7 @@ static void test_sidecar_record(void **state)
     json_decref(j);
     lnk_prov_clear();
     j = (assert_int_equal(lnk_meta_write(csv, NULL, NULL, NULL, 0), LNK_OK),
-         load(tu_path("rec.meta.json")));
+         tu_load_json(tu_path("rec.meta.json")));
     assert_int_equal(json_array_size(json_object_get(j, "command_line")), 0);
     assert_int_equal(json_array_size(json_object_get(j, "inputs")), 0);
     json_decref(j);
@@ -205,7 +197,7 @@ static void test_cli_sidecar(void **state)
     free(out);
     char path[700];
     snprintf(path, sizeof path, "%s/e.meta.json", dir);
-    json_t *j = load(path);
+    json_t *j = tu_load_json(path);
     const char *argv[] = {L,       "eigs",           "--config",   "w.json",
                           "--weights", "w.safetensors", "--batch", "b1.safetensors",
                           "--batch=b2.safetensors", "-k", "2", "--rng-seed", "4", "--threads", "1",

@@ -183,3 +183,12 @@ void tu_rows(const lnk_model *m, lnk_batch *b, int r0, int r1, int S, int T)
         }
     }
 }
+
+json_t *tu_load_json(const char *path)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j)
+        fail_msg("%s: %s", path, e.text);
+    return j;
+}

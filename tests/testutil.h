@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include "lnkit/lnkit.h"
 
 /* Make a finalized config from "key=value" strings (NULL-terminated), failing the test on error. */
@@ -32,4 +33,6 @@ char *tu_read_file(const char *path, size_t *n);
 int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The lnkit binary (env LNK_BIN, default bin/lnkit). */
 const char *tu_lnkit(void);
+/* Load a JSON file, failing the test with the parser's message on error. */
+json_t *tu_load_json(const char *path);
 #endif
