@@ -24,19 +24,7 @@ CMP="python3 $HERE/compare.py"
 LIMIT=120
 MR=(timeout -k 10 $LIMIT mpirun -q --allow-run-as-root --oversubscribe)
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-pass=0; fail=0; skip=0
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-
-ok() { pass=$((pass + 1)); echo "ok - $*"; }
-bad() { fail=$((fail + 1)); echo "not ok - $*"; }
-# check NAME COMMAND...: passes if the command succeeds (its output is shown on failure)
-check() {
-    local name=$1; shift
-    local out
-    if out=$("$@" 2>&1); then ok "$name ${out:+($out)}"; else bad "$name: $out"; fi
-}
-run() { "$@" >/dev/null 2>run.err || { echo "command failed: $*"; cat run.err; return 1; }; }
+. "$HERE/harness.sh"
 
 # --- data: a seq2seq model (one batch of 12 rows) and an lm model (two batch files)
 run "$S" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s2s.safetensors || exit 1
