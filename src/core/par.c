@@ -79,7 +79,12 @@ static void after_fork_child(void)
 void lnk_par_for(size_t n, size_t grain, size_t scratch_n, double *scratch0, lnk_par_fn fn,
                  void *ctx)
 {
-    int want = openblas_get_num_threads();
+    lnk_par_for_threads(openblas_get_num_threads(), n, grain, scratch_n, scratch0, fn, ctx);
+}
+
+void lnk_par_for_threads(int want, size_t n, size_t grain, size_t scratch_n, double *scratch0,
+                         lnk_par_fn fn, void *ctx)
+{
     size_t most = grain ? n / grain : n;
     if (want > PAR_MAX)
         want = PAR_MAX;

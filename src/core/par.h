@@ -23,6 +23,11 @@ typedef void (*lnk_par_fn)(void *ctx, size_t lo, size_t hi, double *scratch);
 void lnk_par_for(size_t n, size_t grain, size_t scratch_n, double *scratch0, lnk_par_fn fn,
                  void *ctx);
 
+/* The same on `threads` threads (lnk_par_for uses lnk_blas_threads()): for
+ * jobs that set OpenBLAS to one thread while they run (core/blas_fixed.h). */
+void lnk_par_for_threads(int threads, size_t n, size_t grain, size_t scratch_n, double *scratch0,
+                         lnk_par_fn fn, void *ctx);
+
 /* Items of a row-wise loop over rows of `len` elements such that a part has
  * at least LNK_PAR_GRAIN elements (below that a wake-up costs more than it
  * saves). */

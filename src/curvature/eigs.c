@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/blas_fixed.h"
 #include "curvature/internal.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
@@ -253,7 +254,7 @@ int lnk_eigs(const lnk_operator *op, const lnk_eigs_opts *o, lnk_eigs_result *re
             extra++;
             if (rc != LNK_OK)
                 goto out;
-            cblas_daxpy((int)n, -th, yi, 1, Ay, 1);
+            lnk_axpy(n, -th, yi, Ay);
             res->residual[i] = lnk_cv_nrm2(op->group, n, Ay);
             if (o->checkpoint && isfinite(res->residual[i])) {
                 lnk_lanczos_get_state(lz, &st.lanczos);

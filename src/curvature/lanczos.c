@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "curvature/internal.h"
+#include "core/blas_fixed.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
 #include "lnkit/sys.h"
@@ -298,11 +299,11 @@ static double partial_reorth(lnk_lanczos *w, int j, double *x, double *a, double
     /* extended local reorthogonalisation: beta fell, cancellation took local
      * orthogonality with it */
     if (j > 0 && r < M_SQRT1_2 * w->beta[j - 1]) {
-        double t[2] = {cblas_ddot(ni, vp, 1, x, 1), cblas_ddot(ni, vj, 1, x, 1)};
+        double t[2] = {lnk_dot(n, vp, x), lnk_dot(n, vj, x)};
         if (g && g->sum(g->ctx, t, 2) != 0)
             return NAN;
-        cblas_daxpy(ni, -t[0], vp, 1, x, 1);
-        cblas_daxpy(ni, -t[1], vj, 1, x, 1);
+        lnk_axpy((size_t)ni, -t[0], vp, x);
+        lnk_axpy((size_t)ni, -t[1], vj, x);
         w->beta[j - 1] += t[0];
         *a += t[1];
         r = lnk_cv_nrm2(g, n, x);
@@ -460,9 +461,9 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
         return rc;
 
     if (vp)
-        cblas_daxpy(ni, -w->beta[j - 1], vp, 1, x, 1);
+        lnk_axpy((size_t)ni, -w->beta[j - 1], vp, x);
     double a = lnk_cv_dot(w->group, w->n, vj, x);
-    cblas_daxpy(ni, -a, vj, 1, x, 1);
+    lnk_axpy((size_t)ni, -a, vj, x);
     double r;
     if (full && w->reorth == LNK_REORTH_ALWAYS) {
         r = lnk_cv_orthogonalize(w->group, w->V, j + 1, w->n, x, w->h);
@@ -675,7 +676,7 @@ int lnk_lanczos_ritz_vectors(lnk_lanczos *w, const lnk_operator *op, const doubl
             for (int r = 0; r < j; r++)
                 s[r] = S[(size_t)r * j + idx[i]];
             double *y = Y + (size_t)i * n;
-            cblas_dgemv(CblasRowMajor, CblasTrans, j, ni, 1.0, w->V, ni, s, 1, 0.0, y, 1);
+            lnk_gemv(CblasTrans, j, ni, 1.0, w->V, ni, s, 1, 0.0, y, 1);
             lnk_cv_normalise_sign(w->group, y, n);
         }
         return LNK_OK;
@@ -698,7 +699,7 @@ int lnk_lanczos_ritz_vectors(lnk_lanczos *w, const lnk_operator *op, const doubl
     memset(Y, 0, (size_t)k * n * sizeof(double));
     for (int r = 0; r < j; r++) {
         for (int i = 0; i < k; i++)
-            cblas_daxpy(ni, S[(size_t)r * j + idx[i]], cur, 1, Y + (size_t)i * n, 1);
+            lnk_axpy((size_t)ni, S[(size_t)r * j + idx[i]], cur, Y + (size_t)i * n);
         if (r == j - 1)
             break;
         rc = op->apply(op->ctx, cur, next);
@@ -706,8 +707,8 @@ int lnk_lanczos_ritz_vectors(lnk_lanczos *w, const lnk_operator *op, const doubl
         if (rc != LNK_OK)
             break;
         if (r > 0)
-            cblas_daxpy(ni, -w->beta[r - 1], prev, 1, next, 1);
-        cblas_daxpy(ni, -w->alpha[r], cur, 1, next, 1);
+            lnk_axpy((size_t)ni, -w->beta[r - 1], prev, next);
+        lnk_axpy((size_t)ni, -w->alpha[r], cur, next);
         cblas_dscal(ni, 1.0 / w->beta[r], next, 1);
         double *t = prev;
         prev = cur;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "curvature/internal.h"
+#include "core/blas_fixed.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
 #include "lnkit/sys.h"
@@ -163,9 +164,11 @@ static int hutchpp(ctx_t *c, lnk_trace_result *res)
     if (ph > 0) {
         /* Q was saved after its QR */
     } else if (!grp) {
+        int t = lnk_blas1_begin(); /* its BLAS calls round alike on every thread count */
         info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, ni, s, Q, ni, tau);
         if (info == 0)
             info = LAPACKE_dorgqr(LAPACK_COL_MAJOR, ni, s, s, Q, ni, tau);
+        lnk_blas1_end(t);
     } else {
         /* distributed rows: the same span by Gram-Schmidt twice, column by
          * column (Q may differ from Householder's in signs; the projector and

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "curvature/internal.h"
+#include "core/blas_fixed.h"
 #include "lnkit/error.h"
 #include "lnkit/curvature.h"
 
@@ -18,7 +19,7 @@ static int gsum(const lnk_group *g, double *x, int count)
 
 double lnk_cv_dot(const lnk_group *g, size_t n, const double *x, const double *y)
 {
-    double d = cblas_ddot((int)n, x, 1, y, 1);
+    double d = lnk_dot(n, x, y);
     if (g && gsum(g, &d, 1) != 0)
         return NAN;
     return d;
@@ -42,8 +43,8 @@ double lnk_orthogonalize(const double *V, int k, size_t n, double *x, double *h)
      * each pass is two memory-bound dgemv over the k x n basis. */
     for (int pass = 0; pass < 2; pass++) {
         double *c = h + pass * k;
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
-        cblas_dgemv(CblasRowMajor, CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
+        lnk_gemv(CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
+        lnk_gemv(CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
     }
     for (int i = 0; i < k; i++)
         h[i] += h[k + i];
@@ -60,10 +61,10 @@ double lnk_cv_orthogonalize(const lnk_group *g, const double *V, int k, size_t n
         return lnk_cv_nrm2(g, n, x);
     for (int pass = 0; pass < 2; pass++) {
         double *c = h + pass * k;
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
+        lnk_gemv(CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
         if (gsum(g, c, k) != 0)
             return NAN;
-        cblas_dgemv(CblasRowMajor, CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
+        lnk_gemv(CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
     }
     for (int i = 0; i < k; i++)
         h[i] += h[k + i];
@@ -86,7 +87,7 @@ double lnk_cv_reorth(const lnk_group *g, const double *V, size_t n, const int *r
     int ni = (int)n;
     /* c = V_I x */
     for (int r = 0, o = 0; r < nruns; o += runs[2 * r + 1] - runs[2 * r], r++)
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, runs[2 * r + 1] - runs[2 * r], ni, 1.0,
+        lnk_gemv(CblasNoTrans, runs[2 * r + 1] - runs[2 * r], ni, 1.0,
                     V + (size_t)runs[2 * r] * n, ni, x, 1, 0.0, c + o, 1);
     if (g && gsum(g, c, K) != 0)
         return NAN;
@@ -99,12 +100,12 @@ double lnk_cv_reorth(const lnk_group *g, const double *V, size_t n, const int *r
         for (size_t c0 = 0; c0 < n; c0 += nb) {
             int b = (int)(c0 + nb <= n ? nb : n - c0);
             for (int r = 0, o = 0; r < nruns; o += runs[2 * r + 1] - runs[2 * r], r++)
-                cblas_dgemv(CblasRowMajor, CblasTrans, runs[2 * r + 1] - runs[2 * r], b, -1.0,
+                lnk_gemv(CblasTrans, runs[2 * r + 1] - runs[2 * r], b, -1.0,
                             V + (size_t)runs[2 * r] * n + c0, ni, c + o, 1, 1.0, x + c0, 1);
             for (int r = 0, o = 0; r < nruns; o += runs[2 * r + 1] - runs[2 * r], r++)
-                cblas_dgemv(CblasRowMajor, CblasNoTrans, runs[2 * r + 1] - runs[2 * r], b, 1.0,
+                lnk_gemv(CblasNoTrans, runs[2 * r + 1] - runs[2 * r], b, 1.0,
                             V + (size_t)runs[2 * r] * n + c0, ni, x + c0, 1, 1.0, cn + o, 1);
-            cn[K] += cblas_ddot(b, x + c0, 1, x + c0, 1);
+            cn[K] += lnk_dot((size_t)b, x + c0, x + c0);
         }
         reads += K;
         if (g && gsum(g, cn, K + 1) != 0)

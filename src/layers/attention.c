@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+#include "core/blas_fixed.h"
 #include "core/par.h"
 #include "layers/layers.h"
 
@@ -29,6 +30,17 @@ static size_t pair_grain(int Tq, int Tk, int d, int h)
 
 #define GEMM(TA, TB, M, N, K, al, A, lda, Bm, ldb, be, C, ldc)                                    \
     cblas_dgemm(CblasRowMajor, TA, TB, M, N, K, al, A, lda, Bm, ldb, be, C, ldc)
+/* The (batch, head) pairs on the pool with OpenBLAS on one thread inside,
+ * so that a pair's GEMMs round the same on every thread count
+ * (core/blas_fixed.h). */
+static void pairs_for(size_t n, size_t grain, size_t scratch_n, double *scratch, lnk_par_fn fn,
+                      void *ctx)
+{
+    int t = lnk_blas1_begin();
+    lnk_par_for_threads(t, n, grain, scratch_n, scratch, fn, ctx);
+    lnk_blas1_end(t);
+}
+
 #define NT CblasNoTrans
 #define TR CblasTrans
 
@@ -84,7 +96,7 @@ void lnk_attn_forward(double *ctx, double *a, const double *q, const double *k, 
 {
     attn_job J = {.ctx = ctx, .a = a, .q = q, .k = k, .v = v, .kmask = kmask, .h = h, .Tq = Tq,
                   .Tk = Tk, .d = d, .causal = causal};
-    lnk_par_for((size_t)B * h, pair_grain(Tq, Tk, d, h), 0, NULL, forward_pairs, &J);
+    pairs_for((size_t)B * h, pair_grain(Tq, Tk, d, h), 0, NULL, forward_pairs, &J);
 }
 
 static void tangent_pairs(void *ctx, size_t lo, size_t hi, double *scratch)
@@ -114,7 +126,7 @@ void lnk_attn_tangent(double *ctxdot, double *adot, const double *qdot, const do
 {
     attn_job J = {.ctx = ctxdot, .a = adot, .qd = qdot, .kd = kdot, .vd = vdot, .A = a, .q = q,
                   .k = k, .v = v, .h = h, .Tq = Tq, .Tk = Tk, .d = d};
-    lnk_par_for((size_t)B * h, pair_grain(Tq, Tk, d, h), 0, NULL, tangent_pairs, &J);
+    pairs_for((size_t)B * h, pair_grain(Tq, Tk, d, h), 0, NULL, tangent_pairs, &J);
 }
 
 static void backward_pairs(void *ctx, size_t lo, size_t hi, double *dS)
@@ -140,7 +152,7 @@ void lnk_attn_backward(double *dq, double *dk, double *dv, const double *dctx, c
 {
     attn_job J = {.dq = dq, .dk = dk, .dv = dv, .dctx = dctx, .A = a, .q = q, .k = k, .v = v,
                   .h = h, .Tq = Tq, .Tk = Tk, .d = d};
-    lnk_par_for((size_t)B * h, pair_grain(Tq, Tk, d, h), (size_t)Tq * Tk, scratch,
+    pairs_for((size_t)B * h, pair_grain(Tq, Tk, d, h), (size_t)Tq * Tk, scratch,
                 backward_pairs, &J);
 }
 
@@ -198,6 +210,6 @@ void lnk_attn_backward_tangent(double *dqdot, double *dkdot, double *dvdot,
     attn_job J = {.dq = dqdot, .dk = dkdot, .dv = dvdot, .dctxd = dctxdot, .dctx = dctx,
                   .Ad = adot, .A = a, .qd = qdot, .kd = kdot, .vd = vdot, .q = q, .k = k,
                   .v = v, .h = h, .Tq = Tq, .Tk = Tk, .d = d};
-    lnk_par_for((size_t)B * h, pair_grain(Tq, Tk, d, h), 2 * (size_t)Tq * Tk, scratch,
+    pairs_for((size_t)B * h, pair_grain(Tq, Tk, d, h), 2 * (size_t)Tq * Tk, scratch,
                 backward_tangent_pairs, &J);
 }

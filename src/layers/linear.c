@@ -2,6 +2,7 @@
  * Every product is one CBLAS dgemm on the whole [R, in] matrix. */
 #include <cblas.h>
 #include <string.h>
+#include "core/blas_fixed.h"
 #include "core/par.h"
 #include "layers/layers.h"
 
@@ -9,7 +10,7 @@
 static void xw(double *C, const double *X, const double *W, int M, int in, int out, int wt,
                double beta)
 {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, wt ? CblasTrans : CblasNoTrans, M, out, in, 1.0, X,
+    lnk_gemm(CblasNoTrans, wt ? CblasTrans : CblasNoTrans, M, out, in, 1.0, X,
                 in, W, wt ? in : out, beta, C, out);
 }
 
@@ -17,7 +18,7 @@ static void xw(double *C, const double *X, const double *W, int M, int in, int o
 static void dwt(double *C, const double *D, const double *W, int M, int in, int out, int wt,
                 double beta)
 {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, wt ? CblasNoTrans : CblasTrans, M, in, out, 1.0, D,
+    lnk_gemm(CblasNoTrans, wt ? CblasNoTrans : CblasTrans, M, in, out, 1.0, D,
                 out, W, wt ? in : out, beta, C, in);
 }
 
@@ -25,10 +26,10 @@ static void dwt(double *C, const double *D, const double *W, int M, int in, int 
 static void xtd(double *dW, const double *X, const double *D, int M, int in, int out, int wt)
 {
     if (wt)
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, M, 1.0, D, out, X, in, 1.0,
+        lnk_gemm(CblasTrans, CblasNoTrans, out, in, M, 1.0, D, out, X, in, 1.0,
                     dW, in);
     else
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, out, M, 1.0, X, in, D, out, 1.0,
+        lnk_gemm(CblasTrans, CblasNoTrans, in, out, M, 1.0, X, in, D, out, 1.0,
                     dW, out);
 }
 

@@ -30,7 +30,7 @@ run() { "$L" "$@" --quiet; }
 
 for m in lm_post lm_pre s2s_post s2s_pre; do
     M=(--config $m.json --weights $m.safetensors --batch $m.b.safetensors)
-    for t in 1 2; do
+    for t in 1 2 3; do
         p=$m.t$t; T=(--threads $t)
         run eigs "${M[@]}" "${T[@]}" -k 3 --which both --vectors $p.eigs.vec.safetensors \
             -o $p.eigs.csv
@@ -51,7 +51,7 @@ done
 # The primal pass recomputed every product (--cache-mb 0) and a data set of
 # two chunks, on the medium model.
 M=(--config lm_pre.json --weights lm_pre.safetensors --batch lm_pre.b.safetensors)
-for t in 1 2; do
+for t in 1 2 3; do
     run eigs "${M[@]}" --threads $t -k 2 --cache-mb 0 -o lm_pre.t$t.eigs_nocache.csv
     run eigs "${M[@]}" --threads $t -k 2 --chunk 4 -o lm_pre.t$t.eigs_chunk.csv
     run density "${M[@]}" --threads $t --runs 1 --steps 20 --sigma-fraction 0.02 --chunk 4 \
