@@ -103,13 +103,16 @@ $(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ): $(BUILD)/gen/cflags
 
 # The commit the library is built from (sidecars, --version): rewritten only
 # when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
-# tracked files differ from the commit; "unknown" outside a git checkout.
+# tracked files differ from the commit, apart from what the studies write
+# (results/) and prose (*.md): a study run in a tree whose earlier studies
+# have rewritten results/ is still built from the commit; "unknown" outside a
+# git checkout.
 $(BUILD)/gen/commit.h: FORCE
 	@mkdir -p $(dir $@)
 	@c=unknown; \
 	if [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ]; then \
 	    c=$$(git rev-parse HEAD 2>/dev/null || echo unknown); \
-	    if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then c=$$c-dirty; fi; \
+	    if [ -n "$$(git status --porcelain --untracked-files=no -- . ':(exclude)results' ':(exclude)*.md' 2>/dev/null)" ]; then c=$$c-dirty; fi; \
 	fi; \
 	echo "#define LNK_GIT_COMMIT \"$$c\"" > $@.tmp; \
 	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
