@@ -475,26 +475,38 @@ static void slope_row(lnk_table *tb, const char *sweep, const char *series, cons
     printf("  %-14s %-18s %-28s slope %s (theory %s)\n", sweep, series, what, b, theory_txt);
 }
 
-/* Successive-point slopes d ln(norm) / d ln(x) between neighbouring x, each
- * a two-point weighted fit (standard error from the two seed means' errors):
- * where a power law fits poorly, these show where the exponent changes. */
-static void local_slopes(const sweepdata *s, const char *base, const char *label,
-                         const char *xname)
+/* A table's header: the swept variable (xname, aligned xalign), then each
+ * setting with a point of at least min_n seeds (have[k] says which), right-
+ * aligned.  Returns the columns. */
+static int setting_head(const sweepdata *s, int min_n, const char *xname, char xalign,
+                        const char **head, char *align, int *have)
 {
-    int have[NS] = {0}, nc = 1;
-    const char *head[1 + NS];
-    char align[2 + NS];
+    int nc = 1;
     head[0] = xname;
-    align[0] = 'l';
+    align[0] = xalign;
     for (int k = 0; k < NS; k++) {
+        have[k] = 0;
         for (int i = 0; i < s->nx; i++)
-            have[k] |= s->c[k][i].n > 1;
+            have[k] |= s->c[k][i].n >= min_n;
         if (have[k]) {
             head[nc] = s_name[k];
             align[nc++] = 'r';
         }
     }
     align[nc] = 0;
+    return nc;
+}
+
+/* Successive-point slopes d ln(norm) / d ln(x) between neighbouring x, each
+ * a two-point weighted fit (standard error from the two seed means' errors):
+ * where a power law fits poorly, these show where the exponent changes. */
+static void local_slopes(const sweepdata *s, const char *base, const char *label,
+                         const char *xname)
+{
+    int have[NS];
+    const char *head[1 + NS];
+    char align[2 + NS];
+    int nc = setting_head(s, 2, xname, 'l', head, align, have);
     lnk_table tb;
     CK(lnk_table_init(&tb, nc, head, align));
     for (int i = 0; i + 1 < s->nx; i++) {
@@ -559,19 +571,7 @@ static void norms_table(const sweepdata *s, const char *xname, lnk_table *tb, in
 {
     const char *head[1 + NS];
     char align[2 + NS];
-    head[0] = xname;
-    align[0] = 'r';
-    int nc = 1;
-    for (int k = 0; k < NS; k++) {
-        have[k] = 0;
-        for (int i = 0; i < s->nx; i++)
-            have[k] |= s->c[k][i].n > 0;
-        if (have[k]) {
-            head[nc] = s_name[k];
-            align[nc++] = 'r';
-        }
-    }
-    align[nc] = 0;
+    int nc = setting_head(s, 1, xname, 'r', head, align, have);
     CK(lnk_table_init(tb, nc, head, align));
     for (int i = 0; i < s->nx; i++) {
         int r = lnk_table_new_row(tb), c = 1;
