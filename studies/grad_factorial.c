@@ -315,6 +315,39 @@ static void level_text(int q, int f, const char *lv, const char *what, char *b, 
     snprintf(b, nb, "%d of %d (%s %.2f to %.2f)", m, n, what, lo, hi);
 }
 
+/* The four claims: the quantity, what its fits are called, the test they
+ * are counted by, whether the bound's slope is quoted, the cells quoted
+ * (no task: none), the claim and its source rows. */
+typedef struct {
+    const char *task;
+    int tie, V;
+    const char *setting;
+} claim_cell;
+typedef struct {
+    int q;
+    const char *what, *test;
+    int bound;
+    claim_cell cell[2];
+    const char *claim, *files;
+} claim_row;
+static const claim_row claim_tab[] = {
+    {Q_PRE_L, "slopes", "within 2 se of -1/2", 0,
+     {{"cls", 1, 256, "theorem"}, {"lm", 0, 64, "theorem"}},
+     "Gradient factorial: Pre-LN last-block ||dL/dW2||_F falls as L^(-1/2) with a tied output, "
+     "more slowly with an untied one", "depth_V*_*.csv"},
+    {Q_POST_L, "slopes", "within 2 se of 0", 0,
+     {{"cls", 1, 256, "theorem"}, {"lm", 0, 64, "realistic"}},
+     "Gradient factorial: Post-LN last-block ||dL/dW2||_F flat in L in about half the cells, "
+     "rising slightly in the others", "depth_V*_*.csv"},
+    {Q_POST_D, "exponents", "within 2 se of 1/2", 1, {{NULL, 0, 0, NULL}, {"lm", 0, 64, "theorem"}},
+     "Gradient factorial: Post-LN last-block ||dL/dW2||_F grows as d^(1/2) with a tied output "
+     "only; untied its exponent is near 1", "width_V*_*.csv"},
+    {NQ, "differences", "Pre-LN minus Post-LN exponent above 0 by more than 2 se", 0,
+     {{NULL, 0, 0, NULL}, {NULL, 0, 0, NULL}},
+     "Gradient factorial: the Pre-LN width exponent exceeds Post-LN's only with a tied output",
+     "width_V*_*.csv"},
+};
+
 /* claims.csv: the section's four headline claims, each with the counts and
  * ranges of its fits by output tying (the factor that decides them) and the
  * cells the section quotes (grad/'s default cell, cls, tied, V = 256,
@@ -342,43 +375,23 @@ static void write_claims(study_quoted *Q, const char *Ls, const char *ds, int se
              "the synthetic batches; depth L = %s at d = %d, width d = %s at L = %d; %d seeds; "
              "weighted least squares over the seed means, within 2 se = consistent",
              tasks, Vs, Ls, fixed_of[0], ds, fixed_of[1], seeds);
-    /* 1. Pre-LN slope in L */
-    level_text(Q_PRE_L, 1, "tied", "slopes", a, sizeof a);
-    level_text(Q_PRE_L, 1, "untied", "slopes", b, sizeof b);
-    int n = snprintf(v, sizeof v, "within 2 se of -1/2: tied output %s, untied %s", a, b);
-    char c1[128], c2[128];
-    if (cell_text(Q_PRE_L, "cls", 1, 256, "theorem", 0, c1, sizeof c1))
-        n += snprintf(v + n, sizeof v - (size_t)n, "; cls, tied, V = 256, theorem %s", c1);
-    if (cell_text(Q_PRE_L, "lm", 0, 64, "theorem", 0, c2, sizeof c2))
-        n += snprintf(v + n, sizeof v - (size_t)n, "; lm, untied, V = 64, theorem %s", c2);
-    quoted_claim(Q, "Gradient factorial: Pre-LN last-block ||dL/dW2||_F falls as L^(-1/2) with "
-                 "a tied output, more slowly with an untied one", v, setting, "depth_V*_*.csv");
-    /* 2. Post-LN flat in L */
-    level_text(Q_POST_L, 1, "tied", "slopes", a, sizeof a);
-    level_text(Q_POST_L, 1, "untied", "slopes", b, sizeof b);
-    n = snprintf(v, sizeof v, "within 2 se of 0: tied output %s, untied %s", a, b);
-    if (cell_text(Q_POST_L, "cls", 1, 256, "theorem", 0, c1, sizeof c1))
-        n += snprintf(v + n, sizeof v - (size_t)n, "; cls, tied, V = 256, theorem %s", c1);
-    if (cell_text(Q_POST_L, "lm", 0, 64, "realistic", 0, c2, sizeof c2))
-        n += snprintf(v + n, sizeof v - (size_t)n, "; lm, untied, V = 64, realistic %s", c2);
-    quoted_claim(Q, "Gradient factorial: Post-LN last-block ||dL/dW2||_F flat in L in about half "
-                 "the cells, rising slightly in the others", v, setting, "depth_V*_*.csv");
-    /* 3. Post-LN exponent in d */
-    level_text(Q_POST_D, 1, "tied", "exponents", a, sizeof a);
-    level_text(Q_POST_D, 1, "untied", "exponents", b, sizeof b);
-    n = snprintf(v, sizeof v, "within 2 se of 1/2: tied output %s, untied %s (d sqrt(ln d) "
-                 "has log-log slope %.2f over the same d)", a, b, bslope);
-    if (cell_text(Q_POST_D, "lm", 0, 64, "theorem", 0, c2, sizeof c2))
-        n += snprintf(v + n, sizeof v - (size_t)n, "; lm, untied, V = 64, theorem %s", c2);
-    quoted_claim(Q, "Gradient factorial: Post-LN last-block ||dL/dW2||_F grows as d^(1/2) with "
-                 "a tied output only; untied its exponent is near 1", v, setting, "width_V*_*.csv");
-    /* 4. Pre-LN minus Post-LN exponent in d */
-    level_text(NQ, 1, "tied", "differences", a, sizeof a);
-    level_text(NQ, 1, "untied", "differences", b, sizeof b);
-    snprintf(v, sizeof v, "Pre-LN minus Post-LN exponent above 0 by more than 2 se: tied output "
-             "%s, untied %s", a, b);
-    quoted_claim(Q, "Gradient factorial: the Pre-LN width exponent exceeds Post-LN's only with a "
-                 "tied output", v, setting, "width_V*_*.csv");
+    for (size_t i = 0; i < sizeof claim_tab / sizeof claim_tab[0]; i++) {
+        const claim_row *k = &claim_tab[i];
+        level_text(k->q, 1, "tied", k->what, a, sizeof a);
+        level_text(k->q, 1, "untied", k->what, b, sizeof b);
+        int n = snprintf(v, sizeof v, "%s: tied output %s, untied %s", k->test, a, b);
+        if (k->bound)
+            n += snprintf(v + n, sizeof v - (size_t)n,
+                          " (d sqrt(ln d) has log-log slope %.2f over the same d)", bslope);
+        for (int j = 0; j < 2; j++) {
+            char c[128];
+            const claim_cell *e = &k->cell[j];
+            if (e->task && cell_text(k->q, e->task, e->tie, e->V, e->setting, 0, c, sizeof c))
+                n += snprintf(v + n, sizeof v - (size_t)n, "; %s, %s, V = %d, %s %s", e->task,
+                              e->tie ? "tied" : "untied", e->V, e->setting, c);
+        }
+        quoted_claim(Q, k->claim, v, setting, k->files);
+    }
 }
 
 static void write_text_table(const lnk_table *tb, const char *dir, const char *base,

@@ -475,26 +475,38 @@ static void slope_row(lnk_table *tb, const char *sweep, const char *series, cons
     printf("  %-14s %-18s %-28s slope %s (theory %s)\n", sweep, series, what, b, theory_txt);
 }
 
-/* Successive-point slopes d ln(norm) / d ln(x) between neighbouring x, each
- * a two-point weighted fit (standard error from the two seed means' errors):
- * where a power law fits poorly, these show where the exponent changes. */
-static void local_slopes(const sweepdata *s, const char *base, const char *label,
-                         const char *xname)
+/* A table's header: the swept variable (xname, aligned xalign), then each
+ * setting with a point of at least min_n seeds (have[k] says which), right-
+ * aligned.  Returns the columns. */
+static int setting_head(const sweepdata *s, int min_n, const char *xname, char xalign,
+                        const char **head, char *align, int *have)
 {
-    int have[NS] = {0}, nc = 1;
-    const char *head[1 + NS];
-    char align[2 + NS];
+    int nc = 1;
     head[0] = xname;
-    align[0] = 'l';
+    align[0] = xalign;
     for (int k = 0; k < NS; k++) {
+        have[k] = 0;
         for (int i = 0; i < s->nx; i++)
-            have[k] |= s->c[k][i].n > 1;
+            have[k] |= s->c[k][i].n >= min_n;
         if (have[k]) {
             head[nc] = s_name[k];
             align[nc++] = 'r';
         }
     }
     align[nc] = 0;
+    return nc;
+}
+
+/* Successive-point slopes d ln(norm) / d ln(x) between neighbouring x, each
+ * a two-point weighted fit (standard error from the two seed means' errors):
+ * where a power law fits poorly, these show where the exponent changes. */
+static void local_slopes(const sweepdata *s, const char *base, const char *label,
+                         const char *xname)
+{
+    int have[NS];
+    const char *head[1 + NS];
+    char align[2 + NS];
+    int nc = setting_head(s, 2, xname, 'l', head, align, have);
     lnk_table tb;
     CK(lnk_table_init(&tb, nc, head, align));
     for (int i = 0; i + 1 < s->nx; i++) {
@@ -553,41 +565,53 @@ static void realistic_over_theorem(const sweepdata *s, const char *base)
     }
 }
 
-static void depth_tables(const sweepdata *s, const char *base, const char *label, lnk_table *sl,
-                         sweepfits *fits)
+/* A sweep's norms table: the swept variable (xname), then mean ± sd for each
+ * setting with rows; have[k] says which settings those are. */
+static void norms_table(const sweepdata *s, const char *xname, lnk_table *tb, int *have)
 {
-    memset(fits, 0, sizeof *fits);
-    int have[NS] = {0}, ns = 0;
-    for (int k = 0; k < NS; k++)
-        for (int i = 0; i < s->nx; i++)
-            have[k] |= s->c[k][i].n > 0;
-    for (int k = 0; k < NS; k++)
-        ns += have[k];
-    /* norms */
     const char *head[1 + NS];
-    char align[1 + NS + 1];
-    head[0] = "L";
-    align[0] = 'r';
-    int nc = 1;
-    for (int k = 0; k < NS; k++)
-        if (have[k]) {
-            head[nc] = s_name[k];
-            align[nc++] = 'r';
-        }
-    align[nc] = 0;
-    lnk_table tb;
-    CK(lnk_table_init(&tb, nc, head, align));
+    char align[2 + NS];
+    int nc = setting_head(s, 1, xname, 'r', head, align, have);
+    CK(lnk_table_init(tb, nc, head, align));
     for (int i = 0; i < s->nx; i++) {
-        int r = lnk_table_new_row(&tb), c = 1;
-        lnk_table_set(&tb, r, 0, "%d", s->x[i]);
+        int r = lnk_table_new_row(tb), c = 1;
+        lnk_table_set(tb, r, 0, "%d", s->x[i]);
         for (int k = 0; k < NS; k++)
             if (have[k]) {
                 char b[64] = "";
                 if (s->c[k][i].n)
                     pm(b, sizeof b, &s->c[k][i]);
-                lnk_table_set(&tb, r, c++, "%s", b);
+                lnk_table_set(tb, r, c++, "%s", b);
             }
     }
+}
+
+/* The bound-ratio table's header: the swept variable, then each setting
+ * with rows over its Theorem 1 rate; right-aligned.  Returns the columns. */
+static int bound_head(const char *xname, const int *have, const char **bh, char *align)
+{
+    int nc = 1;
+    bh[0] = xname;
+    for (int k = 0; k < NS; k++)
+        if (have[k])
+            bh[nc++] = k % 2 ? (k < 2 ? "theorem Pre / (d sqrt(ln d / L)) x 1e3"
+                                      : "realistic Pre / (d sqrt(ln d / L)) x 1e3")
+                             : (k < 2 ? "theorem Post / (d sqrt(ln d)) x 1e3"
+                                      : "realistic Post / (d sqrt(ln d)) x 1e3");
+    memset(align, 'r', (size_t)nc);
+    align[nc] = 0;
+    return nc;
+}
+
+static void depth_tables(const sweepdata *s, const char *base, const char *label, lnk_table *sl,
+                         sweepfits *fits)
+{
+    memset(fits, 0, sizeof *fits);
+    int have[NS], ns = 0;
+    lnk_table tb;
+    norms_table(s, "L", &tb, have);
+    for (int k = 0; k < NS; k++)
+        ns += have[k];
     char cap[512], name[128];
     snprintf(cap, sizeof cap, "%s: ||dL/dW2||_F of the last block (%s) against the depth L at "
              "d = %d, "
@@ -666,14 +690,8 @@ static void depth_tables(const sweepdata *s, const char *base, const char *label
     double d = s->d, dl = d * sqrt(log(d)), bv[NS][128];
     int bn[NS] = {0};
     const char *bh[1 + NS];
-    bh[0] = "L";
-    nc = 1;
-    for (int k = 0; k < NS; k++)
-        if (have[k])
-            bh[nc++] = k % 2 ? (k < 2 ? "theorem Pre / (d sqrt(ln d / L)) x 1e3"
-                                      : "realistic Pre / (d sqrt(ln d / L)) x 1e3")
-                             : (k < 2 ? "theorem Post / (d sqrt(ln d)) x 1e3"
-                                      : "realistic Post / (d sqrt(ln d)) x 1e3");
+    char align[2 + NS];
+    int nc = bound_head("L", have, bh, align);
     CK(lnk_table_init(&tb, nc, bh, align));
     for (int i = 0; i < s->nx; i++) {
         int r = lnk_table_new_row(&tb), c = 1;
@@ -1059,34 +1077,9 @@ static void lemma2_gp(void)
 
 static void width_tables(const sweepdata *s, const sweepdata *loss, lnk_table *sl, fitres *fits)
 {
-    int have[NS] = {0};
-    for (int k = 0; k < NS; k++)
-        for (int i = 0; i < s->nx; i++)
-            have[k] |= s->c[k][i].n > 0;
-    const char *head[1 + NS];
-    char align[2 + NS];
-    head[0] = "d";
-    align[0] = 'r';
-    int nc = 1;
-    for (int k = 0; k < NS; k++)
-        if (have[k]) {
-            head[nc] = s_name[k];
-            align[nc++] = 'r';
-        }
-    align[nc] = 0;
+    int have[NS];
     lnk_table tb;
-    CK(lnk_table_init(&tb, nc, head, align));
-    for (int i = 0; i < s->nx; i++) {
-        int r = lnk_table_new_row(&tb), c = 1;
-        lnk_table_set(&tb, r, 0, "%d", s->x[i]);
-        for (int k = 0; k < NS; k++)
-            if (have[k]) {
-                char b[64] = "";
-                if (s->c[k][i].n)
-                    pm(b, sizeof b, &s->c[k][i]);
-                lnk_table_set(&tb, r, c++, "%s", b);
-            }
-    }
+    norms_table(s, "d", &tb, have);
     char cap[512];
     snprintf(cap, sizeof cap, "Width sweep: ||dL/dW2||_F of the last block (%s) against d at "
              "L = %d, %s task; mean ± sd over seeds.", stat_col, s->L, s->task);
@@ -1094,14 +1087,8 @@ static void width_tables(const sweepdata *s, const sweepdata *loss, lnk_table *s
     lnk_table_free(&tb);
 
     const char *bh[1 + NS];
-    bh[0] = "d";
-    nc = 1;
-    for (int k = 0; k < NS; k++)
-        if (have[k])
-            bh[nc++] = k % 2 ? (k < 2 ? "theorem Pre / (d sqrt(ln d / L)) x 1e3"
-                                      : "realistic Pre / (d sqrt(ln d / L)) x 1e3")
-                             : (k < 2 ? "theorem Post / (d sqrt(ln d)) x 1e3"
-                                      : "realistic Post / (d sqrt(ln d)) x 1e3");
+    char align[2 + NS];
+    int nc = bound_head("d", have, bh, align);
     CK(lnk_table_init(&tb, nc, bh, align));
     for (int i = 0; i < s->nx; i++) {
         int r = lnk_table_new_row(&tb), c = 1;
