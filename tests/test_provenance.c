@@ -234,6 +234,29 @@ static void test_cli_sidecar(void **state)
     free(out);
 }
 
+/* The build's commit (Makefile, build/gen/commit.h) is "-dirty" when a
+ * source differs from the commit, not when only results/ or prose does: a
+ * study run after others rewrote results/ is built from the commit. */
+static void test_commit_dirty_rule(void **state)
+{
+    (void)state;
+    char *out;
+    if (tu_run(&out, "git rev-parse --is-inside-work-tree 2>/dev/null") != 0) {
+        free(out);
+        skip();
+    }
+    free(out);
+    const char *d = tu_path("clone");
+    const char *mk = "make -s build/gen/commit.h >/dev/null 2>&1 && "
+                     "grep -c -- '-dirty' build/gen/commit.h";
+    assert_int_equal(tu_run(&out, "git clone -q . '%s' && cd '%s' && { %s; "
+                            "echo x >> results/README.md && %s; "
+                            "echo '/* x */' >> src/core/sys.c && %s; }",
+                            d, d, mk, mk, mk), 0);
+    assert_string_equal(out, "0\n0\n1\n");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_large_file),
         cmocka_unit_test(test_sidecar_record),
         cmocka_unit_test(test_cli_sidecar),
+        cmocka_unit_test(test_commit_dirty_rule),
     };
     return cmocka_run_group_tests_name("provenance", tests, NULL, NULL);
 }
