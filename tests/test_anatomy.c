@@ -318,7 +318,10 @@ static void test_summary(void **state)
     need_bin();
     char *out;
     const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-    int rc = tu_run(&out, "%s '%s/studies/anatomy_summary.py' '%s' lm seq2seq", py, root, OUT());
+    /* the summary writes its sidecars through this build's lnkit (under
+     * check-asan: build-asan's, where build/ may not exist) */
+    int rc = tu_run(&out, "LNKIT='%s' %s '%s/studies/anatomy_summary.py' '%s' lm seq2seq",
+                    tu_lnkit(), py, root, OUT());
     if (rc)
         fail_msg("summary (%d): %s", rc, out);
     free(out);
