@@ -1,6 +1,7 @@
 /* BLAS calls in an order fixed by their shapes (see src/core/blas_fixed.h). */
 #include "core/blas_fixed.h"
 #include "core/par.h"
+#include "lnkit/sys.h"
 
 /* OpenBLAS's threshold: a DGEMM with M N K at most this runs on one thread
  * (interface/gemm.c: SMP_THRESHOLD_MIN x GEMM_MULTITHREAD_THRESHOLD). */
@@ -9,16 +10,16 @@
 
 int lnk_blas1_begin(void)
 {
-    int t = openblas_get_num_threads();
+    int t = lnk_blas_threads();
     if (t > 1)
-        openblas_set_num_threads(1);
+        lnk_set_blas_threads(1);
     return t;
 }
 
 void lnk_blas1_end(int threads)
 {
     if (threads > 1)
-        openblas_set_num_threads(threads);
+        lnk_set_blas_threads(threads);
 }
 
 double lnk_dot(size_t n, const double *x, const double *y)
