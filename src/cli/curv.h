@@ -86,8 +86,8 @@ typedef struct {
     const char *path, *flag;
     int sidecar;
 } cli_curv_out;
-/* Before the hours of work (cli_check_outputs): the outputs, the sidecars of
- * those that have one, and --checkpoint, against the inputs of o (config,
+/* Before the hours of work (cli_check_outputs): the outputs, then the
+ * sidecars of those that have one, then --checkpoint, against the inputs of o (config,
  * weights, batches).  Dies naming the first problem. */
 void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_curv_out *outs,
                             int n);

@@ -81,8 +81,9 @@ void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_c
     int nf = 0, ni = 0;
     if (n > MAX_OUT)
         cli_die("%s: too many output files", cmd);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         of[nf++] = (cli_file){outs[i].path, outs[i].flag};
+    for (int i = 0; i < n; i++) {
         if (outs[i].sidecar && outs[i].path) {
             meta[i] = cli_meta_path(outs[i].path);
             snprintf(label[i], sizeof label[i], "the sidecar of %s", outs[i].flag);
