@@ -311,6 +311,13 @@ static void test_bad_input(void **s)
         {"blocks", "--sigma 1e-12 --block dec.0.attn.wq --no-tensors --group dec.0.attn.wq "
                    "-o o.csv --pairs p.csv", "larger sigma"},
         {"blocks", "-o o.csv --pairs o.csv", "o.csv"},
+        {"blocks", "-o o.csv --pairs o.meta.json", "sidecar of -o"},
+        {"blocks", "-o o.csv --checkpoint c.ckpt", "not resumable"},
+        {"blocks", "-o o.csv --checkpoint-every 3", "not resumable"},
+        {"eigs", "-k 1 -o o.csv --mass o.meta.json", "sidecar of -o"},
+        {"eigs", "-k 1 -o o.csv --checkpoint ../w_lm.safetensors", "--checkpoint"},
+        {"density", "--sigma 0.1 -o o.csv --nodes o.meta.json", "sidecar of -o"},
+        {"trace", "-o ../w_lm.json", "--config"},
         {"blocks", "-o /nonexistent/o.csv", "/nonexistent"},
         {"blocks", "", "-o"},
     };

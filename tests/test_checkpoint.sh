@@ -15,11 +15,7 @@
 # Prints "ok - ..." / "not ok - ..." lines; exit status 1 if any failed.
 set -u
 L=$1
-pass=0; fail=0
-ok() { pass=$((pass + 1)); echo "ok - $*"; }
-bad() { fail=$((fail + 1)); echo "not ok - $*"; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+. "$(cd "$(dirname "$0")" && pwd)/harness.sh"
 export OPENBLAS_NUM_THREADS=1
 
 "$L" init --task seq2seq --d 32 --h 4 --L 2 --V 60 --seed 5 -o m.safetensors >/dev/null 2>&1 &&

@@ -232,16 +232,11 @@ int cmd_blocks(int argc, char **argv)
     if (!sig_kind)
         sig_kind = O_SIGF;
     bo.seed = co.rng_seed;
-    char *meta = cli_meta_path(out), *pmeta = pairs ? cli_meta_path(pairs) : NULL,
-         *dmeta = dens ? cli_meta_path(dens) : NULL;
-    cli_file outs[6] = {{out, "-o"}, {meta, "the sidecar of -o"}, {pairs, "--pairs"},
-                        {pmeta, "the sidecar of --pairs"}, {dens, "--density"},
-                        {dmeta, "the sidecar of --density"}},
-             ins[CLI_MAX_FILES];
-    cli_check_outputs("blocks", outs, 6, ins, cli_curv_inputs(&co, ins));
-    free(meta);
-    free(pmeta);
-    free(dmeta);
+    if (co.checkpoint || co.checkpoint_every)
+        cli_die("blocks: --checkpoint%s: blocks runs are not resumable (the option serves eigs, "
+                "trace and density); run without it", co.checkpoint ? "" : "-every");
+    cli_curv_out outs[3] = {{out, "-o", 1}, {pairs, "--pairs", 1}, {dens, "--density", 1}};
+    cli_curv_check_outputs("blocks", &co, outs, 3);
     /* the model, the data set and the operator once; then the operator is
      * restricted to each block in turn (lnk_hessian_set_block: the kept
      * primal passes serve every block).  --block selects the per-tensor

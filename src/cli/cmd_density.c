@@ -120,12 +120,8 @@ int cmd_density(int argc, char **argv)
         cli_die("density: the kernel width is required: --sigma S (or --sigma-variance, "
                 "--sigma-kappa, --sigma-fraction)");
     so.seed = co.rng_seed;
-    char *meta = cli_meta_path(out);
-    cli_file outs[4] = {{out, "-o"}, {nodes, "--nodes"}, {meta, "the sidecar of -o"},
-                        {co.checkpoint, "--checkpoint"}},
-             ins[CLI_MAX_FILES];
-    cli_check_outputs("density", outs, 4, ins, cli_curv_inputs(&co, ins));
-    free(meta);
+    cli_curv_out outs[2] = {{out, "-o", 1}, {nodes, "--nodes", 0}};
+    cli_curv_check_outputs("density", &co, outs, 2);
     cli_curv s;
     cli_progress prog = {"density", "step", -1e9, &s};
     if (!co.quiet) {

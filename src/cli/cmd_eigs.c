@@ -159,14 +159,8 @@ int cmd_eigs(int argc, char **argv)
     eo.vectors = vec || mass;
     eo.seed = co.rng_seed;
     /* the outputs can be written: checked before the hours of work */
-    char *meta = cli_meta_path(out), *mmeta = mass ? cli_meta_path(mass) : NULL;
-    cli_file outs[6] = {{out, "-o"}, {vec, "--vectors"}, {meta, "the sidecar of -o"},
-                        {co.checkpoint, "--checkpoint"}, {mass, "--mass"},
-                        {mmeta, "the sidecar of --mass"}},
-             ins[CLI_MAX_FILES];
-    cli_check_outputs("eigs", outs, 6, ins, cli_curv_inputs(&co, ins));
-    free(meta);
-    free(mmeta);
+    cli_curv_out outs[3] = {{out, "-o", 1}, {vec, "--vectors", 0}, {mass, "--mass", 1}};
+    cli_curv_check_outputs("eigs", &co, outs, 3);
     cli_curv s;
     cli_curv_open(&s, &co);
     if ((size_t)k > s.block_n)

@@ -88,13 +88,8 @@ int cmd_trace(int argc, char **argv)
     if (to.method == LNK_TRACE_HUTCHPP && to.probes < 4)
         cli_die("trace: --probes must be at least 4 with hutchpp, got %d", to.probes);
     to.seed = co.rng_seed;
-    if (out || co.checkpoint) {
-        char *meta = out ? cli_meta_path(out) : NULL;
-        cli_file outs[3] = {{out, "-o"}, {meta, "the sidecar of -o"},
-                            {co.checkpoint, "--checkpoint"}}, ins[CLI_MAX_FILES];
-        cli_check_outputs("trace", outs, 3, ins, cli_curv_inputs(&co, ins));
-        free(meta);
-    }
+    cli_curv_out outs[1] = {{out, "-o", 1}};
+    cli_curv_check_outputs("trace", &co, outs, 1);
     cli_curv s;
     cli_progress prog = {"trace", "probe", -1e9, &s};
     if (!co.quiet) {

@@ -80,8 +80,17 @@ int cli_reorth(const char *cmd, const char *arg);
 /* The value of --mode full|light, or die naming cmd. */
 int cli_lanczos_mode(const char *cmd, const char *arg);
 
-/* The input files of o (config, weights, batches) into in[]; returns the count. */
-int cli_curv_inputs(const cli_curv_opts *o, cli_file *in);
+/* An output of a curvature command: its path (NULL: not asked for), the
+ * option that named it, and whether a sidecar goes beside it. */
+typedef struct {
+    const char *path, *flag;
+    int sidecar;
+} cli_curv_out;
+/* Before the hours of work (cli_check_outputs): the outputs, then the
+ * sidecars of those that have one, then --checkpoint, against the inputs of o (config,
+ * weights, batches).  Dies naming the first problem. */
+void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_curv_out *outs,
+                            int n);
 
 /* --checkpoint: the identity items every curvature run shares (configuration,
  * weights, batches, chunk, block, seed) added to id, which the command has

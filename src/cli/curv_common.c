@@ -72,14 +72,32 @@ void cli_curv_print_help(void)
     cli_print_model_help();
 }
 
-int cli_curv_inputs(const cli_curv_opts *o, cli_file *in)
+void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_curv_out *outs,
+                            int n)
 {
-    int n = 0;
-    in[n++] = (cli_file){o->mo.config_path, "--config"};
-    in[n++] = (cli_file){o->weights, "--weights"};
+    enum { MAX_OUT = 8 };
+    cli_file of[2 * MAX_OUT + 1], in[CLI_MAX_FILES];
+    char *meta[MAX_OUT] = {NULL}, label[MAX_OUT][48];
+    int nf = 0, ni = 0;
+    if (n > MAX_OUT)
+        cli_die("%s: too many output files", cmd);
+    for (int i = 0; i < n; i++)
+        of[nf++] = (cli_file){outs[i].path, outs[i].flag};
+    for (int i = 0; i < n; i++) {
+        if (outs[i].sidecar && outs[i].path) {
+            meta[i] = cli_meta_path(outs[i].path);
+            snprintf(label[i], sizeof label[i], "the sidecar of %s", outs[i].flag);
+            of[nf++] = (cli_file){meta[i], label[i]};
+        }
+    }
+    of[nf++] = (cli_file){o->checkpoint, "--checkpoint"};
+    in[ni++] = (cli_file){o->mo.config_path, "--config"};
+    in[ni++] = (cli_file){o->weights, "--weights"};
     for (int i = 0; i < o->n_batch; i++)
-        in[n++] = (cli_file){o->batch[i], "--batch"};
-    return n;
+        in[ni++] = (cli_file){o->batch[i], "--batch"};
+    cli_check_outputs(cmd, of, nf, in, ni);
+    for (int i = 0; i < n; i++)
+        free(meta[i]);
 }
 
 void cli_curv_open(cli_curv *s, const cli_curv_opts *o)

@@ -35,41 +35,30 @@ double lnk_cv_nrm2(const lnk_group *g, size_t n, const double *x)
     return sqrt(lnk_cv_dot(g, n, x, x));
 }
 
-double lnk_orthogonalize(const double *V, int k, size_t n, double *x, double *h)
-{
-    int ni = (int)n;
-    if (k <= 0)
-        return cblas_dnrm2(ni, x, 1);
-    /* Classical Gram-Schmidt twice ("twice is enough", Giraud et al. 2005):
-     * each pass is two memory-bound dgemv over the k x n basis. */
-    for (int pass = 0; pass < 2; pass++) {
-        double *c = h + pass * k;
-        lnk_gemv(CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
-        lnk_gemv(CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
-    }
-    for (int i = 0; i < k; i++)
-        h[i] += h[k + i];
-    return cblas_dnrm2(ni, x, 1);
-}
-
+/* Classical Gram-Schmidt twice ("twice is enough", Giraud et al. 2005):
+ * each pass is two memory-bound dgemv over the k x n basis, the
+ * coefficients summed over the group between them. */
 double lnk_cv_orthogonalize(const lnk_group *g, const double *V, int k, size_t n, double *x,
                             double *h)
 {
-    if (!g)
-        return lnk_orthogonalize(V, k, n, x, h);
     int ni = (int)n;
     if (k <= 0)
         return lnk_cv_nrm2(g, n, x);
     for (int pass = 0; pass < 2; pass++) {
         double *c = h + pass * k;
         lnk_gemv(CblasNoTrans, k, ni, 1.0, V, ni, x, 1, 0.0, c, 1);
-        if (gsum(g, c, k) != 0)
+        if (g && gsum(g, c, k) != 0)
             return NAN;
         lnk_gemv(CblasTrans, k, ni, -1.0, V, ni, c, 1, 1.0, x, 1);
     }
     for (int i = 0; i < k; i++)
         h[i] += h[k + i];
     return lnk_cv_nrm2(g, n, x);
+}
+
+double lnk_orthogonalize(const double *V, int k, size_t n, double *x, double *h)
+{
+    return lnk_cv_orthogonalize(NULL, V, k, n, x, h);
 }
 
 /* Column block of the fused update: about this many bytes of basis rows (an

@@ -24,7 +24,7 @@ CMP="python3 $HERE/compare.py"
 LIMIT=120
 MR=(timeout -k 10 $LIMIT mpirun -q --allow-run-as-root --oversubscribe)
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-. "$HERE/harness.sh"
+. "$HERE/../harness.sh"
 
 # --- data: a seq2seq model (one batch of 12 rows) and an lm model (two batch files)
 run "$S" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s2s.safetensors || exit 1

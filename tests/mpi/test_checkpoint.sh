@@ -13,11 +13,7 @@ M=$(cd "${1:-build-mpi}" && pwd)/bin/lnkit
 LIMIT=120
 MR=(timeout -k 10 $LIMIT mpirun -q --allow-run-as-root --oversubscribe)
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-pass=0; fail=0
-ok() { pass=$((pass + 1)); echo "ok - $*"; }
-bad() { fail=$((fail + 1)); echo "not ok - $*"; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+. "$(cd "$(dirname "$0")" && pwd)/../harness.sh"
 
 "$M" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s.safetensors >/dev/null 2>&1 &&
 "$M" batch --synthetic --config s.json --batch 16 --len 8 --seed 1 -o b.safetensors >/dev/null 2>&1 ||

@@ -31,7 +31,7 @@ CMP="python3 $HERE/compare.py"
 # a generous limit: the machine may be shared (a deadlock still fails the test)
 MR=(timeout -k 10 900 mpirun -q --allow-run-as-root --oversubscribe -np 2)
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
-. "$HERE/harness.sh"
+. "$HERE/../harness.sh"
 for f in "$S" "$M" "$DATA/val.de" "$DATA/val.en"; do
     [ -e "$f" ] || { echo "not ok - $f not found"; echo "tests: 0 passed, 1 failed, 0 skipped"; exit 1; }
 done

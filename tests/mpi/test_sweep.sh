@@ -30,14 +30,9 @@ MB=$(cd "${2:-build-mpi}" && pwd) || exit 1
 TIMING="seconds" # wall-clock columns, compared by name: differ between any two runs
 MR=(mpirun -q --allow-run-as-root --oversubscribe -x OPENBLAS_NUM_THREADS -x LNK_FAULT)
 export OPENBLAS_NUM_THREADS=1 LNK_FAULT=
-pass=0; fail=0; skip=0
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
-
-ok() { pass=$((pass + 1)); echo "ok - $*"; }
+. "$(cd "$(dirname "$0")" && pwd)/../harness.sh"
 # limit COMMAND...: at most 120 s (exit status 137 beyond)
 limit() { timeout -s KILL 120 "$@"; }
-bad() { fail=$((fail + 1)); echo "not ok - $*"; }
 
 # csvsame A B: same header and rows, every field equal except the TIMING columns
 cat > csvsame.py <<'EOF'

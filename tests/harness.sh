@@ -1,4 +1,4 @@
-# The MPI test scripts' common harness (sourced after their paths are resolved):
+# The shell tests' common harness (sourced after their paths are resolved):
 # pass/fail/skip counters, a scratch folder removed on exit (the working
 # directory from here on), and the reporting helpers.
 pass=0; fail=0; skip=0
