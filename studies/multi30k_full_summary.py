@@ -20,7 +20,11 @@ quotes) and DIR/claims.csv (rows of its citation table), each CSV with a
     the widths below d = 512 with 2 or more converged seeds (3 widths needed),
     with the slope's standard error and chi^2/dof, and its prediction at
     d = 512 against the measured ratio there (in standard errors of the
-    prediction).
+    prediction);
+  - the check of -k 1 (DIR/k1_check/, if there): runs with the extremes only
+    (-k 1: the same Krylov space, stopped once the top and bottom eigenvalue
+    converge) against the -k 5 runs of the same width, norm and seed: the
+    largest relative difference of the two extremes and the products of each.
 Standard library only.
 """
 import csv
@@ -58,8 +62,24 @@ def load(dirpath):
             bot=float(bot[0]["eigenvalue"]), bot_res=float(bot[0]["residual"]),
             bot_conv=bot[0]["converged"] == "1",
             products=int(meta.get("products_total", meta.get("hvp_products", 0))),
+            k=int(meta.get("k", 0)),
             n_params=int(meta.get("block_size", 0)), steps=meta.get("steps"))
     return runs
+
+
+def check_k1(dirpath, runs):
+    """(check run, main run) pairs of DIR/k1_check/ whose main run is in runs."""
+    sub = os.path.join(dirpath, "k1_check")
+    if not os.path.isdir(sub):
+        return []
+    pairs = []
+    for key, c in sorted(load(sub).items()):
+        if key not in runs:
+            raise SystemExit(f"multi30k_full_summary: k1_check/d{key[0]}_{key[1]}_s{key[2]}: "
+                             "no run of the same width, norm and seed to compare with")
+        c["path"] = os.path.join(sub, f"d{key[0]}_{key[1]}_s{key[2]}_eigs.csv")
+        pairs.append((c, runs[key]))
+    return pairs
 
 
 def mean_sd(xs):
@@ -185,14 +205,14 @@ def main(argv):
            "validation pairs; h = max(1, d/64), d_ff = 4d). A value counts as converged when "
            "lnkit's explicit residual ||Hv - lv|| <= tol max|l| (tol 1e-6).", "",
            ]
-    tab_runs = ["| d | pos | seed | params | products | s/product | hours | top | top residual | conv "
-           "| bottom | bottom residual | conv |",
-           "|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|"]
+    tab_runs = ["| d | pos | seed | k | params | products | s/product | hours | top | top residual "
+                "| conv | bottom | bottom residual | conv |",
+                "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|"]
     for (d, pos, seed), r in sorted(runs.items()):
         ri = runinfo.get(f"d{d}_{pos}_s{seed}", {})
         spp = ri.get("seconds_per_product", "")
         hrs = ri.get("estimated_hours", "")
-        tab_runs.append(f"| {d} | {pos} | {seed} | {r['n_params']} | {r['products']} | {spp} | {hrs} "
+        tab_runs.append(f"| {d} | {pos} | {seed} | {r['k']} | {r['n_params']} | {r['products']} | {spp} | {hrs} "
                    f"| {r['top']:.6g} | {r['top_res']:.2g} | {'yes' if r['top_conv'] else 'no'} "
                    f"| {r['bot']:.6g} | {r['bot_res']:.2g} | {'yes' if r['bot_conv'] else 'no'} |")
     out += tab_runs
@@ -238,6 +258,23 @@ def main(argv):
         [[q, d, f"{r:.17g}"] for q, d, r in sorted(points)]))
     out += ["", "In `trend.csv` (per width) and `trend_points.csv` (per seed), quantity `top` is "
             "the top eigenvalue's ratio and `bot` the abs(bottom) ratio; `trend.png` draws them.", ""]
+    checks = check_k1(dirpath, runs)
+    if checks:
+        worst = max(max(abs(c["top"] - r["top"]) / abs(r["top"]),
+                        abs(c["bot"] - r["bot"]) / abs(r["bot"])) for c, r in checks)
+        share = [c["products"] / r["products"] for c, r in checks]
+        conv = all(c["top_conv"] and c["bot_conv"] for c, _ in checks)
+        values += [("k1_check_runs", str(len(checks))),
+                   ("k1_check_max_rel", f"{worst:.2g}"),
+                   ("k1_check_products", ", ".join(f"{c['products']} against {r['products']}"
+                                                   for c, r in checks)),
+                   ("k1_check_share", f"{min(share):.2f}-{max(share):.2f}"),
+                   ("k1_check_converged", "all" if conv else "not all")]
+        out += [f"Check of -k 1 (`k1_check/`): {len(checks)} runs with the extremes only against "
+                f"the -k {checks[0][1]['k']} runs of the same width, norm and seed: largest relative "
+                f"difference of the top or bottom eigenvalue {worst:.2g}; products "
+                f"{min(share):.2f}-{max(share):.2f} of theirs; extremes converged: "
+                f"{'all' if conv else 'not all'}.", ""]
     fits = []
     for key, label in (("top", "top eigenvalue"), ("bot", "abs(bottom eigenvalue)")):
         pts = [(d, trend[(d, key)]) for d in widths
@@ -294,6 +331,8 @@ def main(argv):
         inputs += [base + ".csv", base + ".meta.json"]
     if os.path.exists(rp):
         inputs.append(rp)
+    for c, _ in checks:
+        inputs += [c["path"], os.path.splitext(c["path"])[0] + ".meta.json"]
     for name, what in (("trend.csv", "Post/Pre ratios per width: mean, sd, count"),
                        ("trend_points.csv", "Post/Pre ratios per width and seed"),
                        ("values.csv", "numbers quoted by results/README.md"),
