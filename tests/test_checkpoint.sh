@@ -10,6 +10,7 @@
 # - a different run is refused with exit 2 and one line naming the item
 #   (an option, the weights, a batch file, the configuration, the command);
 #   a corrupt, truncated or foreign checkpoint: exit 2, one line, no crash;
+# - a basis larger than the disk's free space: exit 2, one line, no files left;
 # - full + partial reorthogonalisation with the basis on disk gives the
 #   extremes of --reorth always to 1e-10 relative.
 # Prints "ok - ..." / "not ok - ..." lines; exit status 1 if any failed.
@@ -154,6 +155,24 @@ else
     bad "orphan ck.basis: exit $rc: $(cat err)"
 fi
 rm -f ck ck.*
+
+# --- a basis larger than the disk's free space: refused before anything is
+# reserved or written (a failed reservation fills the disk on its way), and a
+# fresh run leaves neither file behind; n ~ 3.3e5 parameters, so the rows
+# (n + 1 of n values) need about 0.9 TB
+"$L" init --task lm --d 128 --h 4 --L 1 --V 600 --seed 1 -o big.safetensors >/dev/null 2>&1 &&
+"$L" batch --synthetic --config big.json --batch 2 --len 4 --seed 1 -o bigb.safetensors >/dev/null 2>&1
+rm -f out.csv
+"$L" eigs --config big.json --weights big.safetensors --batch bigb.safetensors -k 1 --which top \
+    --max-steps 16777216 --quiet --checkpoint ck -o out.csv > /dev/null 2>err; rc=$?
+n=$(grep -c . err)
+if [ $rc -eq 2 ] && [ "$n" -eq 1 ] && grep -Eq 'the basis needs [0-9.e+]+ GB .*GB free: fewer rows' err &&
+   [ ! -e ck ] && [ ! -e ck.basis ] && [ ! -e out.csv ]; then
+    ok "a basis larger than the free space: refused, nothing left behind: $(cat err)"
+else
+    bad "basis larger than the free space: exit $rc, $n line(s), files: $(ls ck* out.csv 2>/dev/null | tr '\n' ' '): $(cat err)"
+fi
+rm -f ck ck.* out.*
 
 # --- the mode for the full-size run: full + partial reorthogonalisation with
 # the basis on disk against --reorth always, the extremes to 1e-10 relative

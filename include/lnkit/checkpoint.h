@@ -12,8 +12,9 @@
  * FILE.basis.R (rank R of several), row i at byte 8 n i, and FILE records
  * which rows are valid with a 64-bit checksum of each, so a save costs the new
  * rows only:
- *   mapped (the FULL Lanczos basis): the file, preallocated to max_rows rows,
- *     is mapped shared and the routine builds its basis in it
+ *   mapped (the FULL Lanczos basis): the file, preallocated to max_rows rows
+ *     (a fresh run refuses a file system with less free space, and one that
+ *     cannot reserve them leaves neither file behind), is mapped shared and the routine builds its basis in it
  *     (lnk_ckpt_basis); a save syncs the rows added since the last one
  *     (msync) and checksums them.  Memory stays bounded: the kernel keeps as
  *     much of the basis in its page cache as fits and reads the rest back.

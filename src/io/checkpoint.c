@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "lnkit/checkpoint.h"
@@ -367,11 +368,22 @@ static int open_rows(lnk_ckpt *ck, int create)
         /* all the space now: a full disk must fail here, not as SIGBUS in a store */
         if (ftruncate(ck->fd, 0) != 0)
             return lnk_error(LNK_EIO, "%s: %s: %s", ck->cmd, ck->rows_path, strerror(errno));
+        /* asked first: a reservation that fails fills the disk on its way (and
+         * every other program's writes with it) before it gives up */
+        struct statvfs fs;
+        if (fstatvfs(ck->fd, &fs) == 0 && (double)fs.f_bavail * fs.f_frsize < (double)bytes)
+            return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: the basis needs %.3g GB (%zu "
+                             "rows of %zu values), its file system has %.3g GB free: fewer rows "
+                             "(eigs --max-steps) or a --checkpoint on a larger disk", ck->cmd,
+                             ck->rows_path, bytes / 1e9, ck->max_rows, ck->row_len,
+                             (double)fs.f_bavail * fs.f_frsize / 1e9);
         int e = posix_fallocate(ck->fd, 0, (off_t)bytes);
-        if (e)
+        if (e) {
+            if (ftruncate(ck->fd, 0) != 0) { /* the space back at once; the error is e's */ }
             return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: cannot reserve %.3g GB for "
                              "the basis (%zu rows of %zu values): %s", ck->cmd, ck->rows_path,
                              bytes / 1e9, ck->max_rows, ck->row_len, strerror(e));
+        }
     }
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ck->fd, 0);
     if (m == MAP_FAILED)
@@ -855,7 +867,7 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
     ck->row_len = row_len;
     ck->max_rows = max_rows;
     ck->mapped = mapped;
-    int rc = LNK_OK;
+    int rc = LNK_OK, fresh = 0;
     ck->path = strdup(path);
     ck->cmd = strdup(cmd);
     if (!ck->path || !ck->cmd)
@@ -908,6 +920,7 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
         rc = lnk_error(LNK_EIO, "%s: --checkpoint %s: %s", cmd, path, strerror(errno));
     } else {
         /* a fresh run: no orphan rows file may be replaced; FILE first */
+        fresh = 1;
         if (access(ck->rows_path, F_OK) == 0)
             rc = lnk_error(LNK_EIO, "%s: %s exists but its checkpoint %s does not: remove it "
                            "or choose another --checkpoint", cmd, ck->rows_path, path);
@@ -920,8 +933,20 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
         }
         rc = lnk_comm_agree(rc);
     }
-    if (rc == LNK_OK && mapped)
+    if (rc == LNK_OK && mapped) {
         rc = open_rows(ck, 1);
+        if (fresh) {
+            /* a fresh run that cannot hold its basis leaves neither file behind
+             * (both are its own: an orphan rows file was refused above) */
+            int all = lnk_comm_agree(rc);
+            if (all != LNK_OK) {
+                unlink(ck->rows_path);
+                if (ck->rank == 0)
+                    unlink(path);
+                rc = all;
+            }
+        }
+    }
     if (rc != LNK_OK) {
         lnk_ckpt_close(ck);
         return rc;
