@@ -68,7 +68,7 @@ MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
         FORCE check-results quotes \
         results study-grad study-geometry study-hessian study-multi30k study-demo \
-        study-grad-factorial study-anatomy
+        study-grad-factorial study-anatomy study-anatomy-quick
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
 deps:
@@ -318,13 +318,20 @@ study-demo: deps
 	$(BUILD)/studies/demo_postpre --out results/demo
 
 # Curvature anatomy (issue 17): H, G, F extremes, eigenvector masses, block
-# norms and JS distances against depth and width -> results/anatomy/.
+# norms and JS distances against depth and width -> results/anatomy/ (the
+# issue's ranges: hours, resumable; results/README.md); the quick variant
+# (reduced sizes, about half an hour) -> out/anatomy-quick/.
 study-anatomy: deps
+	$(MAKE) all
+	bash studies/scripts/study_anatomy.sh $(BUILD) --full
+
+study-anatomy-quick: deps
 	$(MAKE) all
 	bash studies/scripts/study_anatomy.sh $(BUILD)
 
-results: study-demo study-grad study-geometry study-hessian study-multi30k study-grad-factorial \
-         study-anatomy
+# The long runs (study-anatomy; studies/multi30k_full.sh) are started on
+# their own, in the background: results/README.md gives their commands.
+results: study-demo study-grad study-geometry study-hessian study-multi30k study-grad-factorial
 
 deps-check:
 	@bash tools/deps.sh --check $(TEST_PKGS)

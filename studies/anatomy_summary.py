@@ -200,6 +200,26 @@ class Table:
         return "\n".join(out) + "\n"
 
 
+def seeds_text(ext, task):
+    """'3 seeds', or '3 seeds (1 at d = 128)' where some widths ran fewer."""
+    per = {}
+    for r in ext:
+        if r["task"] == task:
+            per.setdefault((r["norm_pos"], r["norm"], r["qk_norm"], int(r["L"]), int(r["d"])),
+                           set()).add(r["seed"])
+    counts = [len(v) for v in per.values()]
+    if not counts:
+        return "0 seeds"
+    common = max(set(counts), key=counts.count)
+    other = {}
+    for k, v in per.items():
+        if len(v) != common:
+            other.setdefault(len(v), set()).add(k[4])
+    extra = "; ".join(f"{n} at d = {', '.join(str(x) for x in sorted(ds))}"
+                      for n, ds in sorted(other.items()))
+    return f"{common} seed{'s' if common != 1 else ''}" + (f" ({extra})" if extra else "")
+
+
 # ------------------------------------------------------------------ main
 
 def main(argv):
@@ -219,7 +239,7 @@ def main(argv):
             ref[task] = tuple(extra["lm_ref" if task == "lm" else "s2s_ref"])
             setting[task] = (
                 f"{task}: {extra['lm_data' if task == 'lm' else 's2s_data']}; h = "
-                f"{extra.get('h')}, {extra.get('seeds')} seeds, Lanczos tol {extra.get('tol')} "
+                f"{extra.get('h')}, {seeds_text(ext, task)}, Lanczos tol {extra.get('tol')} "
                 f"(relative), at most {extra.get('eig_steps')} steps; block norms by Hutchinson "
                 f"with {extra.get('probes')} probes; SLQ {extra.get('slq_runs')} x "
                 f"{extra.get('slq_steps')} per kind block, sigma = "
@@ -508,6 +528,8 @@ def main(argv):
                         if r["converged"] != "1"))
     val("checks.unconverged_kinds", ", ".join(unconv) if unconv else "none")
     val("points", str(len({(cfg_of(r), r["seed"]) for r in ext})))
+    for task in sorted(setting):
+        val(f"settings.{task}.seeds", seeds_text(ext, task))
     for p, w in walls.items():
         val(f"wall_seconds.{os.path.basename(os.path.normpath(p))}", f"{w:.0f}")
     out.csv("values.csv", ["name", "value"], V, "numbers quoted by results/README.md")
@@ -540,10 +562,14 @@ def main(argv):
     claim("Mass of H's top eigenvector on the query weights, Post-LN / Pre-LN", "lm",
           "lm/mass.csv", "{} / {}", "lm.post.layernorm.none.L4.d32.mass.H_top.Q",
           "lm.pre.layernorm.none.L4.d32.mass.H_top.Q")
-    claim("Value/query block-norm ratio ||H_VV||_F / ||H_QQ||_F, first and last layer of an "
-          "8-layer model (Ormaniec et al.)", "lm", "lm/blocknorms.csv",
-          "Post-LN {} -> {}; Pre-LN {} -> {}", "lm.post.layer0.H_ratio_VQ",
-          "lm.post.layer7.H_ratio_VQ", "lm.pre.layer0.H_ratio_VQ", "lm.pre.layer7.H_ratio_VQ")
+    # the per-layer profile is the deepest lm point's (layers.csv)
+    Lp = max((x[2] for x in lrows if x[0] == "lm"), default=None)
+    if Lp is not None:
+        claim("Value/query block-norm ratio ||H_VV||_F / ||H_QQ||_F, first and last layer of a "
+              f"{Lp}-layer model (Ormaniec et al.)", "lm", "lm/blocknorms.csv",
+              "Post-LN {} -> {}; Pre-LN {} -> {}", "lm.post.layer0.H_ratio_VQ",
+              f"lm.post.layer{Lp - 1}.H_ratio_VQ", "lm.pre.layer0.H_ratio_VQ",
+              f"lm.pre.layer{Lp - 1}.H_ratio_VQ")
     out.csv("claims.csv", ["claim", "value", "setting", "file"], C,
             "rows of the citation table of results/README.md")
 

@@ -375,6 +375,39 @@ static void test_summary(void **state)
         }
     assert_int_equal(found, 1);
     lnk_csvdata_free(&fits);
+    /* the settings name the seeds the rows have (not the last run's --seeds),
+     * and the per-layer claim the deepest lm model's layers */
+    lnk_csvdata vals;
+    snprintf(p, sizeof p, "%s/values.csv", OUT());
+    assert_int_equal(lnk_csvdata_read(p, &vals), LNK_OK);
+    int seen = 0;
+    for (size_t r = 0; r < vals.nrow; r++) {
+        const char *nm = str(&vals, r, "name"), *v = str(&vals, r, "value");
+        const char *want = !strcmp(nm, "settings.lm.seeds")        ? "2 seeds"
+                           : !strcmp(nm, "settings.seq2seq.seeds") ? "1 seed"
+                                                                   : NULL;
+        if (want && strcmp(v, want))
+            fail_msg("%s: '%s', expected '%s'", nm, v, want);
+        seen += want != NULL;
+    }
+    assert_int_equal(seen, 2);
+    lnk_csvdata_free(&vals);
+    snprintf(p, sizeof p, "%s/claims.csv", OUT());
+    assert_int_equal(lnk_csvdata_read(p, &vals), LNK_OK);
+    seen = 0;
+    for (size_t r = 0; r < vals.nrow; r++)
+        seen += strstr(str(&vals, r, "claim"), "last layer of a 3-layer model") != NULL;
+    assert_int_equal(seen, 1);
+    lnk_csvdata_free(&vals);
+    /* fewer seeds at some widths are named with them */
+    rc = tu_run(&out, "cd '%s/studies' && %s -c \"import anatomy_summary as a; "
+                "r = lambda d, s: dict(task='seq2seq', norm_pos='post', norm='layernorm', "
+                "qk_norm='none', L='6', d=str(d), seed=str(s)); "
+                "print(a.seeds_text([r(32, 0), r(32, 1), r(32, 2), r(64, 0), r(64, 1), "
+                "r(64, 2), r(128, 0)], 'seq2seq'))\"", root, py);
+    if (rc || strcmp(out, "3 seeds (1 at d = 128)\n"))
+        fail_msg("seeds_text (%d): %s", rc, out);
+    free(out);
 }
 
 static int same_file(const char *a, const char *b)

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# make study-anatomy: the curvature anatomy at initialisation (issue 17):
-# studies/anatomy computes the rows, the lm points and the seq2seq points as
-# two single-threaded processes side by side (results/anatomy/lm/ and
-# results/anatomy/seq2seq/), then studies/anatomy_summary.py makes the tables,
-# the fits, values.csv and the gnuplot scripts in results/anatomy/ from those
-# files, and gnuplot draws the plots.  Extra arguments go to both study runs.
-# OUT overrides the output directory (the test uses a temporary one).
+# The curvature anatomy at initialisation (issue 17): studies/anatomy computes
+# the rows, the lm points and the seq2seq points as two single-threaded
+# processes side by side (OUT/lm/ and OUT/seq2seq/), then
+# studies/anatomy_summary.py makes the tables, the fits, values.csv and the
+# gnuplot scripts in OUT from those files, and gnuplot draws the plots.  Extra
+# arguments go to both study runs.
 #
 #   bash studies/scripts/study_anatomy.sh BUILD_DIR [--full] [ARGS...]
 #
-# --full: the issue's ranges (hours; start it in the background, see
-# results/README.md's anatomy section for the command and the measured cost).
+# --full (make study-anatomy): the issue's ranges, the committed
+# results/anatomy/ (hours; start it in the background, see results/README.md's
+# anatomy section for the command and the measured cost).  Without it (make
+# study-anatomy-quick, about half an hour): reduced sizes into
+# out/anatomy-quick/ (git-ignored), so that a quick look does not replace the
+# committed files.  OUT overrides the output directory (the test uses a
+# temporary one).
 # lm: depth L = 1, 2, 4, 8, 12, 16, 24 at d = 32 and width d = 32, 64, 128,
 # 256 at L = 4, with the RMSNorm and qk_norm variants at L = 4, d = 32;
 # seq2seq on the first ANATOMY_PAIRS (32) Multi30k pairs: the 6-6 model at
@@ -32,7 +36,7 @@ BUILD=${1:-build}
 shift || true
 full=0
 if [ "${1:-}" = --full ]; then full=1; shift; fi
-out=${OUT:-results/anatomy}
+if [ $full -eq 1 ]; then out=${OUT:-results/anatomy}; else out=${OUT:-out/anatomy-quick}; fi
 PY=$(test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 start=$(date +%s)
 export OPENBLAS_NUM_THREADS=1
