@@ -6,7 +6,7 @@ set logscale y
 set key outside right
 set xlabel 'layer'
 set ylabel '||H_bb||_F'
-set multiplot layout 1,2 title 'lm, L = 8: per-layer Hessian block norms (Ormaniec et al. heterogeneity)'
+set multiplot layout 1,2 title 'lm, L = 24: per-layer Hessian block norms (Ormaniec et al. heterogeneity)'
 set title 'post-LN'
 plot 'layers.csv' skip 1 using (strcol(1) eq 'lm' && strcol(2) eq 'post' && strcol(7) eq 'Q' && strcol(8) eq 'H' ? $6 : NaN):9:10 with yerrorlines pt 1 title 'Q', \
      'layers.csv' skip 1 using (strcol(1) eq 'lm' && strcol(2) eq 'post' && strcol(7) eq 'K' && strcol(8) eq 'H' ? $6 : NaN):9:10 with yerrorlines pt 2 title 'K', \
