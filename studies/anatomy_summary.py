@@ -718,6 +718,7 @@ def gp_layers(out, lrows):
          "set output 'blocknorms.png'",
          "set datafile separator ','",
          "set logscale y",
+         "set format y '%g'",
          "set key outside right",
          "set xlabel 'layer'",
          "set ylabel '||H_bb||_F'",

@@ -3,6 +3,7 @@ set terminal pngcairo size 1200,500 font ',10' noenhanced
 set output 'blocknorms.png'
 set datafile separator ','
 set logscale y
+set format y '%g'
 set key outside right
 set xlabel 'layer'
 set ylabel '||H_bb||_F'
