@@ -16,5 +16,5 @@ plot 'trend_points.csv' using (strcol(1) eq 'top' ? $2 * 0.97 : 1/0):3 skip 1 wi
      'trend_points.csv' using (strcol(1) eq 'bot' ? $2 * 1.03 : 1/0):3 skip 1 with points pt 5 ps 0.6 lc rgb '#d62728' title 'abs(bottom), one seed', \
      'trend.csv' using (strcol(1) eq 'top' && $3 > 1 ? $2 * 0.97 : 1/0):4:($4 - $5):($4 + $5) skip 1 with yerrorbars pt 6 ps 1.4 lc rgb '#1f77b4' title 'top, mean ± sd', \
      'trend.csv' using (strcol(1) eq 'bot' && $3 > 1 ? $2 * 1.03 : 1/0):4:($4 - $5):($4 + $5) skip 1 with yerrorbars pt 4 ps 1.4 lc rgb '#d62728' title 'abs(bottom), mean ± sd', \
-     [24:512] exp(0.5920691900251993 + 0.01781206207149658 * log(x)) with lines dt 2 lc rgb '#1f77b4' title 'fit (top), d^0.02', \
-     [24:512] exp(0.42424186316750745 + 0.06074225741058723 * log(x)) with lines dt 2 lc rgb '#d62728' title 'fit (abs(bottom)), d^0.06'
+     [24:512] exp(0.3171656721575901 + 0.07546687303804261 * log(x)) with lines dt 2 lc rgb '#1f77b4' title 'fit (top), d^0.08', \
+     [24:512] exp(-0.2419835839345727 + 0.22018894924695143 * log(x)) with lines dt 2 lc rgb '#d62728' title 'fit (abs(bottom)), d^0.22'
