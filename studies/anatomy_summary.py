@@ -227,7 +227,7 @@ def main(argv):
     parts = argv[2:] if len(argv) > 2 else ["."]
     names = ["extremes.csv", "mass.csv", "blocknorms.csv", "js.csv"]
     ext, mas, bns, jss = [], [], [], []
-    ref, setting, walls = {}, {}, {}
+    ref, setting, walls, seeds = {}, {}, {}, {}
     for p in parts:
         for lst, n in zip((ext, mas, bns, jss), names):
             lst += read(os.path.join(d, p), n)
@@ -237,9 +237,10 @@ def main(argv):
         # each task's reference point and settings from the run that computed it
         for task in sorted({r["task"] for r in read(os.path.join(d, p), "extremes.csv")}):
             ref[task] = tuple(extra["lm_ref" if task == "lm" else "s2s_ref"])
+            seeds[task] = seeds_text(ext, task)
             setting[task] = (
                 f"{task}: {extra['lm_data' if task == 'lm' else 's2s_data']}; h = "
-                f"{extra.get('h')}, {seeds_text(ext, task)}, Lanczos tol {extra.get('tol')} "
+                f"{extra.get('h')}, {seeds[task]}, Lanczos tol {extra.get('tol')} "
                 f"(relative), at most {extra.get('eig_steps')} steps; block norms by Hutchinson "
                 f"with {extra.get('probes')} probes; SLQ {extra.get('slq_runs')} x "
                 f"{extra.get('slq_steps')} per kind block, sigma = "
@@ -528,8 +529,8 @@ def main(argv):
                         if r["converged"] != "1"))
     val("checks.unconverged_kinds", ", ".join(unconv) if unconv else "none")
     val("points", str(len({(cfg_of(r), r["seed"]) for r in ext})))
-    for task in sorted(setting):
-        val(f"settings.{task}.seeds", seeds_text(ext, task))
+    for task in sorted(seeds):
+        val(f"settings.{task}.seeds", seeds[task])
     for p, w in walls.items():
         val(f"wall_seconds.{os.path.basename(os.path.normpath(p))}", f"{w:.0f}")
     out.csv("values.csv", ["name", "value"], V, "numbers quoted by results/README.md")

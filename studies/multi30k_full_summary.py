@@ -209,25 +209,22 @@ def main(argv):
                 "| conv | bottom | bottom residual | conv |",
                 "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|"]
     for (d, pos, seed), r in sorted(runs.items()):
-        ri = runinfo.get(f"d{d}_{pos}_s{seed}", {})
-        spp = ri.get("seconds_per_product", "")
-        hrs = ri.get("estimated_hours", "")
-        tab_runs.append(f"| {d} | {pos} | {seed} | {r['k']} | {r['n_params']} | {r['products']} | {spp} | {hrs} "
-                   f"| {r['top']:.6g} | {r['top_res']:.2g} | {'yes' if r['top_conv'] else 'no'} "
-                   f"| {r['bot']:.6g} | {r['bot_res']:.2g} | {'yes' if r['bot_conv'] else 'no'} |")
-    out += tab_runs
-    # each run's numbers, for prose about a single run (e.g. the full size)
-    for (d, pos, seed), r in sorted(runs.items()):
         tag = f"d{d}_{pos}_s{seed}"
         ri = runinfo.get(tag, {})
+        spp = ri.get("seconds_per_product", "")
+        hrs = ri.get("estimated_hours", "")
+        # each run's numbers, for prose about a single run (e.g. the full size)
         values += [(f"run.{tag}.top", f"{r['top']:.6g}"), (f"run.{tag}.bottom", f"{r['bot']:.6g}"),
                    (f"run.{tag}.top_residual", f"{r['top_res']:.2g}"),
                    (f"run.{tag}.bottom_residual", f"{r['bot_res']:.2g}"),
                    (f"run.{tag}.converged", "both" if r["top_conv"] and r["bot_conv"] else
                     "not both"), (f"run.{tag}.products", str(r["products"]))]
-        for col in ("seconds_per_product", "estimated_hours"):
-            if ri.get(col):
-                values.append((f"run.{tag}.{col}", ri[col]))
+        values += [(f"run.{tag}.{c}", v) for c, v in (("seconds_per_product", spp),
+                                                      ("estimated_hours", hrs)) if v]
+        tab_runs.append(f"| {d} | {pos} | {seed} | {r['k']} | {r['n_params']} | {r['products']} | {spp} | {hrs} "
+                   f"| {r['top']:.6g} | {r['top_res']:.2g} | {'yes' if r['top_conv'] else 'no'} "
+                   f"| {r['bot']:.6g} | {r['bot_res']:.2g} | {'yes' if r['bot_conv'] else 'no'} |")
+    out += tab_runs
     n_conv = sum(r["top_conv"] + r["bot_conv"] for r in runs.values())
     values += [("runs", str(len(runs))), ("extremes_converged", str(n_conv)),
                ("extremes", str(2 * len(runs)))]

@@ -378,12 +378,10 @@ static int open_rows(lnk_ckpt *ck, int create)
                              ck->rows_path, bytes / 1e9, ck->max_rows, ck->row_len,
                              (double)fs.f_bavail * fs.f_frsize / 1e9);
         int e = posix_fallocate(ck->fd, 0, (off_t)bytes);
-        if (e) {
-            if (ftruncate(ck->fd, 0) != 0) { /* the space back at once; the error is e's */ }
+        if (e) /* only a fresh run gets here; lnk_ckpt_open removes its files */
             return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: cannot reserve %.3g GB for "
                              "the basis (%zu rows of %zu values): %s", ck->cmd, ck->rows_path,
                              bytes / 1e9, ck->max_rows, ck->row_len, strerror(e));
-        }
     }
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, ck->fd, 0);
     if (m == MAP_FAILED)
