@@ -138,16 +138,14 @@ def ratios(runs, d, key, conv):
 def fit_trend(pts):
     """log(ratio) = a + b log(d), weighted by the seed spread of log(ratio) at each d."""
     xs = [math.log(d) for d, _ in pts]
-    ys = [mean_sd([math.log(r) for r in rs])[0] for _, rs in pts]
-    ses = [max(mean_sd([math.log(r) for r in rs])[1] / math.sqrt(len(rs)), 1e-12)
-           for _, rs in pts]
+    ns = [len(rs) for _, rs in pts]
+    ys, sds = zip(*(mean_sd([math.log(r) for r in rs]) for _, rs in pts))
+    ses = [max(sd / math.sqrt(n), 1e-12) for sd, n in zip(sds, ns)]
     a, b, seb, chi, (vaa, vab, vbb) = wls(xs, ys, ses)
     x0 = math.log(TARGET)
     # one seed's scatter about its width's mean (pooled over the fitted widths): a
     # measured point from m seeds is compared with sqrt(sep^2 + sd_seed^2 / m)
-    dof = sum(len(rs) - 1 for _, rs in pts)
-    sd_seed = math.sqrt(sum((len(rs) - 1) * mean_sd([math.log(r) for r in rs])[1] ** 2
-                            for _, rs in pts) / dof)
+    sd_seed = math.sqrt(sum((n - 1) * sd ** 2 for sd, n in zip(sds, ns)) / sum(n - 1 for n in ns))
     return dict(a=a, b=b, seb=seb, chi=chi, pred=a + b * x0,
                 sep=math.sqrt(vaa + 2 * vab * x0 + vbb * x0 * x0), sd_seed=sd_seed)
 
@@ -313,16 +311,15 @@ def main(argv):
         meas = trend.get((TARGET, key), [])
         if meas:
             m = mean_sd([math.log(r) for r in meas])[0]
-            sall = math.sqrt(ft["sep"] ** 2 + ft["sd_seed"] ** 2 / len(meas))
-            txt += (f"; measured {math.exp(m):.3g} from {len(meas)} seed(s), "
-                    f"{(m - ft['pred']) / ft['sep']:+.1f} standard errors of the prediction "
-                    f"from it, {(m - ft['pred']) / sall:+.1f} with the scatter of "
+            z = (m - ft["pred"]) / ft["sep"]
+            z_all = (m - ft["pred"]) / math.sqrt(ft["sep"] ** 2 + ft["sd_seed"] ** 2 / len(meas))
+            txt += (f"; measured {math.exp(m):.3g} from {len(meas)} seed(s), {z:+.1f} standard "
+                    f"errors of the prediction from it, {z_all:+.1f} with the scatter of "
                     f"{len(meas)} seed(s) about a width's mean added (one seed: x/ "
                     f"{math.exp(ft['sd_seed']):.3g}, pooled over the fitted widths).")
             values += [(f"{key}_trend_meas", f"{math.exp(m):.3g}"),
-                       (f"{key}_trend_meas_n", str(len(meas))),
-                       (f"{key}_trend_meas_sigma", f"{(m - ft['pred']) / ft['sep']:+.1f}"),
-                       (f"{key}_trend_meas_sigma_all", f"{(m - ft['pred']) / sall:+.1f}"),
+                       (f"{key}_trend_meas_sigma", f"{z:+.1f}"),
+                       (f"{key}_trend_meas_sigma_all", f"{z_all:+.1f}"),
                        (f"{key}_trend_seed_f", f"{math.exp(ft['sd_seed']):.3g}")]
         else:
             txt += f"; not measured (converged) at d = {TARGET} yet."
