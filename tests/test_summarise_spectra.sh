@@ -9,6 +9,8 @@
 #     and is flagged in per_seed.md; a block pair whose Pre-LN value is marked
 #     converged enters the block comparisons (count + 1);
 #   - hessian: a block marked unconverged leaves its pair out (30 -> 29);
+#   - multi30k_full: the width fit, its prediction at d = 512 and the measured point's
+#     distances from it, on made-up runs whose answer is known in closed form;
 #   - a directory without raw rows: exit 2, one line, nothing written.
 #   bash tests/test_summarise_spectra.sh [BUILD_DIR]      (PYTHON: a python3 with numpy)
 set -euo pipefail
@@ -113,6 +115,42 @@ n1=$(val "$tmp/h" block_pairs_compared)
 [ "$n1" -eq $((n0 - 1)) ] || fail "hessian: block pairs $n0 -> $n1 after marking one unconverged"
 grep -q "| 2 of 3 |" "$tmp/h/blocks_table.md" || fail "hessian: blocks_table.md does not show 2 of 3"
 
+# multi30k_full's width trend on made-up runs whose answer is known in closed form:
+# log(Post/Pre) = 0.25 ln d ± 0.1 (two seeds) at d = 32, 64, 128, so the weighted fit
+# (equal weights, se = 0.1) has slope 0.25 ± 0.1 / (sqrt 2 ln 2), chi^2 0, a pooled seed sd of
+# 0.1 sqrt 2, and predicts ln r = 0.25 ln 512 with se 0.1 sqrt(29/6) (OLS: 1/3 +
+# (x0 - mean x)^2 / Sxx, x = 5, 6, 7, x0 = 9 in units of ln 2). One seed at d = 512 is
+# put 0.1 sqrt(41/6) above it: 1 se once one seed's scatter (0.1 sqrt 2) is added,
+# sqrt(41/29) = 1.19 se of the prediction alone.
+mkdir "$tmp/full"
+"$PYTHON" - "$tmp/full" <<'PY'
+import json, math, sys
+d = sys.argv[1]
+def run(w, pos, seed, lam):
+    with open(f"{d}/d{w}_{pos}_s{seed}_eigs.csv", "w") as f:
+        f.write(f"which,index,eigenvalue,residual,converged\ntop,0,{lam!r},1e-9,1\n"
+                f"bottom,0,{-lam!r},1e-9,1\n")
+    json.dump({"k": 1, "products_total": 10, "block_size": 1000},
+              open(f"{d}/d{w}_{pos}_s{seed}_eigs.meta.json", "w"))
+for w in (32, 64, 128):
+    for seed, e in ((0, 0.1), (1, -0.1)):
+        run(w, "pre", seed, 10.0)
+        run(w, "post", seed, 10.0 * math.exp(0.25 * math.log(w) + e))
+run(512, "pre", 0, 10.0)
+run(512, "post", 0, 10.0 * math.exp(0.25 * math.log(512) + 0.1 * math.sqrt(41 / 6)))
+PY
+LNKIT=$BUILD/bin/lnkit "$PYTHON" studies/multi30k_full_summary.py "$tmp/full" >/dev/null
+for q in top bot; do
+    for kv in "trend_b=0.250 ± 0.102" "trend_pred=4.76" "trend_pred_f=1.25" \
+              "trend_seed_f=1.15" "trend_meas_sigma=+1.2" "trend_meas_sigma_all=+1.0" \
+              "trend_meas=6.18"; do
+        got=$(val "$tmp/full" "${q}_${kv%%=*}")
+        [ "$got" = "${kv#*=}" ] || fail "multi30k_full: ${q}_${kv%%=*} = '$got', expected '${kv#*=}'"
+    done
+    chi=$(val "$tmp/full" "${q}_trend_chi2")
+    awk -v c="$chi" 'BEGIN { exit !(c + 0 < 1e-12) }' || fail "multi30k_full: ${q}_trend_chi2 = $chi, expected 0"
+done
+
 # no raw rows: one line, exit 2, nothing written
 mkdir "$tmp/empty"
 for p in "$M" "$H"; do
@@ -120,4 +158,4 @@ for p in "$M" "$H"; do
     [ "$(grep -c . "$tmp/err")" -eq 1 ] || fail "$p: expected one line, got: $(cat "$tmp/err")"
     [ -z "$(ls -A "$tmp/empty")" ] || fail "$p: left files in an empty directory: $(ls "$tmp/empty")"
 done
-echo "test_summarise_spectra: passed (medians, counts, mean ± sd and the weighted slope recomputed; unconverged values left out of comparisons; empty directory refused)"
+echo "test_summarise_spectra: passed (medians, counts, mean ± sd and the weighted slope recomputed; unconverged values left out of comparisons; the multi30k_full width fit and its d = 512 comparison on a closed-form case; empty directory refused)"
