@@ -304,6 +304,7 @@ def main(argv):
                f"{ft['seb']:.3f} (chi^2/dof {ft['chi']:.2g}); predicted at d = {TARGET}: "
                f"{math.exp(ft['pred']):.3g} (x/ {math.exp(ft['sep']):.3g})")
         values += [(f"{key}_trend_b", f"{ft['b']:.3f} ± {ft['seb']:.3f}"),
+                   (f"{key}_trend_b_z", f"{ft['b'] / ft['seb']:.1f}"),
                    (f"{key}_trend_chi2", f"{ft['chi']:.2g}"),
                    (f"{key}_trend_pred", f"{math.exp(ft['pred']):.3g}"),
                    (f"{key}_trend_pred_f", f"{math.exp(ft['sep']):.3g}"),

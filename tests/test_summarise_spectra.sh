@@ -121,7 +121,7 @@ grep -q "| 2 of 3 |" "$tmp/h/blocks_table.md" || fail "hessian: blocks_table.md 
 # 0.1 sqrt 2, and predicts ln r = 0.25 ln 512 with se 0.1 sqrt(29/6) (OLS: 1/3 +
 # (x0 - mean x)^2 / Sxx, x = 5, 6, 7, x0 = 9 in units of ln 2). One seed at d = 512 is
 # put 0.1 sqrt(41/6) above it: 1 se once one seed's scatter (0.1 sqrt 2) is added,
-# sqrt(41/29) = 1.19 se of the prediction alone.
+# sqrt(41/29) = 1.19 se of the prediction alone; the slope is 2.5 of its se (sqrt 2 ln 2 / 0.4).
 mkdir "$tmp/full"
 "$PYTHON" - "$tmp/full" <<'PY'
 import json, math, sys
@@ -143,7 +143,7 @@ LNKIT=$BUILD/bin/lnkit "$PYTHON" studies/multi30k_full_summary.py "$tmp/full" >/
 for q in top bot; do
     for kv in "trend_b=0.250 ± 0.102" "trend_pred=4.76" "trend_pred_f=1.25" \
               "trend_seed_f=1.15" "trend_meas_sigma=+1.2" "trend_meas_sigma_all=+1.0" \
-              "trend_meas=6.18"; do
+              "trend_meas=6.18" "trend_b_z=2.5"; do
         got=$(val "$tmp/full" "${q}_${kv%%=*}")
         [ "$got" = "${kv#*=}" ] || fail "multi30k_full: ${q}_${kv%%=*} = '$got', expected '${kv#*=}'"
     done
