@@ -16,5 +16,5 @@ plot 'trend_points.csv' using (strcol(1) eq 'top' ? $2 * 0.97 : 1/0):3 skip 1 wi
      'trend_points.csv' using (strcol(1) eq 'bot' ? $2 * 1.03 : 1/0):3 skip 1 with points pt 5 ps 0.6 lc rgb '#d62728' title 'abs(bottom), one seed', \
      'trend.csv' using (strcol(1) eq 'top' && $3 > 1 ? $2 * 0.97 : 1/0):4:($4 - $5):($4 + $5) skip 1 with yerrorbars pt 6 ps 1.4 lc rgb '#1f77b4' title 'top, mean ± sd', \
      'trend.csv' using (strcol(1) eq 'bot' && $3 > 1 ? $2 * 1.03 : 1/0):4:($4 - $5):($4 + $5) skip 1 with yerrorbars pt 4 ps 1.4 lc rgb '#d62728' title 'abs(bottom), mean ± sd', \
-     [24:512] exp(0.3171656721575901 + 0.07546687303804261 * log(x)) with lines dt 2 lc rgb '#1f77b4' title 'fit (top), d^0.08', \
-     [24:512] exp(-0.2419835839345727 + 0.22018894924695143 * log(x)) with lines dt 2 lc rgb '#d62728' title 'fit (abs(bottom)), d^0.22'
+     [24:512] exp(0.10097772916233078 + 0.12080741681617163 * log(x)) with lines dt 2 lc rgb '#1f77b4' title 'fit (top), d^0.12', \
+     [24:512] exp(-0.15228906253310714 + 0.19872250005093894 * log(x)) with lines dt 2 lc rgb '#d62728' title 'fit (abs(bottom)), d^0.20'
