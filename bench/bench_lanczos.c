@@ -15,9 +15,14 @@
  * write): to tell how much of the product's slowdown inside the loop the
  * helper causes.
  *
+ * --pretouch: write the whole basis before the first step (its time
+ * reported apart, not in the steps): the steps then run on memory the guest
+ * already holds, which tells the host's first-touch cost of each new row (a
+ * VM's, see bench/PROFILE.md) from the rest of the step.
+ *
  * usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre]
  *                      [--reorth partial|always] [--prefault ahead|step|none]
- *                      [--repeat R] [--csv FILE] */
+ *                      [--repeat R] [--pretouch] [--csv FILE] */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +52,7 @@ int main(int argc, char **argv)
 {
     study_init("bench_lanczos"); /* the best OpenBLAS kernel (may re-exec) */
     int threads = 0, steps = 80, repeat = 5, reorth = LNK_REORTH_PARTIAL;
-    int prefault = LNK_PREFAULT_AHEAD;
+    int prefault = LNK_PREFAULT_AHEAD, pretouch = 0;
     const char *pf_name[] = {"ahead", "step", "none"};
     const char *pos = "post", *csv = NULL;
     for (int i = 1; i < argc; i++) {
@@ -59,6 +64,8 @@ int main(int argc, char **argv)
             repeat = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--norm-pos"))
             pos = argv[++i];
+        else if (!strcmp(argv[i], "--pretouch"))
+            pretouch = 1;
         else if (i + 1 < argc && !strcmp(argv[i], "--csv"))
             csv = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--prefault")) {
@@ -79,7 +86,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre] "
                             "[--reorth partial|always] [--prefault ahead|step|none] "
-                            "[--repeat R] [--csv FILE]\n");
+                            "[--repeat R] [--pretouch] [--csv FILE]\n");
             return 2;
         }
     }
@@ -126,9 +133,15 @@ int main(int argc, char **argv)
         die();
     w->reorth = reorth;
     w->prefault = prefault;
+    double t_pre = lnk_now();
+    if (pretouch)
+        memset(w->V, 0, sizeof(double) * (size_t)(steps + 1) * n); /* rows 0..m */
+    t_pre = lnk_now() - t_pre;
     if (lnk_lanczos_start(w, NULL, 0))
         die();
     printf("H v alone (primal pass kept): median %.4f s of %d\n", alone, repeat);
+    if (pretouch)
+        printf("basis written before the run (--pretouch): %.2f s, not in the steps\n", t_pre);
     printf("basis memory: %.1f MB for %d steps ((m+1) n doubles); Hessian workspace %.1f MB\n",
            lnk_lanczos_bytes(n, steps, LNK_LANCZOS_FULL) / 1e6, steps,
            lnk_hessian_workspace_bytes(h) / 1e6);
