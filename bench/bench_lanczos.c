@@ -180,12 +180,13 @@ int main(int argc, char **argv)
             return 2;
         }
         fprintf(f, "reorth,threads,kernel,steps,hv_alone_s,tail_step_s,tail_hv_s,tail_vector_s,"
-                   "tail_first_touch_s,step_over_hv,n_reorth,reorth_rows,total_s,prefault\n");
-        fprintf(f, "%s,%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,%d,%.0f,%.3f,%s\n",
+                   "tail_first_touch_s,step_over_hv,n_reorth,reorth_rows,total_s,prefault,pretouch,"
+                   "pretouch_s\n");
+        fprintf(f, "%s,%d,%s,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.4f,%d,%.0f,%.3f,%s,%d,%.3f\n",
                 reorth == LNK_REORTH_PARTIAL ? "partial" : "always", lnk_blas_threads(),
                 lnk_blas_kernel(), w->steps, alone, step_tail, apply_tail, tail_orth / 20,
                 tail_touch / 20, step_tail / alone, w->n_reorth, w->reorth_rows, tot,
-                pf_name[prefault]);
+                pf_name[prefault], pretouch, pretouch ? t_pre : 0.0);
         fclose(f);
     }
     lnk_lanczos_free(w);

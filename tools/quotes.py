@@ -154,13 +154,29 @@ def gen_bench_lanczos():
         # full reorthogonalisation: 2 x classical Gram-Schmidt = 4 passes over j rows at step j
         f"| basis rows read (full reorthogonalisation: {2 * steps * (steps + 1)}) "
         f"| {col(r, 'reorth_rows', BL):.0f} |",
-        f"| BLAS kernel, threads | {r['kernel']}, {r['threads']} |"])
+        f"| BLAS kernel, threads | {r['kernel']}, {r['threads']} |"] + pretouched(steps))
 
 
-def lanczos():
-    rows = read_csv(BL)
+def pretouched(steps):
+    """The rows of the run with the basis written before it, where the file has one."""
+    if not any(r.get("pretouch") == "1" for r in read_csv(BL)):
+        return []
+    p = lanczos(pretouch=True)
+    return [f"| the same with the basis written before the run (`--pretouch`, "
+            f"{fx(col(p, 'pretouch_s', BL), 3)} s apart): mean step over steps 61-{steps}, s "
+            f"| {fx(col(p, 'tail_step_s', BL), 3)} |",
+            f"| of which the product, s | {fx(col(p, 'tail_hv_s', BL), 3)} |",
+            f"| of which the vector work, s | {fx(col(p, 'tail_vector_s', BL), 3)} |",
+            f"| step / product without the first writes (`--pretouch`) "
+            f"| {fx(col(p, 'step_over_hv', BL), 2)} |"]
+
+
+def lanczos(pretouch=False):
+    """The row of bench_lanczos.csv as eigs runs (fresh memory), or the --pretouch one."""
+    rows = [r for r in read_csv(BL) if r.get("pretouch", "0") == ("1" if pretouch else "0")]
     if len(rows) != 1:
-        raise QuoteError(f"{BL}: expected one row, found {len(rows)}")
+        raise QuoteError(f"{BL}: expected one row with pretouch = {int(pretouch)}, "
+                         f"found {len(rows)}")
     return rows[0]
 
 
