@@ -144,9 +144,7 @@ def gen_bench_lanczos():
         f"| steps | {steps} |",
         f"| product alone (mean of its median before and after the run), s "
         f"| {fx(col(r, 'hv_alone_s', BL), 3)} |",
-        f"| mean step over steps 61-{steps}, s | {fx(col(r, 'tail_step_s', BL), 3)} |",
-        f"| of which the product, s | {fx(col(r, 'tail_hv_s', BL), 3)} |",
-        f"| of which the vector work, s | {fx(col(r, 'tail_vector_s', BL), 3)} |",
+        *step_split(r, f"mean step over steps 61-{steps}, s"),
         f"| of which first writes to new basis rows left outside the product, s "
         f"| {fx(col(r, 'tail_first_touch_s', BL), 3)} |",
         f"| step / product (target 1.15) | {fx(col(r, 'step_over_hv', BL), 2)} |",
@@ -157,23 +155,31 @@ def gen_bench_lanczos():
         f"| BLAS kernel, threads | {r['kernel']}, {r['threads']} |"] + pretouched(steps))
 
 
+def step_split(r, label):
+    """A bench_lanczos row's mean tail step and its split into product and vector work."""
+    return [f"| {label} | {fx(col(r, 'tail_step_s', BL), 3)} |",
+            f"| of which the product, s | {fx(col(r, 'tail_hv_s', BL), 3)} |",
+            f"| of which the vector work, s | {fx(col(r, 'tail_vector_s', BL), 3)} |"]
+
+
 def pretouched(steps):
     """The rows of the run with the basis written before it, where the file has one."""
-    if not any(r.get("pretouch") == "1" for r in read_csv(BL)):
+    p = lanczos(pretouch=True, optional=True)
+    if p is None:
         return []
-    p = lanczos(pretouch=True)
-    return [f"| the same with the basis written before the run (`--pretouch`, "
-            f"{fx(col(p, 'pretouch_s', BL), 3)} s apart): mean step over steps 61-{steps}, s "
-            f"| {fx(col(p, 'tail_step_s', BL), 3)} |",
-            f"| of which the product, s | {fx(col(p, 'tail_hv_s', BL), 3)} |",
-            f"| of which the vector work, s | {fx(col(p, 'tail_vector_s', BL), 3)} |",
-            f"| step / product without the first writes (`--pretouch`) "
-            f"| {fx(col(p, 'step_over_hv', BL), 2)} |"]
+    return step_split(p, f"the same with the basis written before the run (`--pretouch`, "
+                         f"{fx(col(p, 'pretouch_s', BL), 3)} s apart): mean step over steps "
+                         f"61-{steps}, s") + [
+        f"| step / product without the first writes (`--pretouch`) "
+        f"| {fx(col(p, 'step_over_hv', BL), 2)} |"]
 
 
-def lanczos(pretouch=False):
-    """The row of bench_lanczos.csv as eigs runs (fresh memory), or the --pretouch one."""
+def lanczos(pretouch=False, optional=False):
+    """The row of bench_lanczos.csv as eigs runs (fresh memory), or the --pretouch one;
+    optional: None where the file has no such row."""
     rows = [r for r in read_csv(BL) if r.get("pretouch", "0") == ("1" if pretouch else "0")]
+    if optional and not rows:
+        return None
     if len(rows) != 1:
         raise QuoteError(f"{BL}: expected one row with pretouch = {int(pretouch)}, "
                          f"found {len(rows)}")
