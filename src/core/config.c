@@ -38,31 +38,36 @@ typedef struct {
     const char *const *names;  /* KIND_ENUM: value names, index = enum value */
     long long min;             /* KIND_INT: smallest allowed value */
     int derived;               /* -1 = unset until finalize (d_ff, L_enc, ...) */
+    const char *arg, *help;    /* for the flags' help (lnk_config_describe) */
+    const char *derive;        /* derived keys: their default, as MODEL.md §8 gives it */
 } keydef;
 
 static const keydef keys[K_COUNT] = {
-    [K_TASK] = {"task", KIND_ENUM, task_names, 0, 0},
-    [K_NORM_POS] = {"norm_pos", KIND_ENUM, pos_names, 0, 0},
-    [K_NORM] = {"norm", KIND_ENUM, norm_names, 0, 0},
-    [K_QK_NORM] = {"qk_norm", KIND_ENUM, norm_names, 0, 0},
-    [K_D] = {"d", KIND_INT, NULL, 2, 0},
-    [K_H] = {"h", KIND_INT, NULL, 1, 0},
-    [K_D_FF] = {"d_ff", KIND_INT, NULL, 1, 1},
-    [K_L] = {"L", KIND_INT, NULL, 1, 0},
-    [K_L_ENC] = {"L_enc", KIND_INT, NULL, 1, 1},
-    [K_L_DEC] = {"L_dec", KIND_INT, NULL, 1, 1},
+    [K_TASK] = {"task", KIND_ENUM, task_names, 0, 0, NULL, "the task", NULL},
+    [K_NORM_POS] = {"norm_pos", KIND_ENUM, pos_names, 0, 0, NULL, "Post-LN or Pre-LN blocks", NULL},
+    [K_NORM] = {"norm", KIND_ENUM, norm_names, 0, 0, NULL, "the blocks' norms", NULL},
+    [K_QK_NORM] = {"qk_norm", KIND_ENUM, norm_names, 0, 0, NULL, "per-head key/query norm", NULL},
+    [K_D] = {"d", KIND_INT, NULL, 2, 0, "N", "width (even, a multiple of h)", NULL},
+    [K_H] = {"h", KIND_INT, NULL, 1, 0, "N", "attention heads", NULL},
+    [K_D_FF] = {"d_ff", KIND_INT, NULL, 1, 1, "N", "feed-forward width", "4 d"},
+    [K_L] = {"L", KIND_INT, NULL, 1, 0, "N", "depth of every side", NULL},
+    [K_L_ENC] = {"L_enc", KIND_INT, NULL, 1, 1, "N", "encoder depth (seq2seq, cls)", "L"},
+    [K_L_DEC] = {"L_dec", KIND_INT, NULL, 1, 1, "N", "decoder depth (lm, seq2seq)", "L"},
     /* ids 0..3 are the specials <pad> <unk> <bos> <eos> */
-    [K_V] = {"V", KIND_INT, NULL, 4, 0},
-    [K_V_SRC] = {"V_src", KIND_INT, NULL, 4, 1},
-    [K_V_TGT] = {"V_tgt", KIND_INT, NULL, 4, 1},
-    [K_N_CLASSES] = {"n_classes", KIND_INT, NULL, 1, 1},
-    [K_INIT] = {"init", KIND_ENUM, init_names, 0, 0},
-    [K_SEED] = {"seed", KIND_SEED, NULL, 0, 0},
-    [K_EPS] = {"eps", KIND_REAL, NULL, 0, 0},
-    [K_TIE] = {"tie_output", KIND_BOOL, NULL, 0, 0},
-    [K_LS] = {"label_smoothing", KIND_REAL, NULL, 0, 0},
-    [K_N_PARAMS] = {"n_params", KIND_NPARAMS, NULL, 0, 0},
-    [K_PARAM_ORDER] = {"param_order", KIND_ORDER, NULL, 0, 0},
+    [K_V] = {"V", KIND_INT, NULL, 4, 0, "N", "vocabulary of every side (ids 0..3: the specials)",
+             NULL},
+    [K_V_SRC] = {"V_src", KIND_INT, NULL, 4, 1, "N", "source vocabulary (seq2seq, cls)", "V"},
+    [K_V_TGT] = {"V_tgt", KIND_INT, NULL, 4, 1, "N", "target vocabulary (lm, seq2seq)", "V"},
+    [K_N_CLASSES] = {"n_classes", KIND_INT, NULL, 1, 1, "N", "output classes (cls)", "V_src"},
+    [K_INIT] = {"init", KIND_ENUM, init_names, 0, 0, NULL,
+                "initialisation (docs/MODEL.md section 5)", NULL},
+    [K_SEED] = {"seed", KIND_SEED, NULL, 0, 0, "N", "initialisation seed", NULL},
+    [K_EPS] = {"eps", KIND_REAL, NULL, 0, 0, "X", "norm epsilon, >= 0", NULL},
+    [K_TIE] = {"tie_output", KIND_BOOL, NULL, 0, 0, "true|false",
+               "output layer tied to the target embedding", NULL},
+    [K_LS] = {"label_smoothing", KIND_REAL, NULL, 0, 0, "A", "label smoothing, 0 <= A < 1", NULL},
+    [K_N_PARAMS] = {"n_params", KIND_NPARAMS, NULL, 0, 0, NULL, NULL, NULL},
+    [K_PARAM_ORDER] = {"param_order", KIND_ORDER, NULL, 0, 0, NULL, NULL, NULL},
 };
 
 const char *const lnk_config_keys[] = {
@@ -1069,6 +1074,45 @@ char *lnk_config_to_json(const lnk_config *c, size_t n_params, const char *const
     free(s);
     return out;
 }
+
+/* ------------------------------------------------------------ key docs */
+
+int lnk_config_describe(int i, lnk_config_key_doc *doc)
+{
+    memset(doc, 0, sizeof *doc);
+    int n = 0;
+    while (lnk_config_keys[n])
+        n++;
+    if (i < 0 || i >= n)
+        return lnk_error(LNK_EINVAL, "config: no key number %d (there are %d)", i, n);
+    const keydef *kd = &keys[find_key(lnk_config_keys[i])];
+    doc->name = kd->name;
+    doc->values = kd->kind == KIND_ENUM ? kd->names : NULL;
+    doc->arg = kd->arg;
+    doc->help = kd->help;
+    if (kd->derive) {
+        snprintf(doc->def, sizeof doc->def, "%s", kd->derive);
+        return LNK_OK;
+    }
+    /* the default's text from lnk_config_default, as a saved config writes it */
+    lnk_config c;
+    lnk_config_default(&c);
+    char *js = lnk_config_to_json(&c, 0, NULL, 0);
+    json_t *o = js ? json_loads(js, 0, NULL) : NULL, *v = o ? json_object_get(o, kd->name) : NULL;
+    char *t = v && !json_is_real(v) ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+    if (json_is_real(v) && asprintf(&t, "%.*g", shortest_digits(json_real_value(v)),
+                                    json_real_value(v)) < 0)
+        t = NULL;
+    int rc = t ? LNK_OK : lnk_error(LNK_ENOMEM, "config: out of memory");
+    if (t) /* strings without their quotes */
+        snprintf(doc->def, sizeof doc->def, "%.*s", json_is_string(v) ? (int)strlen(t) - 2 :
+                 (int)strlen(t), json_is_string(v) ? t + 1 : t);
+    free(t);
+    json_decref(o);
+    free(js);
+    return rc;
+}
+
 
 int lnk_config_save_json(const lnk_config *c, const char *path, size_t n_params,
                          const char *const *names, int n_names)
