@@ -39,8 +39,18 @@ endif
 
 LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The front end (src/front/: start, messages, options declared once), above
+# the library: lnkit, the studies, the benchmarks and the tests link it.
+FRONT_SRC:= $(wildcard src/front/*.c)
+FRONT_OBJ:= $(FRONT_SRC:%.c=$(BUILD)/%.o)
+FRONT    := $(BUILD)/libfront.a
+# lnkit's commands (src/cli/); all but main.c also make an archive that
+# tools/cli_doc (their man pages' OPTIONS) and the tests link.
 CLI_SRC  := $(wildcard src/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CMDS_OBJ := $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJ))
+CMDS     := $(BUILD)/libcmds.a
+CLI_DOC  := $(BUILD)/tools/cli_doc
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL:= $(BUILD)/tests/testutil.o
@@ -88,7 +98,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d) $(FRONT_OBJ:.o=.d)
 
 # Library objects are position-independent: the same objects make the static
 # and the shared library.
@@ -99,7 +109,7 @@ $(LIB_OBJ): CFLAGS += -fPIC
 $(BUILD)/gen/cflags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) $(CFLAGS) pic-lib' > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-$(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ): $(BUILD)/gen/cflags
+$(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ) $(FRONT_OBJ): $(BUILD)/gen/cflags
 
 # The commit the library is built from (sidecars, --version): rewritten only
 # when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
@@ -131,36 +141,49 @@ $(BUILD)/$(SONAME): $(SOLIB)
 $(BUILD)/liblnkit.so: $(BUILD)/$(SONAME)
 	ln -sf $(notdir $<) $@
 
-# Man pages: options that several commands share are fragments
-# (man/NAME.roff) put in place of the lines '.\" @INCLUDE NAME@'.
-$(BUILD)/man/%.1: man/%.1 $(wildcard man/*.roff) tools/manpage.awk
+# Man pages: the OPTIONS section of lnkit-CMD(1) is generated from the
+# command's option table (tools/cli_doc CMD) in place of '.\" @OPTIONS@'.
+$(BUILD)/man/%.1: man/%.1 tools/manpage.awk $(CLI_DOC)
 	@mkdir -p $(dir $@)
-	awk -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
+	awk -v doc=$(CLI_DOC) -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
 
-$(BIN): $(CLI_OBJ) $(LIB)
+$(FRONT): $(FRONT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+	rm -f $@ && ar rcs $@ $^
+
+$(CMDS): $(CMDS_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(BUILD)/src/cli/main.o $(CMDS) $(FRONT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(BUILD)/src/cli/main.o $(CMDS) $(FRONT) $(LIB) $(LDLIBS) -o $@
 	@if [ "$(BUILD)" = build ]; then mkdir -p bin && ln -sf ../$@ bin/lnkit; fi
 
 $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/lnkit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(KIT) $(LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(KIT) $(CMDS) $(FRONT) $(LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(KIT) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(KIT) $(CMDS) $(FRONT) $(LIB) $(CMOCKA) \
+	    $(LDLIBS) -o $@
+
+$(CLI_DOC): tools/cli_doc.c $(CMDS) $(FRONT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(CMDS) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 $(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
-$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 # The test suite: every tests/test_*.c is a cmocka program; tools/runtests.sh
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
@@ -265,8 +288,8 @@ fuzz:
 fuzz-build:
 	$(MAKE) FUZZ=1 BUILD=build-fuzz OPT=-O1 $(FUZZ_BIN)
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(LIB)
-	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(LIB) $(LDLIBS) -o $@
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(FRONT) $(LIB)
+	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)

@@ -1,53 +1,60 @@
-/* lnkit command-line program: shared pieces of the subcommands. */
+/* lnkit command-line program: shared pieces of the subcommands.  Start,
+ * messages and options declared once: the front end (front/front.h,
+ * front/opt.h), which the studies and benchmarks share. */
 #ifndef LNK_CLI_H
 #define LNK_CLI_H
 
 #include <getopt.h>
+#include "front/front.h"
+#include "front/opt.h"
 #include "lnkit/lnkit.h"
 
-/* Exit with "lnkit: <message>" on stderr and status 2. */
-_Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Exit with the library's last message. */
-_Noreturn void cli_die_lib(void);
-/* Under mpirun (lnkit/comm.h): errors print once (rank 0, or the failing
- * rank naming itself) and end the job with status 2.  cli_check(status) is
- * collective: if any rank's status is not LNK_OK every rank dies with
- * "rank R: <its message>" (for steps where ranks can fail alone: reading
- * files, allocating, computing).  cli_root(): 1 on rank 0, which alone
- * writes outputs and progress. */
-void cli_check(int status);
-int cli_root(void);
-/* The end of the set-up phase (see cli_die in common.c): after it, errors
- * come from agreed collective steps or end the job by abort. */
-void cli_setup_done(void);
+/* A command of lnkit: its name, what runs it, its declaration (options,
+ * help, defaults); lnkit_commands ends with {NULL}. */
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const cli_cmd *cmd;
+} lnkit_command;
+extern const lnkit_command lnkit_commands[];
 
-/* Options every model command shares: --config and the config keys as flags. */
+/* Options every model command shares: --config, the configuration keys as
+ * flags (the library's table: lnk_config_describe), --threads. */
 typedef struct {
     const char *config_path;
-    int n_set;
-    const char *set_key[64];
-    const char *set_val[64];
+    cli_config_flags keys;
     int threads;       /* 0 = OpenBLAS default */
 } cli_model_opts;
+extern const cli_opt cli_model_table[];
+#define CLI_MODEL(T, f)                                                                           \
+    {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_model_table,                                     \
+     .help = "Model configuration (docs/MODEL.md section 8)", .doc = CLI_MODEL_DOC}
+#define CLI_MODEL_DOC                                                                             \
+    "Flags override --config, in the order given; a saved configuration's per-side keys "       \
+    "derived from L, V and d follow flags on those keys (--config saved.json --L 12 builds 12 " \
+    "layers on every side). Keys of sides the task does not have (--L-enc, --V-src for lm; "    \
+    "--L-dec, --V-tgt for cls; --n-classes outside cls) are accepted and ignored. Every key "   \
+    "may be spelt with _ or -."
 
-/* --quiet: nothing on stderr but errors.  Every command accepts it; notes
- * (what was written, hints) go through cli_say, which respects it. */
-extern int cli_quiet;
-void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The vocabulary: options several commands take, spelt and explained once. */
+#define CLI_OPT_OUTPUT(T, f, fl, what, more)                                                      \
+    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(T, f),                 \
+     .flags = CLI_WRITES | (fl), .help = what "; -: standard output", .doc = more}
+#define CLI_OPT_JSON(T, f)                                                                        \
+    {.type = CLI_FLAG, .name = "json", CLI_AT(T, f),                                             \
+     .help = "the result as JSON on standard output instead of CSV"}
 
-/* Append the long options of the config keys (--d, --norm-pos, --norm_pos, ...)
- * and --config/--threads/--quiet to opts (which must have room); returns the new count.
- * Their getopt values are >= CLI_KEY_BASE. */
-#define CLI_KEY_BASE 1000
-int cli_add_model_options(struct option *opts, int n);
-/* Handle a getopt value from those options; returns 1 if it was one. */
-int cli_model_option(cli_model_opts *mo, int val, const char *arg);
+/* The result table of a command (result.c): the CSV that write puts on f
+ * goes to out (its temporary name, renamed at the group commit; "-":
+ * standard output once committed), and with json as a JSON array of row
+ * objects on standard output (instead of the CSV when out is "-").
+ * cli_result_check first: refuses "-o - --json" (both on standard output). */
+typedef int cli_csv_fn(FILE *f, const void *ctx);
+void cli_result(const char *out, int json, cli_csv_fn *write, const void *ctx);
+void cli_result_check(const char *out, int json);
+
 /* Build the finalized config: file first, then the flags in order. */
 void cli_make_config(const cli_model_opts *mo, lnk_config *c);
-/* Print the config flags with their defaults (for --help). */
-void cli_print_model_help(void);
-/* The same, with seed_help as the meaning of --seed (batch: the synthetic ids' seed). */
-void cli_print_model_help_seed(const char *seed_help);
 
 /* path with a trailing ".safetensors" (if any) replaced by suffix; malloc'd, dies on OOM. */
 char *cli_sibling_path(const char *path, const char *suffix);
@@ -55,12 +62,24 @@ char *cli_sibling_path(const char *path, const char *suffix);
 /* Record an input file for the sidecars (path, size, SHA-256) or die. */
 void cli_input(const char *path);
 
+/* ---- until eigs, trace, density, blocks, eval and hvp use cli_parse (legacy.c) ---- */
+/* Append the long options of the config keys (--d, --norm-pos, --norm_pos, ...)
+ * and --config/--threads/--quiet to opts (which must have room); returns the new count.
+ * Their getopt values are >= CLI_KEY_BASE. */
+#define CLI_KEY_BASE 1000
+int cli_add_model_options(struct option *opts, int n);
+/* Handle a getopt value from those options; returns 1 if it was one. */
+int cli_model_option(cli_model_opts *mo, int val, const char *arg);
+/* Print the config flags with their defaults (for --help). */
+void cli_print_model_help(void);
 /* Parse a positive integer option value or die naming the option. */
 long cli_int(const char *opt, const char *s, long min, long max);
-
 /* Parse a finite real option value, > 0 (strict) or >= 0, or die:
  * "CMD: --OPT: expected a finite number > 0, got 'S'". */
 double cli_real(const char *cmd, const char *opt, const char *s, int strict);
+/* Report an unknown option / missing argument from getopt_long and exit 2. */
+_Noreturn void cli_bad_option(const char *cmd, int c, char **argv);
+/* ---- */
 
 int cmd_init(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
@@ -119,9 +138,6 @@ char *cli_meta_path(const char *csv);
 /* Group commit of the command's outputs (rank 0): all appear or none. */
 void cli_outputs_begin(void);
 void cli_outputs_commit(void);
-/* --max-input SIZE (4096, 512M, 2G): the size limit of text inputs. */
-void cli_max_input(const char *opt, const char *s);
-
-/* Report an unknown option / missing argument from getopt_long and exit 2. */
-_Noreturn void cli_bad_option(const char *cmd, int c, char **argv);
+/* --max-input SIZE (4096, 512M, 2G): a size in bytes into the size_t at dst. */
+cli_call_fn cli_size_arg;
 #endif

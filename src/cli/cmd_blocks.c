@@ -370,3 +370,6 @@ int cmd_blocks(int argc, char **argv)
     cli_curv_close(&s);
     return 0;
 }
+
+/* Until this command uses cli_parse: its name and summary for lnkit --help. */
+const cli_cmd cmd_blocks_decl = {.name = "lnkit blocks", .summary = "per-tensor / group blocks: ||A_bb||_F, extremes, densities, JS"};

@@ -211,3 +211,6 @@ int cmd_density(int argc, char **argv)
     cli_curv_close(&s);
     return 0;
 }
+
+/* Until this command uses cli_parse: its name and summary for lnkit --help. */
+const cli_cmd cmd_density_decl = {.name = "lnkit density", .summary = "Hessian spectral density (stochastic Lanczos quadrature)"};

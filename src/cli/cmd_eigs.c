@@ -293,3 +293,6 @@ int cmd_eigs(int argc, char **argv)
     cli_curv_close(&s);
     return 0;
 }
+
+/* Until this command uses cli_parse: its name and summary for lnkit --help. */
+const cli_cmd cmd_eigs_decl = {.name = "lnkit eigs", .summary = "extremal Hessian eigenvalues, residuals (Lanczos)"};

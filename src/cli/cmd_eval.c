@@ -131,3 +131,6 @@ int cmd_eval(int argc, char **argv)
     cli_close(&s);
     return 0;
 }
+
+/* Until this command uses cli_parse: its name and summary for lnkit --help. */
+const cli_cmd cmd_eval_decl = {.name = "lnkit eval", .summary = "loss and every tensor's gradient Frobenius norm on a batch"};

@@ -154,3 +154,6 @@ int cmd_hvp(int argc, char **argv)
     cli_close(&s);
     return 0;
 }
+
+/* Until this command uses cli_parse: its name and summary for lnkit --help. */
+const cli_cmd cmd_hvp_decl = {.name = "lnkit hvp", .summary = "exact Hessian-vector product H v on a batch"};

@@ -156,3 +156,6 @@ int cmd_trace(int argc, char **argv)
     cli_curv_close(&s);
     return 0;
 }
+
+/* Until this command uses cli_parse: its name and summary for lnkit --help. */
+const cli_cmd cmd_trace_decl = {.name = "lnkit trace", .summary = "Hessian trace with standard error (Hutchinson, Hutch++)"};

@@ -1,101 +1,19 @@
-/* Options shared by the lnkit subcommands: the configuration as a file and as flags. */
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
+/* Shared by the lnkit commands: the model options (the configuration as a
+ * file and as flags), the inputs recorded for the sidecars, a session of
+ * model, weights and batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "cli/cli.h"
 #include "lnkit/provenance.h"
 
-static int setup = 1;
-int cli_quiet = 0;
-
-void cli_say(const char *fmt, ...)
-{
-    if (cli_quiet || !cli_root())
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
-void cli_setup_done(void) { setup = 0; }
-
-void cli_die(const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    /* nothing half-written stays behind (the temporary files of this rank) */
-    lnk_output_abort_all();
-    /* one line: control characters of names and values escaped (lnk_error) */
-    lnk_error(LNK_EINVAL, "%s", msg);
-    snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-    int rank = lnk_comm_rank();
-    if (lnk_comm_size() == 1) {
-        fprintf(stderr, "lnkit: %s\n", msg);
-        exit(2);
-    }
-    /* Several ranks.  While setting up (flags, files, shards) every rank's
-     * next collective step is an agreement (cli_check), so a failing rank
-     * joins it here: all learn of the failure ("rank R: ..." if it is not
-     * the same everywhere), rank 0 prints it once, and all end cleanly. */
-    if (setup && !lnk_comm_failed()) {
-        lnk_error(LNK_EINVAL, "%s", msg);
-        lnk_comm_agree(LNK_EINVAL);
-        snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-    }
-    if (lnk_comm_failed()) {
-        if (rank == 0)
-            fprintf(stderr, "lnkit: %s\n", msg);
-        lnk_comm_finalize();
-        exit(2);
-    }
-    /* A rank failing alone outside an agreement: it names itself (after a
-     * pause that lets rank 0 win if all fail alike) and ends the job. */
-    if (rank == 0) {
-        fprintf(stderr, "lnkit: %s\n", msg);
-    } else {
-        usleep(300000);
-        fprintf(stderr, "lnkit: rank %d: %s\n", rank, msg);
-    }
-    lnk_comm_abort(2);
-}
-
-void cli_check(int status)
-{
-    if (lnk_comm_agree(status) != LNK_OK)
-        cli_die_lib();
-}
-
-int cli_root(void) { return lnk_comm_rank() == 0; }
-
-void cli_die_lib(void) { cli_die("%s", lnk_errmsg()); }
-
-long cli_int(const char *opt, const char *s, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max)
-        cli_die("%s%s: expected an integer in [%ld, %ld], got '%s'", opt[1] ? "--" : "-", opt,
-                min, max, s);
-    return v;
-}
-
-double cli_real(const char *cmd, const char *opt, const char *s, int strict)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || end == s || !isfinite(v) || (strict ? !(v > 0) : !(v >= 0)))
-        cli_die("%s: --%s: expected a finite number %s 0, got '%s'", cmd, opt, strict ? ">" : ">=",
-                s);
-    return v;
-}
+const cli_opt cli_model_table[] = {
+    {.type = CLI_STR, .name = "config", .arg = "FILE", CLI_AT(cli_model_opts, config_path),
+     .flags = CLI_READS, .help = "configuration file (JSON)"},
+    {.type = CLI_CONFIG, CLI_AT(cli_model_opts, keys)},
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(cli_model_opts, threads), .min = 1,
+     .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
+    {0}};
 
 void cli_input(const char *path)
 {
@@ -115,53 +33,6 @@ char *cli_sibling_path(const char *path, const char *suffix)
     return p;
 }
 
-/* Flag spellings: the key itself and, where it has '_', the same with '-'. */
-static char names[2][32][32];
-
-int cli_add_model_options(struct option *opts, int n)
-{
-    int k = 0;
-    for (int i = 0; lnk_config_keys[i]; i++, k++) {
-        snprintf(names[0][i], 32, "%s", lnk_config_keys[i]);
-        opts[n++] = (struct option){names[0][i], required_argument, NULL, CLI_KEY_BASE + i};
-        if (strchr(lnk_config_keys[i], '_')) {
-            snprintf(names[1][i], 32, "%s", lnk_config_keys[i]);
-            for (char *p = names[1][i]; *p; p++)
-                if (*p == '_')
-                    *p = '-';
-            opts[n++] = (struct option){names[1][i], required_argument, NULL, CLI_KEY_BASE + i};
-        }
-    }
-    opts[n++] = (struct option){"config", required_argument, NULL, CLI_KEY_BASE - 1};
-    opts[n++] = (struct option){"threads", required_argument, NULL, CLI_KEY_BASE - 2};
-    opts[n++] = (struct option){"quiet", no_argument, NULL, CLI_KEY_BASE - 3};
-    return n;
-}
-
-int cli_model_option(cli_model_opts *mo, int val, const char *arg)
-{
-    if (val == CLI_KEY_BASE - 1) {
-        mo->config_path = arg;
-        return 1;
-    }
-    if (val == CLI_KEY_BASE - 2) {
-        mo->threads = (int)cli_int("threads", arg, 1, 1024);
-        return 1;
-    }
-    if (val == CLI_KEY_BASE - 3) {
-        cli_quiet = 1;
-        return 1;
-    }
-    if (val >= CLI_KEY_BASE && val < CLI_KEY_BASE + 64) {
-        if (mo->n_set == 64)
-            cli_die("too many configuration flags");
-        mo->set_key[mo->n_set] = lnk_config_keys[val - CLI_KEY_BASE];
-        mo->set_val[mo->n_set++] = arg;
-        return 1;
-    }
-    return 0;
-}
-
 void cli_make_config(const cli_model_opts *mo, lnk_config *c)
 {
     lnk_config_default(c);
@@ -169,50 +40,14 @@ void cli_make_config(const cli_model_opts *mo, lnk_config *c)
         cli_die_lib();
     if (mo->config_path)
         cli_input(mo->config_path);
-    for (int i = 0; i < mo->n_set; i++)
-        if (lnk_config_set(c, mo->set_key[i], mo->set_val[i]) != LNK_OK)
+    for (int i = 0; i < mo->keys.n; i++)
+        if (lnk_config_set(c, mo->keys.key[i], mo->keys.val[i]) != LNK_OK)
             cli_die_lib();
     if (lnk_config_finalize(c) != LNK_OK)
         cli_die_lib();
     lnk_prov_seed("init", c->seed);
     if (mo->threads > 0)
         lnk_set_blas_threads(mo->threads);
-}
-
-void cli_print_model_help(void) { cli_print_model_help_seed("initialisation seed"); }
-
-void cli_print_model_help_seed(const char *seed_help)
-{
-    printf("Model configuration (docs/MODEL.md section 8; flags override --config, and\n"
-           "the per-side keys a saved config derived from L, V, d follow those flags):\n"
-           "  --config FILE          configuration JSON                       (none)\n"
-           "  --task lm|seq2seq|cls                                           (lm)\n"
-           "  --norm-pos post|pre                                             (post)\n"
-           "  --norm layernorm|rmsnorm|none                                   (layernorm)\n"
-           "  --qk-norm none|layernorm|rmsnorm   per-head key/query norm      (none)\n"
-           "  --d N, --h N           width, heads (d even, d %% h == 0)         (16, 2)\n"
-           "  --d-ff N               feed-forward width                       (4 d)\n"
-           "  --L N                  depth; --L-enc, --L-dec per side         (2)\n"
-           "  --V N                  vocabulary; --V-src, --V-tgt per side    (32)\n"
-           "  --n-classes N          cls output classes                       (V)\n"
-           "  --init xavier|xavier_normal|theorem                             (xavier)\n"
-           "  --seed N               %-40s (0)\n"
-           "  --eps X                norm epsilon                             (1e-5)\n"
-           "  --tie-output true|false                                         (false)\n"
-           "  --label-smoothing A    0 <= A < 1                               (0)\n"
-           "  --threads N            BLAS threads                             (OpenBLAS default)\n"
-           "  --quiet                nothing on stderr but errors\n"
-           "Keys of sides the task does not have (--L-enc, --V-src for lm; --L-dec, --V-tgt\n"
-           "for cls; --n-classes outside cls) are accepted and ignored.\n",
-           seed_help);
-}
-
-void cli_bad_option(const char *cmd, int c, char **argv)
-{
-    const char *arg = argv[optind - 1];
-    if (c == ':')
-        cli_die("%s: option '%s' needs a value (see lnkit %s --help)", cmd, arg, cmd);
-    cli_die("%s: unknown option '%s' (see lnkit %s --help)", cmd, arg, cmd);
 }
 
 void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,

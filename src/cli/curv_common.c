@@ -58,7 +58,6 @@ void cli_curv_print_help(void)
            "  --block PATTERNS       comma-separated globs on tensor names, e.g.\n"
            "                         'dec.5.ffn.w2' or '*.attn.*'               (all parameters)\n"
            "  --rng-seed N           seed of the start vectors / probes         (0)\n"
-           "  --quiet                no progress on stderr\n"
            "  --cache-mb MB          memory for keeping the chunks' primal passes\n"
            "                         between products (same results; 0: recompute\n"
            "                         them every product)       (half the available memory)\n"

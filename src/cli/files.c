@@ -10,16 +10,21 @@
 
 static int check(const char *cmd, const cli_file *out, int n_out, const cli_file *in, int n_in)
 {
+    /* cmd NULL: the message prefix names the command already */
+    char pre[64] = "";
+    if (cmd)
+        snprintf(pre, sizeof pre, "%s: ", cmd);
     int kind[CLI_MAX_FILES];
     if (n_out > CLI_MAX_FILES)
-        return lnk_error(LNK_EINVAL, "%s: too many output files", cmd);
+        return lnk_error(LNK_EINVAL, "%stoo many output files", pre);
     for (int i = 0; i < n_out; i++) {
-        if (!out[i].path)
-            continue;
+        kind[i] = LNK_OUT_STREAM;
+        if (!out[i].path || cli_is_stdout(out[i].path))
+            continue; /* standard output */
         if (lnk_output_check(out[i].path, &kind[i]) != LNK_OK) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-            return lnk_error(LNK_EIO, "%s: %s %s", cmd, out[i].flag, msg);
+            return lnk_error(LNK_EIO, "%s%s %s", pre, out[i].flag, msg);
         }
     }
     for (int i = 0; i < n_out; i++) {
@@ -27,13 +32,13 @@ static int check(const char *cmd, const cli_file *out, int n_out, const cli_file
             continue; /* two writes to /dev/null are fine */
         for (int j = 0; j < i; j++)
             if (out[j].path && kind[j] == LNK_OUT_FILE && lnk_output_same(out[i].path, out[j].path))
-                return lnk_error(LNK_EINVAL, "%s: %s %s and %s %s are the same file; each output "
-                                 "needs its own", cmd, out[j].flag, out[j].path, out[i].flag,
+                return lnk_error(LNK_EINVAL, "%s%s %s and %s %s are the same file; each output "
+                                 "needs its own", pre, out[j].flag, out[j].path, out[i].flag,
                                  out[i].path);
         for (int j = 0; j < n_in; j++)
             if (in[j].path && lnk_output_same(out[i].path, in[j].path))
-                return lnk_error(LNK_EINVAL, "%s: %s %s is also an input (%s): an output never "
-                                 "replaces an input; choose another name", cmd, out[i].flag,
+                return lnk_error(LNK_EINVAL, "%s%s %s is also an input (%s): an output never "
+                                 "replaces an input; choose another name", pre, out[i].flag,
                                  out[i].path, in[j].flag);
     }
     return LNK_OK;
@@ -47,6 +52,8 @@ void cli_check_outputs(const char *cmd, const cli_file *out, int n_out, const cl
 
 char *cli_sidecar_path(const char *out, const char *given, const char *suffix)
 {
+    if (!given && cli_is_stdout(out))
+        return NULL; /* the sidecar of standard output is none */
     if (given) {
         char *p = strdup(given);
         if (!p)
@@ -60,7 +67,7 @@ char *cli_sidecar_path(const char *out, const char *given, const char *suffix)
 
 char *cli_meta_path(const char *csv)
 {
-    if (lnk_output_kind(csv) == LNK_OUT_STREAM)
+    if (cli_is_stdout(csv) || lnk_output_kind(csv) == LNK_OUT_STREAM)
         return NULL;
     char *p = lnk_meta_path(csv);
     if (!p)
@@ -78,9 +85,10 @@ void cli_outputs_commit(void)
 {
     if (cli_root() && lnk_output_group_commit() != LNK_OK)
         cli_die_lib();
+    cli_stdout_flush();
 }
 
-void cli_max_input(const char *opt, const char *s)
+void cli_size_arg(const char *opt, const char *s, void *dst)
 {
     char *end;
     errno = 0;
@@ -96,6 +104,6 @@ void cli_max_input(const char *opt, const char *s)
         end++;
     v *= mul;
     if (errno || end == s || *end || !(v >= 1) || v > 1e15)
-        cli_die("--%s: expected a size in bytes such as 4096, 512M or 2G, got '%s'", opt, s);
-    lnk_set_input_limit((size_t)v);
+        cli_die("%s: expected a size in bytes such as 4096, 512M or 2G, got '%s'", opt, s);
+    *(size_t *)dst = (size_t)v;
 }

@@ -13,9 +13,9 @@
 #include <unistd.h>
 #include "lnkit/lnkit.h"
 #include "lnkit/comm.h"
+#include "front/front.h"
 #include "kit.h"
 
-static const char *study_name = "study";
 /* Output files being written: removed if the study fails. */
 static lnk_afile *study_files[32];
 static int study_n_files;
@@ -26,23 +26,18 @@ static int study_P = 1, study_R = 0;
  * may re-exec the program, so call it first in main). */
 void study_init(const char *name)
 {
-    study_name = name;
-    if (lnk_blas_setup() != LNK_OK) {
-        fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
-        exit(2);
-    }
+    cli_set_name(name);
+    if (lnk_blas_setup() != LNK_OK)
+        cli_die_lib();
 }
 
-/* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
+/* The program's start (front/front.h: the BLAS kernel, the MPI job, the
+ * command line for the sidecars).  A study has no agreed set-up phase: a
+ * rank that fails alone ends the job (cli_die). */
 void study_start(int *argc, char ***argv, const char *name)
 {
-    study_init(name);
-    lnk_prov_args(*argc, *argv); /* the command line, exactly, for every sidecar */
-    if (lnk_comm_init(argc, argv) != LNK_OK) {
-        fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
-        exit(2);
-    }
-    atexit(lnk_comm_finalize);
+    cli_start(argc, argv, name);
+    cli_setup_done();
     study_P = lnk_comm_size();
     study_R = lnk_comm_rank();
 }
@@ -66,34 +61,21 @@ void study_untrack(lnk_afile *a)
             study_files[i] = study_files[--study_n_files];
 }
 
-/* "NAME: message" on stderr, remove unfinished outputs, exit 2 (see above
- * for a job of several ranks). */
+/* The front end's error path (front/front.h): "NAME: message", unfinished
+ * outputs removed, exit 2. */
 void fail(const char *fmt, ...)
 {
-    char *msg = NULL;
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (study_R == 0)
-        fprintf(stderr, "%s: %s\n", study_name, msg ? msg : fmt);
     for (int i = 0; i < study_n_files; i++)
         lnk_afile_abort(study_files[i]);
-    if (study_P > 1) {
-        if (study_R != 0) {
-            /* a failure that rank 0 shares (a bad flag) ends the job, and
-             * this process, within this second: only a failure of this
-             * rank's own is printed */
-            usleep(1000000);
-            fprintf(stderr, "%s: rank %d: %s\n", study_name, study_R, msg ? msg : fmt);
-        }
-        lnk_comm_abort(2);
-    }
-    exit(2);
+    cli_die("%s", msg);
 }
 
-void die(void) { fail("%s", lnk_errmsg()); }
+void die(void) { cli_die_lib(); }
 
 void *study_alloc(size_t n)
 {
