@@ -207,7 +207,7 @@ static void test_against_cli(void **state)
     /* the point lm, pre, layernorm, L = 2, d = 8, seed 1 */
     int rc = tu_run(&out, "cd '%s' && L='%s' && $L init --task lm --d 8 --h 2 --L 2 --V 16 "
                     "--norm-pos pre --seed 1 -o w.safetensors --quiet && $L batch --synthetic "
-                    "--config w.json --batch 2 --len 5 --seed 1234 -o b.safetensors --quiet && "
+                    "--config w.json --rows 2 --len 5 --rng-seed 1234 -o b.safetensors --quiet && "
                     "for op in hessian ggn functional; do $L eigs --config w.json --weights "
                     "w.safetensors --batch b.safetensors -k 1 --which both --tol 1e-6 "
                     "--max-steps 300 --operator $op -o e_$op.csv --mass m_$op.csv --quiet || exit 1; done "

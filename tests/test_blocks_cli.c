@@ -31,9 +31,9 @@ static void make_files(const char *task)
     char *out;
     int st = tu_run(&out, "cd '%s' && L='%s' && $L init --task %s --d 8 --h 2 --L 1 --d-ff 8 "
                     "--V 11 --norm-pos pre --label-smoothing 0.1 --seed 3 -o w_%s.safetensors "
-                    "--quiet && $L batch --synthetic --config w_%s.json --batch 3 --len 5 --seed 1 "
+                    "--quiet && $L batch --synthetic --config w_%s.json --rows 3 --len 5 --rng-seed 1 "
                     "-o b1_%s.safetensors --quiet && $L batch --synthetic --config w_%s.json "
-                    "--batch 2 --len 4 --seed 2 -o b2_%s.safetensors --quiet",
+                    "--rows 2 --len 4 --rng-seed 2 -o b2_%s.safetensors --quiet",
                     tu_tmpdir(), tu_lnkit(), task, task, task, task, task, task);
     if (st)
         fail_msg("setup %s (%d): %s", task, st, out);

@@ -172,7 +172,7 @@ static void test_cli(void **s)
     char *out;
     const char *L = tu_lnkit();
     int st = tu_run(&out, "cd '%s' && '%s' init --d 8 --h 2 --L 1 --V 13 -o w.safetensors && "
-                    "'%s' batch --synthetic --vocab 13 --batch 4 --len 6 -o b.safetensors",
+                    "'%s' batch --synthetic --V 13 --rows 4 --len 6 -o b.safetensors",
                     tu_tmpdir(), L, L);
     assert_int_equal(st, 0);
     free(out);

@@ -185,9 +185,9 @@ static void test_cli_sidecar(void **state)
     mkdir(dir, 0777);
     const char *L = tu_lnkit();
     int st = tu_run(&out, "cd '%s' && '%s' init --d 8 --L 1 --V 12 -o w.safetensors --quiet && "
-                    "'%s' batch --synthetic --config w.json --batch 3 --len 5 -o b1.safetensors "
-                    "--quiet && '%s' batch --synthetic --config w.json --batch 2 --len 4 "
-                    "--seed 5 -o b2.safetensors --quiet && '%s' eigs --config w.json --weights "
+                    "'%s' batch --synthetic --config w.json --rows 3 --len 5 -o b1.safetensors "
+                    "--quiet && '%s' batch --synthetic --config w.json --rows 2 --len 4 "
+                    "--rng-seed 5 -o b2.safetensors --quiet && '%s' eigs --config w.json --weights "
                     "w.safetensors --batch b1.safetensors --batch=b2.safetensors -k 2 "
                     "--rng-seed 4 --threads 1 --quiet -o e.csv",
                     dir, L, L, L, L);

@@ -28,10 +28,10 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 
 # --- data: a seq2seq model (one batch of 12 rows) and an lm model (two batch files)
 run "$S" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s2s.safetensors || exit 1
-run "$S" batch --synthetic --config s2s.json --batch 12 --len 7 --seed 1 -o s2s_b.safetensors || exit 1
+run "$S" batch --synthetic --config s2s.json --rows 12 --len 7 --rng-seed 1 -o s2s_b.safetensors || exit 1
 run "$S" init --task lm --norm-pos pre --d 16 --h 4 --L 2 --V 48 --seed 5 -o lm.safetensors || exit 1
-run "$S" batch --synthetic --config lm.json --batch 9 --len 10 --seed 2 -o lm_b1.safetensors || exit 1
-run "$S" batch --synthetic --config lm.json --batch 5 --len 6 --seed 4 -o lm_b2.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --rows 9 --len 10 --rng-seed 2 -o lm_b1.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --rows 5 --len 6 --rng-seed 4 -o lm_b2.safetensors || exit 1
 C2=(--config s2s.json --weights s2s.safetensors --batch s2s_b.safetensors)
 CL=(--config lm.json --weights lm.safetensors --batch lm_b1.safetensors --batch lm_b2.safetensors
     --chunk 3 --block '*.attn.*,*emb')
