@@ -1,7 +1,7 @@
 /* Benchmark of lnkit's loss, gradient and Hessian-vector product (task lm,
  * LayerNorm, Post-LN and Pre-LN) against the machine's DGEMM rate.
  *
- * usage: bench_model [--threads N] [--repeat N] [--config a|b|all] [--csv FILE]
+ * usage: bench_model [--threads N] [--repeat N] [--model a|b|all] [-o FILE]
  *
  *   a: d=128 h=4 L=6 d_ff=512  V=1000 B=16 T=32
  *   b: d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32
@@ -93,21 +93,11 @@ static double flops_hvp(const size_cfg *s) { return 8 * flops_lin(s) + 9.5 * flo
 
 /* ---------------------------------------------------------------- helpers */
 
-/* The --csv file, opened before the (long) runs so that a bad path fails at
+/* The -o file, opened before the (long) runs so that a bad path fails at
  * once; a failure (kit: fail) removes its temporary file. */
 static lnk_afile csv_file;
 
 static _Noreturn void die_at(const char *what) { fail("%s: %s", what, lnk_errmsg()); }
-
-static void usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "bench_model: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: bench_model [--threads N] [--repeat N] [--config a|b|all] [--csv FILE]\n");
-    exit(2);
-}
-
-
 
 static double maxrss_mb(void)
 {
@@ -151,17 +141,6 @@ static double other_load(cpu_mark a, double wall)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     double x = ((b.sys_busy - a.sys_busy) - (b.own - a.own)) / (wall * (ncpu > 0 ? ncpu : 1));
     return x < 0 ? 0 : x;
-}
-
-static int parse_pos_int(const char *opt, const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < 1 || v > 100000) {
-        fprintf(stderr, "bench_model: %s: expected an integer >= 1, got \"%s\"\n", opt, s);
-        exit(2);
-    }
-    return (int)v;
 }
 
 /* ------------------------------------------------------------------ DGEMM */
@@ -344,6 +323,7 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
     study_untrack(af);
     if (lnk_afile_commit(af))
         die_at("csv");
+    cli_stdout_flush();
 }
 
 static void print_table(const result *r, int nr, double dgemm)
@@ -388,41 +368,42 @@ static void print_table(const result *r, int nr, double dgemm)
         printf("target grad >= 50%% of DGEMM rate on b: %s\n", frac_ok ? "met" : "MISSED");
 }
 
+typedef struct {
+    int threads, repeat;
+    const char *model, *out;
+} args_t;
+
+static const cli_opt opts[] = {
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
+     .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
+    {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1,
+     .max = 100000, .help = "timed runs per measure after 2 warm-ups (their median is reported)"},
+    {.type = CLI_STR, .name = "model", .arg = "a|b|all", CLI_AT(args_t, model),
+     .help = "the configurations: a (d=128, V=1000), b (d=256, V=4000) or both"},
+    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
+     .flags = CLI_WRITES, .help = "also write the results as CSV (atomically); -: standard output"},
+    {0}};
+
+static void defaults(void *p) { *(args_t *)p = (args_t){0, 10, "all", NULL}; }
+
+static const cli_cmd cmd = {
+    .name = "bench_model",
+    .usage = "[--threads N] [--repeat N] [--model a|b|all] [-o FILE]",
+    .about = "Loss, gradient and Hessian-vector product (lm, LayerNorm, Post-LN and Pre-LN) on\n"
+             "configs (a) and (b), against the machine's DGEMM rate.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
 int main(int argc, char **argv)
 {
-    study_init("bench_model"); /* the best OpenBLAS kernel (may re-exec) */
-    int threads = 0, repeat = 10;
-    const char *which = "all", *csv = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: bench_model [--threads N] [--repeat N] [--config a|b|all] [--csv FILE]\n"
-                   "  --threads N   OpenBLAS threads (default: OpenBLAS's own default)\n"
-                   "  --repeat N    timed runs per measure, median reported (default 10; "
-                   "after %d warm-ups)\n"
-                   "  --config C    a, b or all (default all)\n"
-                   "  --csv FILE    also write the results as CSV (atomically)\n",
-                   WARMUP);
-            return 0;
-        }
-        if (i + 1 >= argc)
-            usage_error("%s: missing value", a);
-        const char *val = argv[++i];
-        if (!strcmp(a, "--threads"))
-            threads = parse_pos_int(a, val);
-        else if (!strcmp(a, "--repeat"))
-            repeat = parse_pos_int(a, val);
-        else if (!strcmp(a, "--config")) {
-            if (strcmp(val, "a") && strcmp(val, "b") && strcmp(val, "all"))
-                usage_error("--config: expected a, b or all, got \"%s\"", val);
-            which = val;
-        } else if (!strcmp(a, "--csv"))
-            csv = val;
-        else
-            usage_error("unknown option %s", a);
-    }
-    if (csv && lnk_afile_open(&csv_file, csv))
-        die_at("--csv");
+    cli_start(&argc, &argv, "bench_model");
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    int threads = a.threads, repeat = a.repeat;
+    const char *which = a.model, *csv = a.out;
+    if (strcmp(which, "a") && strcmp(which, "b") && strcmp(which, "all"))
+        cli_die("--model: expected a, b or all, got '%s'", which);
+    if (csv && lnk_afile_open(&csv_file, cli_out(csv, 0)))
+        die_at("-o");
     if (csv)
         study_track(&csv_file);
     if (threads > 0)
@@ -445,7 +426,7 @@ int main(int argc, char **argv)
                s->name, s->d, s->h, s->L, s->d_ff, s->V, s->B, s->T, flops_fwd(s) / 1e9,
                flops_grad(s) / 1e9, flops_hvp(s) / 1e9);
         for (int p = 0; p < 2; p++) {
-            fprintf(stderr, "bench_model: running %s %s ...\n", s->name, POSS[p]);
+            cli_say("running %s %s ...\n", s->name, POSS[p]);
             bench_one(s, POSS[p], repeat, &res[nr++]);
         }
     }
