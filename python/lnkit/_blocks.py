@@ -188,7 +188,7 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
                          int(res.eig_steps[bad].max()),
                          " (the extremes of %d of %d blocks: %s); a larger eig_steps or tol "
                          "would let them converge" % (len(which), len(names), listed),
-                         stacklevel=3)
+                         stacklevel=3, flags=".top_converged, .bottom_converged")
     return res
 
 

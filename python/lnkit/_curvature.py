@@ -61,12 +61,13 @@ def _choice(name, v, allowed):
     return v
 
 
-def warn_unconverged(what, n_failed, n_req, worst, tol, steps, detail="", stacklevel=3):
+def warn_unconverged(what, n_failed, n_req, worst, tol, steps, detail="", stacklevel=3,
+                     flags=".converged"):
     """The ConvergenceWarning of a result in which n_failed of n_req requested
     pairs missed tol (worst: the largest relative residual among them)."""
     msg = ("lnkit.%s: %d of %d requested eigenpairs did not converge: worst residual %.3g "
            "max|l| against tol %.3g, after %d Lanczos steps%s; the results are returned "
-           "whole (see .converged)" % (what, n_failed, n_req, worst, tol, steps, detail))
+           "whole (see %s)" % (what, n_failed, n_req, worst, tol, steps, detail, flags))
     warnings.warn(ConvergenceWarning(msg, n_failed, n_req, worst, tol, steps),
                   stacklevel=stacklevel)
 
