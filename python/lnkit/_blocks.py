@@ -64,14 +64,14 @@ def _patterns(name, v):
     return v
 
 
-def _plan(model, tensors, groups):
-    """The blocks' names and types: the tensors selected (layout order), then
-    the groups, each checked against the model before any work."""
+def _plan(model, pattern, groups):
+    """The blocks' names and types: the tensors matched by pattern (None: no
+    tensor blocks) in layout order, then the groups, each checked against the
+    model before any work."""
     names, types = [], []
-    if tensors:
+    if pattern is not None:
         sel = _lib.Block()
-        check(lib.lnk_block_select(model._m, tensors.encode() if isinstance(tensors, str)
-                                   else None, ctypes.byref(sel)))
+        check(lib.lnk_block_select(model._m, pattern.encode(), ctypes.byref(sel)))
         try:
             all_names = model.names
             names = [all_names[sel.tensor[i]] for i in range(sel.n_tensors)]
@@ -144,7 +144,8 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
     else:
         raise Error("expected an lnkit.Model (with data) or an lnkit.HessianOperator, got %s"
                     % type(m).__name__)
-    names, types = _plan(H.model, _patterns("block", block) or "*" if tensors else None, groups)
+    pattern = (_patterns("block", block) or "*") if tensors else None
+    names, types = _plan(H.model, pattern, groups)
     o = _lib.BlockstatOpts()
     lib.lnk_blockstat_opts_default(ctypes.byref(o))
     o.probes, o.eig_steps, o.eig_tol = kw["probes"], kw["eig_steps"], kw["tol"]
@@ -229,7 +230,8 @@ def _collect(names, types, st, H, kw, sigma, sigma_fraction, per_sigma):
     tptr = r.t.ctypes.data_as(c_double_p)
     for i, s in enumerate(st):
         row = r.density[i]
-        check(lib.lnk_slq_density(ctypes.byref(s.slq), sigma, tptr, n, row.ctypes.data_as(c_double_p)))
+        check(lib.lnk_slq_density(ctypes.byref(s.slq), sigma, tptr, n,
+                                  row.ctypes.data_as(c_double_p)))
         integral = lib.lnk_trapezoid(tptr, row.ctypes.data_as(c_double_p), n)
         if not abs(integral - 1) < 1e-6:
             raise Error("blocks: the density of block '%s' integrates to %.12g, not 1 (grid of %d "

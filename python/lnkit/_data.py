@@ -11,7 +11,7 @@ and kept for models that read batches alike (same task and vocabularies).
 Several files (or chunks) are one data set: the loss is the token-weighted
 mean over all of them (MODEL.md §4), the gradient, H v, eigs, trace and
 density are those of that loss; two files give the numbers of one file
-holding both (tests/test_dataset.py).
+holding both (python/tests/test_dataset.py).
 
 Arrays: from_arrays copies the arrays it is given (any integer dtype, any
 layout), so later changes of the caller's arrays never change a result; the

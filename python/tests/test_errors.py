@@ -193,7 +193,8 @@ def test_seed_names_the_parameter():
     for bad in (-1, 2**63, 1.5, "3"):
         msg = raises("seed", lnkit.Model, {}, seed=bad)
         assert "--seed" not in msg, msg
-    assert lnkit.Model({"d": 8, "h": 2, "L": 1, "V": 10}, seed=2**63 - 1).config["seed"] == 2**63 - 1
+    top = lnkit.Model({"d": 8, "h": 2, "L": 1, "V": 10}, seed=2**63 - 1)
+    assert top.config["seed"] == 2**63 - 1
 
 
 def test_threads_range_is_the_programs(tmp_path):
@@ -203,9 +204,10 @@ def test_threads_range_is_the_programs(tmp_path):
     before = lnkit.threads()
     try:
         for n in (0, 1, 2, lnkit.MAX_THREADS, lnkit.MAX_THREADS + 1, 10**6):
-            r = subprocess.run([lnkit_bin(), "init", "--d", "8", "--h", "2", "--L", "1", "--V", "10",
-                                "--threads", str(n), "-o", str(tmp_path / "w.safetensors"),
-                                "--quiet"], capture_output=True, text=True)
+            r = subprocess.run([lnkit_bin(), "init", "--d", "8", "--h", "2", "--L", "1", "--V",
+                                "10", "--threads", str(n), "-o",
+                                str(tmp_path / "w.safetensors"), "--quiet"],
+                               capture_output=True, text=True)
             r_ok = r.returncode == 0
             try:
                 lnkit.set_threads(n)

@@ -36,3 +36,15 @@ def test_copy_pickle_del_every_order(name, pre):
     assert r.returncode == 0, "lnkit.%s: exit %d\n%s%s" % (name, r.returncode, r.stdout,
                                                            r.stderr[-3000:])
     assert r.stdout.splitlines()[-1] == "ok %s 24" % name or "refused" in r.stdout, r.stdout
+
+
+def test_closed_operator_copy_refused(pre):
+    """The one refusal: an operator closed by H.close() has nothing to copy."""
+    import copy
+    import pickle
+    m = lnkit.Model.load(pre.config, pre.weights)
+    H = m.hessian(pre.batch)
+    H.close()
+    for f in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(lnkit.Error, match=r"HessianOperator.*closed.*model\.hessian"):
+            f(H)

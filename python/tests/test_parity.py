@@ -168,3 +168,22 @@ def test_blocks_options(md):
     with pytest.raises(lnkit.Error, match="cancel"):
         lnkit.blocks(m, data, block="out.w", probes=2, runs=1, steps=3, eig_steps=5,
                      progress=lambda p: True)
+
+
+def test_seed_range_is_the_programs(md, pre):
+    """seed= takes what --rng-seed takes, so any Python run can be repeated
+    with the lnkit program."""
+    import subprocess
+    from conftest import lnkit_bin
+    m, data = md
+    for seed in (0, lnkit._curvature.SEED_MAX, lnkit._curvature.SEED_MAX + 1, -1):
+        r = subprocess.run([lnkit_bin(), "trace", "--config", pre.config, "--weights",
+                            pre.weights, "--batch", pre.batch, "--probes", "2", "--rng-seed",
+                            str(seed), "--quiet"], capture_output=True, text=True)
+        try:
+            lnkit.trace(m, data, probes=2, seed=seed)
+            py_ok = True
+        except lnkit.Error as e:
+            py_ok = False
+            assert "seed" in str(e)
+        assert py_ok == (r.returncode == 0), (seed, r.stderr)
