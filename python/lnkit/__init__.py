@@ -12,6 +12,8 @@ extension).
     r = lnkit.eigs(m, data, k=5, which="both")           # lnkit's Lanczos, with residuals
     m.params["dec.0.ffn.w2"]                             # a view into m.theta
 
+PyTorch models in and out: lnkit.torch_io (imported on first use; needs torch).
+
 Errors of the library (and bad input: dtype, shape, NaN, missing files)
 raise lnkit.Error, a ValueError, with the library's one-line message.
 Products release the GIL.  The BLAS thread count: lnkit.set_threads(n).
@@ -36,6 +38,15 @@ __version__ = "0.1.0"
 __all__ = ["Error", "Model", "Params", "Data", "HessianOperator", "eigs", "density",
            "EigsResult", "Density", "set_threads", "threads", "blas_kernel", "blas_advice",
            "version", "BlasWarning", "library_path"]
+
+
+def __getattr__(name):
+    # lnkit.torch_io (PyTorch models in and out) on first use: importing lnkit
+    # never imports it, nor torch
+    if name == "torch_io":
+        import importlib
+        return importlib.import_module(".torch_io", __name__)
+    raise AttributeError("module 'lnkit' has no attribute %r" % name)
 
 
 class BlasWarning(UserWarning):
