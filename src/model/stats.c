@@ -77,12 +77,34 @@ static const char *unit_name(unit_kind k)
     return k == UNIT_SELF_ATTN ? "attn" : k == UNIT_CROSS_ATTN ? "xattn" : "ffn";
 }
 
+/* One unit's statistics: the residual sum, and its main norm (N_post, else
+ * N_in, else N_out): the Jacobian at its input and its output. */
+static void unit_stats(const lnk_unit *un, const unit_buf *u, const double *x_in,
+                       const double *x_out, const unsigned char *skip, int R, int d, double eps,
+                       int cen, lnk_stats_block *b, int j)
+{
+    const double *res = un->post ? u->s : x_out;
+    /* the residual sum is N_post's input: one pass gives both */
+    lnk_stats_rows(res, skip, R, d, eps, &b->res[j], un->npost.on ? &b->jac[j] : NULL, cen);
+    const double *out = un->post ? u->s : u->nin.out; /* no norm: the stream */
+    lnk_stats_sq tmp;
+    if (un->npost.on) {
+        out = u->npost.out;
+    } else if (un->nin.on) {
+        lnk_stats_rows(x_in, skip, R, d, eps, &tmp, &b->jac[j], cen);
+        out = u->nin.out;
+    } else if (un->nout.on) {
+        lnk_stats_rows(u->f, skip, R, d, eps, &tmp, &b->jac[j], cen);
+        out = u->nout.out;
+    }
+    lnk_stats_rows(out, skip, R, d, eps, &b->norm_out[j], NULL, cen);
+}
+
 static int stack_stats(const lnk_workspace *ws, const lnk_stack *st, const stack_buf *sb, int T,
                        double eps, lnk_stats_stack *out)
 {
     const lnk_config *c = &ws->m->cfg;
-    int d = c->d, R = ws->pr->B * T, post = c->norm_pos == LNK_POS_POST;
-    int nn = c->norm != LNK_NORM_NONE, cen = c->norm == LNK_NORM_LAYERNORM;
+    int d = c->d, R = ws->pr->B * T, cen = c->norm == LNK_NORM_LAYERNORM;
     const unsigned char *skip = sb->kmask;
     memset(out, 0, sizeof *out);
     if (st->n_units == 0)
@@ -99,21 +121,13 @@ static int stack_stats(const lnk_workspace *ws, const lnk_stack *st, const stack
         lnk_stats_rows(sb->a.x[k0], skip, R, d, eps, &b->in, NULL, cen);
         for (int j = 0; j < per; j++) {
             int k = k0 + j;
-            const unit_buf *u = &sb->a.u[k];
             b->unit[j] = unit_name(st->u[k].kind);
-            const double *res = post ? u->s : sb->a.x[k + 1];
-            const double *nin = post ? u->s : sb->a.x[k];
-            /* the residual sum is the norm's input in Post-LN: one pass gives both */
-            lnk_stats_rows(res, skip, R, d, eps, &b->res[j], post && nn ? &b->jac[j] : NULL, cen);
-            if (!post && nn) {
-                lnk_stats_sq tmp;
-                lnk_stats_rows(nin, skip, R, d, eps, &tmp, &b->jac[j], cen);
-            }
-            lnk_stats_rows(u->n.out, skip, R, d, eps, &b->norm_out[j], NULL, cen);
+            unit_stats(&st->u[k], &sb->a.u[k], sb->a.x[k], sb->a.x[k + 1], skip, R, d, eps, cen,
+                       b, j);
         }
     }
     const double *xo = sb->a.x[st->n_units];
-    int fin = !post && nn;
+    int fin = st->fg >= 0;
     lnk_stats_rows(xo, skip, R, d, eps, &out->out, fin ? &out->final_jac : NULL, cen);
     if (fin) {
         out->has_final = 1;
