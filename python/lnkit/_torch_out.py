@@ -34,6 +34,16 @@ class RMSNorm(nn.Module):
         return "%d, eps=%g" % (self.normalized_shape[0], self.eps)
 
 
+class NoNorm(nn.Identity):
+    """norm = none: the identity, with the `eps` that torch 1.13's
+    TransformerEncoderLayer reads from its norms in evaluation mode (a plain
+    nn.Identity there raises AttributeError); from_torch takes either."""
+
+    def __init__(self, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+
+
 def sinusoidal(T, d):
     """PE of Vaswani et al. (MODEL.md §2), float64 [T, d]."""
     pe = np.zeros((T, d))
@@ -80,7 +90,7 @@ def _norm(cfg):
         return nn.LayerNorm(cfg["d"], eps=cfg["eps"], dtype=torch.float64)
     if cfg["norm"] == "rmsnorm":
         return RMSNorm(cfg["d"], cfg["eps"])
-    return nn.Identity()
+    return NoNorm(cfg["eps"])
 
 
 class TorchModel(nn.Module):

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._lib import Error
 
-# RMSNorm and TorchModel (torch.nn modules) are attributes made on first use
+# RMSNorm, NoNorm and TorchModel (torch.nn modules) are attributes made on first use
 __all__ = ["ConversionError", "from_torch", "from_state_dict", "to_torch", "to_model", "save",
            "PREFIX"]
 
@@ -425,7 +425,7 @@ def to_torch(config, weights=None):
 
 
 def __getattr__(name):
-    if name in ("RMSNorm", "TorchModel"):
+    if name in ("RMSNorm", "NoNorm", "TorchModel"):
         _torch()
         from . import _torch_out
         return getattr(_torch_out, name)
