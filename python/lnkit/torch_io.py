@@ -206,6 +206,54 @@ def _mix_ratio(splits):
     return None
 
 
+def _embeddings(st, pf, sides, pos, h):
+    """Token embeddings and learned position tables -> (weights, d, pos, max_len)."""
+    w = {}
+    emb = {s: st.get(pf[s + "_emb"] + ".weight", what=pf[s + "_emb"]) for s in sides}
+    d = emb[sides[0]].shape[1]
+    if d % h:
+        _refuse("spec", "nhead %d does not divide d_model %d" % (h, d))
+    learned = [s for s in sides if st.has(pf[s + "_pos"] + ".weight")]
+    if pos is None:
+        pos = "learned" if learned else "sinusoidal"
+    if pos not in ("sinusoidal", "learned", "none"):
+        _refuse("spec", "pos %r: torch.nn has sinusoidal (by hand), learned (nn.Embedding) or "
+                "none; rotary positions are not in nn.MultiheadAttention" % (pos,))
+    max_len = None
+    for s in sides:
+        if emb[s].ndim != 2 or emb[s].shape[1] != d:
+            _refuse(pf[s + "_emb"], "weight %s, expected [V, %d]" % (list(emb[s].shape), d))
+        w[s + "_emb"] = emb[s]
+        if pos == "learned":
+            P = st.get(pf[s + "_pos"] + ".weight", what=pf[s + "_pos"])
+            if P.ndim != 2 or P.shape[1] != d or (max_len is not None and P.shape[0] != max_len):
+                _refuse(pf[s + "_pos"], "weight %s, expected [max_len, %d] (one max_len for "
+                        "both sides)" % (list(P.shape), d))
+            max_len = P.shape[0]
+            w[s + "_pos"] = P
+        elif s in learned:
+            _refuse(pf[s + "_pos"], "a position table with pos = %s" % pos)
+    if pos == "sinusoidal" and d % 2:
+        _refuse("spec", "sinusoidal positions need d_model even, got %d" % d)
+    return w, d, pos, max_len
+
+
+def _output(st, O, E, tie, d, w):
+    """The output layer at O (none when tied: then a stored copy must equal E)."""
+    if st.has(O + ".bias"):
+        _refuse(O, "a bias on the output layer: lnkit's logits are z W_out (MODEL.md §4)")
+    if st.has(O + ".weight"):
+        Wo = st.get(O + ".weight")
+        if tie and not np.array_equal(Wo, E):
+            _refuse(O, "tie_output, but its weight differs from the embedding's")
+        if not tie:
+            if Wo.ndim != 2 or Wo.shape[1] != d:
+                _refuse(O, "weight %s, expected [n_out, %d]" % (list(Wo.shape), d))
+            w["out.w"] = Wo.T.copy()
+    elif not tie:
+        _refuse(O, "no output weight (%s.weight) and tie_output is not set" % O)
+
+
 def from_state_dict(state, spec):
     """(config, weights) from a state_dict (names -> tensors or arrays) and its
     description spec (docs/torch.md): task, nhead, and where they differ from
@@ -237,35 +285,8 @@ def from_state_dict(state, spec):
     if kind not in ("layernorm", "rmsnorm", "none"):
         raise Error("torch_io: spec: norm %r, expected layernorm, rmsnorm or none" % (kind,))
     has_enc, has_dec = task in ("cls", "seq2seq"), task in ("lm", "seq2seq")
-    w = {}
     sides = (["src"] if has_enc else []) + (["tgt"] if has_dec else [])
-    emb = {s: st.get(pf[s + "_emb"] + ".weight", what=pf[s + "_emb"]) for s in sides}
-    d = emb[sides[0]].shape[1]
-    if d % h:
-        _refuse("spec", "nhead %d does not divide d_model %d" % (h, d))
-    pos = spec.get("pos")
-    learned = [s for s in sides if st.has(pf[s + "_pos"] + ".weight")]
-    if pos is None:
-        pos = "learned" if learned else "sinusoidal"
-    if pos not in ("sinusoidal", "learned", "none"):
-        _refuse("spec", "pos %r: torch.nn has sinusoidal (by hand), learned (nn.Embedding) or "
-                "none; rotary positions are not in nn.MultiheadAttention" % (pos,))
-    max_len = None
-    for s in sides:
-        if emb[s].ndim != 2 or emb[s].shape[1] != d:
-            _refuse(pf[s + "_emb"], "weight %s, expected [V, %d]" % (list(emb[s].shape), d))
-        w[s + "_emb"] = emb[s]
-        if pos == "learned":
-            P = st.get(pf[s + "_pos"] + ".weight", what=pf[s + "_pos"])
-            if P.ndim != 2 or P.shape[1] != d or (max_len is not None and P.shape[0] != max_len):
-                _refuse(pf[s + "_pos"], "weight %s, expected [max_len, %d] (one max_len for "
-                        "both sides)" % (list(P.shape), d))
-            max_len = P.shape[0]
-            w[s + "_pos"] = P
-        elif s in learned:
-            _refuse(pf[s + "_pos"], "a position table with pos = %s" % pos)
-    if pos == "sinusoidal" and d % 2:
-        _refuse("spec", "sinusoidal positions need d_model even, got %d" % d)
+    w, d, pos, max_len = _embeddings(st, pf, sides, spec.get("pos"), h)
     flags = spec.get("norm_first", False)
     stacks, L, d_ff, place = [], {}, set(), {}
     if has_enc:
@@ -284,9 +305,10 @@ def from_state_dict(state, spec):
     if len(d_ff) > 1:
         _refuse("spec", "the encoder and decoder have different dim_feedforward %s" % d_ff)
     kinds = {p for p, _ in place.values()}
-    if len(kinds) > 1:
-        if kinds - {"pre", "mix"}:
-            _refuse("spec", "the stacks have different norm placements %s" % sorted(kinds))
+    if len(kinds) > 1 and kind == "none":   # identity norms: the placements agree
+        kinds, place = {"pre"}, {s: ("pre", 0) for s in place}
+    if len(kinds) > 1 and kinds - {"pre", "mix"}:
+        _refuse("spec", "the stacks have different norm placements %s" % sorted(kinds))
     norm_pos = "mix" if "mix" in kinds else kinds.pop()
     rho = None
     if norm_pos == "mix":
@@ -296,19 +318,7 @@ def from_state_dict(state, spec):
                     % {s: (k, L[s]) for s, (_, k) in place.items()})
     tie = bool(spec.get("tie_output", False))
     E = w["src_emb"] if task == "cls" else w["tgt_emb"]
-    O = pf["output"]
-    if st.has(O + ".bias"):
-        _refuse(O, "a bias on the output layer: lnkit's logits are z W_out (MODEL.md §4)")
-    if st.has(O + ".weight"):
-        Wo = st.get(O + ".weight")
-        if tie and not np.array_equal(Wo, E):
-            _refuse(O, "tie_output, but its weight differs from the embedding's")
-        if not tie:
-            if Wo.ndim != 2 or Wo.shape[1] != d:
-                _refuse(O, "weight %s, expected [n_out, %d]" % (list(Wo.shape), d))
-            w["out.w"] = Wo.T.copy()
-    elif not tie:
-        _refuse(O, "no output weight (%s.weight) and tie_output is not set" % O)
+    _output(st, pf["output"], E, tie, d, w)
     left = st.leftover()
     if left:
         _refuse(left[0], "not mapped to lnkit (%d such keys; put buffers and other modules "

@@ -70,8 +70,13 @@ def test_cli(TMP):
     rc, err = cli("--config", cp, "--weights", wp, "--batch", bp, "--vector", vnp, "-o", onp)
     o2, _ = R.st_read(onp) if rc == 0 else ({}, None)
     check("cli named vector == flat vector", rc == 0 and np.array_equal(o2["hv"], o["hv"]), err)
+    cfg_nn, bn = _ggn_nn_jobs(TMP, rng, (cp, wp, bp, vp, onp), o, c, layout, theta, tb, v)
+    _errors(TMP, rng, cfg, w, b, onp, cfg_nn, bn)
 
 
+def _ggn_nn_jobs(TMP, rng, paths, o, c, layout, theta, tb, v):
+    """--ggn, --nn (expressible or not), --jobs."""
+    cp, wp, bp, vp, onp = paths
     # G v and F v against the dense Gauss-Newton matrix; F v = H v - G v
     rc, err = cli("--config", cp, "--weights", wp, "--batch", bp, "--vector", vp, "--ggn",
                   "-o", onp)
@@ -125,7 +130,11 @@ def test_cli(TMP):
               open(jp, "w"))
     rc, err = cli("--jobs", jp)
     check("cli --jobs: unknown job key refused", rc == 2 and "job 0:" in err, err)
+    return cfg_nn, bn
 
+
+def _errors(TMP, rng, cfg, w, b, onp, cfg_nn, bn):
+    """Error exits: one line naming the problem, exit 2."""
     # error exits
     def expect_error(what, needle, cfg2=None, w2=None, b2=None):
         cp2, wp2, bp2 = (os.path.join(TMP, f) for f in ("c2.json", "w2.st", "b2.st"))
