@@ -43,7 +43,7 @@ static void need_torch(void)
 typedef struct {
     char kv[MAXKV][48];
     int nkv;
-    char label[16];
+    char label[48];
 } ref_case;
 
 static ref_case CASES[MAXCASES];
@@ -117,7 +117,7 @@ static void make_cases(void)
         {"task=lm", "pos=none", "d=6", "h=3", NULL},
     };
     for (size_t i = 0; i < sizeof hand / sizeof hand[0]; i++) {
-        char label[16];
+        char label[48];
         snprintf(label, sizeof label, "hand%zu", i);
         add_list(label, hand[i]);
     }
@@ -129,7 +129,7 @@ static void make_cases(void)
     static const char *const tasks[] = {"task=lm", "task=cls", "task=seq2seq"};
     for (int t = 0; t < 3; t++)
         for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
-            char label[16];
+            char label[48];
             snprintf(label, sizeof label, "var%d.%zu", t, i);
             ref_case *c = add_case(label);
             add_kv(c, tasks[t]);
@@ -144,7 +144,7 @@ static void make_cases(void)
     char line[1024];
     int row = 0;
     while (fgets(line, sizeof line, f)) {
-        char label[16];
+        char label[48];
         snprintf(label, sizeof label, "pair%d", row++);
         ref_case *c = add_case(label);
         for (char *w = strtok(line, " \n"); w; w = strtok(NULL, " \n"))
@@ -159,7 +159,7 @@ static void make_cases(void)
     for (int t = 0; t < 3; t++)
         for (int p = 0; p < 3; p++)
             for (int a = 0; a < 2; a++) {
-                char label[16];
+                char label[48];
                 snprintf(label, sizeof label, "nn%d.%d.%d", t, p, a);
                 ref_case *c = add_case(label);
                 add_kv(c, tasks[t]);
