@@ -12,8 +12,6 @@ extension).
     r = lnkit.eigs(m, data, k=5, which="both")           # lnkit's Lanczos, with residuals
     m.params["dec.0.ffn.w2"]                             # a view into m.theta
 
-PyTorch models in and out: lnkit.torch_io (imported on first use; needs torch).
-
 Errors of the library (and bad input: dtype, shape, NaN, missing files)
 raise lnkit.Error, a ValueError, with the library's one-line message.
 Products release the GIL.  The BLAS thread count: lnkit.set_threads(n).
@@ -25,6 +23,8 @@ lnkit warns (lnkit.BlasWarning) if the kernel in use is slower than the CPU
 allows, naming the setting to start Python with:
     OPENBLAS_CORETYPE=<kernel> python3 ...
 (lnkit.blas_advice() returns it, or None when the kernel is already the best.)
+
+PyTorch models in and out: lnkit.torch_io (imported on first use; needs torch).
 """
 import warnings as _warnings
 
