@@ -17,7 +17,7 @@ when it lies inside a margin stated beside the claim; otherwise "not resolved
 at this precision".
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats as _st
@@ -88,6 +88,14 @@ def diff_ci(a, b):
     return _est(float(a.mean() - b.mean()), se, dof, len(a) + len(b))
 
 
+def diff_of(a, b):
+    """a - b of two independent estimates (e.g. two fits' slopes): se from both,
+    Welch-Satterthwaite dof from theirs."""
+    se = math.hypot(a.se, b.se)
+    dof = se ** 4 / (a.se ** 4 / a.dof + b.se ** 4 / b.dof) if se > 0 else min(a.dof, b.dof)
+    return _est(a.value - b.value, se, dof, a.n + b.n)
+
+
 @dataclass(frozen=True)
 class Fit:
     """A least-squares line y = intercept + slope x over per-seed observations.
@@ -105,7 +113,10 @@ class Fit:
     leverage: tuple
     loo: tuple
     source: str
-    extra: dict = field(default_factory=dict)
+    s2: float = math.nan
+    xbar: float = math.nan
+    sxx: float = math.nan
+    log: bool = False
 
     @property
     def n_obs(self):
@@ -153,7 +164,7 @@ def fit_line(x, y, labels=None):
         m = x != u
         loo.append(_ols(x[m], y[m])[0] if len(np.unique(x[m])) >= 2 else math.nan)
     return Fit(_est(b, math.sqrt(s2 / sxx), dof, N), a, chi, tuple(first), n_at, lev,
-               tuple(loo), src)
+               tuple(loo), src, s2, float(xm), sxx)
 
 
 def fit_power(x, y):
@@ -162,7 +173,17 @@ def fit_power(x, y):
     x, y = np.asarray(x, float), np.asarray(y, float)
     if (x <= 0).any() or (y <= 0).any():
         raise ValueError("fit_power: every x and y must be > 0")
-    return fit_line(np.log(x), np.log(y), labels=[float(v) for v in x])
+    return replace(fit_line(np.log(x), np.log(y), labels=[float(v) for v in x]), log=True)
+
+
+def predict(f, x, one_seed=False):
+    """The fitted line at x (original units for a power law) with its 95%
+    interval: of the line (the mean at x), or with one_seed of a single new
+    seed's value there (the seed scatter s^2 added: a prediction interval)."""
+    u = math.log(x) if f.log else x
+    var = f.s2 * (1 / f.n_obs + (u - f.xbar) ** 2 / f.sxx + (1 if one_seed else 0))
+    return _est(f.intercept + f.slope.value * u, math.sqrt(var), f.slope.dof, f.n_obs,
+                log=f.log)
 
 
 def verdict(e, null=0.0, margin=None, up="grows", down="shrinks", flat="flat"):
@@ -215,7 +236,10 @@ def pm(m, sd):
 
 
 def ci(e, unit=""):
-    """'value [lo, hi]' with the decimals of the interval's half-width."""
+    """'value [lo, hi]' with the decimals of the interval's half-width (a ratio,
+    estimated on the log scale: each to 3 significant digits)."""
+    if e.log and math.isfinite(e.hi) and e.lo > 0:
+        return f"{num(e.value)}{unit} [{num(e.lo)}, {num(e.hi)}]"
     if not (math.isfinite(e.lo) and math.isfinite(e.hi)):
         return f"{num(e.value)}{unit} (one seed: no interval)" if e.n == 1 else \
             f"{num(e.value)}{unit} [no interval]"

@@ -1,16 +1,16 @@
-"""Sidecars of the results that Python scripts write (studies/*_summary.py,
-bench/*.py), through lnkit's one writer: `lnkit meta` (src/cli/cmd_meta.c over
+"""Sidecars of the results that Python scripts write (the study summaries,
+studies/summary; bench/*.py), through lnkit's one writer: `lnkit meta` (src/cli/cmd_meta.c over
 lnk_meta_write, docs/MODEL.md §9), so that they carry the same provenance keys
 as the commands' and the C studies' sidecars, written the same way (atomically).
 
-    import sidecar                      # sys.path: studies/kit
+    import sidecar                      # sys.path: studies/summary
     run = sidecar.Run()                 # start time and clock, now
     ...write results/DIR/fits.csv...
     run.write("results/DIR/fits.csv", inputs=[...], extra={"what": ...})
 
 The recorded command line is this interpreter and its arguments
-([sys.executable] + sys.argv); the script itself is recorded as the first
-input (its SHA-256 ties the sidecar to the code that ran, beside the git commit
+([sys.executable] + sys.argv, or argv as given); the script itself is recorded
+as the first input (its SHA-256 ties the sidecar to the code that ran, beside the git commit
 lnkit was built from); threads and ranks are 1 unless given (a Python
 summariser is one single-threaded process); "python" (the interpreter's
 version) is added to the extra keys.  The lnkit program: $LNKIT, else
