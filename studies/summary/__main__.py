@@ -2,6 +2,7 @@
 
     python3 -m studies.summary STUDY [DIR]     (DIR: results/STUDY)
     python3 -m studies.summary all             every study below, in results/
+    python3 -m studies.summary --list          the studies' names
     python3 -m studies.summary report [OUT]    the report of results/ (out/report)
 
 Run from the repository's root.  A new study adds a module with
@@ -25,6 +26,9 @@ def main(argv):
         print(__doc__.strip())
         return 0 if argv else 2
     what = argv[0]
+    if what == "--list":
+        print("\n".join(STUDIES))
+        return 0
     try:
         if what == "report":
             from . import report

@@ -42,8 +42,8 @@ def load(d):
 def summarise(study, d):
     runs = load(d)
     info = {r["run"]: r for r in read(d, "runs.csv", ("run", "seconds_per_product"))}
-    raw = sorted(os.path.basename(p) for p in glob.glob(os.path.join(d, "d*_eigs.csv"))) + \
-        ["runs.csv"]
+    raw = sorted(os.path.relpath(p, d) for p in glob.glob(os.path.join(d, "d*_eigs.csv")) +
+                 glob.glob(os.path.join(d, "k1_check", "d*_eigs.csv"))) + ["runs.csv"]
     out = Summary(study, d, "Multi30k at full size and the width trend of Post/Pre", (
         "seq2seq 6-6 encoder-decoder, LayerNorm, Xavier init, h = max(1, d/64), d_ff = 4d, all "
         "1014 Multi30k De-En validation pairs; lnkit eigs --which both (top and bottom from one "

@@ -176,6 +176,33 @@ def fit_power(x, y):
     return replace(fit_line(np.log(x), np.log(y), labels=[float(v) for v in x]), log=True)
 
 
+def fit_moments(x, mean, sd, n, power=True):
+    """The same fit from per-point summaries of the replicates (their mean, sample
+    sd and count): the per-replicate fit depends on nothing else, so each point's
+    replicates are stood in for by n values with that mean and sd.  power: a
+    power law, ln(mean) against ln x with the sd of ln y taken as sd / mean (the
+    delta method, close when sd / mean is small)."""
+    xs, ys, lab = [], [], []
+    for xi, m, s, k in zip(x, mean, sd, n):
+        lab += [float(xi)] * k
+        if power:
+            xi, m, s = math.log(xi), math.log(m), s / m
+        z = np.array([(-1.0) ** j for j in range(k - k % 2)] + [0.0] * (k % 2))
+        z *= 1.0 if k % 2 else math.sqrt((k - 1) / k)
+        xs += [xi] * k
+        ys += list(m + s * z)
+    f = fit_line(xs, ys, labels=lab)
+    return replace(f, log=power)
+
+
+def prop_ci(k, n):
+    """k successes in n trials: k / n with its Clopper-Pearson 95% interval."""
+    a = (1 - LEVEL) / 2
+    lo = float(_st.beta.ppf(a, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(_st.beta.ppf(1 - a, k + 1, n - k)) if k < n else 1.0
+    return Est(k / n, math.nan, math.nan, n, lo, hi)
+
+
 def predict(f, x, one_seed=False):
     """The fitted line at x (original units for a power law) with its 95%
     interval: of the line (the mean at x), or with one_seed of a single new
@@ -244,6 +271,7 @@ def ci(e, unit=""):
         return f"{num(e.value)}{unit} (one seed: no interval)" if e.n == 1 else \
             f"{num(e.value)}{unit} [no interval]"
     d = decimals((e.hi - e.lo) / 2) if e.hi > e.lo else 4
-    if e.value != 0 and (abs(e.value) < 1e-3 or abs(e.value) >= 1e5):
+    big = max(abs(e.lo), abs(e.hi))
+    if big < 1e-3 or big >= 1e5:
         return f"{num(e.value)}{unit} [{num(e.lo)}, {num(e.hi)}]"
     return f"{e.value:.{d}f}{unit} [{e.lo:.{d}f}, {e.hi:.{d}f}]"

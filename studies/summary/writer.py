@@ -132,12 +132,10 @@ class Summary:
         """A claim: its words from e's interval (stats.verdict), its value with the
         interval; values CID (the estimate) and CID.verdict for the prose."""
         word = S.verdict(e, null, margin, *words)
-        if margin is None:
-            rule = f"{words[0]}/{words[1]} if the interval excludes {null:.4g}"
-        else:
+        rule = f"null {null:.4g}"
+        if margin is not None:
             band = margin if isinstance(margin, tuple) else (null - margin, null + margin)
-            rule = (f"{words[0]}/{words[1]} if it excludes {null:.4g}; {words[2]} if "
-                    f"inside ({band[0]:.4g}, {band[1]:.4g})")
+            rule += f"; margin ({band[0]:.3g}, {band[1]:.3g})"
         val = S.ci(e, unit)
         self.value(cid, val)
         self.value(cid + ".verdict", word)
@@ -200,7 +198,7 @@ class Summary:
 
 
 def fit_how(f, xname):
-    pts = ", ".join(f"{xname} = {S.num(p)}: {lev:.2f}" for p, lev in zip(f.points, f.leverage))
+    pts = ", ".join(f"{xname} = {p:g}: {lev:.2f}" for p, lev in zip(f.points, f.leverage))
     chi = "" if f.chi2dof != f.chi2dof else f", χ²/dof {S.num(f.chi2dof, 2)}"
     return (f"{f.n_obs} seeds at {len(f.points)} points, {S.num(f.slope.dof, 2)} dof, variance "
             f"from the {f.source}{chi}; leverage {pts}; {loo_text(f, xname)}")
@@ -214,4 +212,4 @@ def loo_text(f, xname):
     vs = [v for _, _, v in ok]
     _, p, v = max(ok)
     return (f"leave one {xname} out: {S.num(min(vs))} to {S.num(max(vs))} (without "
-            f"{xname} = {S.num(p)}: {S.num(v)})")
+            f"{xname} = {p:g}: {S.num(v)})")
