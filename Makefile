@@ -83,7 +83,7 @@ deps:
 # NumPy, SciPy and pytest for the Python package's tests (make test-python).
 # The report's TeX and poppler (make report, which the test of the summaries
 # builds: REPORT_PKGS).
-REPORT_PKGS := texlive-latex-base texlive-latex-recommended texlive-fonts-recommended \
+REPORT_PKGS := texlive-latex-base texlive-latex-recommended texlive-fonts-recommended lmodern \
                poppler-utils
 TEST_PKGS := python3-torch python3-numpy libopenmpi-dev openmpi-bin python3-scipy python3-pytest \
              $(REPORT_PKGS)

@@ -264,6 +264,10 @@ def tables(out, V, rows, ref):
                 r["operator"] == "hessian":
             per[(c[1], int(r["layer"]), r["kind"])].append(fnum(r, "frob"))
     out.per_layer = per
+    for p in POS:
+        for k in ("Q", "V"):
+            out.value(f"layers.{p}.{k}", f"{S.num(_gm(per[(p, 0, k)]), 2)} -> "
+                                         f"{S.num(_gm(per[(p, Lmax - 1, k)]), 2)}")
     t = [[l] + [S.num(_gm(per[(p, l, k)]), 2) for p in POS for k in ("Q", "V", "FFN2")]
          for l in range(Lmax)]
     out.table("layers", f"||H_bb||_F per layer of the lm model with L = {Lmax}, d = 32: "
@@ -307,15 +311,17 @@ def figures(out, V, rows, ref):
     Lmax = max(k[1] for k in per) + 1
     fig, ax = plots.figure(2, w=3.4, h=2.8)
     for a, p in zip(ax, POS):
-        for k, col in zip(KINDS, ("tab:red", "tab:orange", "tab:blue", "tab:cyan", "tab:green",
-                                  "tab:olive")):
-            plots.seeds(a, list(range(Lmax)), [per[(p, l, k)] for l in range(Lmax)],
-                        color=col, label=k)
+        for i, (k, col) in enumerate(zip(("Q", "V", "O", "FFN2"), ("tab:red", "tab:blue",
+                                                                 "tab:green", "tab:purple"))):
+            plots.seeds(a, [l + 0.15 * (i - 1.5) for l in range(Lmax)],
+                        [per[(p, l, k)] for l in range(Lmax)], color=col, label=k)
         plots.log_axes(a, xlog=False)
         a.set_title(f"{NAME[p]}, L = {Lmax}")
         a.set_xlabel("layer")
     ax[0].set_ylabel("||H_bb||_F")
     ax[1].legend(ncol=2)
-    out.figure("blocknorms", f"Per-layer Frobenius norms of the diagonal Hessian blocks (lm, L "
-               f"= {Lmax}, d = 32; Ormaniec et al.'s heterogeneity). {plots.CAPTION} (bars, "
+    out.figure("blocknorms", f"Per-layer Frobenius norms of the diagonal Hessian blocks of the "
+               f"query, value, output and second FFN matrices (lm, L = {Lmax}, d = 32; every "
+               "kind in blocknorms.csv; Ormaniec et al.'s heterogeneity). "
+               f"{plots.CAPTION} (bars, "
                "not mean ± sd: a block near 0 in one seed stays on the log axis).", fig)
