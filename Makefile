@@ -53,7 +53,7 @@ STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
 KIT_SRC  := $(wildcard studies/kit/*.c)
 KIT_OBJ  := $(KIT_SRC:%.c=$(BUILD)/%.o)
 KIT      := $(BUILD)/studies/libkit.a
-KIT_TESTS:= $(BUILD)/tests/test_stats $(BUILD)/tests/test_anatomy
+KIT_TESTS:= $(BUILD)/tests/test_stats $(BUILD)/tests/test_anatomy $(BUILD)/tests/test_csvread
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 # The shared library: liblnkit.so.MAJOR.MINOR.PATCH, soname liblnkit.so.MAJOR.MINOR

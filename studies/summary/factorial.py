@@ -107,6 +107,8 @@ def headlines(out, fits, cells, ref):
         _, _, text, w = Q[q]
         for o in outs:
             sel = [c for c in cells if o is None or c[1] == o]
+            if len(sel) < 2:   # a factorial without this level: no mean over cells
+                continue
             es = [getattr(fits[c + ("nom", q)], "slope", fits[c + ("nom", q)]) for c in sel]
             words = [S.verdict(e, ref[q], MARGIN, *w) for e in es]
             count = ", ".join(f"{k} in {words.count(k)}" for k in sorted(set(words)))
