@@ -22,9 +22,9 @@
  *   mass.csv       key,operator,which,tensor,mass
  *   blocknorms.csv key,block,side,layer,kind,n,operator,frob,frob_se
  *   js.csv         key,block_a,block_b,js_distance,sigma,js_scaled,sigma_scaled
- * where key = task,norm_pos,norm,qk_norm,L,d,seed,n_params.  The summaries
- * (tables, plots, values) are made from these files by
- * studies/anatomy_summary.py; studies/scripts/study_anatomy.sh runs both.
+ * where key = task,norm_pos,norm,qk_norm,L,d,seed,n_params.  The summary
+ * (tables, figures, claims) is made from these files by python3 -m
+ * studies.summary anatomy DIR; studies/scripts/study_anatomy.sh runs both.
  * Every Lanczos and probe stream uses seed --rng-seed (0), as `lnkit eigs`,
  * so an extreme here is the one `lnkit eigs -k 1 --which both --tol T
  * --max-steps M --operator OP` gives on the same weights and batch.

@@ -18,10 +18,9 @@
  *            per-head RMSNorm (qk_norm): entropy and stripe statistics of every layer and
  *            head, and the layer-2 maps of one sequence:  attn_stats.csv, attn_map_*.csv
  *   counts   how many normalisation statistics a LayerNorm computes:  norm_counts.csv
- * Every CSV gets a .meta.json.  This program writes the raw rows only; the tables,
- * values.csv, claims.csv and gnuplot scripts are made from the files by
- * ln_geometry_summary (studies/ln_geometry_summary.c), and
- * studies/scripts/study_geometry.sh runs both and renders the plots. */
+ * Every CSV gets a .meta.json.  This program writes the raw rows only; its summary
+ * (tables, figures, claims) is made from the files by python3 -m studies.summary
+ * geometry DIR, and studies/scripts/study_geometry.sh runs both. */
 #include <cblas.h>
 #include <getopt.h>
 #include <math.h>
@@ -909,7 +908,8 @@ int main(int argc, char **argv)
             fn[k](&S);
             printf("  part %s: %.1f s\n", known[k], lnk_now() - t);
         }
-    printf("wrote the CSVs under %s in %.1f s (tables and plot scripts: ln_geometry_summary %s)\n",
+    printf("wrote the CSVs under %s in %.1f s (the summary: python3 -m studies.summary geometry "
+           "%s)\n",
            S.out, lnk_now() - t0, S.out);
     return 0;
 }
