@@ -107,9 +107,33 @@ typedef struct {
 /* Before any work (collective): every output can be written (its folder
  * exists and is writable; not a folder, block device or read-only file),
  * the outputs that are files are distinct, and none is one of the inputs.
- * Dies with "CMD: FLAG PATH: problem" otherwise. */
+ * Dies with "CMD: FLAG PATH: problem" otherwise.  (cli_files, below, with
+ * out and in.) */
 void cli_check_outputs(const char *cmd, const cli_file *out, int n_out, const cli_file *in,
                        int n_in);
+
+/* Every path a command will read, write, rename or delete, checked against
+ * every other one before any work: two outputs (or an output and a file the
+ * run deletes) that are the same file, an output that is an input, a path
+ * that a glob the run deletes would match, all refused.  The same file: the
+ * same device and inode where both exist, else the same name in the same
+ * folder (links followed, so ./x, d/../x and a link to x are x). */
+enum { CLI_IN = 0, CLI_OUT = 1, CLI_GONE = 2 /* path: a checkpoint; its temporaries go */ };
+typedef struct {
+    struct cli_path { const char *path, *flag; int role; } *p;
+    int n, cap;
+    char **own; /* strings made here, freed by cli_files_check */
+    int n_own;
+} cli_files;
+void cli_files_in(cli_files *f, const char *path, const char *flag);
+void cli_files_out(cli_files *f, const char *path, const char *flag);
+/* An output and its NAME.meta.json sidecar (none beside a device or FIFO). */
+void cli_files_out_meta(cli_files *f, const char *path, const char *flag);
+/* --checkpoint FILE: FILE, every rank's rows file, the lock file and the
+ * temporary files lnk_ckpt_open removes (lnk_ckpt_file). */
+void cli_files_checkpoint(cli_files *f, const char *path);
+/* Check them all (collective; dies naming the first clash) and free f. */
+void cli_files_check(const char *cmd, cli_files *f);
 /* A sidecar's path: given (if not NULL), else out's name with suffix
  * (cli_sibling_path); NULL when out is a device or FIFO (no sidecar beside
  * /dev/null).  malloc'd. */

@@ -46,7 +46,7 @@ static void help(void)
            "  --sigma S              kernel standard deviation (eigenvalue units)\n"
            "  --sigma-fraction F     sigma = F * the common range of the nodes  (0.01)\n"
            "  --grid-per-sigma P     grid points per sigma                      (4)\n\n");
-    cli_curv_print_help();
+    cli_curv_print_help(0);
 }
 
 static double num(const char *opt, const char *s) { return cli_real("blocks", opt, s, 1); }
@@ -183,7 +183,7 @@ int cmd_blocks(int argc, char **argv)
                                {"sigma", required_argument, NULL, O_SIG},
                                {"sigma-fraction", required_argument, NULL, O_SIGF},
                                {"grid-per-sigma", required_argument, NULL, O_GRID}};
-    int n = cli_curv_add_options(opts, 14);
+    int n = cli_curv_add_options(opts, 14, 0);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *pairs = NULL, *dens = NULL, *groups[MAX_GROUPS];
@@ -232,9 +232,6 @@ int cmd_blocks(int argc, char **argv)
     if (!sig_kind)
         sig_kind = O_SIGF;
     bo.seed = co.rng_seed;
-    if (co.checkpoint || co.checkpoint_every)
-        cli_die("blocks: --checkpoint%s: blocks runs are not resumable (the option serves eigs, "
-                "trace and density); run without it", co.checkpoint ? "" : "-every");
     cli_curv_out outs[3] = {{out, "-o", 1}, {pairs, "--pairs", 1}, {dens, "--density", 1}};
     cli_curv_check_outputs("blocks", &co, outs, 3);
     /* the model, the data set and the operator once; then the operator is

@@ -29,7 +29,7 @@ static void help(void)
            "  --sigma-kappa K        Papyan 2020: sigma = 1.1 range / ((m-1) sqrt(8 ln K))\n"
            "  --sigma-fraction F     sigma = F * range of the nodes\n"
            "  --grid-per-sigma P     grid points per sigma                      (4)\n\n");
-    cli_curv_print_help();
+    cli_curv_print_help(1);
 }
 
 static double num(const char *opt, const char *s) { return cli_real("density", opt, s, 1); }
@@ -64,7 +64,7 @@ int cmd_density(int argc, char **argv)
                                {"sigma-fraction", required_argument, NULL, O_SIGF},
                                {"grid-per-sigma", required_argument, NULL, O_GRID},
                                {"reorth", required_argument, NULL, O_REORTH}};
-    int n = cli_curv_add_options(opts, 13);
+    int n = cli_curv_add_options(opts, 13, 1);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *nodes = NULL;

@@ -29,7 +29,7 @@ static void help(void)
            "                         tensor of the block (sum of its squared\n"
            "                         entries there; CSV which,index,tensor,n,mass,\n"
            "                         with FILE.meta.json; the masses sum to 1)  (none)\n\n");
-    cli_curv_print_help();
+    cli_curv_print_help(1);
 }
 
 typedef struct {
@@ -120,7 +120,7 @@ int cmd_eigs(int argc, char **argv)
                                {"vectors", required_argument, NULL, O_VEC},
                                {"mass", required_argument, NULL, O_MASS},
                                {"reorth", required_argument, NULL, O_REORTH}};
-    int n = cli_curv_add_options(opts, 9);
+    int n = cli_curv_add_options(opts, 9, 1);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *vec = NULL, *mass = NULL, *which = "top";

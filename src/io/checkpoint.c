@@ -41,7 +41,7 @@ static void fault(const char *point)
 
 /* ------------------------------------------------------------ identity */
 
-int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
+static int id_vadd(lnk_ckpt_id *id, int env, const char *name, const char *fmt, va_list ap)
 {
     if (id->n == id->cap) {
         int nc = id->cap ? 2 * id->cap : 16;
@@ -49,16 +49,16 @@ int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
         if (a)
             id->name = a;
         char **b = a ? realloc(id->value, sizeof *b * (size_t)nc) : NULL;
-        if (!b)
+        if (b)
+            id->value = b;
+        unsigned char *e = b ? realloc(id->env, (size_t)nc) : NULL;
+        if (!e)
             return lnk_error(LNK_ENOMEM, "checkpoint: out of memory");
-        id->value = b;
+        id->env = e;
         id->cap = nc;
     }
-    va_list ap;
-    va_start(ap, fmt);
     char *v = NULL;
     int r = vasprintf(&v, fmt, ap);
-    va_end(ap);
     char *nm = strdup(name);
     if (r < 0 || !nm) {
         free(nm);
@@ -67,8 +67,27 @@ int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
         return lnk_error(LNK_ENOMEM, "checkpoint: out of memory");
     }
     id->name[id->n] = nm;
+    id->env[id->n] = (unsigned char)env;
     id->value[id->n++] = v;
     return LNK_OK;
+}
+
+int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = id_vadd(id, 0, name, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int lnk_ckpt_id_add_env(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = id_vadd(id, 1, name, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 int lnk_ckpt_id_add_file(lnk_ckpt_id *id, const char *name, const char *path)
@@ -84,6 +103,7 @@ void lnk_ckpt_id_free(lnk_ckpt_id *id)
         free(id->name[i]), free(id->value[i]);
     free(id->name);
     free(id->value);
+    free(id->env);
     memset(id, 0, sizeof *id);
 }
 
@@ -157,6 +177,8 @@ struct lnk_ckpt {
     char *path, *rows_path, *cmd;
     int kind, rank, size, mapped, resumed;
     lnk_ckpt_id id;
+    lnk_ckpt_lock *own_lock; /* the lock lnk_ckpt_open took (NULL: the caller's) */
+    char *moved;            /* lnk_ckpt_moved */
     size_t row_len, max_rows;
     int fd;                 /* rows file, -1 until needed */
     double *map;
@@ -452,13 +474,15 @@ static void put_id(wbuf *b, const lnk_ckpt *ck)
     rec_i(b, "ranks", ck->size);
     for (int i = 0; i < ck->id.n; i++) {
         char *nm;
-        if (asprintf(&nm, "id:%s", ck->id.name[i]) < 0) {
+        if (asprintf(&nm, "%s:%s", ck->id.env[i] ? "env" : "id", ck->id.name[i]) < 0) {
             b->err = 1;
             return;
         }
         rec_s(b, nm, ck->id.value[i]);
         free(nm);
     }
+    if (ck->moved && *ck->moved)
+        rec_s(b, "moved", ck->moved);
 }
 
 /* Close b (trailer) and write it to ck->path atomically (rank 0); state: a
@@ -725,6 +749,74 @@ static int check_rows(lnk_ckpt *ck, size_t first, size_t count, const uint64_t *
     return LNK_OK;
 }
 
+/* Append "NAME: THERE -> HERE" to ck->moved. */
+static int note_moved(lnk_ckpt *ck, const char *name, const record *r, const char *here)
+{
+    char *m = NULL;
+    int n = asprintf(&m, "%s%s%s: %.*s -> %s", ck->moved ? ck->moved : "",
+                     ck->moved && *ck->moved ? "; " : "", name,
+                     r ? (int)(r->count > 200 ? 200 : r->count) : 6, r ? r->data : "absent",
+                     here);
+    if (n < 0)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
+    free(ck->moved);
+    ck->moved = m;
+    return LNK_OK;
+}
+
+/* The identity of FILE against this run's: the run's items must all agree;
+ * the environment's too, unless resume_anywhere (then ck->moved says what
+ * changed, after what earlier resumes recorded).  state: FILE holds a
+ * state (not only the initial identity). */
+static int check_id(lnk_ckpt *ck, int state)
+{
+    const record *prior = find(ck, "moved", T_STR);
+    if (prior && !(ck->moved = strndup(prior->data, prior->count)))
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
+    int n_here[2] = {0, 0}, n_there[2] = {0, 0};
+    for (int i = 0; i < ck->id.n; i++) {
+        int env = ck->id.env[i];
+        n_here[env]++;
+        char *nm;
+        if (asprintf(&nm, "%s:%s", env ? "env" : "id", ck->id.name[i]) < 0)
+            return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
+        const record *r = find(ck, nm, T_STR);
+        free(nm);
+        const char *v = ck->id.value[i];
+        if ((r && r->count == strlen(v) && !memcmp(r->data, v, r->count)) || (env && !state))
+            continue;
+        int show = r ? (int)(r->count > 80 ? 80 : r->count) : 6;
+        if (!env)
+            return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: "
+                             "%s is %.*s there, %s here", ck->cmd, ck->path, ck->id.name[i],
+                             show, r ? r->data : "absent", v);
+        if (!ck->id.resume_anywhere)
+            return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s was written with %s %.*s, this "
+                             "run has %s: a resumed run gives bitwise the result of an "
+                             "uninterrupted one only with what fixed its rounding; resume "
+                             "with the same, or allow the change explicitly (lnkit: "
+                             "--resume-anywhere; the sidecar records it)", ck->cmd, ck->path,
+                             ck->id.name[i], show, r ? r->data : "absent", v);
+        int rc = note_moved(ck, ck->id.name[i], r, v);
+        if (rc != LNK_OK)
+            return rc;
+    }
+    for (int i = 0; i < ck->nr; i++) {
+        n_there[0] += ck->r[i].ln > 3 && !memcmp(ck->r[i].name, "id:", 3);
+        n_there[1] += ck->r[i].ln > 4 && !memcmp(ck->r[i].name, "env:", 4);
+    }
+    if (n_there[0] != n_here[0])
+        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it "
+                         "records %d items of what it belongs to, this run %d", ck->cmd,
+                         ck->path, n_there[0], n_here[0]);
+    if (n_there[1] != n_here[1] && state && !ck->id.resume_anywhere)
+        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s records %d items of what fixes its "
+                         "rounding, this run %d (written by another lnkit version?); resume "
+                         "with that version, or allow it explicitly (lnkit: --resume-anywhere)",
+                         ck->cmd, ck->path, n_there[1], n_here[1]);
+    return LNK_OK;
+}
+
 static int read_state(lnk_ckpt *ck)
 {
     int ok = 1;
@@ -741,27 +833,13 @@ static int read_state(lnk_ckpt *ck)
         return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it was "
                          "written by %lld MPI rank(s), this run has %d; resume with the same "
                          "number", ck->cmd, ck->path, (long long)ranks, ck->size);
-    for (int i = 0; i < ck->id.n; i++) {
-        char *nm;
-        if (asprintf(&nm, "id:%s", ck->id.name[i]) < 0)
-            return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
-        const record *r = find(ck, nm, T_STR);
-        free(nm);
-        const char *v = ck->id.value[i];
-        if (!r || r->count != strlen(v) || memcmp(r->data, v, r->count))
-            return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: "
-                             "%s is %.*s there, %s here", ck->cmd, ck->path, ck->id.name[i],
-                             r ? (int)(r->count > 80 ? 80 : r->count) : 6,
-                             r ? r->data : "absent", v);
-    }
-    int n_id = 0;
-    for (int i = 0; i < ck->nr; i++)
-        n_id += ck->r[i].ln > 3 && !memcmp(ck->r[i].name, "id:", 3);
-    if (n_id != ck->id.n)
-        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it "
-                         "records %d items of what it belongs to, this run %d", ck->cmd,
-                         ck->path, n_id, ck->id.n);
-    if (!find(ck, "products", T_INT))
+    /* the initial file of a run that saved no state: nothing to resume, so
+     * what fixes the rounding may have changed */
+    int state = find(ck, "products", T_INT) != NULL;
+    int rc = check_id(ck, state);
+    if (rc != LNK_OK)
+        return rc;
+    if (!state)
         return LNK_OK; /* the initial file of a run that saved no state yet */
     ck->products = (long)get_i(ck, "products", &ok);
     double elapsed = get_d(ck, "elapsed", &ok);
@@ -775,7 +853,7 @@ static int read_state(lnk_ckpt *ck)
         return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
     memcpy(h, hr->data + 8 * (size_t)count * (size_t)ck->rank, 8 * (size_t)count);
     ck->resumed = 1;
-    int rc = check_rows(ck, (size_t)first, (size_t)count, h);
+    rc = check_rows(ck, (size_t)first, (size_t)count, h);
     free(h);
     if (rc != LNK_OK)
         return rc;
@@ -851,10 +929,13 @@ static int read_state(lnk_ckpt *ck)
 
 /* ------------------------------------------------------------ open, close */
 
-int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_ckpt_id *id,
-                  int kind, size_t row_len, size_t max_rows, int mapped)
+int lnk_ckpt_open(lnk_ckpt **out, lnk_ckpt_lock *lock, const char *path, const char *cmd,
+                  const lnk_ckpt_id *id, int kind, size_t row_len, size_t max_rows, int mapped)
 {
     *out = NULL;
+    if (lock && strcmp(lnk_ckpt_lock_path(lock), path))
+        return lnk_error(LNK_EINVAL, "%s: checkpoint %s: the lock given is %s's", cmd, path,
+                         lnk_ckpt_lock_path(lock));
     lnk_ckpt *ck = calloc(1, sizeof *ck);
     if (!ck)
         return lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
@@ -868,24 +949,24 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
     int rc = LNK_OK, fresh = 0;
     ck->path = strdup(path);
     ck->cmd = strdup(cmd);
-    if (!ck->path || !ck->cmd)
+    if (!ck->path || !ck->cmd ||
+        !(ck->rows_path = lnk_ckpt_file(path, LNK_CKPT_ROWS, ck->rank, ck->size)))
         rc = lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
-    else if ((ck->size > 1 ? asprintf(&ck->rows_path, "%s.basis.%d", path, ck->rank)
-                           : asprintf(&ck->rows_path, "%s.basis", path)) < 0) {
-        ck->rows_path = NULL;
-        rc = lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
-    }
+    ck->id.resume_anywhere = id->resume_anywhere;
     for (int i = 0; rc == LNK_OK && i < id->n; i++)
-        rc = lnk_ckpt_id_add(&ck->id, id->name[i], "%s", id->value[i]);
+        rc = (id->env[i] ? lnk_ckpt_id_add_env : lnk_ckpt_id_add)(&ck->id, id->name[i], "%s",
+                                                                   id->value[i]);
+    /* the lock before any of the checkpoint's files is read or touched */
+    if (rc == LNK_OK && !lock)
+        rc = lnk_ckpt_lock_take(&ck->own_lock, path, cmd);
     if (rc != LNK_OK) {
         lnk_ckpt_close(ck);
         return rc;
     }
     /* what a save cut by a kill left: FILE's temporary files (lnk_afile's names) */
-    char *pat = NULL;
+    char *pat = lnk_ckpt_file(path, LNK_CKPT_TEMPS, 0, 1);
     glob_t g;
-    if (ck->rank == 0 && asprintf(&pat, "%s.tmp.??????", path) >= 0 &&
-        glob(pat, GLOB_NOSORT | GLOB_NOESCAPE, NULL, &g) == 0) {
+    if (ck->rank == 0 && pat && glob(pat, GLOB_NOSORT, NULL, &g) == 0) {
         for (size_t i = 0; i < g.gl_pathc; i++)
             unlink(g.gl_pathv[i]);
         globfree(&g);
@@ -956,6 +1037,7 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
 double *lnk_ckpt_basis(lnk_ckpt *ck) { return ck ? ck->map : NULL; }
 int lnk_ckpt_resumed(const lnk_ckpt *ck) { return ck && ck->resumed; }
 long lnk_ckpt_products(const lnk_ckpt *ck) { return ck ? ck->products : 0; }
+const char *lnk_ckpt_moved(const lnk_ckpt *ck) { return ck && ck->moved ? ck->moved : ""; }
 
 const lnk_eigs_state *lnk_ckpt_eigs_state(const lnk_ckpt *ck)
 {
@@ -1005,6 +1087,8 @@ void lnk_ckpt_close(lnk_ckpt *ck)
     free(ck->hash);
     free(ck->buf);
     free(ck->r);
+    free(ck->moved);
+    lnk_ckpt_lock_release(ck->own_lock);
     lnk_ckpt_id_free(&ck->id);
     free(ck->path), free(ck->rows_path), free(ck->cmd);
     free(ck);
