@@ -78,24 +78,34 @@ int cmd_meta(int argc, char **argv);
 
 
 
-/* Everything eval/hvp need: config, model, weights, batch, workspace. */
+/* Everything eval/hvp need: config, model, weights, batches, workspace.
+ * Repeated --batch files are one data set (docs/MODEL.md section 4: the
+ * token-weighted mean of their losses), as in the curvature commands. */
+#define CLI_MAX_BATCH 64
 typedef struct {
     lnk_config c;
     lnk_model *m;
     double *theta;
-    lnk_batch b;
-    lnk_workspace *ws;
+    const char *const *batch; /* the --batch files */
+    int n_batch;
+    lnk_batch b;        /* the one file of a one-file, one-process run */
+    lnk_workspace *ws;  /* its workspace */
 } cli_session;
-void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
-              unsigned ws_flags);
-/* Several ranks: the data set of s->b's rows in 4 P chunks, sharded over the
- * job (token-balanced; with the LNK_FAULT hook).  cli_open allocates no
- * workspace then. */
+void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
+              const char *const *batch, int n_batch, unsigned ws_flags);
+/* 1 if the run works on a data set (several files, or several ranks), built
+ * by cli_shard; 0 for one file in one process (s->b, s->ws). */
+int cli_dataset(const cli_session *s);
+/* The data set of the files' rows in chunks (one a file in one process, 4 P
+ * a file with several ranks), sharded over the job (token-balanced; with the
+ * LNK_FAULT hook).  cli_open allocates no workspace then. */
 void cli_shard(cli_session *s, lnk_dataset *ds);
 /* Rows per chunk of a file of B rows: chunk_rows if set, else the whole file
  * in one process, or 4 P pieces with several ranks (so that the
  * token-balanced shards can be even). */
 int cli_chunk_rows(int B, int chunk_rows);
+/* --batch FILE once more (at most CLI_MAX_BATCH), or die. */
+void cli_add_batch(const char **batch, int *n_batch, const char *path);
 void cli_close(cli_session *s);
 /* Files (files.c).  A file named on the command line and the
  * option that named it, for messages. */
@@ -145,6 +155,21 @@ void cli_outputs_begin(void);
 void cli_outputs_commit(void);
 /* --max-input SIZE (4096, 512M, 2G): the size limit of text inputs. */
 void cli_max_input(const char *opt, const char *s);
+
+/* Exit statuses: 0 done (and converged), 2 bad input or a failure, 3 done
+ * but not converged: a command that computes eigenpairs to a tolerance
+ * (eigs; blocks' extremes) writes its full results and sidecar as always
+ * (converged columns, counts in the sidecar), then prints one warning line
+ * (cli_not_converged) and exits 3.  Commands without a convergence test
+ * (trace, density) exit 0. */
+#define CLI_EXIT_NOT_CONVERGED 3
+/* The warning line: n_bad of n_req requested eigenpairs did not converge,
+ * the worst residual relative to max|l| (worst_rel) against tol, the
+ * Lanczos steps used of the limit, and hint (NULL or a short advice).
+ * Rank 0 prints it, even with --quiet; returns CLI_EXIT_NOT_CONVERGED (0 if
+ * n_bad is 0). */
+int cli_not_converged(const char *cmd, int n_bad, int n_req, double worst_rel, double tol,
+                      int steps, int max_steps, const char *hint);
 
 /* Report an unknown option / missing argument from getopt_long and exit 2. */
 _Noreturn void cli_bad_option(const char *cmd, int c, char **argv);

@@ -29,7 +29,11 @@ static void help(void)
            "BLOCKS.csv: block,type,n,operator,probes,frob,frob_se,frob2,frob2_se,top,\n"
            "top_residual,top_converged,bottom,bottom_residual,bottom_converged,eig_steps,\n"
            "node_min,node_max,applies.  PAIRS.csv: block_a,block_b,js_distance.\n"
-           "DENSITY.csv: block,t,density.  Each with a .meta.json sidecar.\n\n"
+           "DENSITY.csv: block,t,density.  Each with a .meta.json sidecar.\n"
+           "An extreme is converged when its residual <= tol max|l| (the block's); in a\n"
+           "block that is zero to rounding (max|l| < 1e-10 of the largest block's, e.g. an\n"
+           "attention key bias) when it is <= tol times the largest block's max|l|.\n"
+           "Extremes that did not converge: a warning and exit status 3.\n\n"
            "  -o, --output FILE      block statistics CSV                       (required)\n"
            "  --pairs FILE           Jensen-Shannon distances between blocks    (none)\n"
            "  --density FILE         the block densities on the common grid     (none)\n"
@@ -40,7 +44,7 @@ static void help(void)
            "  --probes N             Hutchinson probes for ||A_bb||_F           (30)\n"
            "  --eig-steps M          Lanczos step limit for the extremes        (100)\n"
            "  --tol T                residual tolerance of the extremes,\n"
-           "                         relative to max|l|                         (1e-6)\n"
+           "                         relative to the block's max|l|             (1e-6)\n"
            "  --runs N               SLQ start vectors per block                (4)\n"
            "  --steps M              SLQ Lanczos steps per run                  (40)\n"
            "  --sigma S              kernel standard deviation (eigenvalue units)\n"
@@ -158,6 +162,49 @@ static int write_csv(const char *path, const char *const *hdr, int ncol,
     if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
         lnk_afile_abort(&af);
     return st;
+}
+
+/* A block that is zero to rounding (an attention key bias, which softmax
+ * ignores: its H, G and F are 0) has extremes of the size of rounding,
+ * whose residuals no tolerance relative to themselves can pass.  Its
+ * extremes count as converged when the block's max|l| is below ZERO_REL of
+ * the largest block's, S, and their residuals are within tol S: they are 0
+ * to what the products resolve. */
+#define ZERO_REL 1e-10
+static void zero_blocks(block_row *b, int nb, double tol)
+{
+    double S = 0;
+    for (int i = 0; i < nb; i++)
+        S = fmax(S, fmax(fabs(b[i].st.top), fabs(b[i].st.bottom)));
+    for (int i = 0; i < nb; i++) {
+        lnk_blockstat *st = &b[i].st;
+        if (fmax(fabs(st->top), fabs(st->bottom)) > ZERO_REL * S)
+            continue;
+        st->top_converged |= st->top_residual <= tol * S;
+        st->bottom_converged |= st->bottom_residual <= tol * S;
+    }
+}
+
+/* Extremes that did not converge, over every block: their count, the worst
+ * residual relative to its block's max|l|, the most steps a block took. */
+static int not_converged(const block_row *b, int nb, double *worst, int *steps)
+{
+    int bad = 0;
+    *worst = 0;
+    *steps = 0;
+    for (int i = 0; i < nb; i++) {
+        const lnk_blockstat *st = &b[i].st;
+        double scale = fmax(fabs(st->top), fabs(st->bottom));
+        *steps = st->eig_steps > *steps ? st->eig_steps : *steps;
+        const double res[2] = {st->top_residual, st->bottom_residual};
+        const int conv[2] = {st->top_converged, st->bottom_converged};
+        for (int e = 0; e < 2; e++)
+            if (!conv[e]) {
+                bad++;
+                *worst = fmax(*worst, scale > 0 ? res[e] / scale : res[e]);
+            }
+    }
+    return bad;
 }
 
 static const char *const HDR_BLOCKS[] = {
@@ -282,6 +329,9 @@ int cmd_blocks(int argc, char **argv)
                     "%.6g]  %.1f s\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
                     b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, lnk_now() - t0);
     }
+    zero_blocks(b, nb, bo.eig_tol);
+    double worst_res;
+    int max_steps, n_bad = not_converged(b, nb, &worst_res, &max_steps);
     long products = lnk_hessian_n_products(s.h);
     /* the densities on one grid, and the distances between them */
     const lnk_slq_result **r = malloc(sizeof *r * (size_t)nb);
@@ -335,12 +385,14 @@ int cmd_blocks(int argc, char **argv)
                            "\"%s\", \"sigma_value\": %.17g, \"grid_points\": %zu, "
                            "\"grid_min\": %.17g, \"grid_max\": %.17g, \"max_integral_error\": "
                            "%.17g, \"js_log\": \"natural\", \"block_products\": %ld, "
+                           "\"extremes\": %d, \"converged\": %d, "
                            "\"pairs_file\": \"%s\", \"density_file\": \"%s\"",
                            nb, sel.n_tensors, json_body(jp, sizeof jp, tensor_pat ? tensor_pat : "*"),
                            n_groups, bo.probes,
                            bo.eig_steps, bo.eig_tol, bo.slq_runs, bo.slq_steps, sigma,
                            sig_kind == O_SIG ? "sigma" : "sigma-fraction", sval, npts, t[0],
-                           t[npts - 1], worst, products, json_body(jq, sizeof jq, pairs),
+                           t[npts - 1], worst, products, 2 * nb, 2 * nb - n_bad,
+                           json_body(jq, sizeof jq, pairs),
                            json_body(jd, sizeof jd, dens));
         if (len >= (int)sizeof extra)
             cli_die("blocks: the sidecar's fields are too long");
@@ -354,6 +406,10 @@ int cmd_blocks(int argc, char **argv)
             fprintf(stderr, "blocks: %d blocks (%s), %ld products, sigma %.6g, %zu grid points, "
                     "%.2f s -> %s\n", nb, opname, products, sigma, npts, lnk_now() - t0, out);
     }
+    /* the rule for extremes that did not converge (cli_not_converged) */
+    int status = cli_not_converged("blocks", n_bad, 2 * nb, worst_res, bo.eig_tol, max_steps,
+                                   bo.eig_steps, max_steps >= bo.eig_steps ? "the step limit was "
+                                   "reached (a larger --eig-steps may converge them)" : NULL);
     for (int i = 0; i < nb; i++) {
         free(b[i].name);
         free(b[i].phi);
@@ -365,5 +421,5 @@ int cmd_blocks(int argc, char **argv)
     free(t);
     lnk_block_free(&sel);
     cli_curv_close(&s);
-    return 0;
+    return status;
 }

@@ -8,12 +8,14 @@
 static void help(void)
 {
     printf("usage: lnkit eval --config C.json --weights W.safetensors --batch B.safetensors\n"
-           "                  [config flags] [--json] [--grad-out G.safetensors]\n\n"
+           "                  [--batch B2 ...] [config flags] [--json] [--grad-out G.safetensors]\n\n"
            "Print the loss, the number of scored tokens and ||dL/dW||_F of every tensor\n"
            "(and of all parameters together) as CSV with columns quantity,tensor,value\n"
-           "(or as JSON with --json).\n\n"
+           "(or as JSON with --json).  Several --batch files are one data set: the\n"
+           "token-weighted mean loss over them (MODEL.md §4) and its gradient.\n\n"
            "  --weights FILE         weights (safetensors, MODEL.md §6)        (required)\n"
-           "  --batch FILE           batch (safetensors)                       (required)\n"
+           "  --batch FILE           batch (safetensors); repeat for a data set of\n"
+           "                         several files                             (required)\n"
            "  --json                 JSON instead of CSV                       (CSV)\n"
            "  --grad-out FILE        also write the gradient (named tensors)   (none)\n\n");
     cli_print_model_help();
@@ -29,15 +31,15 @@ int cmd_eval(int argc, char **argv)
     int n = cli_add_model_options(opts, 5);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_model_opts mo = {0};
-    const char *wpath = NULL, *bpath = NULL, *gout = NULL;
-    int json = 0, ch;
+    const char *wpath = NULL, *bpath[CLI_MAX_BATCH], *gout = NULL;
+    int json = 0, ch, n_batch = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         if (cli_model_option(&mo, ch, optarg))
             continue;
         switch (ch) {
         case 'w': wpath = optarg; break;
-        case 'b': bpath = optarg; break;
+        case 'b': cli_add_batch(bpath, &n_batch, optarg); break;
         case 'j': json = 1; break;
         case 'g': gout = optarg; break;
         case 'h': help(); return 0;
@@ -46,16 +48,20 @@ int cmd_eval(int argc, char **argv)
     }
     if (optind < argc)
         cli_die("eval: unexpected argument '%s'", argv[optind]);
-    cli_file outs[1] = {{gout, "--grad-out"}},
-             ins[3] = {{mo.config_path, "--config"}, {wpath, "--weights"}, {bpath, "--batch"}};
-    cli_check_outputs("eval", outs, 1, ins, 3);
+    cli_files f = {0};
+    cli_files_out(&f, gout, "--grad-out");
+    cli_files_in(&f, mo.config_path, "--config");
+    cli_files_in(&f, wpath, "--weights");
+    for (int i = 0; i < n_batch; i++)
+        cli_files_in(&f, bpath[i], "--batch");
+    cli_files_check("eval", &f);
     cli_session s;
-    cli_open(&s, &mo, wpath, bpath, 0);
+    cli_open(&s, &mo, wpath, bpath, n_batch, 0);
     size_t np = lnk_model_n_params(s.m), nsc = 0;
     double *g = malloc(sizeof(double) * np), loss;
     if (!g)
         cli_die("out of memory");
-    if (lnk_comm_size() == 1) {
+    if (!cli_dataset(&s)) {
         if (lnk_model_eval(s.ws, s.theta, &s.b, &loss, g, &nsc) != LNK_OK)
             cli_die_lib();
     } else {

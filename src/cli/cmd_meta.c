@@ -182,11 +182,15 @@ int cmd_meta(int argc, char **argv)
     if (kind != LNK_OUT_FILE)
         cli_die("meta: sidecar of -o %s: is a FIFO or device, expected a regular file or a new "
                 "name (not replaced)", side);
-    cli_file of = {side, "sidecar of -o"}, inf[CLI_MAX_FILES];
+    cli_files f = {0};
+    cli_files_out(&f, side, "the sidecar of -o");
+    cli_files_in(&f, out, "-o");
     for (int i = 0; i < n_in; i++)
-        inf[i] = (cli_file){inputs[i], "--input"};
-    inf[n_in] = (cli_file){mo.config_path, "--config"};
-    cli_check_outputs("meta", &of, 1, inf, n_in + 1);
+        cli_files_in(&f, inputs[i], "--input");
+    cli_files_in(&f, mo.config_path, "--config");
+    if (extra_file && strcmp(extra_file, "-"))
+        cli_files_in(&f, extra_file, "--extra-file");
+    cli_files_check("meta", &f);
 
     char *extra_text = NULL;
     if (extra_file) {

@@ -7,7 +7,6 @@
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
 
-#define CLI_MAX_BATCH 64
 enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE,
        CURV_CKPT, CURV_CKPT_EVERY, CURV_OPERATOR, CURV_ANYWHERE };
 

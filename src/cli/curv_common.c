@@ -34,11 +34,7 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
         return 1;
     switch (val) {
     case CURV_WEIGHTS: o->weights = arg; return 1;
-    case CURV_BATCH:
-        if (o->n_batch == CLI_MAX_BATCH)
-            cli_die("at most %d --batch files", CLI_MAX_BATCH);
-        o->batch[o->n_batch++] = arg;
-        return 1;
+    case CURV_BATCH: cli_add_batch(o->batch, &o->n_batch, arg); return 1;
     case CURV_CHUNK: o->chunk_rows = (int)cli_int("chunk", arg, 1, 1L << 24); return 1;
     case CURV_BLOCK: o->block = arg; return 1;
     case CURV_RNG: o->rng_seed = (uint64_t)cli_int("rng-seed", arg, 0, 0x7fffffffL); return 1;
