@@ -137,8 +137,10 @@ typedef struct {
 } cli_files;
 void cli_files_in(cli_files *f, const char *path, const char *flag);
 void cli_files_out(cli_files *f, const char *path, const char *flag);
-/* An output and its NAME.meta.json sidecar (none beside a device or FIFO). */
+/* An output and its NAME.meta.json sidecar (none beside a device or FIFO);
+ * the sidecar alone. */
 void cli_files_out_meta(cli_files *f, const char *path, const char *flag);
+void cli_files_meta(cli_files *f, const char *path, const char *flag);
 /* --checkpoint FILE: FILE, every rank's rows file, the lock file and the
  * temporary files lnk_ckpt_open removes (lnk_ckpt_file). */
 void cli_files_checkpoint(cli_files *f, const char *path);

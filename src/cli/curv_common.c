@@ -97,7 +97,10 @@ void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_c
 {
     cli_files f = {0};
     for (int i = 0; i < n; i++)
-        (outs[i].sidecar ? cli_files_out_meta : cli_files_out)(&f, outs[i].path, outs[i].flag);
+        cli_files_out(&f, outs[i].path, outs[i].flag);
+    for (int i = 0; i < n; i++)
+        if (outs[i].sidecar)
+            cli_files_meta(&f, outs[i].path, outs[i].flag);
     cli_files_checkpoint(&f, o->checkpoint);
     cli_files_in(&f, o->mo.config_path, "--config");
     cli_files_in(&f, o->weights, "--weights");

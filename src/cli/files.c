@@ -52,12 +52,16 @@ static char *cat(cli_files *f, const char *a, const char *b)
 void cli_files_in(cli_files *f, const char *path, const char *flag) { add(f, path, flag, CLI_IN); }
 void cli_files_out(cli_files *f, const char *path, const char *flag) { add(f, path, flag, CLI_OUT); }
 
+void cli_files_meta(cli_files *f, const char *path, const char *flag)
+{
+    if (path)
+        add(f, keep(f, cli_meta_path(path)), cat(f, "the sidecar of ", flag), CLI_OUT);
+}
+
 void cli_files_out_meta(cli_files *f, const char *path, const char *flag)
 {
-    if (!path)
-        return;
     add(f, path, flag, CLI_OUT);
-    add(f, keep(f, cli_meta_path(path)), cat(f, "the sidecar of ", flag), CLI_OUT);
+    cli_files_meta(f, path, flag);
 }
 
 void cli_files_checkpoint(cli_files *f, const char *path)
