@@ -160,10 +160,9 @@ int cmd_vector(int argc, char **argv)
         free(b);
         free(theta);
     }
-    double nrm = 0;
-    for (size_t i = 0; i < np; i++)
-        nrm += v[i] * v[i];
-    nrm = sqrt(nrm);
+    double nrm = lnk_norm2(v, np); /* without overflow (entries near 1e308) */
+    if (!isfinite(nrm) && normalize)
+        cli_die("vector: --normalize: the vector's norm exceeds the range of doubles");
     if (normalize) {
         if (!(nrm > 0))
             cli_die("vector: --normalize: the vector is zero");
