@@ -49,7 +49,7 @@ static void help(void)
            "  --steps M              SLQ Lanczos steps per run                  (40)\n"
            "  --sigma S              kernel standard deviation (eigenvalue units)\n"
            "  --sigma-fraction F     sigma = F * the common range of the nodes  (0.01)\n"
-           "  --grid-per-sigma P     grid points per sigma                      (4)\n\n");
+           "  --grid-per-sigma P     grid points per sigma, 1 to 1e6            (4)\n\n");
     cli_curv_print_help(0);
 }
 
@@ -251,6 +251,10 @@ int cmd_blocks(int argc, char **argv)
                 cli_die("blocks: at most %d --group options", MAX_GROUPS);
             if (!*optarg)
                 cli_die("blocks: --group: expected comma-separated globs, got ''");
+            for (int g = 0; g < n_groups; g++) /* its rows are told apart by their names */
+                if (!strcmp(groups[g], optarg))
+                    cli_die("blocks: --group '%s' is given twice: each group once (its rows in "
+                            "the outputs are named by its globs)", optarg);
             groups[n_groups++] = optarg;
             break;
         case O_NOTENS: tensors = 0; break;
@@ -265,7 +269,7 @@ int cmd_blocks(int argc, char **argv)
             sig_kind = ch;
             sval = num(ch == O_SIG ? "sigma" : "sigma-fraction", optarg);
             break;
-        case O_GRID: per = num("grid-per-sigma", optarg); break;
+        case O_GRID: per = cli_grid_per_sigma("blocks", optarg); break;
         case 'h': help(); return 0;
         default: cli_bad_option("blocks", ch, argv);
         }
@@ -347,6 +351,7 @@ int cmd_blocks(int argc, char **argv)
         cli_die("blocks: --sigma-fraction %g of the nodes' range [%g, %g] gives no width: give "
                 "--sigma S", sval, lo, hi);
     size_t npts = 0;
+    cli_check_sigma("blocks", sigma, lo, hi, per, MAX_GRID);
     if (lnk_slq_grid_common(r, nb, sigma, LNK_SLQ_PAD, per, MAX_GRID, &t, &npts) != LNK_OK)
         cli_die_lib();
     double worst = 0;

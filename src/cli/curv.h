@@ -119,6 +119,16 @@ void cli_ckpt_done(cli_curv *s);
 /* "  P products (resumed from R), X/h, about T left" for progress lines. */
 void cli_ckpt_rate(const cli_curv *s, char *buf, size_t n);
 
+/* Densities (density, blocks): --grid-per-sigma's value (1 to 1e6: below one
+ * point per sigma the trapezoid rule no longer integrates a kernel to 1e-6),
+ * or die; and the check of a kernel width sigma for nodes in [lo, hi] before
+ * its grid is made: the grid's ends and spacing representable (sigma not so
+ * large that they overflow), at most max_points points (sigma not too
+ * small).  Dies naming sigma, the nodes' range and the limit. */
+double cli_grid_per_sigma(const char *cmd, const char *arg);
+void cli_check_sigma(const char *cmd, double sigma, double lo, double hi, double per,
+                     size_t max_points);
+
 /* NAME.meta.json beside csv_path; extra_fields: NULL or '"k": v, ...' JSON members. */
 void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
                    const char *extra_fields);

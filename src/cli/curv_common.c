@@ -3,6 +3,7 @@
  * Hessian operator on a block, progress lines and the metadata sidecar. */
 #include <cblas.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,35 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed)
                 total, elapsed, elapsed / done * (total - done), rate);
     }
     return 0;
+}
+
+double cli_grid_per_sigma(const char *cmd, const char *arg)
+{
+    double v = cli_real(cmd, "grid-per-sigma", arg, 1);
+    if (!(v >= 1 && v <= 1e6))
+        cli_die("%s: --grid-per-sigma: expected a number from 1 to 1e6 (below 1 point per sigma "
+                "the grid cannot integrate a kernel to 1e-6), got '%s'", cmd, arg);
+    return v;
+}
+
+void cli_check_sigma(const char *cmd, double sigma, double lo, double hi, double per,
+                     size_t max_points)
+{
+    /* the grid's span and its points, as lnk_slq_grid_size counts them, in
+     * doubles: t_p = a + (b - a) p / (N - 1) must not overflow, nor the
+     * kernels' normalisation 1 / (runs sigma sqrt(2 pi)) underflow */
+    double span = hi - lo + 2 * LNK_SLQ_PAD * sigma, pts = span / (sigma / per) + 2;
+    if (sigma > 0 && !(pts <= (double)max_points) && sigma < 1)
+        cli_die("%s: sigma %g gives a grid of %.3g points for nodes in [%g, %g] (at most %zu): "
+                "choose a larger sigma or a smaller --grid-per-sigma", cmd, sigma, pts, lo, hi,
+                max_points);
+    if (!(sigma > 0) || !isfinite(span) || !(span * pts <= 0x1p1020) ||
+        !(1.0 / (sigma * sqrt(2 * M_PI)) > 1e-300) || !(pts <= (double)max_points))
+        cli_die("%s: sigma %g is too large for a grid of the density: its ends (the nodes' "
+                "range [%g, %g] +- %g sigma) and spacing would leave the range of doubles; use a "
+                "sigma below %.3g", cmd, sigma, lo, hi, LNK_SLQ_PAD,
+                fmin(0x1p1020 / ((2 * LNK_SLQ_PAD) * (2 * LNK_SLQ_PAD * per + 2)) / 2,
+                     1e300 / sqrt(2 * M_PI)));
 }
 
 long cli_cache_mb(const char *arg) { return cli_int("cache-mb", arg, 0, 1L << 40); }
