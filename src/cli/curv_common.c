@@ -188,7 +188,9 @@ void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, co
     if (!cli_root())
         return;
     /* a resume elsewhere (--resume-anywhere) is recorded with what changed */
-    char *moved = json_dumps(json_string(s->moved ? s->moved : ""), JSON_ENCODE_ANY);
+    json_t *js = json_string(s->moved ? s->moved : "");
+    char *moved = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+    json_decref(js);
     if (!moved)
         cli_die("out of memory");
     char extra[4096];
