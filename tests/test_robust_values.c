@@ -86,7 +86,7 @@ static void test_not_converged(void **s)
     int st = run(&err, "eigs " M " -k 2 --which both --tol 0 --max-steps 12 --quiet -o e.csv "
                  "--vectors ev.safetensors");
     if (st != 3 || lines(err) != 1 ||
-        !strstr(err, "lnkit: eigs: warning: 4 of 4 requested eigenpairs did not converge "
+        !strstr(err, "eigs: warning: 4 of 4 requested eigenpairs did not converge "
                 "(worst residual ") || !strstr(err, "tolerance 0; 12 of 12 Lanczos steps used)") ||
         !strstr(err, "exit status 3"))
         fail_msg("eigs not converged: exit %d, stderr '%s'", st, err);
@@ -104,7 +104,7 @@ static void test_not_converged(void **s)
     /* blocks: too few steps for the extremes; then converged (with the
      * attention key biases, zero to rounding, among the blocks) */
     st = run(&err, "blocks " M " --eig-steps 3 --probes 4 --runs 1 --steps 4 --quiet -o bl.csv");
-    if (st != 3 || lines(err) != 1 || !strstr(err, "lnkit: blocks: warning: ") ||
+    if (st != 3 || lines(err) != 1 || !strstr(err, "blocks: warning: ") ||
         !strstr(err, "of 36 requested eigenpairs did not converge") ||
         !strstr(err, "3 of 3 Lanczos steps used"))
         fail_msg("blocks not converged: exit %d, stderr '%s'", st, err);
