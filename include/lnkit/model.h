@@ -191,8 +191,16 @@ int lnk_model_output_jvp(lnk_workspace *ws, const double *v, double *jv, double 
 /* Check theta for NaN / inf; error names the first tensor and index found. */
 int lnk_params_check_finite(const lnk_model *m, const double *theta, const char *what);
 
-/* Frobenius norm of tensor i of the flat vector g (e.g. a gradient). */
+/* Frobenius norm of tensor i of the flat vector g (e.g. a gradient): lnk_norm2
+ * of its entries. */
 double lnk_tensor_norm(const lnk_model *m, const double *g, int i);
+
+/* The Euclidean norm of x[0..n) without overflow or underflow: the plain sum
+ * of squares where it is safe (its square root is then exact to rounding),
+ * else the entries scaled by a power of two around the largest (as BLAS
+ * dnrm2).  Infinite only if the norm exceeds the largest double (or an entry
+ * is infinite); NaN if an entry is. */
+double lnk_norm2(const double *x, size_t n);
 
 /* Attention units and their activations after lnk_model_eval, read-only
  * (the geometry module reads them through these; src/model/attn_view.c).

@@ -123,8 +123,5 @@ int lnk_params_check_finite(const lnk_model *m, const double *theta, const char 
 double lnk_tensor_norm(const lnk_model *m, const double *g, int i)
 {
     const lnk_tensor_info *t = &m->lay.t[i];
-    double s = 0;
-    for (size_t k = 0; k < t->size; k++)
-        s += g[t->offset + k] * g[t->offset + k];
-    return sqrt(s);
+    return lnk_norm2(g + t->offset, t->size);
 }

@@ -1,5 +1,6 @@
 /* Per-layer hidden-state statistics read from the workspace after a pass, and
  * per-tensor / per-group gradient norms (include/lnkit/stats.h). */
+#include <float.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
@@ -176,24 +177,51 @@ int lnk_stats_tensor_norm(const lnk_model *m, const double *g, const char *name,
     return LNK_OK;
 }
 
+double lnk_norm2(const double *x, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i] * x[i];
+    /* safe: no square overflowed, and those that underflowed are below the
+     * sum's rounding (every norm lnkit has committed comes from here) */
+    if (s >= 0x1p-900 && s <= DBL_MAX)
+        return sqrt(s);
+    if (isnan(s))
+        return s;
+    double mx = 0;
+    for (size_t i = 0; i < n; i++)
+        mx = fmax(mx, fabs(x[i]));
+    if (mx == 0 || isinf(mx))
+        return mx;
+    int e = ilogb(mx);
+    double t = 0;
+    for (size_t i = 0; i < n; i++) {
+        double y = ldexp(x[i], -e);
+        t += y * y;
+    }
+    return ldexp(sqrt(t), e);
+}
+
 int lnk_stats_group_norm(const lnk_model *m, const double *g, const char *pattern, double *norm,
                          int *n_match)
 {
     const lnk_layout *lay = lnk_model_layout(m);
-    double s = 0;
+    double *v = malloc(sizeof(double) * (size_t)(lay->n_tensors + 1));
+    if (!v)
+        return lnk_error(LNK_ENOMEM, "stats: out of memory");
     int k = 0;
     for (int i = 0; i < lay->n_tensors; i++)
-        if (fnmatch(pattern, lay->t[i].name, 0) == 0) {
-            double v = lnk_tensor_norm(m, g, i);
-            s += v * v;
-            k++;
-        }
+        if (fnmatch(pattern, lay->t[i].name, 0) == 0)
+            v[k++] = lnk_tensor_norm(m, g, i);
     if (n_match)
         *n_match = k;
-    if (k == 0)
+    if (k == 0) {
+        free(v);
         return lnk_error(LNK_EINVAL, "stats: group pattern '%s' matches no tensor of the layout "
                          "(names look like 'dec.0.ffn.w2')", pattern);
-    *norm = sqrt(s);
+    }
+    *norm = lnk_norm2(v, (size_t)k); /* the tensors' norms' norm, without overflow */
+    free(v);
     return LNK_OK;
 }
 
