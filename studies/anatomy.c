@@ -52,7 +52,7 @@
 #include "lnkit/hessian.h"
 #include "lnkit/lnkit.h"
 #include "kit/kit.h"
-#include "kit/quoted.h"
+
 
 #define MAXLIST 16
 
@@ -288,11 +288,11 @@ static void point_key(const point_t *p, char *k, size_t n)
              lnk_norm_type_name((lnk_norm_type)p->qk), p->L, p->d, p->seed);
 }
 
-static void row_key(const lnk_csvdata *t, size_t r, char *k, size_t n)
+static void row_key(const study_csvdata *t, size_t r, char *k, size_t n)
 {
     k[0] = '\0';
     for (int j = 0; j < NKEY - 1; j++)
-        snprintf(k + strlen(k), n - strlen(k), "%s%s", j ? "," : "", lnk_csvdata_str(t, r, j));
+        snprintf(k + strlen(k), n - strlen(k), "%s%s", j ? "," : "", study_csvdata_str(t, r, j));
 }
 
 typedef struct {
@@ -317,8 +317,8 @@ static void done_points(const char *dir, keyset *s)
     s->n = 0;
     if (access(p, F_OK) != 0)
         return;
-    lnk_csvdata t;
-    CK(lnk_csvdata_read(p, &t));
+    study_csvdata t;
+    CK(study_csvdata_read(p, &t));
     s->k = study_alloc(sizeof *s->k * (t.nrow + 1));
     for (size_t r = 0; r < t.nrow; r++) {
         char k[96];
@@ -326,7 +326,7 @@ static void done_points(const char *dir, keyset *s)
         if (!keyset_has(s, k))
             snprintf(s->k[s->n++], sizeof *s->k, "%s", k);
     }
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
 }
 
 /* Rank 0: drop from DIR/NAME the rows of points not done (a run killed
@@ -337,8 +337,8 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
     snprintf(p, sizeof p, "%s/%s", dir, name);
     if (!study_root() || access(p, F_OK) != 0)
         return;
-    lnk_csvdata t;
-    CK(lnk_csvdata_read(p, &t));
+    study_csvdata t;
+    CK(study_csvdata_read(p, &t));
     size_t drop = 0;
     char k[96];
     for (size_t r = 0; r < t.nrow; r++) {
@@ -356,7 +356,7 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
             if (!keyset_has(done, k))
                 continue;
             for (int j = 0; j < t.ncol; j++)
-                CK(lnk_csv_str(&c, lnk_csvdata_str(&t, r, j)));
+                CK(lnk_csv_str(&c, study_csvdata_str(&t, r, j)));
             CK(lnk_csv_end_row(&c));
         }
         lnk_csv_free(&c);
@@ -365,7 +365,7 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
         fprintf(stderr, "anatomy: %s: dropped %zu rows of points not in js.csv (a run cut off "
                 "between its files); they are computed again\n", p, drop);
     }
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
 }
 
 /* The settings of this run (extra, the sidecars' JSON) must be those of

@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/lnkit.h"
-#include "kit/analysis.h"
+#include "kit/csvread.h"
 #include "lnkit/stats.h"
 #include "kit/kit.h"
 
