@@ -121,6 +121,7 @@ echo "$(date -u +%FT%TZ) study-placements: ${STAGES[*]}: $n of $total points to 
 run_one() {
     local part=$1 file=$2; shift 2
     mkdir -p "$(dirname "$file")"
+    rm -f "$file".tmp.* # a killed run's unfinished output (the driver writes FILE.tmp.XXXXXX)
     local t0 rc=0
     t0=$(date +%s.%N)
     OPENBLAS_NUM_THREADS=1 nice -n 10 "$BIN" --part "$part" --out "$file" "$@" \
