@@ -132,7 +132,7 @@ run_one() {
 }
 export -f run_one
 export BIN LOG
-xargs -a "$todo" -P "$JOBS" -L 1 bash -c 'run_one "$@"' run_one
+xargs -r -a "$todo" -P "$JOBS" -L 1 bash -c 'run_one "$@"' run_one
 left=0
 while read -r part file args; do
     [ -f "$file" ] && [ -f "${file%.csv}.meta.json" ] || left=$((left + 1))
