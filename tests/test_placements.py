@@ -280,8 +280,10 @@ def test_runner_resumes(tmp_path):
     stub.write_text("#!/bin/sh\n"
                     "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n"
                     "echo \"$out\" >> %s\n"
-                    "case \"$out\" in *post_*s0.csv) exit 2 ;; esac\n"
-                    "echo x > \"$out\"; echo '{}' > \"${out%%.csv}.meta.json\"\n" % calls)
+                    "[ -f %s ] && case \"$out\" in *post_*s0.csv) exit 2 ;; esac\n"
+                    "echo x > \"$out\"; echo '{}' > \"${out%%.csv}.meta.json\"\n"
+                    % (calls, tmp_path / "fail"))
+    (tmp_path / "fail").write_text("")
     stub.chmod(0o755)
     out = tmp_path / "res"
     script = os.path.join(os.path.dirname(__file__), "..", "studies", "scripts",
@@ -307,6 +309,10 @@ def test_runner_resumes(tmp_path):
         [done[0], "post_layernorm_relu_sinusoidal_b1_L6_d64_s0.csv"])
     listed = runner("--list", "coupling").stdout.split("\n")
     assert len([x for x in listed if x.startswith("coupling ")]) == 1
+    (tmp_path / "fail").unlink()
+    calls.write_text("")
+    assert runner("coupling").returncode == 0 and len(calls.read_text().split()) == 1
+    assert runner("coupling").returncode == 0 and len(calls.read_text().split()) == 1
     bad = runner("--jobs", "x", "coupling")
     assert bad.returncode == 2 and "--jobs" in bad.stderr
 
