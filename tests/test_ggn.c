@@ -99,69 +99,15 @@ static void dense_ggn(const double *J, const double *p, size_t R, int C, size_t 
     free(M);
 }
 
-/* The dense checks of G on one model (ci: a seed offset and the name in
- * messages); returns the worst |G - J^T H_out J| / max|G|. */
-static double ggn_dense_check(const lnk_model *m, int ci)
+/* Finite differences along a random v: J v against central differences of
+ * the probabilities (dp = (diag p - p p^T) J v), and G v against central
+ * differences of the gradient of the Gauss-Newton-linearised loss. */
+static void ggn_fd_check(const lnk_model *m, lnk_workspace *ws, const double *th,
+                         const lnk_batch *b, const double *J, const double *p, size_t R, int C,
+                         int ci)
 {
-    size_t n = lnk_model_n_params(m);
-    double *th = malloc(sizeof(double) * n);
-    lnk_model_init_params(m, th);
-    lnk_batch b;
-    tu_rows(m, &b, 0, 3, 6, 7);
-    lnk_workspace *ws = lnk_workspace_alloc(m, b.B, b.S, b.T, LNK_WS_HVP);
-    assert_non_null(ws);
-    assert_int_equal(lnk_model_hvp_prepare(ws, th, &b, NULL, NULL), LNK_OK);
-    size_t R;
-    int C;
-    assert_int_equal(lnk_model_output_jvp(ws, NULL, NULL, NULL, &R, &C), LNK_OK);
-    size_t RC = R * (size_t)C;
-    double *G = malloc(sizeof(double) * n * n), *H = malloc(sizeof(double) * n * n);
-    double *J = malloc(sizeof(double) * RC * n), *jv = malloc(sizeof(double) * RC);
-    double *p = malloc(sizeof(double) * RC), *e = calloc(n, sizeof(double));
-    double *h2 = malloc(sizeof(double) * n), *g2 = malloc(sizeof(double) * n);
-    double both = 0;
-    for (size_t j = 0; j < n; j++) {
-        e[j] = 1;
-        assert_int_equal(lnk_model_ggn_apply(ws, e, NULL, G + j * n), LNK_OK);
-        assert_int_equal(lnk_model_hvp_apply(ws, e, H + j * n), LNK_OK);
-        /* H v and G v from one tangent pass: the same numbers */
-        assert_int_equal(lnk_model_ggn_apply(ws, e, h2, g2), LNK_OK);
-        both = fmax(both, tu_relerr(h2, H + j * n, n, 1e-300));
-        both = fmax(both, tu_relerr(g2, G + j * n, n, 1e-300));
-        assert_int_equal(lnk_model_output_jvp(ws, e, jv, p, NULL, NULL), LNK_OK);
-        for (size_t q = 0; q < RC; q++)
-            J[q * n + j] = jv[q];
-        e[j] = 0;
-    }
-    assert_true(both <= 1e-14);
-    double *Gd = malloc(sizeof(double) * n * n);
-    dense_ggn(J, p, R, C, n, Gd);
-    double gmax = maxabs(Gd, n * n), err = 0, asym = 0;
-    for (size_t i = 0; i < n * n; i++)
-        err = fmax(err, fabs(G[i] - Gd[i]));
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < i; j++)
-            asym = fmax(asym, fabs(G[i * n + j] - G[j * n + i]));
-    if (!(err <= 1e-10 * gmax) || !(asym <= 1e-12 * gmax))
-        fail_msg("config %d: |G - J^T H_out J| = %g, asymmetry %g, max|G| %g", ci, err, asym,
-                 gmax);
-    assert_true(gmax > 1e-8);
-    /* PSD: eigenvalues of the symmetric part */
-    double *S = malloc(sizeof(double) * n * n), *w = malloc(sizeof(double) * n);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < n; j++)
-            S[i * n + j] = 0.5 * (G[i * n + j] + G[j * n + i]);
-    assert_int_equal(LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'N', 'U', (int)n, S, (int)n, w), 0);
-    double lmax = fmax(fabs(w[0]), fabs(w[n - 1]));
-    if (!(w[0] >= -1e-12 * lmax))
-        fail_msg("config %d: G has eigenvalue %g (max |lambda| %g)", ci, w[0], lmax);
-    /* the Hessian is indefinite here: G differs from it (F is not negligible) */
-    double fmaxv = 0;
-    for (size_t i = 0; i < n * n; i++)
-        fmaxv = fmax(fmaxv, fabs(H[i] - G[i]));
-    assert_true(fmaxv > 1e-4 * maxabs(H, n * n));
-
-    /* finite differences along a random v */
+    size_t n = lnk_model_n_params(m), RC = R * (size_t)C;
+    double *jv = malloc(sizeof(double) * RC), *g2 = malloc(sizeof(double) * n);
     double *v = malloc(sizeof(double) * n), *tp = malloc(sizeof(double) * n);
     double *pp = malloc(sizeof(double) * RC), *pm = malloc(sizeof(double) * RC);
     tu_randn(v, n, 100 + ci);
@@ -171,14 +117,14 @@ static double ggn_dense_check(const lnk_model *m, int ci)
      * Wq = 0 without biases, under qk_norm) has curvature 1/sqrt(eps) */
     double eps = 1e-6;
     double *pp2 = malloc(sizeof(double) * RC), *pm2 = malloc(sizeof(double) * RC);
-    lnk_workspace *w2 = lnk_workspace_alloc(m, b.B, b.S, b.T, LNK_WS_HVP);
+    lnk_workspace *w2 = lnk_workspace_alloc(m, b->B, b->S, b->T, LNK_WS_HVP);
     for (int sgn = -2; sgn <= 2; sgn++) {
         if (!sgn)
             continue;
         for (size_t i = 0; i < n; i++)
             tp[i] = th[i] + sgn * eps * v[i];
         double *dst = sgn == 1 ? pp : sgn == -1 ? pm : sgn == 2 ? pp2 : pm2;
-        assert_int_equal(lnk_model_hvp_prepare(w2, tp, &b, NULL, NULL), LNK_OK);
+        assert_int_equal(lnk_model_hvp_prepare(w2, tp, b, NULL, NULL), LNK_OK);
         assert_int_equal(lnk_model_output_jvp(w2, NULL, NULL, dst, NULL, NULL), LNK_OK);
     }
     double *dp = malloc(sizeof(double) * RC), *fd = malloc(sizeof(double) * RC);
@@ -229,6 +175,73 @@ static double ggn_dense_check(const lnk_model *m, int ci)
     free(pp2);
     free(pm2);
     lnk_workspace_free(w2);
+    free(jv);
+    free(g2);
+}
+
+/* The dense checks of G on one model (ci: a seed offset and the name in
+ * messages); returns the worst |G - J^T H_out J| / max|G|. */
+static double ggn_dense_check(const lnk_model *m, int ci)
+{
+    size_t n = lnk_model_n_params(m);
+    double *th = malloc(sizeof(double) * n);
+    lnk_model_init_params(m, th);
+    lnk_batch b;
+    tu_rows(m, &b, 0, 3, 6, 7);
+    lnk_workspace *ws = lnk_workspace_alloc(m, b.B, b.S, b.T, LNK_WS_HVP);
+    assert_non_null(ws);
+    assert_int_equal(lnk_model_hvp_prepare(ws, th, &b, NULL, NULL), LNK_OK);
+    size_t R;
+    int C;
+    assert_int_equal(lnk_model_output_jvp(ws, NULL, NULL, NULL, &R, &C), LNK_OK);
+    size_t RC = R * (size_t)C;
+    double *G = malloc(sizeof(double) * n * n), *H = malloc(sizeof(double) * n * n);
+    double *J = malloc(sizeof(double) * RC * n), *jv = malloc(sizeof(double) * RC);
+    double *p = malloc(sizeof(double) * RC), *e = calloc(n, sizeof(double));
+    double *h2 = malloc(sizeof(double) * n), *g2 = malloc(sizeof(double) * n);
+    double both = 0;
+    for (size_t j = 0; j < n; j++) {
+        e[j] = 1;
+        assert_int_equal(lnk_model_ggn_apply(ws, e, NULL, G + j * n), LNK_OK);
+        assert_int_equal(lnk_model_hvp_apply(ws, e, H + j * n), LNK_OK);
+        /* H v and G v from one tangent pass: the same numbers */
+        assert_int_equal(lnk_model_ggn_apply(ws, e, h2, g2), LNK_OK);
+        both = fmax(both, tu_relerr(h2, H + j * n, n, 1e-300));
+        both = fmax(both, tu_relerr(g2, G + j * n, n, 1e-300));
+        assert_int_equal(lnk_model_output_jvp(ws, e, jv, p, NULL, NULL), LNK_OK);
+        for (size_t q = 0; q < RC; q++)
+            J[q * n + j] = jv[q];
+        e[j] = 0;
+    }
+    assert_true(both <= 1e-14);
+    double *Gd = calloc(n * n, sizeof(double));
+    dense_ggn(J, p, R, C, n, Gd);
+    double gmax = maxabs(Gd, n * n), err = 0, asym = 0;
+    for (size_t i = 0; i < n * n; i++)
+        err = fmax(err, fabs(G[i] - Gd[i]));
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            asym = fmax(asym, fabs(G[i * n + j] - G[j * n + i]));
+    if (!(err <= 1e-10 * gmax) || !(asym <= 1e-12 * gmax))
+        fail_msg("config %d: |G - J^T H_out J| = %g, asymmetry %g, max|G| %g", ci, err, asym,
+                 gmax);
+    assert_true(gmax > 1e-8);
+    /* PSD: eigenvalues of the symmetric part */
+    double *S = malloc(sizeof(double) * n * n), *w = malloc(sizeof(double) * n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            S[i * n + j] = 0.5 * (G[i * n + j] + G[j * n + i]);
+    assert_int_equal(LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'N', 'U', (int)n, S, (int)n, w), 0);
+    double lmax = fmax(fabs(w[0]), fabs(w[n - 1]));
+    if (!(w[0] >= -1e-12 * lmax))
+        fail_msg("config %d: G has eigenvalue %g (max |lambda| %g)", ci, w[0], lmax);
+    /* the Hessian is indefinite here: G differs from it (F is not negligible) */
+    double fmaxv = 0;
+    for (size_t i = 0; i < n * n; i++)
+        fmaxv = fmax(fmaxv, fabs(H[i] - G[i]));
+    assert_true(fmaxv > 1e-4 * maxabs(H, n * n));
+
+    ggn_fd_check(m, ws, th, &b, J, p, R, C, ci);
     free(S);
     free(w);
     free(Gd);

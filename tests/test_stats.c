@@ -124,7 +124,7 @@ static void check_post_stack(const lnk_model *m, const stack_buf *sb, const lnk_
             double s_ratio = 0, s_jac = 0, mn = INFINITY, mx = 0;
             for (int r = 0; r < R; r++) {
                 double var = row_var(u->s + (size_t)r * d, d), z = 0;
-                const double *o = u->n.out + (size_t)r * d;
+                const double *o = u->npost.out + (size_t)r * d;
                 for (int i = 0; i < d; i++)
                     z += o[i] * o[i];
                 double want = var / (var + eps); /* ||LN(s)||^2 / d exactly */

@@ -316,13 +316,12 @@ static void variant_finish(tu_variant *v)
         variant_set(v, "mix_ratio", "0.5");
     if (learned)
         variant_set(v, "max_len", "9");
+    char label[sizeof v->label]; /* built apart: kv and label are one object's members */
     size_t len = 0;
-    v->label[0] = '\0';
-    for (int i = 0; i < v->n && len + 1 < sizeof v->label; i++)
-        len += (size_t)snprintf(v->label + len, sizeof v->label - len, "%s%s", i ? " " : "",
-                                v->kv[i]);
-    if (!v->n)
-        snprintf(v->label, sizeof v->label, "defaults");
+    label[0] = '\0';
+    for (int i = 0; i < v->n && len + 1 < sizeof label; i++)
+        len += (size_t)snprintf(label + len, sizeof label - len, "%s%s", i ? " " : "", v->kv[i]);
+    snprintf(v->label, sizeof v->label, "%s", v->n ? label : "defaults");
 }
 
 int tu_variants(tu_variant *out, int max, int *n_single)

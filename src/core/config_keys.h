@@ -35,6 +35,8 @@ typedef struct {
     const char *const *names;  /* KIND_ENUM: value names, index = enum value */
     long long min;             /* KIND_INT: smallest allowed value */
     int derived;               /* -1 = unset until finalize (d_ff, L_enc, ...) */
+    const char *arg, *help;    /* for the flags' help: the value's name, one line */
+    const char *derive;        /* derived keys: their default, as MODEL.md §8 gives it */
     real_range range;          /* KIND_REAL */
 } keydef;
 
