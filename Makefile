@@ -53,7 +53,7 @@ STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
 KIT_SRC  := $(wildcard studies/kit/*.c)
 KIT_OBJ  := $(KIT_SRC:%.c=$(BUILD)/%.o)
 KIT      := $(BUILD)/studies/libkit.a
-KIT_TESTS:= $(BUILD)/tests/test_stats $(BUILD)/tests/test_anatomy
+KIT_TESTS:= $(BUILD)/tests/test_stats $(BUILD)/tests/test_anatomy $(BUILD)/tests/test_csvread
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 # The shared library: liblnkit.so.MAJOR.MINOR.PATCH, soname liblnkit.so.MAJOR.MINOR
@@ -83,7 +83,7 @@ deps:
 # NumPy, SciPy and pytest for the Python package's tests (make test-python).
 # The report's TeX and poppler (make report, which the test of the summaries
 # builds: REPORT_PKGS).
-REPORT_PKGS := texlive-latex-base texlive-latex-recommended texlive-fonts-recommended \
+REPORT_PKGS := texlive-latex-base texlive-latex-recommended texlive-fonts-recommended lmodern \
                poppler-utils
 TEST_PKGS := python3-torch python3-numpy libopenmpi-dev openmpi-bin python3-scipy python3-pytest \
              $(REPORT_PKGS)

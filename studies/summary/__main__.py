@@ -45,6 +45,9 @@ def main(argv):
     except SummaryError as e:
         print(f"summary: {e}", file=sys.stderr)
         return 2
+    except (ValueError, KeyError, OSError) as e:   # rows the summary cannot use
+        print(f"summary: {what}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

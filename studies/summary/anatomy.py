@@ -84,13 +84,19 @@ def summarise(study, d):
     V, rows, conv, mk = load(d)
     m = {p: sidecar_of(d, f"{p}/extremes.csv") for p in PARTS}
     ref = {"lm": tuple(m["lm"]["lm_ref"]), "seq2seq": tuple(m["seq2seq"]["s2s_ref"])}
+    def span(task, i, j):
+        """The sweep's values of L (i = 4) or d (i = 5) at the reference's other one."""
+        v = sorted({c[i] for c in V if c[0] == task and c[j] == ref[task][j - 4]})
+        return f"{v[0]}-{v[-1]}" if v else "none"
+    seeds = sorted({len(s) for c in V for s in [V[c].get("H_top", {})] if s})
     setting = "; ".join([
-        f"lm: {m['lm']['lm_data']}, Xavier, h = {m['lm']['h']}, d_ff = 4d, L = 1-24 at d = 32 "
-        f"and d = 32-256 at L = 4 (reference L = {ref['lm'][0]}, d = {ref['lm'][1]}), RMSNorm "
-        "and per-head LayerNorm qk_norm at the reference",
-        f"seq2seq: {m['seq2seq']['s2s_data']}, L = 1-6 at d = 32 and d = 32-128 at L = 6 "
-        f"(reference {ref['seq2seq'][0]}-{ref['seq2seq'][0]}, d = {ref['seq2seq'][1]})",
-        f"3 seeds (seq2seq d = 128: 1); Lanczos tol {m['lm']['tol']:g}, block norms by "
+        f"lm: {m['lm']['lm_data']}, Xavier, h = {m['lm']['h']}, d_ff = 4d, L = "
+        f"{span('lm', 4, 5)} at d = {ref['lm'][1]} and d = {span('lm', 5, 4)} at L = "
+        f"{ref['lm'][0]} (the reference point), RMSNorm and per-head LayerNorm qk_norm there",
+        f"seq2seq: {m['seq2seq']['s2s_data']}, L = {span('seq2seq', 4, 5)} at d = "
+        f"{ref['seq2seq'][1]} and d = {span('seq2seq', 5, 4)} at L = {ref['seq2seq'][0]}",
+        f"{'-'.join(map(str, seeds))} seeds a point; Lanczos tol {m['lm']['tol']:g}, block "
+        "norms by "
         f"Hutchinson ({m['lm']['probes']} probes), SLQ {m['lm']['slq_runs']} x "
         f"{m['lm']['slq_steps']} per kind block, JS kernel {m['lm']['sigma_fraction']:g} of "
         "the common node range"])
@@ -121,7 +127,11 @@ def paired(V, a, qa, b, qb):
 
 
 def ratio_claim(out, cid, text, V, a, qa, b, qb, file, margin=EQUAL):
+    if a not in V or b not in V:
+        return None
     x, y = paired(V, a, qa, b, qb)
+    if len(x) < 2:
+        return None
     return out.claim(cid, text, S.ratio_ci(x, y), file, null=1, margin=margin,
                      words=("larger", "smaller", "equal"),
                      how=f"{len(x)} seeds, paired ratios; equal: within a factor 1.2")
@@ -129,6 +139,7 @@ def ratio_claim(out, cid, text, V, a, qa, b, qb, file, margin=EQUAL):
 
 def point_claims(out, V, ref):
     L0, d0 = ref["lm"]
+    Lmax = max(c[4] for c in V if c[0] == "lm")
     P, R = key("lm", "post", L0, d0), key("lm", "pre", L0, d0)
     ratio_claim(out, "ref_H_top", f"Top of H, Post-LN / Pre-LN (lm, L = {L0}, d = {d0})",
                 V, P, "H_top", R, "H_top", "lm/extremes.csv")
@@ -153,7 +164,7 @@ def point_claims(out, V, ref):
     ratio_claim(out, "ref_JS_pre_over_post", "Mean JS distance between block spectra, Pre-LN / "
                 "Post-LN", V, R, "JS_mean", P, "JS_mean", "lm/js.csv")
     for c in V:   # reference values for the prose: mean ± sd over seeds
-        if (c[4], c[5]) in (ref[c[0]], (1, ref[c[0]][1]), (24, 32)) or c[2:4] != \
+        if (c[4], c[5]) in (ref[c[0]], (1, ref[c[0]][1]), (Lmax, d0)) or c[2:4] != \
                 ("layernorm", "none"):
             tag = ".".join(map(str, c[:4])) + f".L{c[4]}.d{c[5]}"
             for q in EXT + ("H_ratio_VQ", "JS_mean", "JSs_mean", "mass_H_top_Q",
@@ -161,7 +172,7 @@ def point_claims(out, V, ref):
                 if V[c].get(q):
                     out.value(f"{tag}.{q}", S.pm(*_msd(V[c][q].values())))
     post_gt = [sum(V[c]["H_top"].get(s, 0) > V[(c[0], "pre") + c[2:]]["H_top"].get(s, math.inf)
-                   for s in V[c]["H_top"]) for c in V if c[1] == "post"]
+                   for s in V[c]["H_top"]) for c in list(V) if c[1] == "post"]
     out.value("checks.post_gt_pre_top_seeds", f"{sum(post_gt)} of "
               f"{sum(len(V[c]['H_top']) for c in V if c[1] == 'post')}")
 
@@ -206,6 +217,7 @@ def fits(out, V, ref):
         {("lm", "depth", p, "JS_mean") for p in POS} | \
         {("seq2seq", "depth", "ratio", "H_top")}
     x = {"depth": "L", "width": "d"}
+    data = []
     for task, kind, qs in spec:
         cs = {p: sweep(V, task, p, kind, ref) for p in POS}
         for q in qs:
@@ -213,8 +225,11 @@ def fits(out, V, ref):
                 if series == "ratio" and not q.startswith(("H_", "G_", "F_")) or \
                         q == "H_ratio_VQ" and series == "ratio":
                     continue
-                f = fit_of(V, cs["post"], q, kind, cs["pre"]) if series == "ratio" else \
-                    fit_of(V, cs[series], q, kind)
+                try:   # a small run may have too few points for a fit
+                    f = fit_of(V, cs["post"], q, kind, cs["pre"]) if series == "ratio" else \
+                        fit_of(V, cs[series], q, kind)
+                except ValueError:
+                    continue
                 what = "Post/Pre ratio of " if series == "ratio" else NAME[series] + " "
                 cid = f"{task}.{kind}.{series}.{q}"
                 text = f"{task}: {what}{q.replace('_', ' ')} against {x[kind]} ({kind} sweep)"
@@ -226,11 +241,17 @@ def fits(out, V, ref):
                     out.value(cid, S.ci(f.slope))
                 top = max(zip(f.leverage, f.points))
                 lo, hi = np.nanmin(f.loo), np.nanmax(f.loo)
+                e = f.slope
+                data.append([task, kind, series, q, min(f.points), max(f.points), f.n_obs,
+                             e.value, e.se, e.dof, e.lo, e.hi, f.chi2dof, word])
                 rows.append([task, kind, what.strip(), q, f"{x[kind]} = {min(f.points):g}-"
                              f"{max(f.points):g}", f.n_obs, S.ci(f.slope),
                              S.num(f.slope.dof, 2), S.num(f.chi2dof, 2), word,
                              f"{x[kind]} = {top[1]:g}: {top[0]:.2f}",
                              f"{S.num(lo)} to {S.num(hi)}"])
+    out.csv("fits.csv", ["task", "sweep", "series", "quantity", "x_min", "x_max", "seeds",
+                         "slope", "se", "dof", "ci_lo", "ci_hi", "chi2dof", "verdict"], data,
+            "power-law exponents against L or d: fits to the per-seed values (stats.fit_power)")
     out.table("fits", "Power-law exponents against depth L or width d: least squares through "
               "the per-seed values (ratios: per-seed Post/Pre), 95% CI, the verdict (flat: "
               "|b| < 0.1), the point with the largest leverage and the exponent's range "
@@ -264,6 +285,10 @@ def tables(out, V, rows, ref):
                 r["operator"] == "hessian":
             per[(c[1], int(r["layer"]), r["kind"])].append(fnum(r, "frob"))
     out.per_layer = per
+    for p in POS:
+        for k in ("Q", "V"):
+            out.value(f"layers.{p}.{k}", f"{S.num(_gm(per[(p, 0, k)]), 2)} -> "
+                                         f"{S.num(_gm(per[(p, Lmax - 1, k)]), 2)}")
     t = [[l] + [S.num(_gm(per[(p, l, k)]), 2) for p in POS for k in ("Q", "V", "FFN2")]
          for l in range(Lmax)]
     out.table("layers", f"||H_bb||_F per layer of the lm model with L = {Lmax}, d = 32: "
@@ -307,15 +332,17 @@ def figures(out, V, rows, ref):
     Lmax = max(k[1] for k in per) + 1
     fig, ax = plots.figure(2, w=3.4, h=2.8)
     for a, p in zip(ax, POS):
-        for k, col in zip(KINDS, ("tab:red", "tab:orange", "tab:blue", "tab:cyan", "tab:green",
-                                  "tab:olive")):
-            plots.seeds(a, list(range(Lmax)), [per[(p, l, k)] for l in range(Lmax)],
-                        color=col, label=k)
+        for i, (k, col) in enumerate(zip(("Q", "V", "O", "FFN2"), ("tab:red", "tab:blue",
+                                                                 "tab:green", "tab:purple"))):
+            plots.seeds(a, [l + 0.15 * (i - 1.5) for l in range(Lmax)],
+                        [per[(p, l, k)] for l in range(Lmax)], color=col, label=k)
         plots.log_axes(a, xlog=False)
         a.set_title(f"{NAME[p]}, L = {Lmax}")
         a.set_xlabel("layer")
     ax[0].set_ylabel("||H_bb||_F")
     ax[1].legend(ncol=2)
-    out.figure("blocknorms", f"Per-layer Frobenius norms of the diagonal Hessian blocks (lm, L "
-               f"= {Lmax}, d = 32; Ormaniec et al.'s heterogeneity). {plots.CAPTION} (bars, "
+    out.figure("blocknorms", f"Per-layer Frobenius norms of the diagonal Hessian blocks of the "
+               f"query, value, output and second FFN matrices (lm, L = {Lmax}, d = 32; every "
+               "kind in blocknorms.csv; Ormaniec et al.'s heterogeneity). "
+               f"{plots.CAPTION} (bars, "
                "not mean ± sd: a block near 0 in one seed stays on the log axis).", fig)

@@ -107,6 +107,8 @@ def headlines(out, fits, cells, ref):
         _, _, text, w = Q[q]
         for o in outs:
             sel = [c for c in cells if o is None or c[1] == o]
+            if len(sel) < 2:   # a factorial without this level: no mean over cells
+                continue
             es = [getattr(fits[c + ("nom", q)], "slope", fits[c + ("nom", q)]) for c in sel]
             words = [S.verdict(e, ref[q], MARGIN, *w) for e in es]
             count = ", ".join(f"{k} in {words.count(k)}" for k in sorted(set(words)))
@@ -135,12 +137,14 @@ def figure(out, fits, cells, ref):
                        color=col, ms=3, capsize=2)
         a.axvline(ref[q], color="k", lw=0.8)
         a.axvspan(ref[q] - MARGIN, ref[q] + MARGIN, color="0.9", zorder=0)
-        a.set_title(Q[q][2], fontsize=7)
+        a.set_title(q, fontsize=8)
         a.set_yticks(range(len(cells)))
         a.set_yticklabels(["/".join(map(str, c)) if a is ax[0] else "" for c in cells],
                           fontsize=6)
-    ax[0].plot([], [], "o", color="tab:purple", label="tied")
-    ax[0].plot([], [], "o", color="tab:orange", label="untied")
-    ax[0].legend(loc="lower left")
-    out.figure("factorial", "Slopes and 95% CIs of every cell (norm of the mean gradient), "
-               "against the reference (line) and its margin +-0.1 (grey band)", fig)
+    ax[0].plot([], [], "o", color="tab:purple", label="tied output")
+    ax[0].plot([], [], "o", color="tab:orange", label="untied output")
+    fig.legend(loc="upper center", ncol=2, bbox_to_anchor=(0.5, 0.0))
+    out.figure("factorial", "Slopes and 95% CIs of every cell (norm of the mean gradient): "
+               "pre_L, post_L the Pre-LN and Post-LN slopes in L, post_d the Post-LN exponent "
+               "in d, d_diff Pre-LN's minus Post-LN's exponent in d; line: the reference, grey: "
+               "its margin +-0.1", fig)

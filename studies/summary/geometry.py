@@ -207,11 +207,14 @@ def models(out, sel, aff, cos):
     for k, (u, n) in acc.items():
         v[k[:5]].append(u / n)
     rows = sorted(v)
-    out.table("model_select", "Models at initialisation: the fraction of keys that are "
-              "unselectable per head (stages x Wk_j ... qknorm) or full width, summed over a "
-              "layer's heads; range over the layers",
-              ["data", "d", "norm", "qk_norm", "stage", "min", "max"],
-              [list(k) + [f"{min(v[k]):.3f}", f"{max(v[k]):.3f}"] for k in rows], "lrlllrr")
+    big = max(x for k in rows if k[1] > 8 for x in v[k])
+    out.table("model_select", "Models at initialisation, d = 8, h = 4: the fraction of keys "
+              "that are unselectable per head (stages x Wk_j ... qknorm) or full width, summed "
+              "over a layer's heads; range over the layers (d = 64 and 512: at most "
+              f"{100 * big:.1f}% at every stage; model_select.csv)",
+              ["data", "norm", "qk_norm", "stage", "min", "max"],
+              [[k[0]] + list(k[2:]) + [f"{min(v[k]):.3f}", f"{max(v[k]):.3f}"] for k in rows
+               if k[1] == 8], "llllrr")
     d8 = [x for k in rows if k[1] == 8 and k[3] == "none" and "Wk_j" in k[4] for x in v[k]]
     out.value("model.d8.range", f"{100 * min(d8):.0f}-{100 * max(d8):.0f}%")
     full = [x for k in rows if k[4] == "N(x) (full width)" for x in v[k]]
@@ -242,20 +245,25 @@ def attention(out, d, st):
         out.value(f"maps.{v}.colmax", f"{max(fnum(r, 'col_mass_max') for r in rs):.2f}")
         out.value(f"maps.{v}.logit", f"{max(fnum(r, 'logit_max') for r in rs):.2f}")
     fig, ax = plots.figure(3, w=2.2, h=2.3)
-    for a, v in zip(ax, ("fullLN", "headLN", "headRMS")):
+    imgs = {}
+    for v in ("fullLN", "headLN", "headRMS"):
         m = read(d, f"attn_map_layer2_{v}.csv", ("head", "query", "key", "weight"))
         nq = max(int(r["query"]) for r in m) + 1
-        img = np.zeros((nq, nq))
+        imgs[v] = np.zeros((nq, nq))
         for r in m:
             if r["head"] == "0":
-                img[int(r["query"]), int(r["key"])] = fnum(r, "weight")
-        a.imshow(img, cmap="magma", vmin=0, vmax=1)
+                imgs[v][int(r["query"]), int(r["key"])] = fnum(r, "weight")
+    top = max(float(i.max()) for i in imgs.values())
+    for a, (v, img) in zip(ax, imgs.items()):
+        im = a.imshow(img, cmap="magma", vmin=0, vmax=top)
         a.set_title(v)
         a.set_xlabel("key")
         a.grid(False)
+    fig.colorbar(im, ax=ax, shrink=0.8, label="attention weight")
     ax[0].set_ylabel("query")
     out.figure("attn_layer2", "Attention weights of head 0 in layer 2, one text sequence, "
-               "full-width LN, per-head LN and per-head RMSNorm (no vertical stripes)", fig)
+               "full-width LN, per-head LN and per-head RMSNorm, on one colour scale (no "
+               "vertical stripes: no key takes most of every query's weight)", fig)
 
 
 def _msd(v):

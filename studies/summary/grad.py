@@ -212,7 +212,7 @@ def hidden(out, dh, wh):
               "lrrr")
     fr = defaultdict(list)
     for r in wh:
-        if r["site"] == "in" and r["setting"] == "theorem":
+        if r["site"] in ("attn", "ffn") and r["setting"] == "theorem":
             fr[(r["norm_pos"], int(r["d"]))].append(fnum(r, "frac_over"))
     for (p, x), f in fr.items():
         out.value(f"bounded.{p}.d{x}", S.num(float(np.mean(f)), 2))

@@ -94,6 +94,9 @@ def summarise(study, d):
         f = S.fit_power([w for w in fitw for _ in per[(q, w)]],
                         [r for w in fitw for r in per[(q, w)]])
         claims_fit[q] = f
+        g = S.fit_power([w for w in fitw[:-1] for _ in per[(q, w)]],
+                        [r for w in fitw[:-1] for r in per[(q, w)]])
+        out.value(f"{q}_trend_without_d{fitw[-1]}", S.ci(g.slope))
         out.fit_claim(f"{q}_trend", f"Width exponent of the Post/Pre ratio of the {name[q]}",
                       f, "d*_eigs.csv", "d", margin=0.1)
         if len(per[(q, TARGET)]) == 1:

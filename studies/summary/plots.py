@@ -45,7 +45,7 @@ def log_axes(ax, xs=None, xlog=True, ylog=True):
         ax.set_yscale("log")
         lo, hi = ax.get_ylim()
         dec = math.log10(hi / lo) if lo > 0 else 3
-        subs = (1.0,) if dec > 4 else (1.0, 2.0, 5.0) if dec > 1.2 else \
+        subs = (1.0,) if dec > 2.5 else (1.0, 2.0, 5.0) if dec > 1.2 else \
             (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0) if dec > 0.5 else np.arange(1.0, 10.0, 0.5)
         ax.yaxis.set_major_locator(ticker.LogLocator(subs=subs, numticks=12))
         ax.yaxis.set_major_formatter(ticker.FuncFormatter(_g))
@@ -76,7 +76,7 @@ def fit(ax, f, color, label=None, style="--"):
 
 
 def save(fig, base):
-    fig.savefig(base + ".pdf", metadata={"CreationDate": None, "Creator": None,
-                                         "Producer": None})
-    fig.savefig(base + ".png", dpi=150)
+    fig.savefig(base + ".pdf", bbox_inches="tight",
+                metadata={"CreationDate": None, "Creator": None, "Producer": None})
+    fig.savefig(base + ".png", dpi=150, bbox_inches="tight")
     plt.close(fig)

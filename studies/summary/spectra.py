@@ -68,7 +68,8 @@ def summarise(study, d):
     m30k = "pairs" in m
     raw = ["eigs.csv", "trace.csv", "blocks.csv", "slq_nodes.csv"] + \
         (["grad.csv", "jobs.csv"] if m30k else [])
-    title = ("Multi30k: Hessian and gradients at initialisation, Post-LN vs Pre-LN" if m30k
+    title = (f"Multi30k ({m.get('pairs')} pairs): Hessian and gradients at initialisation, "
+             "Post-LN vs Pre-LN" if m30k
              else "Hessian spectra at initialisation, Post-LN vs Pre-LN")
     cmd = ("make study-hessian" if not m30k else "make study-multi30k" if study == "multi30k"
            else "OPENBLAS_NUM_THREADS=1 mpirun -np 2 -x OPENBLAS_NUM_THREADS build-mpi/studies/"

@@ -274,4 +274,5 @@ def ci(e, unit=""):
     big = max(abs(e.lo), abs(e.hi))
     if big < 1e-3 or big >= 1e5:
         return f"{num(e.value)}{unit} [{num(e.lo)}, {num(e.hi)}]"
-    return f"{e.value:.{d}f}{unit} [{e.lo:.{d}f}, {e.hi:.{d}f}]"
+    f = lambda x: f"{x:.{d}f}" if x == 0 or round(x, d) != 0 else num(x, 2)  # noqa: E731
+    return f"{f(e.value)}{unit} [{f(e.lo)}, {f(e.hi)}]"

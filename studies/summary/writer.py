@@ -83,20 +83,23 @@ def table_md(head, rows, align):
     return "\n".join(out) + "\n"
 
 
-def table_tex(head, rows, align, caption, label):
-    """A booktabs table float (longtable past 40 rows), ready to \\input."""
+def table_tex(head, rows, align, caption, label, source):
+    """A booktabs table float (longtable past 40 rows), ready to \\input; source
+    (STUDY/NAME) goes to \\lnksource, which prints nothing unless defined (the
+    report prints it)."""
     body = [" & ".join(_tex(h) for h in head) + r" \\", r"\midrule"]
     body += [" & ".join(_tex(c) for c in r) + r" \\" for r in rows]
     cap = r"\caption{" + _tex(caption) + r"}\label{" + label + "}"
+    src = r"\providecommand{\lnksource}[1]{}\lnksource{" + source + "}"
     if len(rows) > 40:
         return "\n".join([r"{\footnotesize\setlength\tabcolsep{3pt}",
                           r"\begin{longtable}{" + align + "}", cap + r"\\", r"\toprule"]
-                         + body + [r"\bottomrule", r"\end{longtable}}"]) + "\n"
+                         + body + [r"\bottomrule", r"\end{longtable}}", src]) + "\n"
     tab = [r"\begin{tabular}{" + align + "}", r"\toprule"] + body + [r"\bottomrule",
                                                                     r"\end{tabular}"]
     if len(head) > 7:
         tab = [r"\resizebox{\linewidth}{!}{%"] + tab + ["}"]
-    return "\n".join([r"\begin{table}[htbp]", r"\centering\small"] + tab + [cap,
+    return "\n".join([r"\begin{table}[htbp]", r"\centering\small"] + tab + [cap, src,
                       r"\end{table}"]) + "\n"
 
 
@@ -154,7 +157,7 @@ class Summary:
         rows = [[str(c) for c in r] for r in rows]
         self.write(name + ".md", table_md(head, rows, align))
         self.write(name + ".tex", table_tex(head, rows, align, caption,
-                                            f"tab:{self.study}-{name}"))
+                                            f"tab:{self.study}-{name}", f"{self.study}/{name}"))
         self.tables.append((name, caption, head, rows, align))
 
     def figure(self, name, caption, fig):
@@ -181,7 +184,8 @@ class Summary:
                  "the study's claims: value [95% CI], the words from the interval")
         md = [f"# {self.title}\n", f"Setting: {self.setting}.\n",
               f"Remade by `{self.command}`; the summary by "
-              f"`python3 -m studies.summary {self.study} {self.d}`.\n", "## Claims\n",
+              f"`python3 -m studies.summary {self.study} results/{self.study}`.\n",
+              "## Claims\n",
               "Estimate [95% CI]; the words by the rule of docs/statistics.md.\n",
               table_md(["claim", "value [95% CI]", "verdict", "rule", "method", "file"],
                        [[c[1], c[2], c[3], c[4], c[5], c[7]] for c in self.claims],
