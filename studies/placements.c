@@ -208,8 +208,9 @@ static int progress(void *ctx, const lnk_eigs_progress *p)
 }
 
 /* The checkpoint, if any, is handed back (*ck) to be removed once the CSV is
- * written. */
-static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt **ck)
+ * written; *before: the products of the runs it resumed. */
+static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt **ck,
+                      long *before)
 {
     lnk_op_kind kind;
     CK(lnk_op_kind_parse(o->op ? o->op : "hessian", &kind));
@@ -281,6 +282,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
            (double)(k.base + lnk_hessian_n_products(c->h)), NAN, NAN, -1, -1);
     lnk_eigs_result_free(&r);
     *ck = k.ck;
+    *before = k.base;
 }
 
 /* ------------------------------------------------------------ main */
@@ -346,6 +348,7 @@ int main(int argc, char **argv)
     pl_ctx c = {m, th, &ds, h, {0, NULL}, o.num, &oc, o.quiet};
     pl_groups_make(m, &c.G);
     lnk_ckpt *ck = NULL;
+    long before = 0;
     if (!strcmp(o.part, "extremes"))
         pl_part_extremes(&c);
     else if (!strcmp(o.part, "anatomy"))
@@ -357,9 +360,9 @@ int main(int argc, char **argv)
     else if (!strcmp(o.part, "scale"))
         pl_part_scale(&c);
     else
-        part_eigs(&c, &o, &cf, &ck);
+        part_eigs(&c, &o, &cf, &ck, &before);
     double sec = lnk_now() - t0, cpu = (double)clock() / CLOCKS_PER_SEC;
-    long prod = lnk_hessian_n_products(h) + (ck ? lnk_ckpt_products(ck) : 0);
+    long prod = lnk_hessian_n_products(h) + before;
     char extra[4096];
     snprintf(extra, sizeof extra,
              "{\"study\": \"placements\", \"part\": \"%s\", \"operator\": \"%s\", "
@@ -372,7 +375,7 @@ int main(int argc, char **argv)
              o.part, o.op ? o.op : "", data, np, c.G.n, o.num.probes, o.num.trace_probes,
              o.num.cross_probes, o.num.eig_steps, o.num.tol, o.num.slq_runs, o.num.slq_steps,
              o.num.sigma_frac, (unsigned long long)o.num.rng, lnk_hessian_n_products(h),
-             ck ? lnk_ckpt_products(ck) : 0L, sec, cpu, lnk_blas_threads());
+             before, sec, cpu, lnk_blas_threads());
     csv_close(&oc, &cf, extra, start, t0);
     if (ck) {
         CK(lnk_ckpt_remove(ck));
