@@ -60,7 +60,7 @@ typedef struct {
         {"pairs", 'i', &o.pairs, 0, 1 << 30, "seq2seq: the first N pairs, 0 all (0)"},            \
         {"max-tokens", 'i', &o.max_tokens, 1, 1 << 30, "seq2seq: padded tokens a chunk (512)"},  \
         {"probes", 'i', &o.num.probes, 2, 1 << 20, "probes a Frobenius norm (16)"},               \
-        {"trace-probes", 'i', &o.num.trace_probes, 2, 1 << 20, "probes a trace (64)"},            \
+        {"trace-probes", 'i', &o.num.trace_probes, 2, 1 << 20, "probes a trace (128)"},            \
         {"cross-probes", 'i', &o.num.cross_probes, 2, 1 << 20, "probes a source group (8)"},      \
         {"eig-steps", 'i', &o.num.eig_steps, 2, 100000, "Lanczos steps at most (400)"},           \
         {"tol", 'n', &o.num.tol, 0, 1, "residual <= tol max|l| (1e-6)"},                          \
@@ -292,7 +292,7 @@ int main(int argc, char **argv)
     study_start(&argc, &argv, "placements");
     opts_t o = {.src = "data/multi30k/val.de", .tgt = "data/multi30k/val.en", .B = 8, .T = 16,
                 .max_tokens = 512, .cache_mb = 2000, .every = 5, .batch_seed = 1234,
-                .num = {.probes = 16, .trace_probes = 64, .eig_steps = 400, .tol = 1e-6,
+                .num = {.probes = 16, .trace_probes = 128, .eig_steps = 400, .tol = 1e-6,
                         .slq_runs = 2, .slq_steps = 24, .sigma_frac = 0.01, .cross_probes = 8,
                         .rng = 0}};
     lnk_config cf;

@@ -35,6 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=build/studies/placements OUT=results/placements WORK=out/placements-work
 LOG=out/placements.log JOBS=2 SEEDS=3 LIST=0 STAGES=()
+die() { echo "study-placements: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) BIN=$2; shift ;; --out) OUT=$2; shift ;; --work) WORK=$2; shift ;;
@@ -42,14 +43,14 @@ while [ $# -gt 0 ]; do
     --list) LIST=1 ;;
     core|m30k|coupling|scale|variations) STAGES+=("$1") ;;
     all) STAGES+=(core m30k coupling scale variations) ;;
-    *) echo "study-placements: unknown option or stage '$1' (see the header of $0)" >&2; exit 2 ;;
+    *) die "unknown option or stage '$1' (see the header of $0)" ;;
     esac
     shift
 done
-[ ${#STAGES[@]} -gt 0 ] || { echo "study-placements: name a stage: core m30k coupling scale variations all" >&2; exit 2; }
-[ -x "$BIN" ] || { echo "study-placements: $BIN is not an executable (make all, or --bin)" >&2; exit 2; }
-[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "study-placements: --jobs: expected a positive integer, got '$JOBS'" >&2; exit 2; }
-[[ $SEEDS =~ ^[1-9][0-9]*$ ]] || { echo "study-placements: --seeds: expected a positive integer, got '$SEEDS'" >&2; exit 2; }
+[ ${#STAGES[@]} -gt 0 ] || die "name a stage: core m30k coupling scale variations all"
+[ -x "$BIN" ] || die "$BIN is not an executable (make all, or --bin)"
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "--jobs: expected a positive integer, got '$JOBS'"
+[[ $SEEDS =~ ^[1-9][0-9]*$ ]] || die "--seeds: expected a positive integer, got '$SEEDS'"
 PLACEMENTS="post pre peri out deepnorm mix"
 mkdir -p "$OUT" "$WORK" "$(dirname "$LOG")"
 
@@ -91,7 +92,9 @@ points() {
     coupling) grid coupling layernorm relu sinusoidal 1 6:64 ;;
     scale)
         for s in $(seq 0 $((SEEDS - 1))); do for L in 1 6; do for x in $SCALES; do
-            for np in $PLACEMENTS; do point scale "$np" layernorm relu sinusoidal 1 "$L" 64 "$s" "$x"; done
+            for np in $PLACEMENTS; do
+                point scale "$np" layernorm relu sinusoidal 1 "$L" 64 "$s" "$x"
+            done
         done; done
         for x in $SCALES; do point scale pre none relu sinusoidal 1 1 64 "$s" "$x"; done; done ;;
     variations)
@@ -114,8 +117,13 @@ for st in "${STAGES[@]}"; do
     done < <(points "$st")
 done
 n=$(wc -l < "$todo")
-if [ "$LIST" = 1 ]; then cat "$todo"; echo "study-placements: $n of $total points to do" >&2; exit 0; fi
-echo "$(date -u +%FT%TZ) study-placements: ${STAGES[*]}: $n of $total points to do, $JOBS at a time, driver $BIN" >> "$LOG"
+if [ "$LIST" = 1 ]; then
+    cat "$todo"
+    echo "study-placements: $n of $total points to do" >&2
+    exit 0
+fi
+echo "$(date -u +%FT%TZ) study-placements: ${STAGES[*]}: $n of $total points to do," \
+     "$JOBS at a time, driver $BIN" >> "$LOG"
 
 # One point: the driver's messages and a line with its time go to the log.
 run_one() {
@@ -137,5 +145,7 @@ left=0
 while read -r part file args; do
     [ -f "$file" ] && [ -f "${file%.csv}.meta.json" ] || left=$((left + 1))
 done < "$todo"
-echo "$(date -u +%FT%TZ) study-placements: ${STAGES[*]}: done, $left point(s) failed (see $LOG.err)" >> "$LOG"
-[ "$left" = 0 ] || { echo "study-placements: $left point(s) failed; see $LOG and $LOG.err" >&2; exit 1; }
+echo "$(date -u +%FT%TZ) study-placements: ${STAGES[*]}: done, $left point(s) failed" \
+     "(see $LOG.err)" >> "$LOG"
+[ "$left" = 0 ] || { echo "study-placements: $left point(s) failed; see $LOG and $LOG.err" >&2
+                     exit 1; }
