@@ -68,9 +68,9 @@ MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
         fuzz fuzz-build test-python bench-python \
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
-        FORCE check-results quotes report test-summary \
+        FORCE check-results quotes report test-summary test-placements \
         results study-grad study-geometry study-hessian study-multi30k study-demo \
-        study-grad-factorial study-anatomy study-anatomy-quick
+        study-grad-factorial study-anatomy study-anatomy-quick study-placements
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
 deps:
@@ -167,6 +167,14 @@ $(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
 
+# The placement study's driver: studies/placements.c and its parts in
+# studies/placements/ (one program).
+PLACE_SRC := $(wildcard studies/placements/*.c)
+$(BUILD)/studies/placements: studies/placements.c $(PLACE_SRC) studies/placements/place.h \
+                             $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(PLACE_SRC) $(KIT) $(LIB) $(LDLIBS) -o $@
+
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
@@ -181,7 +189,14 @@ test: deps-test
 	$(MAKE) test-readme
 	$(MAKE) test-bitwise
 	$(MAKE) test-summary
+	$(MAKE) test-placements
 	$(MAKE) check-results
+
+# The placement study's driver on tiny models against the dense H, G, F
+# and `lnkit eval` (tests/test_placements.py; about a minute).
+test-placements: all
+	BUILD=$(BUILD) LNKIT_LIB=$(abspath $(SOLIB)) PYTHONPATH=python \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_placements.py
 
 # The summaries (studies/summary: the statistics module on hand-worked cases,
 # every study's summary on rows of known answers, the report built and
@@ -347,6 +362,16 @@ study-demo: deps
 	$(MAKE) all
 	$(BUILD)/studies/demo_postpre --out results/demo
 	LNKIT=$(BIN) $(PYTHON) -m studies.summary demo results/demo
+
+# The placement study (issue 34): every stage of
+# studies/scripts/study_placements.sh (hours: results/README.md's placements
+# section gives the budget; resumable: run it again to continue), then its
+# summary.  PLACEMENTS_ARGS: e.g. --bin FROZEN/build/studies/placements, or
+# stages (core m30k coupling scale variations; default all).
+PLACEMENTS_ARGS ?= all
+study-placements: deps
+	$(MAKE) all
+	bash studies/scripts/study_placements.sh $(PLACEMENTS_ARGS)
 
 # Curvature anatomy (issue 17): H, G, F extremes, eigenvector masses, block
 # norms and JS distances against depth and width -> results/anatomy/ (the
