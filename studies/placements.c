@@ -259,10 +259,10 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--tol", "%.17g", eo.tol);
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--eig-steps", "%d", eo.max_steps);
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--rng-seed", "%llu", (unsigned long long)eo.seed);
-        rc = rc ? rc : lnk_ckpt_id_add(&id, "the BLAS thread count", "%d", lnk_blas_threads());
+        rc = rc ? rc : lnk_ckpt_id_add_build(&id);
         CK(rc);
         int m = (size_t)eo.max_steps < op.n ? eo.max_steps : (int)op.n;
-        CK(lnk_ckpt_open(&k.ck, o->checkpoint, "placements", &id, LNK_CKPT_EIGS, op.n,
+        CK(lnk_ckpt_open(&k.ck, NULL, o->checkpoint, "placements", &id, LNK_CKPT_EIGS, op.n,
                          (size_t)m + 1, 1));
         lnk_ckpt_id_free(&id);
         k.base = k.last = lnk_ckpt_products(k.ck);

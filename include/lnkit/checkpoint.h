@@ -74,6 +74,11 @@ int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
 /* Add an item of the environment (what fixes the rounding). */
 int lnk_ckpt_id_add_env(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Add the environment items that fix the rounding, so that a resume
+ * elsewhere is refused (or recorded under resume_anywhere): the BLAS kernel
+ * and library (their kernels differ in the order of their sums), the BLAS
+ * thread count (threaded kernels split sums by it) and the lnkit build. */
+int lnk_ckpt_id_add_build(lnk_ckpt_id *id);
 /* Add the SHA-256 of a file's bytes as the value of name (LNK_EIO naming it). */
 int lnk_ckpt_id_add_file(lnk_ckpt_id *id, const char *name, const char *path);
 void lnk_ckpt_id_free(lnk_ckpt_id *id);

@@ -1,7 +1,6 @@
 /* Shared plumbing of the curvature commands (eigs, trace, density): the
  * model, the data set as chunks of rows of one or more batch files, the
  * Hessian operator on a block, progress lines and the metadata sidecar. */
-#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -293,18 +292,6 @@ int cli_lanczos_mode(const char *cmd, const char *arg)
 
 /* ------------------------------------------------------------ --checkpoint */
 
-/* OpenBLAS's version and build options, without the kernel in use (which
- * DYNAMIC_ARCH builds append; it is an item of its own). */
-static void blas_library(char *buf, size_t n)
-{
-    const char *c = openblas_get_config(), *k = lnk_blas_kernel();
-    snprintf(buf, n, "%s", c ? c : "unknown");
-    char *at = strstr(buf, k);
-    size_t lk = strlen(k);
-    if (*k && at && at > buf && at[-1] == ' ' && (at[lk] == ' ' || !at[lk]))
-        memmove(at - 1, at + lk, strlen(at + lk) + 1);
-}
-
 void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kind,
                    size_t max_rows, int mapped, long total)
 {
@@ -343,17 +330,7 @@ void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kin
      * existed stay valid); G and F name theirs */
     if (o->op_kind != LNK_OP_HESSIAN)
         rc = rc ? rc : lnk_ckpt_id_add(id, "--operator", "%s", lnk_op_kind_name(o->op_kind));
-    /* what fixes the rounding: the BLAS kernel and library (their kernels
-     * differ in the order of their sums), OpenBLAS's thread count (its
-     * threaded kernels split sums by it), the lnkit build */
-    rc = rc ? rc : lnk_ckpt_id_add_env(id, "the BLAS kernel", "%s", lnk_blas_kernel());
-    char blas[256];
-    blas_library(blas, sizeof blas);
-    rc = rc ? rc : lnk_ckpt_id_add_env(id, "the BLAS library", "%s", blas);
-    rc = rc ? rc : lnk_ckpt_id_add_env(id, "the BLAS thread count (--threads)", "%d",
-                                       lnk_blas_threads());
-    rc = rc ? rc : lnk_ckpt_id_add_env(id, "the lnkit build", "%s %s", LNK_VERSION,
-                                       lnk_git_commit());
+    rc = rc ? rc : lnk_ckpt_id_add_build(id);
     id->resume_anywhere = o->resume_anywhere;
     cli_check(rc);
     rc = lnk_ckpt_open(&s->ck, held, o->checkpoint, s->cmd, id, kind, s->op.n, max_rows, mapped);

@@ -15,12 +15,16 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cblas.h>
 #include "io/ckpt_internal.h"
+#include "lnkit/blas.h"
 #include "lnkit/checkpoint.h"
 #include "lnkit/comm.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
+#include "lnkit/provenance.h"
 #include "lnkit/sha256.h"
+#include "lnkit/sys.h"
 
 /* Tests only: LNK_CKPT_FAULT="rows:N" sends SIGKILL to the process in its
  * N-th save once the rows are on disk, before FILE is written; "file:N" once
@@ -85,6 +89,30 @@ int lnk_ckpt_id_add_env(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
     int rc = id_vadd(id, 1, name, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+/* OpenBLAS's version and build options, without the kernel in use (which
+ * DYNAMIC_ARCH builds append; it is an item of its own). */
+static void blas_library(char *buf, size_t n)
+{
+    const char *c = openblas_get_config(), *k = lnk_blas_kernel();
+    snprintf(buf, n, "%s", c ? c : "unknown");
+    char *at = strstr(buf, k);
+    size_t lk = strlen(k);
+    if (*k && at && at > buf && at[-1] == ' ' && (at[lk] == ' ' || !at[lk]))
+        memmove(at - 1, at + lk, strlen(at + lk) + 1);
+}
+
+int lnk_ckpt_id_add_build(lnk_ckpt_id *id)
+{
+    char blas[256];
+    blas_library(blas, sizeof blas);
+    int rc = lnk_ckpt_id_add_env(id, "the BLAS kernel", "%s", lnk_blas_kernel());
+    rc = rc ? rc : lnk_ckpt_id_add_env(id, "the BLAS library", "%s", blas);
+    rc = rc ? rc : lnk_ckpt_id_add_env(id, "the BLAS thread count (--threads)", "%d",
+                                       lnk_blas_threads());
+    return rc ? rc : lnk_ckpt_id_add_env(id, "the lnkit build", "%s %s", LNK_VERSION,
+                                         lnk_git_commit());
 }
 
 int lnk_ckpt_id_add_file(lnk_ckpt_id *id, const char *name, const char *path)
