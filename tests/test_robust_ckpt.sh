@@ -27,6 +27,16 @@ C=(--weights m.safetensors --batch b.safetensors)
 
 # until COMMAND succeeds, at most 20 s
 wait_for() { local i; for i in $(seq 2000); do eval "$1" && return 0; sleep 0.01; done; return 1; }
+# SIGKILL the PIDs and wait (at most 20 s) until each has exited: its files
+# closed and so its lock released (gone, or a zombie), which a wait on
+# timeout's pid does not promise for timeout's child on a loaded machine
+kill_gone() {
+    local p
+    kill -9 "$@" 2>/dev/null
+    for p in "$@"; do
+        wait_for "[ ! -e /proc/$p ] || grep -q '^State:.*Z' /proc/$p/status 2>/dev/null"
+    done
+}
 # the holder's files, to be compared after a refused run
 snap() { for f in ck ck.basis ck.lock; do [ -e $f ] && sha256sum $f; done 2>/dev/null; }
 
@@ -61,7 +71,7 @@ for c in "${CASES[@]}"; do
     else
         bad "$name: second run: exit $rc after $ms ms (holder pid $holder): $(cat err)"
     fi
-    kill -9 $holder $pid 2>/dev/null; wait $pid 2>/dev/null
+    kill_gone $holder $pid; wait $pid 2>/dev/null
     rm -f cfg
     "${TO[@]}" "$L" "${A[@]}" --config m.json "${C[@]}" --quiet --checkpoint ck -o out.csv \
         >/dev/null 2>err
@@ -93,7 +103,7 @@ for c in "${CASES[@]}"; do
     else
         bad "$name: second run mid-work: exit $rc: $(cat err)"
     fi
-    kill -9 $holder; kill -CONT $holder 2>/dev/null; wait $pid 2>/dev/null
+    kill -9 $holder; kill -CONT $holder 2>/dev/null; kill_gone $holder; wait $pid 2>/dev/null
     "${TO[@]}" "$L" "${A[@]}" --config m.json "${C[@]}" --checkpoint ck -o out.csv >/dev/null 2>err
     rc=$?; left=$(ls ck* 2>/dev/null | tr '\n' ' ')
     from=$(grep -o 'resumed from [0-9]* products' err)
@@ -117,7 +127,7 @@ else
             >/dev/null 2>&1 &
         local p=$!
         wait_for "grep -aq products ck 2>/dev/null"
-        kill -9 "$(pgrep -P $p || echo $p)" $p 2>/dev/null; wait $p 2>/dev/null
+        kill_gone "$(pgrep -P $p || echo $p)" $p; wait $p 2>/dev/null
     }
     state_with LNK_BLAS_KERNEL=$kalt
     cp ck ck.keep
