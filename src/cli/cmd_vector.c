@@ -10,10 +10,9 @@
 #include <string.h>
 #include "cli/cli.h"
 
-#define MAX_BATCH 64
 typedef struct {
     cli_model_opts mo;
-    const char *out, *weights, *block, *batch[MAX_BATCH];
+    const char *out, *weights, *block, *batch[CLI_MAX_BATCH];
     int n_batch, random, rademacher, ones, gradient, normalize, flat;
     long rng_seed;
 } vector_args;
@@ -80,11 +79,13 @@ int cmd_vector(int argc, char **argv)
     if (!grad && (wpath || n_batch))
         cli_die("--weights and --batch go with --gradient");
     const char *out = cli_out(a.out, 1);
-    cli_file outs[1] = {{out, "-o"}}, ins[2 + MAX_BATCH] = {{a.mo.config_path, "--config"},
-                                                           {wpath, "--weights"}};
+    cli_files f = {0};
+    cli_files_out(&f, out, "-o");
+    cli_files_in(&f, a.mo.config_path, "--config");
+    cli_files_in(&f, wpath, "--weights");
     for (int i = 0; i < n_batch; i++)
-        ins[2 + i] = (cli_file){bpath[i], "--batch"};
-    cli_check_outputs(NULL, outs, 1, ins, 2 + n_batch);
+        cli_files_in(&f, bpath[i], "--batch");
+    cli_files_check(NULL, &f);
     lnk_config c;
     cli_make_config(&a.mo, &c);
     lnk_model *m = lnk_model_alloc(&c);
@@ -147,10 +148,9 @@ int cmd_vector(int argc, char **argv)
         free(b);
         free(theta);
     }
-    double nrm = 0;
-    for (size_t i = 0; i < np; i++)
-        nrm += v[i] * v[i];
-    nrm = sqrt(nrm);
+    double nrm = lnk_norm2(v, np); /* without overflow (entries near 1e308) */
+    if (!isfinite(nrm) && a.normalize)
+        cli_die("--normalize: the vector's norm exceeds the range of doubles");
     if (a.normalize) {
         if (!(nrm > 0))
             cli_die("--normalize: the vector is zero");

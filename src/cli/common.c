@@ -15,6 +15,20 @@ const cli_opt cli_model_table[] = {
      .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
     {0}};
 
+int cli_not_converged(const char *cmd, int n_bad, int n_req, double worst_rel, double tol,
+                      int steps, int max_steps, const char *hint)
+{
+    if (n_bad <= 0)
+        return 0;
+    if (cli_root())
+        fprintf(stderr, "lnkit: %s: warning: %d of %d requested eigenpairs did not converge "
+                "(worst residual %.3g max|l|, tolerance %.3g; %d of %d Lanczos steps used)%s%s; "
+                "the results are written, with converged = 0 for them; exit status %d\n", cmd,
+                n_bad, n_req, worst_rel, tol, steps, max_steps, hint ? ": " : "",
+                hint ? hint : "", CLI_EXIT_NOT_CONVERGED);
+    return CLI_EXIT_NOT_CONVERGED;
+}
+
 void cli_input(const char *path)
 {
     if (lnk_prov_input(path) != LNK_OK)
@@ -50,14 +64,16 @@ void cli_make_config(const cli_model_opts *mo, lnk_config *c)
         lnk_set_blas_threads(mo->threads);
 }
 
-void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
-              unsigned ws_flags)
+void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
+              const char *const *batch, int n_batch, unsigned ws_flags)
 {
     memset(s, 0, sizeof *s);
     if (!weights)
         cli_die("--weights FILE is required");
-    if (!batch)
-        cli_die("--batch FILE is required");
+    if (!n_batch)
+        cli_die("--batch FILE is required (repeat it for a data set of several files)");
+    s->batch = batch;
+    s->n_batch = n_batch;
     cli_make_config(mo, &s->c);
     s->m = lnk_model_alloc(&s->c);
     if (!s->m)
@@ -66,12 +82,21 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, con
     cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters",
                                             lnk_model_n_params(s->m)));
     cli_check(lnk_weights_load(weights, s->m, s->theta));
-    cli_check(lnk_batch_load(batch, s->m, &s->b));
-    if (lnk_comm_size() > 1)
-        return; /* several ranks: each works on its shard (cli_shard) */
+    if (cli_dataset(s))
+        return; /* a data set: cli_shard reads the files */
+    cli_check(lnk_batch_load(batch[0], s->m, &s->b));
     s->ws = lnk_workspace_alloc(s->m, s->b.B, s->b.S, s->b.T, ws_flags);
     if (!s->ws)
         cli_die_lib();
+}
+
+int cli_dataset(const cli_session *s) { return s->n_batch > 1 || lnk_comm_size() > 1; }
+
+void cli_add_batch(const char **batch, int *n_batch, const char *path)
+{
+    if (*n_batch == CLI_MAX_BATCH)
+        cli_die("at most %d --batch files", CLI_MAX_BATCH);
+    batch[(*n_batch)++] = path;
 }
 
 int cli_chunk_rows(int B, int chunk_rows)
@@ -85,7 +110,12 @@ int cli_chunk_rows(int B, int chunk_rows)
 void cli_shard(cli_session *s, lnk_dataset *ds)
 {
     lnk_dataset_init(ds);
-    cli_check(lnk_dataset_add_rows(ds, s->m, &s->b, cli_chunk_rows(s->b.B, 0)));
+    for (int i = 0; i < s->n_batch; i++) {
+        lnk_batch file;
+        cli_check(lnk_batch_load(s->batch[i], s->m, &file));
+        cli_check(lnk_dataset_add_rows(ds, s->m, &file, cli_chunk_rows(file.B, 0)));
+        lnk_batch_free(&file);
+    }
     cli_check(lnk_dataset_shard(ds, s->m, lnk_comm_faulty(lnk_comm_world())));
 }
 

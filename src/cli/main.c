@@ -17,7 +17,9 @@ static void usage(FILE *f)
                "  --version              version, git commit, compiler, BLAS library, its kernel\n"
                "                         and threads, LAPACK, GSL, GLPK, jansson\n"
                "\nMessages start 'lnkit COMMAND: '; an error is one such line on standard error\n"
-               "and exit status 2.  docs/cli.md: the conventions every command follows.\n"
+               "and exit status 2; eigs and blocks exit with status 3 (after writing their\n"
+               "results and one warning line) when requested eigenpairs did not converge.\n"
+               "docs/cli.md: the conventions every command follows.\n"
                "man lnkit, man lnkit-COMMAND: the manual pages.\n");
 }
 
