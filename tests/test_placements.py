@@ -189,7 +189,7 @@ def test_grad_against_lnkit_eval(case, tmp_path):
     subprocess.run([LNKIT, "init"] + args + ["-o", str(tmp_path / "w.safetensors"), "--quiet"],
                    check=True)
     subprocess.run([LNKIT, "batch", "--synthetic", "--config", str(tmp_path / "w.json"),
-                    "--batch", str(B), "--len", str(T), "--seed", str(BATCH_SEED), "-o",
+                    "--rows", str(B), "--len", str(T), "--rng-seed", str(BATCH_SEED), "-o",
                     str(tmp_path / "b.safetensors")], check=True, capture_output=True)
     out = subprocess.run([LNKIT, "eval", "--config", str(tmp_path / "w.json"), "--weights",
                           str(tmp_path / "w.safetensors"), "--batch",

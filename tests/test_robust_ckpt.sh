@@ -21,7 +21,7 @@ TO=(timeout -k 5 120)
 host=$(hostname)
 
 "$L" init --d 64 --h 4 --L 2 --V 100 --seed 3 -o m.safetensors >/dev/null 2>&1 &&
-"$L" batch --synthetic --config m.json --batch 16 --len 16 --seed 1 -o b.safetensors >/dev/null 2>&1 ||
+"$L" batch --synthetic --config m.json --rows 16 --len 16 --rng-seed 1 -o b.safetensors >/dev/null 2>&1 ||
     { bad "set-up"; exit 1; }
 C=(--weights m.safetensors --batch b.safetensors)
 

@@ -60,7 +60,7 @@ static const command CMDS[] = {
     {"init --config-out", "init --d 4 --h 2 --L 1 --V 6 --d-ff 4",
      {{"--config", "w.json"}, {"-o", "o.safetensors"}, {"--config-out", "oc.json"}},
      {{"--config", X_ID, 1, "w.json"}, {"-o", X_ID, 0, NULL}, {"--config-out", X_ID, 0, NULL}}},
-    {"batch --synthetic", "batch --synthetic --batch 2 --len 5",
+    {"batch --synthetic", "batch --synthetic --rows 2 --len 5",
      {{"--config", "w.json"}, {"-o", "o.safetensors"}},
      {{"--config", X_ID, 1, "w.json"}, {"-o", X_ID, 0, NULL}}},
     {"batch --text", "batch", {{"--text", "corpus.txt"}, {"-o", "o.safetensors"}},
@@ -121,7 +121,7 @@ static void setup_base(void)
     char *out;
     int st = tu_run(&out, "mkdir -p '%s' && cd '%s' && L='%s' && "
                     "$L init --d 4 --h 2 --L 1 --V 6 --d-ff 4 -o w.safetensors && "
-                    "$L batch --synthetic --config w.json --batch 2 --len 5 -o b.safetensors && "
+                    "$L batch --synthetic --config w.json --rows 2 --len 5 -o b.safetensors && "
                     "$L vector --config w.json --ones -o v.safetensors && "
                     "printf 'a b c\\nb c d\\n' > corpus.txt && "
                     "$L batch --text corpus.txt -o c.safetensors --vocab-out corpus.vocab && "

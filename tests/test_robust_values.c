@@ -37,7 +37,7 @@ static void setup(void)
     char *out;
     int st = tu_run(&out, "mkdir -p '%s' && cd '%s' && L='%s' && "
                     "$L init --d 8 --h 2 --L 1 --V 10 --seed 2 -o w.safetensors && "
-                    "$L batch --synthetic --config w.json --batch 3 --len 6 -o b.safetensors",
+                    "$L batch --synthetic --config w.json --rows 3 --len 6 -o b.safetensors",
                     dir, dir, tu_lnkit());
     if (st)
         fail_msg("set-up: %s", out);
@@ -378,10 +378,11 @@ static void test_ranges(void **s)
     assert_int_equal(run(&err, "meta -o o.res --start 2024-02-29T23:59:60Z --seconds 1 --quiet "
                          "-- c"), 0);
     free(err);
-    refused("--seed twice", "meta -o o.res --start 2024-01-01T00:00:00Z --seconds 1 --seed x=1 "
-            "--seed y=2 --seed x=3 -- c", "the seed 'x' is given twice (x=1 and x=3)");
-    assert_int_equal(run(&err, "meta -o o.res --start 2024-01-01T00:00:00Z --seconds 1 --seed "
-                         "x=1 --seed xy=2 --quiet -- c"), 0);
+    refused("--named-seed twice", "meta -o o.res --start 2024-01-01T00:00:00Z --seconds 1 "
+            "--named-seed x=1 --named-seed y=2 --named-seed x=3 -- c",
+            "the seed 'x' is given twice (x=1 and x=3)");
+    assert_int_equal(run(&err, "meta -o o.res --start 2024-01-01T00:00:00Z --seconds 1 "
+                         "--named-seed x=1 --named-seed xy=2 --quiet -- c"), 0);
     free(err);
     /* blocks: each group once; no checkpoint options listed or taken */
     refused("--group twice", "blocks " M " --group '*.attn.wq' --group '*.ffn.*' --group "

@@ -39,12 +39,13 @@ static const cli_opt opts[] = {
      .max = 1 << 30, .help = "minimum token count to enter a vocabulary"},
     {.type = CLI_INT, .name = "max-vocab", .arg = "N", CLI_AT(T, max_vocab), .min = 0,
      .max = 1 << 30, .help = "vocabulary size limit, 0: none"},
-    {.type = CLI_INT, .name = "max-len", .arg = "N", CLI_AT(T, max_len), .min = 0, .max = 1 << 24,
+    {.type = CLI_INT, .name = "max-line-len", .arg = "N", CLI_AT(T, max_len), .min = 0,
+     .max = 1 << 24,
      .help = "text: truncate lines to N tokens; corpus: sentence tokens per side; 0: no limit"},
     {.type = CLI_INT, .name = "first", .arg = "N", CLI_AT(T, first), .min = 0, .max = 1 << 30,
      .help = "text: the first line used, from 0"},
     {.type = CLI_FLAG, .name = "truncate", CLI_AT(T, truncate),
-     .help = "corpus: truncate longer pairs to --max-len (default: drop them)"},
+     .help = "corpus: truncate longer pairs to --max-line-len (default: drop them)"},
     {.type = CLI_FLAG, .name = "src-eos", CLI_AT(T, src_eos),
      .help = "corpus: append <eos> to the source rows (fairseq; MODEL.md section 4 has the "
              "source tokens alone)"},
@@ -105,7 +106,7 @@ static void check_mode(const batch_args *a, int mode)
                 {"vocab-in", TEXT}, {"vocab-out", TEXT}, {"tgt", S2S}, {"vocab-src", S2S},
                 {"vocab-tgt", S2S}, {"joint-vocab", S2S}, {"truncate", S2S}, {"src-eos", S2S},
                 {"keep-order", S2S}, {"max-tokens", S2S}, {"min-count", TEXT | S2S},
-                {"max-vocab", TEXT | S2S}, {"max-len", TEXT | S2S}, {"max-input", TEXT | S2S},
+                {"max-vocab", TEXT | S2S}, {"max-line-len", TEXT | S2S}, {"max-input", TEXT | S2S},
                 {"config", SYN}, {"threads", SYN}};
     static const char *const mname[] = {"", "--synthetic", "--text", "", "--src"};
     for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)

@@ -22,7 +22,7 @@ int cli_batch_s2s(const batch_args *a)
         cli_die("--joint-vocab builds the vocabulary; it cannot be combined with "
                 "--vocab-src/--vocab-tgt");
     if (po.truncate && po.max_len == 0)
-        cli_die("--truncate needs --max-len N");
+        cli_die("--truncate needs --max-line-len N");
     /* vocabularies beside the output, unless given (none beside a device or FIFO) */
     char *vsp = vsrc_in ? NULL : cli_sidecar_path(a->out, NULL, ".src.vocab");
     char *vtp = vtgt_in ? NULL : cli_sidecar_path(a->out, NULL, ".tgt.vocab");
@@ -55,7 +55,7 @@ int cli_batch_s2s(const batch_args *a)
     lnk_pairs p;
     CLI_CK(lnk_pairs_make(&c, vs, vt, &po, &p));
     if (p.n == 0)
-        cli_die("every one of the %d pairs is longer than --max-len %d; nothing to write",
+        cli_die("every one of the %d pairs is longer than --max-line-len %d; nothing to write",
                 p.n_lines, po.max_len);
     int *order = cli_alloc(sizeof(int) * p.n);
     if (keep)
@@ -70,7 +70,7 @@ int cli_batch_s2s(const batch_args *a)
         int S = p.src_len[i], T = p.tgt_len[i], l = S > T ? S : T;
         if (l > max_tokens)
             cli_die("--max-tokens %ld: the pair on line %d alone has padded size %d "
-                    "(max(S, T) with src %d, tgt %d ids); raise --max-tokens or set --max-len",
+                    "(max(S, T) with src %d, tgt %d ids); raise --max-tokens or set --max-line-len",
                     max_tokens, p.line[i] + 1, l, S, T);
     }
 
@@ -124,7 +124,7 @@ int cli_batch_s2s(const batch_args *a)
 
     cli_say("%d pairs of %d", p.n, p.n_lines);
     if (po.max_len)
-        cli_say(" (%d dropped, %d truncated by --max-len %d)", p.n_dropped,
+        cli_say(" (%d dropped, %d truncated by --max-line-len %d)", p.n_dropped,
                 p.n_truncated, po.max_len);
     cli_say("; src [%d, %d], tgt [%d, %d], %zu + %zu tokens (%zu + %zu <unk>), %zu "
             "scored positions -> %s\n", b.B, b.S, b.B, b.T, p.src_tokens, p.tgt_tokens,

@@ -215,15 +215,11 @@ int cmd_meta(int argc, char **argv)
         unsigned long long v = eq ? strtoull(eq + 1, &end, 10) : 0;
         if (!eq || eq == seed_args[i] || !eq[1] || *end || errno || eq[1] == '-')
             cli_die("--named-seed: expected NAME=N with N in 0..2^64-1, got '%s'", seed_args[i]);
-        for (int j = 0; j < i; j++)
-            if (!strncmp(seed_args[j], seed_args[i], (size_t)(eq - seed_args[i]) + 1))
-                cli_die("--named-seed: the seed '%.*s' is given twice", (int)(eq - seed_args[i]),
-                        seed_args[i]);
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)(eq - seed_args[i]), seed_args[i]);
         for (int j = 0; j < i; j++) /* one value a name: a second would replace the first */
             if (!strncmp(seed_args[j], seed_args[i], (size_t)(eq - seed_args[i]) + 1))
-                cli_die("meta: --seed %s: the seed '%s' is given twice (%s and %s); each named "
+                cli_die("--named-seed %s: the seed '%s' is given twice (%s and %s); each named "
                         "seed once", seed_args[i], name, seed_args[j], seed_args[i]);
         lnk_prov_seed(name, v);
     }

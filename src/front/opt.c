@@ -292,10 +292,19 @@ static void check_given(void)
     }
 }
 
-static void check_sizes(const cli_cmd *cmd)
+/* A table's own mistakes, before any value: a field of the wrong size, a
+ * name or short name declared twice (a group's key and a command's own
+ * option of the same name would hide one another). */
+static void check_table(const cli_cmd *cmd)
 {
     for (int i = 0; i < n_flat; i++) {
         const cli_opt *o = flat[i].o;
+        for (int j = 0; j < i && !flat[i].heading; j++)
+            if (!flat[j].heading && (!strcmp(flat[j].o->name, o->name) ||
+                                     (o->key && flat[j].o->key == o->key))) {
+                fprintf(stderr, "%s: internal: option --%s declared twice\n", cmd->name, o->name);
+                exit(2);
+            }
         size_t want = type_size(o->type);
         if (!flat[i].heading && want && o->size != want && o->type != CLI_CONFIG) {
             fprintf(stderr, "%s: internal: option --%s has a field of %zu bytes, not %zu\n",
@@ -318,7 +327,7 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
     parsed_size = cmd->size;
     n_flat = cli_flatten(cmd->opts, args, flat, CLI_MAX_OPTS);
     memset(given, 0, sizeof given);
-    check_sizes(cmd);
+    check_table(cmd);
     /* getopt's tables: long names (and the '_' spellings of configuration
      * keys) map to 256 + the option's index; short names are themselves */
     struct option *lo = cli_alloc(sizeof *lo * (2 * (size_t)n_flat + 3));
