@@ -12,7 +12,7 @@ typedef struct {
     const char *text, *src, *tgt;
     long rows;           /* -1: the mode's default */
     int len;
-    long rng_seed;
+    uint64_t rng_seed;
     const char *vocab_in, *vocab_out, *vocab_src, *vocab_tgt;
     int joint, min_count, max_vocab, max_len, first, truncate, src_eos, keep_order;
     long max_tokens;

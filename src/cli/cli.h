@@ -4,7 +4,6 @@
 #ifndef LNK_CLI_H
 #define LNK_CLI_H
 
-#include <getopt.h>
 #include "front/front.h"
 #include "front/opt.h"
 #include "lnkit/lnkit.h"
@@ -44,14 +43,16 @@ extern const cli_opt cli_model_table[];
     {.type = CLI_FLAG, .name = "json", CLI_AT(T, f),                                             \
      .help = "the result as JSON on standard output instead of CSV"}
 
-/* The result table of a command (result.c): the CSV that write puts on f
- * goes to out (its temporary name, renamed at the group commit; "-":
- * standard output once committed), and with json as a JSON array of row
- * objects on standard output (instead of the CSV when out is "-").
- * cli_result_check first: refuses "-o - --json" (both on standard output). */
-typedef int cli_csv_fn(FILE *f, const void *ctx);
-void cli_result(const char *out, int json, cli_csv_fn *write, const void *ctx);
+/* The result table of a command (result.c, docs/cli.md): its CSV goes to
+ * -o (a file, renamed at the group commit; "-": standard output once
+ * committed); with --json the same rows are printed as a JSON array of row
+ * objects on standard output, instead of the CSV when -o is "-".
+ * cli_result_check first (refuses "-o - --json", both on standard output);
+ * cli_result_path: where the command writes the CSV; cli_result_json after
+ * cli_outputs_commit. */
 void cli_result_check(const char *out, int json);
+const char *cli_result_path(const char *out, int json);
+void cli_result_json(void);
 
 /* Build the finalized config: file first, then the flags in order. */
 void cli_make_config(const cli_model_opts *mo, lnk_config *c);
@@ -62,24 +63,6 @@ char *cli_sibling_path(const char *path, const char *suffix);
 /* Record an input file for the sidecars (path, size, SHA-256) or die. */
 void cli_input(const char *path);
 
-/* ---- until eigs, trace, density, blocks, eval and hvp use cli_parse (legacy.c) ---- */
-/* Append the long options of the config keys (--d, --norm-pos, --norm_pos, ...)
- * and --config/--threads/--quiet to opts (which must have room); returns the new count.
- * Their getopt values are >= CLI_KEY_BASE. */
-#define CLI_KEY_BASE 1000
-int cli_add_model_options(struct option *opts, int n);
-/* Handle a getopt value from those options; returns 1 if it was one. */
-int cli_model_option(cli_model_opts *mo, int val, const char *arg);
-/* Print the config flags with their defaults (for --help). */
-void cli_print_model_help(void);
-/* Parse a positive integer option value or die naming the option. */
-long cli_int(const char *opt, const char *s, long min, long max);
-/* Parse a finite real option value, > 0 (strict) or >= 0, or die:
- * "CMD: --OPT: expected a finite number > 0, got 'S'". */
-double cli_real(const char *cmd, const char *opt, const char *s, int strict);
-/* Report an unknown option / missing argument from getopt_long and exit 2. */
-_Noreturn void cli_bad_option(const char *cmd, int c, char **argv);
-/* ---- */
 
 int cmd_init(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
@@ -187,8 +170,8 @@ cli_call_fn cli_size_arg;
 /* The warning line: n_bad of n_req requested eigenpairs did not converge,
  * the worst residual relative to max|l| (worst_rel) against tol, the
  * Lanczos steps used of the limit, and hint (NULL or a short advice).
- * Rank 0 prints it, even with --quiet; returns CLI_EXIT_NOT_CONVERGED (0 if
+ * Rank 0 prints it (cli_warn), even with --quiet; returns CLI_EXIT_NOT_CONVERGED (0 if
  * n_bad is 0). */
-int cli_not_converged(const char *cmd, int n_bad, int n_req, double worst_rel, double tol,
-                      int steps, int max_steps, const char *hint);
+int cli_not_converged(int n_bad, int n_req, double worst_rel, double tol, int steps,
+                      int max_steps, const char *hint);
 #endif

@@ -22,8 +22,8 @@ static const cli_opt opts[] = {
      .help = "rows; with --text 0 means all lines", .def = "synthetic 8, text 0"},
     {.type = CLI_INT, .name = "len", .arg = "T", CLI_AT(T, len), .min = 1, .max = 1 << 24,
      .help = "synthetic: positions per row"},
-    {.type = CLI_LONG, .name = "rng-seed", .arg = "N", CLI_AT(T, rng_seed), .min = 0,
-     .max = 0x7fffffff, .help = "synthetic: seed of the ids"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(T, rng_seed), .max = 0x7fffffff,
+     .help = "synthetic: seed of the ids"},
     {.type = CLI_STR, .name = "vocab-in", .arg = "FILE", CLI_AT(T, vocab_in), .flags = CLI_READS,
      .help = "text: use this vocabulary instead of building one"},
     {.type = CLI_STR, .name = "vocab-out", .arg = "FILE", CLI_AT(T, vocab_out), .flags = CLI_WRITES,
@@ -150,7 +150,7 @@ int cmd_batch(int argc, char **argv)
         lnk_model *m = lnk_model_alloc(&c);
         if (!m)
             cli_die_lib();
-        CLI_CK(lnk_batch_synthetic(m, a.rows < 0 ? 8 : (int)a.rows, a.len, (uint64_t)a.rng_seed,
+        CLI_CK(lnk_batch_synthetic(m, a.rows < 0 ? 8 : (int)a.rows, a.len, a.rng_seed,
                                    &b));
         lnk_model_free(m);
         lnk_config_clear(&c);

@@ -180,18 +180,23 @@ typedef struct {
     int n;
 } sel_rows;
 
-static int write_rows(FILE *f, const void *ctx)
+static int write_rows(const char *path, const sel_rows *r)
 {
-    const sel_rows *r = ctx;
     static const char *const hdr[] = {"index", "selectable"};
+    lnk_afile af;
+    int st = lnk_afile_open(&af, path);
+    if (st)
+        return st;
     lnk_csv csv;
-    int st = lnk_csv_begin(&csv, f, hdr, 2);
+    st = lnk_csv_begin(&csv, af.f, hdr, 2);
     for (int i = 0; !st && i < r->n; i++) {
         st = lnk_csv_int(&csv, i);
         st = st ? st : lnk_csv_int(&csv, r->sel[i]);
         st = st ? st : lnk_csv_end_row(&csv);
     }
     lnk_csv_free(&csv);
+    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
+        lnk_afile_abort(&af);
     return st;
 }
 
@@ -218,7 +223,7 @@ int cmd_select(int argc, char **argv)
         n_sel += sel[i];
     sel_rows rows = {sel, n};
     cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
-    cli_result(a.out, a.json, write_rows, &rows);
+    CLI_CK(write_rows(cli_result_path(a.out, a.json), &rows));
     if (meta) {
         json_t *x = json_pack("{s:s}", "command", "select");
         CLI_CK(cli_opts_meta(opts, &a, 1, x));
@@ -228,6 +233,7 @@ int cmd_select(int argc, char **argv)
         cli_meta_write(a.out, NULL, x, start, lnk_now() - t0);
     }
     cli_outputs_commit();
+    cli_result_json();
     if (meta)
         cli_say("%d of %d keys selectable -> %s\n", n_sel, n, a.out);
     free(meta);

@@ -14,7 +14,7 @@ typedef struct {
     cli_model_opts mo;
     const char *out, *weights, *block, *batch[CLI_MAX_BATCH];
     int n_batch, random, rademacher, ones, gradient, normalize, flat;
-    long rng_seed;
+    uint64_t rng_seed;
 } vector_args;
 
 #define T vector_args
@@ -28,8 +28,8 @@ static const cli_opt opts[] = {
      .help = "the gradient of the mean loss over the batches (needs --weights, --batch)"},
     {.type = CLI_FLAG, .name = "rademacher", CLI_AT(T, rademacher),
      .help = "with --random: entries +1 or -1"},
-    {.type = CLI_LONG, .name = "rng-seed", .arg = "N", CLI_AT(T, rng_seed), .min = 0,
-     .max = 0x7fffffff, .help = "seed of the random entries"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(T, rng_seed), .max = 0x7fffffff,
+     .help = "seed of the random entries"},
     {.type = CLI_STR, .name = "weights", .arg = "FILE", CLI_AT(T, weights), .flags = CLI_READS,
      .help = "weights, for --gradient"},
     {.type = CLI_LIST, .name = "batch", .arg = "FILE", CLI_AT(T, batch),

@@ -2,10 +2,12 @@
  * standard output, -o -), and with --json the same rows as a JSON array of
  * objects on standard output, column names as keys, numbers as numbers, an
  * empty field as null. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/cli.h"
 
 /* The next field of CSV text at *p (lnk_csv's quoting); *end: 1 at the end
@@ -68,43 +70,49 @@ static json_t *csv_json(const char *csv)
     return rows;
 }
 
-void cli_result(const char *out, int json, cli_csv_fn *write, const void *ctx)
+static char *json_path, *json_tmp; /* the CSV that --json prints; a temporary one */
+
+static void remove_json_tmp(void)
 {
-    if (!cli_root())
+    if (json_tmp)
+        unlink(json_tmp);
+}
+
+const char *cli_result_path(const char *out, int json)
+{
+    if (!json)
+        return cli_out(out, 0);
+    if (!cli_is_stdout(out))
+        return json_path = (char *)out;
+    /* --json alone: the CSV goes to a private temporary file, printed as JSON */
+    const char *dir = getenv("TMPDIR");
+    if (asprintf(&json_tmp, "%s/lnkit-json.XXXXXX", dir && *dir ? dir : "/tmp") < 0)
+        cli_die("out of memory");
+    int fd = mkstemp(json_tmp);
+    if (fd < 0)
+        cli_die("--json: cannot create a temporary file: %s", strerror(errno));
+    close(fd);
+    atexit(remove_json_tmp);
+    return json_path = json_tmp;
+}
+
+void cli_result_json(void)
+{
+    if (!json_path || !cli_root())
         return;
-    if (!json || !cli_is_stdout(out)) { /* the CSV, to its file or to standard output */
-        lnk_afile af;
-        CLI_CK(lnk_afile_open(&af, cli_out(out, 0)));
-        int st = write(af.f, ctx);
-        if (st || (st = lnk_afile_commit(&af)) != LNK_OK) {
-            lnk_afile_abort(&af);
-            cli_die_lib();
-        }
-    }
-    if (json) {
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-        if (!m)
-            cli_die("out of memory");
-        int st = write(m, ctx);
-        fclose(m);
-        if (st) {
-            free(buf);
-            cli_die_lib();
-        }
-        json_t *rows = csv_json(buf);
-        free(buf);
-        char *txt = rows ? json_dumps(rows, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                                JSON_REAL_PRECISION(17)) : NULL;
-        json_decref(rows);
-        if (!txt)
-            cli_die("out of memory");
-        puts(txt);
-        free(txt);
-        if (fflush(stdout))
-            cli_die("could not write to standard output");
-    }
+    char *csv;
+    CLI_CK(lnk_read_text_file(json_path, (size_t)1 << 40, "result", &csv, NULL));
+    json_t *rows = csv_json(csv);
+    free(csv);
+    char *txt = rows ? json_dumps(rows, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                            JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(rows);
+    if (!txt)
+        cli_die("out of memory");
+    puts(txt);
+    free(txt);
+    if (fflush(stdout))
+        cli_die("could not write to standard output");
 }
 
 void cli_result_check(const char *out, int json)

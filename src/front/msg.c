@@ -63,8 +63,14 @@ void cli_die(const char *fmt, ...)
     va_end(ap);
     /* nothing half-written stays behind (the temporary files of this rank) */
     lnk_output_abort_all();
-    /* one line: control characters of names and values escaped (lnk_error) */
-    lnk_error(LNK_EINVAL, "%s", msg);
+    /* one line: control characters of names and values escaped (lnk_error);
+     * a library message that starts with the command's own name ("eigs:
+     * checkpoint ...") does not repeat it after "lnkit eigs: " */
+    const char *cmd = strrchr(name, ' '), *m = msg;
+    size_t lc = cmd ? strlen(++cmd) : 0;
+    if (lc && !strncmp(msg, cmd, lc) && msg[lc] == ':' && msg[lc + 1] == ' ')
+        m += lc + 2;
+    lnk_error(LNK_EINVAL, "%s", m);
     snprintf(msg, sizeof msg, "%s", lnk_errmsg());
     const char *nl = at_line_start ? "" : "\n";
     int rank = lnk_comm_rank();

@@ -118,8 +118,9 @@ static void print_opts(const cli_flat *fl, int n, FILE *f)
     for (int i = 0; i < n; i++) {
         const cli_opt *o = fl[i].o;
         char left[400], ab[160], db[64];
-        if (fl[i].heading) {
-            fprintf(f, "\n%s:\n", o->help);
+        if (fl[i].heading) { /* a group without a heading continues the one before */
+            if (o->help)
+                fprintf(f, "\n%s:\n", o->help);
             continue;
         }
         const char *a = arg_text(o, ab, sizeof ab);
@@ -197,6 +198,8 @@ void cli_doc_roff(const cli_cmd *cmd, const void *args, FILE *f)
     for (int i = 0; i < n; i++) {
         const cli_opt *o = fl[i].o;
         char ab[160], db[64];
+        if (fl[i].heading && !o->help)
+            continue;
         if (fl[i].heading) {
             fputs(".SS ", f);
             roff_text(f, o->help, 0);
