@@ -147,9 +147,9 @@ fault() { # NAME SPEC EXPECT_REGEX [noq: mpirun without -q]
         bad "$name: exit $rc, files left: '$left', stderr ($lines lines): $(cat fdir.err)"
     fi
 }
-fault "rank 1 runs out of memory in its 3rd H v" 1:hvp:error:3 '^lnkit: rank 1: out of memory'
-fault "rank 2 cannot load its shard" 2:load:error '^lnkit: rank 2: cannot load its shard'
-fault "rank 0 fails in its 2nd H v" 0:hvp:error:2 '^lnkit: rank 0: out of memory'
+fault "rank 1 runs out of memory in its 3rd H v" 1:hvp:error:3 '^lnkit eigs: rank 1: out of memory'
+fault "rank 2 cannot load its shard" 2:load:error '^lnkit eigs: rank 2: cannot load its shard'
+fault "rank 0 fails in its 2nd H v" 0:hvp:error:2 '^lnkit eigs: rank 0: out of memory'
 fault "rank 1 exits without finalize" 1:hvp:exit:2 'rank 1'
 # without -q mpirun itself names the dead rank and the signal
 fault "rank 1 is killed (SIGKILL)" 1:hvp:kill:4 'process rank 1 .*signal 9' noq
