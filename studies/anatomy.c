@@ -41,7 +41,6 @@
  * (h, the data, tol, Lanczos steps, probes, SLQ runs and steps, sigma
  * fraction, rng seed) must be those of OUT/extremes.meta.json, else the run
  * fails naming the first that differs: rows of two settings never mix. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,49 +73,89 @@ typedef struct {
     int task, pre, norm, qk, L, d, seed;
 } point_t;
 
-static void usage(void)
+typedef struct {
+    opts_t o;
+    cli_ints lm_L, lm_d, s2s_L, s2s_d;
+    int no_variants;
+} args_t;
+
+#define O args_t
+#define INTS(nm, f, lo, hi, h) {.type = CLI_INTS, .name = nm, .arg = "LIST", CLI_AT(O, f), \
+                                .min = lo, .max = hi, .help = h}
+#define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
+                                  .min = lo, .max = hi, .help = h}
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(O, o.out), .flags = CLI_WRITES,
+     .help = "output directory"},
+    INTS("lm-L", lm_L, 1, 256, "lm depths at d = --lm-d-ref ('': none)"),
+    INTS("lm-d", lm_d, 2, 4096, "lm widths at L = --lm-L-ref ('': none)"),
+    INT("lm-L-ref", "N", o.lm_refL, 1, 256, "the lm reference point's depth"),
+    INT("lm-d-ref", "N", o.lm_refd, 2, 4096, "the lm reference point's width"),
+    INTS("s2s-L", s2s_L, 1, 256, "seq2seq depths, L_enc = L_dec ('': none)"),
+    INTS("s2s-d", s2s_d, 2, 4096, "seq2seq widths at L = --s2s-L-ref ('': none)"),
+    INT("s2s-L-ref", "N", o.s2s_refL, 1, 256, "the seq2seq reference point's depth"),
+    INT("s2s-d-ref", "N", o.s2s_refd, 2, 4096, "the seq2seq reference point's width"),
+    {.type = CLI_FLAG, .name = "no-variants", CLI_AT(O, no_variants),
+     .help = "no RMSNorm or qk_norm points (lm reference only)"},
+    INT("h", "N", o.h, 1, 256, "heads"),
+    INT("V", "N", o.V, 5, 1 << 24, "lm: vocabulary"),
+    INT("rows", "N", o.B, 1, 1 << 20, "lm: rows of the synthetic batch"),
+    INT("len", "T", o.T, 1, 1 << 20, "lm: positions per row"),
+    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(O, o.src), .flags = CLI_READS,
+     .help = "seq2seq: source text"},
+    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(O, o.tgt), .flags = CLI_READS,
+     .help = "seq2seq: target text"},
+    INT("s2s-rows", "N", o.pairs, 1, 1 << 24, "seq2seq: the first N sentence pairs"),
+    INT("seeds", "N", o.seeds, 1, 1000, "initialisation seeds 0..N-1"),
+    INT("probes", "N", o.probes, 2, 1 << 20, "Hutchinson probes per block norm"),
+    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(O, o.tol), .max = 1,
+     .help = "residual tolerance of the extremes, relative to max|l|"},
+    INT("eig-steps", "M", o.eig_steps, 2, 100000, "Lanczos step limit of the extremes"),
+    INT("runs", "N", o.runs, 1, 10000, "SLQ start vectors per kind block"),
+    INT("steps", "M", o.steps, 2, 100000, "SLQ Lanczos steps per run"),
+    {.type = CLI_REAL, .name = "sigma-fraction", .arg = "F", CLI_AT(O, o.sigma_frac),
+     .min = 1e-9, .max = 1, .help = "the JS densities' kernel width over the common node range"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(O, o.rng), .max = 0x7fffffff,
+     .help = "seed of the Lanczos start vectors and probes"},
+    {.type = CLI_FLAG, .name = "resume", CLI_AT(O, o.resume),
+     .help = "continue the CSVs in --out: skip their points, append the others (the settings "
+             "must be the same)"},
+    {0}};
+#undef INT
+#undef INTS
+#undef O
+
+static void defaults(void *p)
 {
-    printf("usage: anatomy [options]\n"
-           "  --out DIR           output directory                       (results/anatomy)\n"
-           "  --lm-L LIST         lm depths at d = --lm-d-ref            (1,2,4,8)\n"
-           "  --lm-d LIST         lm widths at L = --lm-L-ref            (16,32,64)\n"
-           "  --lm-L-ref N --lm-d-ref N   the lm reference point         (4, 32)\n"
-           "  --s2s-L LIST        seq2seq depths (L_enc = L_dec)         (1,2,4,6)\n"
-           "  --s2s-d LIST        seq2seq widths at L = --s2s-L-ref      (8,16,32)\n"
-           "  --s2s-L-ref N --s2s-d-ref N  the seq2seq reference point   (2, 16)\n"
-           "                      (an empty LIST, '', leaves that sweep out)\n"
-           "  --no-variants       no RMSNorm / qk_norm points (lm reference only)\n"
-           "  --h N               heads                                  (4)\n"
-           "  --V N --batch B --len T   lm: vocabulary, synthetic batch  (64, 4, 16)\n"
-           "  --src F --tgt F     seq2seq text   (data/multi30k/val.de, val.en)\n"
-           "  --pairs N           seq2seq: the first N pairs             (12)\n"
-           "  --seeds N           initialisation seeds 0..N-1            (3)\n"
-           "  --probes N          Hutchinson probes per block norm       (6)\n"
-           "  --tol T --eig-steps M   extremes: residual tolerance\n"
-           "                      (relative to max|l|), Lanczos steps    (1e-6, 300)\n"
-           "  --runs N --steps M  SLQ per kind block                     (2, 24)\n"
-           "  --sigma-fraction F  JS kernel width / common node range    (0.01)\n"
-           "  --rng-seed N        Lanczos / probe streams                (0)\n"
-           "  --resume            continue the CSVs in --out: skip the points in them,\n"
-           "                      append the others (the settings must be the same)\n"
-           "  --quiet             no progress on stderr\n");
+    args_t *a = p;
+    a->o = (opts_t){.out = "results/anatomy", .src = "data/multi30k/val.de",
+                    .tgt = "data/multi30k/val.en", .h = 4, .V = 64, .B = 4, .T = 16, .seeds = 3,
+                    .pairs = 12, .max_tokens = 1 << 20, .lm_refL = 4, .lm_refd = 32,
+                    .s2s_refL = 2, .s2s_refd = 16, .variants = 1, .probes = 6, .eig_steps = 300,
+                    .runs = 2, .steps = 24, .tol = 1e-6, .sigma_frac = 0.01, .rng = 0};
+    a->lm_L = (cli_ints){4, {1, 2, 4, 8}};
+    a->lm_d = (cli_ints){3, {16, 32, 64}};
+    a->s2s_L = (cli_ints){4, {1, 2, 4, 6}};
+    a->s2s_d = (cli_ints){3, {8, 16, 32}};
 }
 
-static void parse_list(const char *name, const char *s, ilist *l, int lo, int hi)
+static const cli_cmd cmd = {
+    .name = "anatomy",
+    .usage = "[--out DIR] [--lm-L LIST] [--lm-d LIST] [--s2s-L LIST] [--s2s-d LIST] [--seeds N]\n"
+             "[--resume] ...",
+    .about = "The curvature's anatomy against depth and width: the extremes of H, G and F with\n"
+             "their eigenvectors' mass per tensor, block norms and JS distances, per point\n"
+             "(task, norm position, norm, depth, width, seed).  The summary: python3 -m\n"
+             "studies.summary anatomy DIR.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
+/* A list option into the study's list (at most MAXLIST values). */
+static void copy_list(const char *name, const cli_ints *from, ilist *to)
 {
-    l->n = 0;
-    const char *p = s;
-    while (*p) {
-        if (l->n == MAXLIST)
-            fail("--%s: at most %d values", name, MAXLIST);
-        char *e;
-        long v = strtol(p, &e, 10);
-        if (e == p || v < lo || v > hi || (*e && *e != ','))
-            fail("--%s: expected comma-separated integers in [%d, %d], got '%s'", name, lo, hi,
-                 s);
-        l->v[l->n++] = (int)v;
-        p = *e ? e + 1 : e;
-    }
+    if (from->n > MAXLIST)
+        cli_die("--%s: at most %d values, got %d", name, MAXLIST, from->n);
+    to->n = from->n;
+    memcpy(to->v, from->v, sizeof(int) * (size_t)from->n);
 }
 
 /* ------------------------------------------------------------ the points */
@@ -620,66 +659,16 @@ static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, file
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "anatomy");
-    opts_t o = {.out = "results/anatomy", .src = "data/multi30k/val.de",
-                .tgt = "data/multi30k/val.en", .h = 4, .V = 64, .B = 4, .T = 16, .seeds = 3,
-                .pairs = 12, .max_tokens = 1 << 20, .lm_refL = 4, .lm_refd = 32,
-                .s2s_refL = 2, .s2s_refd = 16, .variants = 1, .probes = 6, .eig_steps = 300,
-                .runs = 2, .steps = 24, .tol = 1e-6, .sigma_frac = 0.01, .rng = 0};
-    parse_list("lm-L", "1,2,4,8", &o.lm_L, 1, 256);
-    parse_list("lm-d", "16,32,64", &o.lm_d, 2, 4096);
-    parse_list("s2s-L", "1,2,4,6", &o.s2s_L, 1, 256);
-    parse_list("s2s-d", "8,16,32", &o.s2s_d, 2, 4096);
-    enum { O_LML = 256, O_LMD, O_S2L, O_S2D, O_LMLR, O_LMDR, O_S2LR, O_S2DR, O_NOVAR, O_PAIRS,
-           O_PROBES, O_TOL, O_ESTEPS, O_RUNS, O_STEPS, O_SIGF, O_RNG, O_SRC, O_TGT, O_RESUME };
-    static struct option lo[] = {
-        {"out", 1, 0, 'o'},        {"lm-L", 1, 0, O_LML},        {"lm-d", 1, 0, O_LMD},
-        {"s2s-L", 1, 0, O_S2L},    {"s2s-d", 1, 0, O_S2D},       {"lm-L-ref", 1, 0, O_LMLR},
-        {"lm-d-ref", 1, 0, O_LMDR}, {"s2s-L-ref", 1, 0, O_S2LR}, {"s2s-d-ref", 1, 0, O_S2DR},
-        {"no-variants", 0, 0, O_NOVAR}, {"h", 1, 0, 'H'},        {"V", 1, 0, 'V'},
-        {"batch", 1, 0, 'B'},      {"len", 1, 0, 'T'},           {"src", 1, 0, O_SRC},
-        {"tgt", 1, 0, O_TGT},      {"pairs", 1, 0, O_PAIRS},     {"seeds", 1, 0, 's'},
-        {"probes", 1, 0, O_PROBES}, {"tol", 1, 0, O_TOL},        {"eig-steps", 1, 0, O_ESTEPS},
-        {"runs", 1, 0, O_RUNS},    {"steps", 1, 0, O_STEPS},     {"sigma-fraction", 1, 0, O_SIGF},
-        {"rng-seed", 1, 0, O_RNG}, {"quiet", 0, 0, 'q'},         {"help", 0, 0, 'h'},
-        {"resume", 0, 0, O_RESUME},
-        {0, 0, 0, 0}};
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'o': o.out = optarg; break;
-        case O_LML: parse_list("lm-L", optarg, &o.lm_L, 1, 256); break;
-        case O_LMD: parse_list("lm-d", optarg, &o.lm_d, 2, 4096); break;
-        case O_S2L: parse_list("s2s-L", optarg, &o.s2s_L, 1, 256); break;
-        case O_S2D: parse_list("s2s-d", optarg, &o.s2s_d, 2, 4096); break;
-        case O_LMLR: o.lm_refL = (int)arg_int("lm-L-ref", optarg, 1, 256); break;
-        case O_LMDR: o.lm_refd = (int)arg_int("lm-d-ref", optarg, 2, 4096); break;
-        case O_S2LR: o.s2s_refL = (int)arg_int("s2s-L-ref", optarg, 1, 256); break;
-        case O_S2DR: o.s2s_refd = (int)arg_int("s2s-d-ref", optarg, 2, 4096); break;
-        case O_NOVAR: o.variants = 0; break;
-        case 'H': o.h = (int)arg_int("h", optarg, 1, 256); break;
-        case 'V': o.V = (int)arg_int("V", optarg, 5, 1 << 24); break;
-        case 'B': o.B = (int)arg_int("batch", optarg, 1, 1 << 20); break;
-        case 'T': o.T = (int)arg_int("len", optarg, 1, 1 << 20); break;
-        case O_SRC: o.src = optarg; break;
-        case O_TGT: o.tgt = optarg; break;
-        case O_PAIRS: o.pairs = (int)arg_int("pairs", optarg, 1, 1 << 24); break;
-        case 's': o.seeds = (int)arg_int("seeds", optarg, 1, 1000); break;
-        case O_PROBES: o.probes = (int)arg_int("probes", optarg, 2, 1 << 20); break;
-        case O_TOL: o.tol = arg_num("tol", optarg, 0, 1); break;
-        case O_ESTEPS: o.eig_steps = (int)arg_int("eig-steps", optarg, 2, 100000); break;
-        case O_RUNS: o.runs = (int)arg_int("runs", optarg, 1, 10000); break;
-        case O_STEPS: o.steps = (int)arg_int("steps", optarg, 2, 100000); break;
-        case O_SIGF: o.sigma_frac = arg_num("sigma-fraction", optarg, 1e-9, 1); break;
-        case O_RNG: o.rng = (uint64_t)arg_int("rng-seed", optarg, 0, 0x7fffffffL); break;
-        case 'q': o.quiet = 1; break;
-        case O_RESUME: o.resume = 1; break;
-        case 'h': usage(); return 0;
-        default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        fail("unexpected argument '%s'", argv[optind]);
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
+    opts_t o = a.o;
+    o.quiet = cli_quiet;
+    o.variants = !a.no_variants;
+    copy_list("lm-L", &a.lm_L, &o.lm_L);
+    copy_list("lm-d", &a.lm_d, &o.lm_d);
+    copy_list("s2s-L", &a.s2s_L, &o.s2s_L);
+    copy_list("s2s-d", &a.s2s_d, &o.s2s_d);
     point_t *P;
     int np = make_points(&o, &P);
     if (np == 0)

@@ -22,7 +22,6 @@
  * (tables, figures, claims) is made from the files by python3 -m studies.summary
  * geometry DIR, and studies/scripts/study_geometry.sh runs both. */
 #include <cblas.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -822,76 +821,72 @@ static void part_counts(study *S)
 
 /* ------------------------------------------------------------------- main */
 
-static void usage(void)
+typedef struct {
+    study S;
+    cli_ints parts;
+} args_t;
+
+enum { P_RANDOM, P_ORTHO, P_HEADS, P_MODEL, P_MAPS, P_COUNTS };
+static const cli_choice part_names[] = {{"random", P_RANDOM}, {"ortho", P_ORTHO},
+                                        {"heads", P_HEADS}, {"model", P_MODEL},
+                                        {"maps", P_MAPS}, {"counts", P_COUNTS}, {NULL, 0}};
+
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(args_t, S.out), .flags = CLI_WRITES,
+     .help = "output directory"},
+    {.type = CLI_WORDS, .name = "parts", CLI_AT(args_t, parts), .ref = part_names,
+     .help = "the parts to run"},
+    {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(args_t, S.runs), .min = 1,
+     .max = 100000, .help = "runs per heat-map cell"},
+    {.type = CLI_INT, .name = "n-step", .arg = "S", CLI_AT(args_t, S.nstep), .min = 1, .max = 60,
+     .help = "heat-map n = 3, 3+S, ..., n-max"},
+    {.type = CLI_INT, .name = "n-max", .arg = "N", CLI_AT(args_t, S.nmax), .min = 3, .max = 200,
+     .help = "the largest n"},
+    {.type = CLI_INT, .name = "d-max", .arg = "D", CLI_AT(args_t, S.dmax), .min = 3, .max = 64,
+     .help = "heat-map d = 3..D"},
+    {.type = CLI_STR, .name = "text", .arg = "FILE", CLI_AT(args_t, S.text), .flags = CLI_READS,
+     .help = "real text, one sentence a line"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(args_t, S.seed), .max = 1L << 40,
+     .help = "seed of the random keys (the parts' seeds derive from it)"},
+    {0}};
+
+static void defaults(void *p)
 {
-    printf("usage: ln_geometry [--out DIR] [--part P[,P..]] [--runs N] [--n-step S] [--n-max N]\n"
-           "                   [--d-max D] [--text FILE] [--seed S]\n"
-           "  --out DIR     output directory                          (results/geometry)\n"
-           "  --part LIST   random, ortho, heads, model, maps, counts  (all)\n"
-           "  --runs N      runs per heat-map cell                    (100)\n"
-           "  --n-step S    heat-map n = 3, 3+S, ..., n-max           (1)\n"
-           "  --n-max N     largest n                                 (60)\n"
-           "  --d-max D     heat-map d = 3..D                         (15)\n"
-           "  --text FILE   real text (one sentence a line)           "
-           "(data/multi30k/val.en)\n"
-           "  --seed S      seed of the random keys                   (0)\n");
+    args_t *a = p;
+    a->S = (study){"results/geometry", 100, 1, 60, 15, 0, "data/multi30k/val.en"};
+    for (int k = 0; k < 6; k++)
+        a->parts.v[a->parts.n++] = k;
 }
+
+static const cli_cmd cmd = {
+    .name = "ln_geometry",
+    .usage = "[--out DIR] [--parts P[,P..]] [--runs N] [--n-step S] [--n-max N] [--d-max D]\n"
+             "[--text FILE] [--rng-seed N]",
+    .about = "LayerNorm geometry (Brody et al. 2023): selectable keys by exact LP, orthogonality\n"
+             "to the all-ones vector, per-head statistics, attention maps.  The summary:\n"
+             "python3 -m studies.summary geometry DIR.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "ln_geometry");
-    study S = {"results/geometry", 100, 1, 60, 15, 0, "data/multi30k/val.en"};
-    const char *parts = "random,ortho,heads,model,maps,counts";
-    static struct option opts[] = {{"out", required_argument, 0, 'o'},
-                                   {"part", required_argument, 0, 'p'},
-                                   {"runs", required_argument, 0, 'r'},
-                                   {"n-step", required_argument, 0, 's'},
-                                   {"n-max", required_argument, 0, 'n'},
-                                   {"d-max", required_argument, 0, 'd'},
-                                   {"text", required_argument, 0, 't'},
-                                   {"seed", required_argument, 0, 'S'},
-                                   {"help", no_argument, 0, 'h'},
-                                   {0, 0, 0, 0}};
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'o': S.out = optarg; break;
-        case 'p': parts = optarg; break;
-        case 'r': S.runs = (int)arg_int("runs", optarg, 1, 100000); break;
-        case 's': S.nstep = (int)arg_int("n-step", optarg, 1, 60); break;
-        case 'n': S.nmax = (int)arg_int("n-max", optarg, 3, 200); break;
-        case 'd': S.dmax = (int)arg_int("d-max", optarg, 3, 64); break;
-        case 't': S.text = optarg; break;
-        case 'S': S.seed = (uint64_t)arg_int("seed", optarg, 0, 1L << 40); break;
-        case 'h': usage(); return 0;
-        default:
-            fail("unknown option or missing value '%s'", argv[optind - 1]);
-        }
-    }
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
+    study S = a.S;
     if ((S.nmax - 3) / S.nstep + 2 > 64)
-        fail("too many n values (at most 62)");
+        cli_die("--n-max, --n-step: too many n values (at most 62)");
     static const char *const known[] = {"random", "ortho", "heads", "model", "maps", "counts"};
     int want[6] = {0};
-    {
-        char *p = strdup(parts), *save = NULL;
-        for (char *t = strtok_r(p, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            int k = 0;
-            while (k < 6 && strcmp(t, known[k]))
-                k++;
-            if (k == 6)
-                fail("--part: unknown part '%s' (random, ortho, heads, model, maps, counts)", t);
-            want[k] = 1;
-        }
-        free(p);
-    }
+    for (int i = 0; i < a.parts.n; i++)
+        want[a.parts.v[i]] = 1;
     /* Under mpirun the study is not spread over the ranks: rank 0 does all the
      * work and writes the outputs once, the others are done. */
     if (!study_root())
         return 0;
     make_dir(S.out);
     lnk_set_blas_threads(1);
-    /* every seed the parts derive from --seed, in every sidecar */
+    /* every seed the parts derive from --rng-seed, in every sidecar */
     lnk_prov_seed("heatmap_key_seed", S.seed);
     lnk_prov_seed("heads_stats_key_seed", S.seed + 5);
     lnk_prov_seed("heads_select_key_seed", S.seed + 9);

@@ -16,7 +16,7 @@ static int id_one(const cli_opt *o, void *base, void *ctx)
     rec *r = ctx;
     if (!(o->flags & (CLI_ID | CLI_ID_FILE)))
         return 0;
-    char f[64], b[64], nm[96];
+    char f[64], b[512], nm[96];
     const char *p = (const char *)base + o->off;
     cli_opt_flag(o, f, sizeof f);
     if (o->type == CLI_LIST) {
@@ -42,7 +42,7 @@ static int id_one(const cli_opt *o, void *base, void *ctx)
         return r->rc = v ? lnk_ckpt_id_add_file(r->id, nm, v) : LNK_OK;
     }
     const void *d = cli_default_of(p);
-    char db[64];
+    char db[512];
     const char *v = cli_opt_text(o, base, b, sizeof b);
     const char *dv = d ? cli_opt_text(o, (const char *)d - o->off, db, sizeof db) : NULL;
     if ((o->flags & CLI_ID_SET) && d && !strcmp(v ? v : "", dv ? dv : ""))
@@ -77,6 +77,18 @@ static int meta_one(const cli_opt *o, void *base, void *ctx)
     case CLI_LONG: v = json_integer(*(const long *)p); break;
     case CLI_U64: v = json_integer((json_int_t) * (const uint64_t *)p); break;
     case CLI_REAL: v = json_real(*(const double *)p); break;
+    case CLI_INTS: case CLI_WORDS: {
+        const cli_ints *l = (const cli_ints *)p;
+        v = json_array();
+        for (int i = 0; v && i < l->n; i++) {
+            const char *w = NULL;
+            for (const cli_choice *c = o->type == CLI_WORDS ? o->ref : NULL; c && c->name; c++)
+                if (c->value == l->v[i])
+                    w = c->name;
+            json_array_append_new(v, w ? json_string(w) : json_integer(l->v[i]));
+        }
+        break;
+    }
     case CLI_LIST: {
         v = json_array();
         int n = *(const int *)((const char *)base + o->count);

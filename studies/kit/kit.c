@@ -1,5 +1,5 @@
 /* The study kit (see kit.h): errors that name the program and remove
- * unfinished outputs, flag values, output directories, CSV outputs with
+ * unfinished outputs, output directories, CSV outputs with
  * their sidecars, sweeps over the ranks of an MPI job, and the density plot
  * script.  One copy, compiled once, for every study and benchmark. */
 #include <errno.h>
@@ -32,12 +32,13 @@ void study_init(const char *name)
 }
 
 /* The program's start (front/front.h: the BLAS kernel, the MPI job, the
- * command line for the sidecars).  A study has no agreed set-up phase: a
- * rank that fails alone ends the job (cli_die). */
+ * command line for the sidecars).  Until the study calls cli_setup_done
+ * (after its options: every rank parses the same ones, so a bad one is
+ * agreed and printed once), a failure is agreed between the ranks; after
+ * it, a rank that fails alone ends the job (cli_die). */
 void study_start(int *argc, char ***argv, const char *name)
 {
     cli_start(argc, argv, name);
-    cli_setup_done();
     study_P = lnk_comm_size();
     study_R = lnk_comm_rank();
 }
@@ -93,26 +94,7 @@ void study_input(const char *path)
 }
 
 
-/* Integer flag value in [min, max] or fail naming the flag. */
-long arg_int(const char *name, const char *s, long min, long max)
-{
-    char *e;
-    errno = 0;
-    long v = strtol(s, &e, 10);
-    if (*s == '\0' || *e || errno || v < min || v > max)
-        fail("--%s: expected an integer in [%ld, %ld], got '%s'", name, min, max, s);
-    return v;
-}
 
-/* Finite number flag value in [min, max] or fail naming the flag. */
-double arg_num(const char *name, const char *s, double min, double max)
-{
-    char *e;
-    double v = strtod(s, &e);
-    if (*s == '\0' || *e || !isfinite(v) || v < min || v > max)
-        fail("--%s: expected a number in [%g, %g], got '%s'", name, min, max, s);
-    return v;
-}
 
 /* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
 void make_dir(const char *dir)

@@ -1,9 +1,11 @@
 /* The study kit: what every study program (one .c file each) shares,
  * compiled once (studies/kit/kit.c; bench/ uses it too):
- * errors that name the program and remove unfinished outputs, flag parsing,
+ * errors that name the program and remove unfinished outputs,
  * output directories, CSV outputs, and sweeps spread over the ranks of an MPI
  * job.  Call study_start(&argc, &argv, name) first in main (study_init(name)
- * in programs that never run under mpirun).
+ * in programs that never run under mpirun).  Flags are declared in an option
+ * table and parsed by cli_parse (src/front/opt.h, the same layer as lnkit's
+ * commands; then cli_setup_done()).
  * One error path (fail, die, CK), one CSV writer (out_csv: csv_open or
  * csv_sweep, the lnk_csv_* calls on o.c, csv_close with the sidecar).  The
  * programs compute and write rows; their summaries (tables, fits, figures,
@@ -35,6 +37,8 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include "front/front.h"
+#include "front/opt.h"
 #include "lnkit/lnkit.h"
 #include <jansson.h>
 #include "csvread.h"
@@ -71,10 +75,6 @@ void study_untrack(lnk_afile *a);
 void *study_alloc(size_t n);
 /* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
 void study_input(const char *path);
-/* Integer flag value in [min, max] or fail naming the flag. */
-long arg_int(const char *name, const char *s, long min, long max);
-/* Finite number flag value in [min, max] or fail naming the flag. */
-double arg_num(const char *name, const char *s, double min, double max);
 /* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
 void make_dir(const char *dir);
 
