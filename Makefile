@@ -41,6 +41,13 @@ LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC  := $(wildcard src/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+# Every program's start (src/cli/start.c: settings from the environment, the
+# BLAS kernel restart, MPI, the provenance record) and the simulated rank
+# failures of test builds (src/cli/fault.c): an archive that lnkit, the
+# studies, the benchmarks and the tests link.
+FRONT_SRC:= src/cli/start.c src/cli/fault.c
+FRONT_OBJ:= $(FRONT_SRC:%.c=$(BUILD)/%.o)
+CLI_LIB  := $(BUILD)/libcli.a
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL:= $(BUILD)/tests/testutil.o
@@ -62,13 +69,27 @@ SONAME   := liblnkit.so.$(SOVER)
 SOLIB    := $(BUILD)/liblnkit.so.$(VERSION)
 MAN_SRC  := $(wildcard man/*.1)
 MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
+# Test builds (include/lnkit/fault.h): the sources that mention LNK_TESTING
+# (fault points, the test hooks' reading) are compiled a second time with
+# -DLNK_TESTING into $(BUILD)/testing/; the test programs, and the lnkit and
+# studies that the tests run ($(BUILD)/testing/bin/lnkit,
+# $(BUILD)/testing/studies/), link those objects in place of the plain ones.
+# What `make` builds and `make install` installs has no fault injection.
+T_SRC    := $(shell grep -l LNK_TESTING $(LIB_SRC) $(CLI_SRC) $(KIT_SRC))
+testing   = $(foreach o,$(1),$(if $(filter $(o:$(BUILD)/%.o=%.c),$(T_SRC)),$(o:$(BUILD)/%=$(BUILD)/testing/%),$(o)))
+T_OBJ    := $(T_SRC:%.c=$(BUILD)/testing/%.o)
+T_LIB    := $(BUILD)/testing/liblnkit.a
+T_CLI_LIB:= $(BUILD)/testing/libcli.a
+T_KIT    := $(BUILD)/testing/studies/libkit.a
+T_BIN    := $(BUILD)/testing/bin/lnkit
+T_STUDY_BIN := $(STUDY_SRC:studies/%.c=$(BUILD)/testing/studies/%)
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
         fuzz fuzz-build test-python bench-python \
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
         FORCE check-results quotes \
         results study-grad study-geometry study-hessian study-multi30k study-demo \
-        study-grad-factorial study-anatomy study-anatomy-quick
+        study-grad-factorial study-anatomy study-anatomy-quick testing
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
 deps:
@@ -88,7 +109,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d) $(T_OBJ:.o=.d)
+
+$(BUILD)/testing/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DLNK_TESTING -MMD -MP -c $< -o $@
 
 # Library objects are position-independent: the same objects make the static
 # and the shared library.
@@ -99,7 +124,7 @@ $(LIB_OBJ): CFLAGS += -fPIC
 $(BUILD)/gen/cflags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) $(CFLAGS) pic-lib' > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-$(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ): $(BUILD)/gen/cflags
+$(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ) $(T_OBJ): $(BUILD)/gen/cflags
 
 # The commit the library is built from (sidecars, --version): rewritten only
 # when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
@@ -137,30 +162,53 @@ $(BUILD)/man/%.1: man/%.1 $(wildcard man/*.roff) tools/manpage.awk
 	@mkdir -p $(dir $@)
 	awk -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
 
-$(BIN): $(CLI_OBJ) $(LIB)
+$(CLI_LIB): $(FRONT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(filter-out $(FRONT_OBJ),$(CLI_OBJ)) $(CLI_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 	@if [ "$(BUILD)" = build ]; then mkdir -p bin && ln -sf ../$@ bin/lnkit; fi
+
+# The test build's archives and programs (see T_SRC above).
+$(T_LIB): $(call testing,$(LIB_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(T_CLI_LIB): $(call testing,$(FRONT_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(T_KIT): $(call testing,$(KIT_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(T_BIN): $(call testing,$(filter-out $(FRONT_OBJ),$(CLI_OBJ))) $(T_CLI_LIB) $(T_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/testing/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(T_KIT) $(T_CLI_LIB) $(T_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(T_KIT) $(T_CLI_LIB) $(T_LIB) $(LDLIBS) -o $@
+testing: $(T_BIN) $(T_STUDY_BIN)
 
 $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/lnkit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(KIT) $(LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_KIT) $(T_CLI_LIB) $(T_LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(KIT) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(T_KIT) $(T_CLI_LIB) \
+	    $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
 
 $(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(CLI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(CLI_LIB) $(LIB) $(LDLIBS) -o $@
 
-$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(CLI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(CLI_LIB) $(LIB) $(LDLIBS) -o $@
 
 # The test suite: every tests/test_*.c is a cmocka program; tools/runtests.sh
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
@@ -227,7 +275,7 @@ test-readme: all
 MPI_BUILD ?= build-mpi
 test-mpi:
 	@if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then \
-	    $(MAKE) all && $(MAKE) MPI=1 BUILD=$(MPI_BUILD) all && \
+	    $(MAKE) all testing && $(MAKE) MPI=1 BUILD=$(MPI_BUILD) all testing && \
 	    bash tests/mpi/run.sh $(BUILD) $(MPI_BUILD); \
 	else echo "test-mpi: SKIPPED: mpicc/mpirun not found (make deps-test installs OpenMPI)"; fi
 
@@ -236,8 +284,8 @@ bench-mpi: all
 	bash tools/bench_mpi.sh build build-mpi
 	$(MAKE) quotes
 
-run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN)
-	LNK_BIN=$(abspath $(BIN)) bash tools/runtests.sh $(TEST_BIN)
+run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN) $(T_BIN)
+	LNK_BIN=$(abspath $(T_BIN)) bash tools/runtests.sh $(TEST_BIN)
 
 check: test
 
@@ -265,8 +313,8 @@ fuzz:
 fuzz-build:
 	$(MAKE) FUZZ=1 BUILD=build-fuzz OPT=-O1 $(FUZZ_BIN)
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(LIB)
-	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(LIB) $(LDLIBS) -o $@
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(CLI_LIB) $(LIB)
+	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(CLI_LIB) $(LIB) $(LDLIBS) -o $@
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)

@@ -39,7 +39,7 @@ static void synth(const char *path, int n, unsigned seed)
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "bench_mpi: cannot write %s\n", path);
-        lnk_comm_abort(2);
+        lnk_comm_abort(2), exit(2);
     }
     unsigned s = seed;
     for (int i = 0; i < n; i++) {
@@ -75,7 +75,7 @@ int main(int argc, char **argv)
         if (!v) {
             if (me == 0)
                 fprintf(stderr, "bench_mpi: option '%s' needs a value\n", a);
-            lnk_comm_abort(2);
+            lnk_comm_abort(2), exit(2);
         }
         i++;
         if (!strcmp(a, "--src")) src = v;
@@ -90,14 +90,14 @@ int main(int argc, char **argv)
         else {
             if (me == 0)
                 fprintf(stderr, "bench_mpi: unknown option '%s'\n", a);
-            lnk_comm_abort(2);
+            lnk_comm_abort(2), exit(2);
         }
     }
     if (repeat < 1 || steps < 2 || max_tokens < 16 || pairs < 0) {
         if (me == 0)
             fprintf(stderr, "bench_mpi: --repeat >= 1, --steps >= 2, --max-tokens >= 16, "
                             "--pairs >= 0 expected\n");
-        lnk_comm_abort(2);
+        lnk_comm_abort(2), exit(2);
     }
     if (threads > 0)
         lnk_set_blas_threads(threads);
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
     if (sscanf(size, "%d,%d,%d,%d", &d, &h, &dff, &L) < 3) {
         if (me == 0)
             fprintf(stderr, "bench_mpi: --size: expected D,H,DFF[,L], got '%s'\n", size);
-        lnk_comm_abort(2);
+        lnk_comm_abort(2), exit(2);
     }
     char sp[64], tp[64];
     const char *data = "multi30k";
@@ -234,7 +234,7 @@ int main(int argc, char **argv)
             FILE *f = fopen(csv, "a");
             if (!f) {
                 fprintf(stderr, "bench_mpi: cannot append to %s\n", csv);
-                lnk_comm_abort(2);
+                lnk_comm_abort(2), exit(2);
             }
             fprintf(f, "%s,%d,%zu,%d,%d,%d,%zu,%d,%d,%.6f,%.6f,%.0f,%.6f,%.6f,%.3f,%.4f,%.4f\n",
                     data, p.n, N, n_chunks, d, dff, n, P, lnk_blas_threads(), t_hvp, t_comm, bytes,

@@ -188,6 +188,16 @@ static void list_of(int sweep, char *b, size_t nb)
         snprintf(b + strlen(b), nb - strlen(b), "%s%g", j ? ", " : "", v[j]);
 }
 
+/* The same list as a sidecar key (whole numbers: depths, widths, seeds). */
+static void meta_list(lnk_meta *m, const char *key, int sweep)
+{
+    double v[64];
+    int n = distinct(sweep, v, 64), iv[64];
+    for (int j = 0; j < n; j++)
+        iv[j] = (int)v[j];
+    lnk_meta_ints(m, key, iv, (size_t)n);
+}
+
 /* The log-log slope of d sqrt(ln d) over the width sweep's d (equal weights:
  * se_y = y gives every point weight 1). */
 static double bound_slope(void)
@@ -479,22 +489,28 @@ int main(int argc, char **argv)
             for (int q = 0; q < NQ; q++)
                 fit_q(c, q, s, bslope, &FIT(c, s, q));
     int seeds = n_seeds();
-    char seed_list[512];
-    list_of(-1, seed_list, sizeof seed_list);
     char Ls[256], ds[256];
     list_of(0, Ls, sizeof Ls);
     list_of(1, ds, sizeof ds);
-    char extra[2048];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"grad_factorial (issue 17 item 4): fits of grad_norms rows\", "
-             "\"statistics\": [\"w2_norm_of_mean\", \"w2_mean_norm\"], "
-             "\"fit\": \"log-log weighted least squares over the seeds' means, weights from "
-             "sd/sqrt(seeds), se scaled by sqrt(chi2/dof) when > 1 (lnk_fit_power_seeds)\", "
-             "\"consistent\": \"|slope - reference| <= 2 se\", \"depth_Ls\": [%s], "
-             "\"depth_d\": %d, \"width_ds\": [%s], \"width_L\": %d, \"min_seeds\": %d, "
-             "\"seeds\": [%s], \"reference_pre_d\": %.17g, \"input_note\": \"each input "
-             "CSV's own .meta.json has its grad_norms parameters\"}",
-             Ls, fixed_of[0], ds, fixed_of[1], seeds, seed_list, bslope);
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        die();
+    static const char *const stats[] = {"w2_norm_of_mean", "w2_mean_norm"};
+    lnk_meta_str(extra, "study", "grad_factorial (issue 17 item 4): fits of grad_norms rows");
+    lnk_meta_strs(extra, "statistics", stats, 2);
+    lnk_meta_str(extra, "fit", "log-log weighted least squares over the seeds' means, weights "
+                               "from sd/sqrt(seeds), se scaled by sqrt(chi2/dof) when > 1 "
+                               "(lnk_fit_power_seeds)");
+    lnk_meta_str(extra, "consistent", "|slope - reference| <= 2 se");
+    meta_list(extra, "depth_Ls", 0);
+    lnk_meta_int(extra, "depth_d", fixed_of[0]);
+    meta_list(extra, "width_ds", 1);
+    lnk_meta_int(extra, "width_L", fixed_of[1]);
+    lnk_meta_int(extra, "min_seeds", seeds);
+    meta_list(extra, "seeds", -1);
+    lnk_meta_real(extra, "reference_pre_d", bslope);
+    lnk_meta_str(extra, "input_note", "each input CSV's own .meta.json has its grad_norms "
+                                      "parameters");
 
     /* fits.csv */
     static const char *const fh[] = {"task", "output", "V", "setting", "statistic", "quantity",
@@ -525,6 +541,7 @@ int main(int argc, char **argv)
                 CK(lnk_csv_end_row(&o.c));
             }
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
 
     /* values.csv: the numbers results/README.md quotes */
     study_quoted Q;

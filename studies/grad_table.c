@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <jansson.h>
 #include "lnkit/lnkit.h"
+#include "cli/cli.h"
 #include "kit/analysis.h"
 #include "kit/kit.h"
 #include "kit/quoted.h"
@@ -311,22 +312,23 @@ static void oc_close(out_csv *o, const char *what, const char *input)
     static const char *const drop[] = {"config", "seed", "versions", "start_time",
                                        "wall_seconds", "threads", "ranks", "command_line", "cwd",
                                        "blas", "blas_kernel", "blas_kernel_choice", "inputs",
-                                       "named_seeds", "git_commit"};
+                                       "named_seeds", "git_commit", "command_line_bytes_hex",
+                                       "cwd_bytes_hex", "blas_kernel_choice_bytes_hex"};
     for (size_t k = 0; in && k < sizeof drop / sizeof drop[0]; k++)
         json_object_del(in, drop[k]);
-    json_t *x = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "study",
-                          "grad_table (analysis of grad_norms)", "what", what, "statistic",
-                          stat_col, "input", input, "config_note",
-                          in ? "config: the input's first point; the input's rows hold every "
-                               "configuration in their key column"
-                             : "the input has no sidecar: no configuration recorded",
-                          "input_parameters", in ? in : json_null());
-    char *extra = x ? json_dumps(x, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(x);
-    if (!extra)
-        fail("out of memory");
-    csv_close(o, has ? &cfg : NULL, extra, start_iso, t_start);
-    free(extra);
+    lnk_meta *x = lnk_meta_alloc();
+    if (!x)
+        die();
+    lnk_meta_str(x, "study", "grad_table (analysis of grad_norms)");
+    lnk_meta_str(x, "what", what);
+    lnk_meta_str(x, "statistic", stat_col);
+    lnk_meta_str(x, "input", input);
+    lnk_meta_str(x, "config_note", in ? "config: the input's first point; the input's rows hold "
+                                        "every configuration in their key column"
+                                      : "the input has no sidecar: no configuration recorded");
+    lnk_meta_json(x, "input_parameters", in ? in : json_null());
+    csv_close(o, has ? &cfg : NULL, x, start_iso, t_start);
+    lnk_meta_free(x);
     lnk_config_clear(&cfg);
 }
 
@@ -2036,7 +2038,7 @@ static void sweep_times(void)
 int main(int argc, char **argv)
 {
     study_init("grad_table");
-    lnk_prov_args(argc, argv);
+    lnk_prov_args(cli_prov(), argc, argv);
     static struct option lo[] = {{"dir", 1, 0, 'd'}, {"stat", 1, 0, 's'}, {"help", 0, 0, 'h'},
                                  {0, 0, 0, 0}};
     int ch;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include "lnkit/geometry.h"
 #include "lnkit/lnkit.h"
+#include "cli/cli.h"
 #include "kit/kit.h"
 
 static const char *dir;
@@ -646,10 +647,15 @@ static void part_ortho(void)
             CK(lnk_csv_double(&o.c, f->se_intercept));
             CK(lnk_csv_end_row(&o.c));
         }
-        csv_close(&o, NULL,
-                  "{\"study\": \"ln_geometry\", \"part\": \"ortho\", \"fit\": \"weighted least "
-                  "squares of ln mean|cos| on ln d (studies/kit/fit.c), errors sd over sets / "
-                  "sqrt(sets)\"}", NULL, 0);
+        lnk_meta *extra = lnk_meta_alloc();
+        if (!extra)
+            die();
+        lnk_meta_str(extra, "study", "ln_geometry");
+        lnk_meta_str(extra, "part", "ortho");
+        lnk_meta_str(extra, "fit", "weighted least squares of ln mean|cos| on ln d "
+                                   "(studies/kit/fit.c), errors sd over sets / sqrt(sets)");
+        csv_close(&o, NULL, extra, NULL, 0);
+        lnk_meta_free(extra);
     }
     int i8 = i0, i64 = 0;
     for (int i = 0; i < n; i++)
@@ -1463,7 +1469,7 @@ static void part_counts(void)
 int main(int argc, char **argv)
 {
     study_init("ln_geometry_summary");
-    lnk_prov_args(argc, argv);
+    lnk_prov_args(cli_prov(), argc, argv);
     if (argc > 2 || (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))) {
         printf("usage: ln_geometry_summary [DIR]   (DIR: results/geometry)\n"
                "Tables (.md, .tex, summary.md), orthogonality_fit.csv, values.csv, claims.csv "

@@ -235,9 +235,10 @@ for _name, _res, _args in [
     ("lnk_sigma_from_fraction", _I, (_D, _D, _D, c_double_p)),
     ("lnk_blas_threads", _I, ()),
     ("lnk_set_blas_threads", None, (_I,)),
-    ("lnk_blas_advice", _S, ()),
+    ("lnk_blas_advice", _S, (_S, _S)),
     ("lnk_blas_kernel", _S, ()),
-    ("lnk_version_text", _P, ()),
+    ("lnk_version_text", _P, (_S,)),
+    ("lnk_memory_set_limit", None, (_Z,)),
 ]:
     _proto(_name, _res, *_args)
 

@@ -5,6 +5,32 @@
 #include <getopt.h>
 #include "lnkit/lnkit.h"
 
+/* The start of every program (start.c): first thing in main.  The user's
+ * settings from the environment, checked (a bad value: "PROG: message",
+ * exit 2) and passed to the library, which reads none: LNK_MEM_LIMIT_MB
+ * (lnkit/memory.h), LNK_BLAS_KERNEL and OPENBLAS_CORETYPE (lnkit/blas.h:
+ * the program restarts itself on a better OpenBLAS kernel, so nothing may
+ * come before this call); in a test build the test hooks (lnkit/fault.h,
+ * LNK_FAULT below).  Then the clean-up of unfinished outputs
+ * (lnk_output_init), the MPI job (lnk_comm_init) and the program's
+ * provenance record with its command line.  cli_start_env: the settings, the
+ * BLAS kernel and the record only (programs that never run under mpirun). */
+void cli_start(int *argc, char ***argv, const char *prog);
+void cli_start_env(const char *prog);
+/* The program's provenance record (lnkit/provenance.h) for its sidecars,
+ * and the note on its BLAS kernel choice (--version). */
+lnk_prov *cli_prov(void);
+const char *cli_blas_note(void);
+/* The job's processes (lnk_comm_world), wrapped in a test build so that
+ * LNK_FAULT="RANK:POINT:KIND[:N]" fails rank RANK at its N-th "load" or
+ * "hvp" (fault.c); cli_fault(point): 1 if this rank fails at point now
+ * (kinds exit and kill do not return), never outside a test build. */
+const lnk_procs *cli_procs(void);
+int cli_fault(const char *point);
+#ifdef LNK_TESTING
+int cli_fault_set(const char *spec);
+#endif
+
 /* Exit with "lnkit: <message>" on stderr and status 2. */
 _Noreturn void cli_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Exit with the library's last message. */
@@ -52,8 +78,14 @@ void cli_print_model_help_seed(const char *seed_help);
 /* path with a trailing ".safetensors" (if any) replaced by suffix; malloc'd, dies on OOM. */
 char *cli_sibling_path(const char *path, const char *suffix);
 
-/* Record an input file for the sidecars (path, size, SHA-256) or die. */
-void cli_input(const char *path);
+/* Inputs, each read once (a FIFO or /dev/fd/N too), its size and SHA-256
+ * recorded for the sidecars (cli_prov): weights, batches and vectors
+ * (safetensors.h), whole text files (lnk_read_input; *text malloc'd).  The
+ * library's status (for cli_check under mpirun). */
+int cli_load_weights(const char *path, const lnk_model *m, double *theta);
+int cli_load_batch(const char *path, const lnk_model *m, lnk_batch *b);
+int cli_load_vector(const char *path, const lnk_model *m, double *v, int *layout_kind);
+int cli_read_input(const char *path, size_t max, const char *what, char **text);
 
 /* Parse a positive integer option value or die naming the option. */
 long cli_int(const char *opt, const char *s, long min, long max);
@@ -89,7 +121,7 @@ typedef struct {
 void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
               unsigned ws_flags);
 /* Several ranks: the data set of s->b's rows in 4 P chunks, sharded over the
- * job (token-balanced; with the LNK_FAULT hook).  cli_open allocates no
+ * job (token-balanced; over cli_procs()).  cli_open allocates no
  * workspace then. */
 void cli_shard(cli_session *s, lnk_dataset *ds);
 /* Rows per chunk of a file of B rows: chunk_rows if set, else the whole file

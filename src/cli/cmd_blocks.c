@@ -61,22 +61,6 @@ typedef struct {
     double *phi;         /* density on the common grid */
 } block_row;
 
-/* src as the body of a JSON string (quotes, backslashes, control characters
- * escaped), truncated to fit cap. */
-static const char *json_body(char *dst, size_t cap, const char *src)
-{
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)(src ? src : ""); *p && o + 7 < cap; p++)
-        if (*p == '"' || *p == '\\')
-            dst[o++] = '\\', dst[o++] = (char)*p;
-        else if (*p < 0x20)
-            o += (size_t)snprintf(dst + o, cap - o, "\\u%04x", *p);
-        else
-            dst[o++] = (char)*p;
-    dst[o] = 0;
-    return dst;
-}
-
 /* What the three CSVs are written from. */
 typedef struct {
     const block_row *b;
@@ -330,28 +314,35 @@ int cmd_blocks(int argc, char **argv)
             (pairs && write_csv(pairs, HDR_PAIRS, 3, rows_pairs, &x) != LNK_OK) ||
             (dens && write_csv(dens, HDR_DENSITY, 3, rows_density, &x) != LNK_OK))
             cli_die_lib();
-        char extra[4096], jp[600], jq[600], jd[600];
-        int len = snprintf(extra, sizeof extra,
-                           "\"blocks\": %d, \"tensor_blocks\": %d, \"tensors_pattern\": \"%s\", "
-                           "\"groups\": %d, \"probes\": %d, \"eig_steps\": %d, \"tol\": %.17g, "
-                           "\"runs\": %d, \"steps\": %d, \"sigma\": %.17g, \"sigma_option\": "
-                           "\"%s\", \"sigma_value\": %.17g, \"grid_points\": %zu, "
-                           "\"grid_min\": %.17g, \"grid_max\": %.17g, \"max_integral_error\": "
-                           "%.17g, \"js_log\": \"natural\", \"block_products\": %ld, "
-                           "\"pairs_file\": \"%s\", \"density_file\": \"%s\"",
-                           nb, sel.n_tensors, json_body(jp, sizeof jp, tensor_pat ? tensor_pat : "*"),
-                           n_groups, bo.probes,
-                           bo.eig_steps, bo.eig_tol, bo.slq_runs, bo.slq_steps, sigma,
-                           sig_kind == O_SIG ? "sigma" : "sigma-fraction", sval, npts, t[0],
-                           t[npts - 1], worst, products, json_body(jq, sizeof jq, pairs),
-                           json_body(jd, sizeof jd, dens));
-        if (len >= (int)sizeof extra)
-            cli_die("blocks: the sidecar's fields are too long");
+        lnk_meta *extra = lnk_meta_alloc();
+        if (!extra)
+            cli_die_lib();
+        lnk_meta_int(extra, "blocks", nb);
+        lnk_meta_int(extra, "tensor_blocks", sel.n_tensors);
+        lnk_meta_str(extra, "tensors_pattern", tensor_pat ? tensor_pat : "*");
+        lnk_meta_int(extra, "groups", n_groups);
+        lnk_meta_int(extra, "probes", bo.probes);
+        lnk_meta_int(extra, "eig_steps", bo.eig_steps);
+        lnk_meta_real(extra, "tol", bo.eig_tol);
+        lnk_meta_int(extra, "runs", bo.slq_runs);
+        lnk_meta_int(extra, "steps", bo.slq_steps);
+        lnk_meta_real(extra, "sigma", sigma);
+        lnk_meta_str(extra, "sigma_option", sig_kind == O_SIG ? "sigma" : "sigma-fraction");
+        lnk_meta_real(extra, "sigma_value", sval);
+        lnk_meta_int(extra, "grid_points", (long long)npts);
+        lnk_meta_real(extra, "grid_min", t[0]);
+        lnk_meta_real(extra, "grid_max", t[npts - 1]);
+        lnk_meta_real(extra, "max_integral_error", worst);
+        lnk_meta_str(extra, "js_log", "natural");
+        lnk_meta_int(extra, "block_products", products);
+        lnk_meta_str(extra, "pairs_file", pairs ? pairs : "");
+        lnk_meta_str(extra, "density_file", dens ? dens : "");
         cli_curv_meta(&s, &co, out, "blocks", extra);
         if (pairs)
             cli_curv_meta(&s, &co, pairs, "blocks", extra);
         if (dens)
             cli_curv_meta(&s, &co, dens, "blocks", extra);
+        lnk_meta_free(extra);
         cli_outputs_commit();
         if (!co.quiet)
             fprintf(stderr, "blocks: %d blocks (%s), %ld products, sigma %.6g, %zu grid points, "

@@ -186,19 +186,25 @@ int cmd_density(int argc, char **argv)
         cli_die_lib();
     if (nodes && lnk_slq_write_nodes(&r, nodes) != LNK_OK)
         cli_die_lib();
-    char extra[768];
-    snprintf(extra, sizeof extra,
-             "\"runs\": %d, \"steps\": %d, \"start\": \"%s\", \"mode\": \"%s\", "
-             "\"reorth\": \"%s\", \"sigma\": %.17g, "
-             "\"sigma_option\": \"%s\", \"sigma_value\": %.17g, \"grid_points\": %zu, "
-             "\"integral\": %.17g, \"node_min\": %.17g, \"node_max\": %.17g, \"nodes_file\": \"%s\"",
-             so.runs, so.steps, so.start == LNK_SLQ_GAUSSIAN ? "gaussian" : "rademacher",
-             so.mode == LNK_LANCZOS_FULL ? "full" : "light",
-             so.reorth == LNK_REORTH_ALWAYS ? "always" : "partial", sigma,
-             kind == O_SIG ? "sigma" : kind == O_SIGV ? "sigma-variance" : kind == O_SIGK ?
-             "sigma-kappa" : "sigma-fraction", sval, np, integral, r.node_min, r.node_max,
-             nodes ? nodes : "");
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        cli_die_lib();
+    lnk_meta_int(extra, "runs", so.runs);
+    lnk_meta_int(extra, "steps", so.steps);
+    lnk_meta_str(extra, "start", so.start == LNK_SLQ_GAUSSIAN ? "gaussian" : "rademacher");
+    lnk_meta_str(extra, "mode", so.mode == LNK_LANCZOS_FULL ? "full" : "light");
+    lnk_meta_str(extra, "reorth", so.reorth == LNK_REORTH_ALWAYS ? "always" : "partial");
+    lnk_meta_real(extra, "sigma", sigma);
+    lnk_meta_str(extra, "sigma_option", kind == O_SIG ? "sigma" : kind == O_SIGV ? "sigma-variance"
+                                        : kind == O_SIGK ? "sigma-kappa" : "sigma-fraction");
+    lnk_meta_real(extra, "sigma_value", sval);
+    lnk_meta_int(extra, "grid_points", (long long)np);
+    lnk_meta_real(extra, "integral", integral);
+    lnk_meta_real(extra, "node_min", r.node_min);
+    lnk_meta_real(extra, "node_max", r.node_max);
+    lnk_meta_str(extra, "nodes_file", nodes ? nodes : "");
     cli_curv_meta(&s, &co, out, "density", extra);
+    lnk_meta_free(extra);
     cli_outputs_commit();
     cli_ckpt_done(&s);
     if (!co.quiet)

@@ -255,18 +255,25 @@ int cmd_eigs(int argc, char **argv)
     }
     if (mass && write_mass(mass, s.m, lnk_hessian_block(s.h), &r, Y, s.block_n) != LNK_OK)
         cli_die_lib();
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "\"k\": %d, \"which\": \"%s\", \"tol\": %.17g, \"max_steps\": %d, \"mode\": \"%s\", "
-             "\"reorth\": \"%s\", \"reorthogonalisations\": %d, \"reorth_rows_read\": %.0f, "
-             "\"steps\": %d, \"stop\": \"%s\", \"converged\": %d, \"scale\": %.17g",
-             k, which, eo.tol, eo.max_steps, eo.mode == LNK_LANCZOS_FULL ? "full" : "light",
-             eo.reorth == LNK_REORTH_ALWAYS ? "always" : "partial", r.n_reorth, r.reorth_rows,
-             r.steps,
-             lnk_eigs_stop_name(r.stop), nconv, r.scale);
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        cli_die_lib();
+    lnk_meta_int(extra, "k", k);
+    lnk_meta_str(extra, "which", which);
+    lnk_meta_real(extra, "tol", eo.tol);
+    lnk_meta_int(extra, "max_steps", eo.max_steps);
+    lnk_meta_str(extra, "mode", eo.mode == LNK_LANCZOS_FULL ? "full" : "light");
+    lnk_meta_str(extra, "reorth", eo.reorth == LNK_REORTH_ALWAYS ? "always" : "partial");
+    lnk_meta_int(extra, "reorthogonalisations", r.n_reorth);
+    lnk_meta_int(extra, "reorth_rows_read", (long long)r.reorth_rows);
+    lnk_meta_int(extra, "steps", r.steps);
+    lnk_meta_str(extra, "stop", lnk_eigs_stop_name(r.stop));
+    lnk_meta_int(extra, "converged", nconv);
+    lnk_meta_real(extra, "scale", r.scale);
     cli_curv_meta(&s, &co, out, "eigs", extra);
     if (mass)
         cli_curv_meta(&s, &co, mass, "eigs", extra);
+    lnk_meta_free(extra);
     cli_outputs_commit();
     cli_ckpt_done(&s);
     if (!co.quiet) {

@@ -72,7 +72,7 @@ static int split(char *line, char **f, int max)
 static void read_keys(const char *path, double **K, int *n_out, int *d_out)
 {
     char *buf;
-    if (lnk_read_file(path, &buf, NULL) != LNK_OK)
+    if (cli_read_input(path, lnk_input_limit(), "keys file", &buf) != LNK_OK)
         cli_die_lib();
     int cap = 64, n = 0, d = -1;
     double *k = NULL;
@@ -194,7 +194,6 @@ int cmd_select(int argc, char **argv)
     double *K;
     int n, d;
     read_keys(kpath, &K, &n, &d);
-    cli_input(kpath);
     if (lnk_geom_apply(norm, K, K, n, d, 1, eps) != LNK_OK)
         cli_die_lib();
     int *sel = malloc(sizeof(int) * (size_t)n);
@@ -222,12 +221,19 @@ int cmd_select(int argc, char **argv)
             lnk_afile_abort(&af);
             cli_die_lib();
         }
-        char extra[512];
-        snprintf(extra, sizeof extra,
-                 "{\"command\": \"select\", \"norm\": \"%s\", \"eps\": %.17g, \"tol\": %.17g, "
-                 "\"keys\": %d, \"dim\": %d, \"selectable\": %d}",
-                 norm_name, eps, tol, n, d, n_sel);
-        if (lnk_meta_write(out, NULL, extra, start, lnk_now() - t0) != LNK_OK)
+        lnk_meta *extra = lnk_meta_alloc();
+        if (!extra)
+            cli_die_lib();
+        lnk_meta_str(extra, "command", "select");
+        lnk_meta_str(extra, "norm", norm_name);
+        lnk_meta_real(extra, "eps", eps);
+        lnk_meta_real(extra, "tol", tol);
+        lnk_meta_int(extra, "keys", n);
+        lnk_meta_int(extra, "dim", d);
+        lnk_meta_int(extra, "selectable", n_sel);
+        st = lnk_meta_write(out, cli_prov(), NULL, extra, start, lnk_now() - t0);
+        lnk_meta_free(extra);
+        if (st != LNK_OK)
             cli_die_lib();
         cli_outputs_commit();
         cli_say("select: %d of %d keys selectable -> %s\n", n_sel, n, out);

@@ -130,10 +130,14 @@ int cmd_trace(int argc, char **argv)
             lnk_afile_abort(&af);
             cli_die_lib();
         }
-        char extra[256];
-        snprintf(extra, sizeof extra, "\"method\": \"%s\", \"probes\": %d, \"sketch\": %d",
-                 mname, r.probes, r.sketch);
+        lnk_meta *extra = lnk_meta_alloc();
+        if (!extra)
+            cli_die_lib();
+        lnk_meta_str(extra, "method", mname);
+        lnk_meta_int(extra, "probes", r.probes);
+        lnk_meta_int(extra, "sketch", r.sketch);
         cli_curv_meta(&s, &co, out, "trace", extra);
+        lnk_meta_free(extra);
         cli_outputs_commit();
     }
     if (json) {

@@ -112,8 +112,9 @@ void cli_ckpt_done(cli_curv *s);
 /* "  P products (resumed from R), X/h, about T left" for progress lines. */
 void cli_ckpt_rate(const cli_curv *s, char *buf, size_t n);
 
-/* NAME.meta.json beside csv_path; extra_fields: NULL or '"k": v, ...' JSON members. */
+/* NAME.meta.json beside csv_path: the keys every curvature run has, then
+ * the command's own fields (may be NULL). */
 void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
-                   const char *extra_fields);
+                   const lnk_meta *fields);
 
 #endif

@@ -117,20 +117,18 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     size_t np = lnk_model_n_params(s->m);
     s->theta = malloc(sizeof(double) * np);
     cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));
-    cli_check(lnk_weights_load(o->weights, s->m, s->theta));
-    /* inputs (path, size, SHA-256) and seeds for the sidecar */
-    cli_input(o->weights);
-    for (int i = 0; i < o->n_batch; i++)
-        cli_input(o->batch[i]);
-    lnk_prov_seed("rng", o->rng_seed);
+    /* inputs read once, recorded (path, size, SHA-256) with the seed for the sidecar */
+    cli_check(cli_load_weights(o->weights, s->m, s->theta));
+    if (lnk_prov_seed(cli_prov(), "rng", o->rng_seed) != LNK_OK)
+        cli_die_lib();
     lnk_dataset_init(&s->ds);
     for (int i = 0; i < o->n_batch; i++) {
         lnk_batch file;
-        cli_check(lnk_batch_load(o->batch[i], s->m, &file));
+        cli_check(cli_load_batch(o->batch[i], s->m, &file));
         cli_check(lnk_dataset_add_rows(&s->ds, s->m, &file, cli_chunk_rows(file.B, o->chunk_rows)));
         lnk_batch_free(&file);
     }
-    cli_check(lnk_dataset_shard(&s->ds, s->m, lnk_comm_faulty(lnk_comm_world())));
+    cli_check(lnk_dataset_shard(&s->ds, s->m, cli_procs()));
     s->chunks = s->ds.chunks;
     s->n_chunks = s->ds.n_total;
     s->n_own = s->ds.n_chunks;
@@ -165,21 +163,30 @@ void cli_curv_close(cli_curv *s)
 }
 
 void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
-                   const char *extra_fields)
+                   const lnk_meta *fields)
 {
     if (!cli_root())
         return;
-    char extra[4096];
-    snprintf(extra, sizeof extra,
-             "{\"command\": \"%s\", \"weights\": \"%s\", \"block\": \"%s\", \"block_size\": %zu, "
-             "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld, "
-             "\"products_total\": %ld, \"resumed_from\": %ld, \"cached_chunks\": %d, "
-             "\"operator\": \"%s\"%s%s}",
-             cmd, o->weights, o->block ? o->block : "*", s->block_n, s->n_chunks, s->n_scored,
-             (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h), cli_ckpt_products(s),
-             s->resumed_from, lnk_hessian_cached_chunks(s->h, NULL), lnk_op_kind_name(o->op_kind),
-             extra_fields ? ", " : "", extra_fields ? extra_fields : "");
-    if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        cli_die_lib();
+    lnk_meta_str(m, "command", cmd);
+    lnk_meta_str(m, "weights", o->weights);
+    lnk_meta_str(m, "block", o->block ? o->block : "*");
+    lnk_meta_int(m, "block_size", (long long)s->block_n);
+    lnk_meta_int(m, "chunks", s->n_chunks);
+    lnk_meta_int(m, "n_scored", (long long)s->n_scored);
+    lnk_meta_int(m, "rng_seed", (long long)o->rng_seed);
+    lnk_meta_int(m, "hvp_products", lnk_hessian_n_products(s->h));
+    lnk_meta_int(m, "products_total", cli_ckpt_products(s));
+    lnk_meta_int(m, "resumed_from", s->resumed_from);
+    lnk_meta_int(m, "cached_chunks", lnk_hessian_cached_chunks(s->h, NULL));
+    lnk_meta_str(m, "operator", lnk_op_kind_name(o->op_kind));
+    if (fields)
+        lnk_meta_add(m, fields);
+    int st = lnk_meta_write(csv_path, cli_prov(), &s->c, m, s->start, lnk_now() - s->t0);
+    lnk_meta_free(m);
+    if (st != LNK_OK)
         cli_die_lib();
 }
 
@@ -236,6 +243,13 @@ int cli_lanczos_mode(const char *cmd, const char *arg)
 
 /* ------------------------------------------------------------ --checkpoint */
 
+/* The SHA-256 of an input as it was read (cli_load_*). */
+static const char *input_sha(const char *path)
+{
+    const lnk_digest *d = lnk_prov_input_find(cli_prov(), path);
+    return d ? d->sha256 : "(not read)";
+}
+
 void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kind,
                    size_t max_rows, int mapped, long total)
 {
@@ -260,12 +274,13 @@ void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kin
     lnk_sha256_hex(d, hex);
     free(cj);
     int rc = lnk_ckpt_id_add(id, "the configuration (SHA-256 of its resolved keys)", "%s", hex);
-    rc = rc ? rc : lnk_ckpt_id_add_file(id, "--weights (SHA-256)", o->weights);
+    /* the files as they were read (their digests in the record: not read again) */
+    rc = rc ? rc : lnk_ckpt_id_add(id, "--weights (SHA-256)", "%s", input_sha(o->weights));
     rc = rc ? rc : lnk_ckpt_id_add(id, "the number of --batch files", "%d", o->n_batch);
     for (int i = 0; !rc && i < o->n_batch; i++) {
         char nm[64];
         snprintf(nm, sizeof nm, "--batch file %d (SHA-256)", i + 1);
-        rc = lnk_ckpt_id_add_file(id, nm, o->batch[i]);
+        rc = lnk_ckpt_id_add(id, nm, "%s", input_sha(o->batch[i]));
     }
     rc = rc ? rc : lnk_ckpt_id_add(id, "--chunk", "%d", o->chunk_rows);
     rc = rc ? rc : lnk_ckpt_id_add(id, "--block", "%s", o->block ? o->block : "*");

@@ -41,15 +41,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    /* the best OpenBLAS kernel first: this may re-exec the program */
-    if (lnk_blas_setup() != LNK_OK)
-        cli_die_lib();
-    /* before any output file exists: a fatal signal removes the temporary ones */
-    lnk_output_init();
-    if (lnk_comm_init(&argc, &argv) != LNK_OK) {
-        fprintf(stderr, "lnkit: %s\n", lnk_errmsg());
-        return 2;
-    }
+    /* settings, the best OpenBLAS kernel (may restart the program), MPI,
+     * the command line for the sidecars */
+    cli_start(&argc, &argv, "lnkit");
     /* Under mpirun only rank 0 speaks on stdout (--help, CSV, JSON). */
     if (lnk_comm_rank() != 0 && !freopen("/dev/null", "w", stdout))
         return 2;
@@ -62,14 +56,13 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        char *v = lnk_version_text();
+        char *v = lnk_version_text(cli_blas_note());
         if (!v)
             cli_die("out of memory");
         fputs(v, stdout);
         free(v);
         return 0;
     }
-    lnk_prov_args(argc, argv); /* the command line, exactly, for the sidecars */
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name)) {
             int rc = cmds[i].fn(argc - 1, argv + 1);

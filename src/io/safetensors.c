@@ -13,6 +13,7 @@
 
 #include "lnkit/error.h"
 #include "lnkit/io.h"
+#include "lnkit/memory.h"
 #include "lnkit/model.h"
 #include "lnkit/safetensors.h"
 
@@ -276,37 +277,33 @@ static int cmp_entry(const void *a, const void *b)
 int lnk_st_read(const char *path, lnk_st_file **out)
 {
     *out = NULL;
-    int st = LNK_OK;
-    FILE *fp = NULL;
     char *hdr = NULL;
     json_t *root = NULL;
     entry *ent = NULL;
     int n = 0;
     lnk_st_file *f = NULL;
 
-    fp = fopen(path, "rb");
-    if (!fp)
-        return lnk_error(LNK_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0) {
-        st = lnk_error(LNK_EIO, "%s: cannot stat: %s", path, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = lnk_error(LNK_EIO, "%s: is %s; a safetensors file must be a regular file", path,
-                       S_ISDIR(sb.st_mode) ? "a folder" : S_ISFIFO(sb.st_mode) ? "a FIFO"
-                       : S_ISCHR(sb.st_mode) ? "a character device" : "not a regular file");
-        goto done;
-    }
-    uint64_t fsize = (uint64_t)sb.st_size;
-    if (fsize < 8) {
+    /* read once, in order (a FIFO or pipe too), hashing as it goes: the
+     * digest is that of the bytes used (provenance.h) */
+    lnk_input in;
+    int st = lnk_input_open(&in, path, "safetensors file");
+    if (st != LNK_OK)
+        return st;
+    /* a stream's size is known at its end: the checks against it come then */
+    uint64_t fsize = in.regular ? in.size : UINT64_MAX;
+    if (in.regular && fsize < 8) {
         st = lnk_error(LNK_EFORMAT, "%s: file is %llu bytes, too short for the 8-byte header length",
                        path, (unsigned long long)fsize);
         goto done;
     }
     unsigned char len8[8];
-    if (fread(len8, 1, 8, fp) != 8) {
-        st = lnk_error(LNK_EIO, "%s: short read of the header length", path);
+    size_t got;
+    if ((st = lnk_input_read(&in, len8, 8, &got)) != LNK_OK)
+        goto done;
+    if (got != 8) {
+        st = in.regular ? lnk_error(LNK_EIO, "%s: short read of the header length", path)
+                        : lnk_error(LNK_EFORMAT, "%s: %s of %zu bytes, too short for the 8-byte "
+                                    "header length", path, in.kind, got);
         goto done;
     }
     uint64_t hlen = 0;
@@ -323,15 +320,17 @@ int lnk_st_read(const char *path, lnk_st_file **out)
                        path, (unsigned long long)hlen, LNK_ST_HEADER_LIMIT);
         goto done;
     }
-    uint64_t buflen = fsize - 8 - hlen;
-    hdr = malloc((size_t)hlen + 1);
-    if (!hdr) {
-        st = lnk_error(LNK_ENOMEM, "%s: out of memory for a %llu-byte header", path,
-                       (unsigned long long)hlen);
+    uint64_t buflen = in.regular ? fsize - 8 - hlen : UINT64_MAX;
+    void *hv;
+    if ((st = lnk_input_read_alloc(&in, (size_t)hlen, &hv, &got)) != LNK_OK)
         goto done;
-    }
-    if (fread(hdr, 1, (size_t)hlen, fp) != (size_t)hlen) {
-        st = lnk_error(LNK_EIO, "%s: short read of the %llu-byte header", path, (unsigned long long)hlen);
+    hdr = hv;
+    if (got < hlen) {
+        st = in.regular ? lnk_error(LNK_EIO, "%s: short read of the %llu-byte header", path,
+                                    (unsigned long long)hlen)
+                        : lnk_error(LNK_EFORMAT, "%s: header length %llu goes beyond the end of "
+                                    "%s (%zu bytes after the length field)", path,
+                                    (unsigned long long)hlen, in.kind, got);
         goto done;
     }
     hdr[hlen] = '\0';
@@ -407,7 +406,7 @@ int lnk_st_read(const char *path, lnk_st_file **out)
         }
         at = ent[i].s.end;
     }
-    if (at != buflen) {
+    if (in.regular && at != buflen) {
         st = lnk_error(LNK_EFORMAT, "%s: %llu trailing bytes after the last tensor%s" NM "%s "
                        "(data buffer is %llu bytes, tensors cover %llu)", path,
                        (unsigned long long)(buflen - at), n ? " '" : "", n ? ent[n - 1].t.name : "",
@@ -415,22 +414,44 @@ int lnk_st_read(const char *path, lnk_st_file **out)
         goto done;
     }
 
+    /* A stream's tensors are bounded by nothing but its header: they must
+     * fit this process's memory (a regular file's are bounded by its size). */
+    if (!in.regular && at > lnk_memory_available()) {
+        char h[32];
+        st = lnk_error(LNK_ENOMEM, "%s: the tensors of its header need %llu bytes, more than the "
+                       "%s this process may use", path, (unsigned long long)at,
+                       lnk_bytes_str(lnk_memory_available(), h, sizeof h));
+        goto done;
+    }
+
     /* Data: contiguous in offset order, so read them in sequence. */
     for (int i = 0; i < n; i++) {
         size_t bytes = ent[i].t.numel * 8;
-        ent[i].t.data = malloc(bytes ? bytes : 1);
-        if (!ent[i].t.data) {
-            st = lnk_error(LNK_ENOMEM, "%s: tensor '" NM "': out of memory for %zu bytes", path,
-                           ent[i].t.name, bytes);
+        if ((st = lnk_input_read_alloc(&in, bytes, &ent[i].t.data, &got)) != LNK_OK) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+            st = lnk_error(st, "%s (tensor '" NM "')", msg, ent[i].t.name);
             goto done;
         }
-        if (fread(ent[i].t.data, 1, bytes, fp) != bytes) {
-            st = lnk_error(LNK_EIO, "%s: tensor '" NM "': short read of %zu bytes (%s)", path,
-                           ent[i].t.name, bytes, ferror(fp) ? strerror(errno) : "file shrank");
+        if (got != bytes) {
+            st = lnk_error(in.regular ? LNK_EIO : LNK_EFORMAT, "%s: tensor '" NM "': short read "
+                           "of %zu bytes (%s)", path, ent[i].t.name, bytes,
+                           in.regular ? "file shrank" : "the stream ended");
             goto done;
         }
         if (LNK_HOST_BE)
             swap8(ent[i].t.data, ent[i].t.numel);
+    }
+    if (!in.regular) { /* a stream ends after the last tensor */
+        unsigned char extra;
+        if ((st = lnk_input_read(&in, &extra, 1, &got)) != LNK_OK)
+            goto done;
+        if (got) {
+            st = lnk_error(LNK_EFORMAT, "%s: trailing bytes after the last tensor%s" NM "%s "
+                           "(tensors cover %llu bytes of data)", path, n ? " '" : "",
+                           n ? ent[n - 1].t.name : "", n ? "'" : "", (unsigned long long)at);
+            goto done;
+        }
     }
 
     f = calloc(1, sizeof *f);
@@ -459,6 +480,7 @@ int lnk_st_read(const char *path, lnk_st_file **out)
         f->t[i] = ent[i].t;
     f->n = n;
     n = 0; /* ownership moved to f */
+    lnk_input_close(&in, &f->digest);
     *out = f;
     f = NULL;
 
@@ -477,8 +499,7 @@ done:
     }
     json_decref(root);
     free(hdr);
-    if (fp)
-        fclose(fp);
+    lnk_input_close(&in, NULL);
     return st;
 }
 
@@ -720,13 +741,18 @@ static int save_named(const char *path, const lnk_model *m, const double *theta,
     return st;
 }
 
+int lnk_weights_from_st(const lnk_st_file *f, const lnk_model *m, double *theta)
+{
+    return load_named(f->path, f, m, theta);
+}
+
 int lnk_weights_load(const char *path, const lnk_model *m, double *theta)
 {
     lnk_st_file *f;
     int st = lnk_st_read(path, &f);
     if (st != LNK_OK)
         return st;
-    st = load_named(path, f, m, theta);
+    st = lnk_weights_from_st(f, m, theta);
     lnk_st_free(f);
     return st;
 }
@@ -754,6 +780,15 @@ int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout
     int st = lnk_st_read(path, &f);
     if (st != LNK_OK)
         return st;
+    st = lnk_vector_from_st(f, m, v, layout_kind);
+    lnk_st_free(f);
+    return st;
+}
+
+int lnk_vector_from_st(const lnk_st_file *f, const lnk_model *m, double *v, int *layout_kind)
+{
+    const char *path = f->path;
+    int st = LNK_OK;
     const lnk_layout *lay = lnk_model_layout(m);
     size_t np = lnk_model_n_params(m);
     if (f->n == 1 && strcmp(f->t[0].name, "v") == 0) {
@@ -786,7 +821,6 @@ int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout
         if (st == LNK_OK && layout_kind)
             *layout_kind = LNK_VEC_NAMED;
     }
-    lnk_st_free(f);
     return st;
 }
 
@@ -843,6 +877,16 @@ int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b)
     int st = lnk_st_read(path, &f);
     if (st != LNK_OK)
         return st;
+    st = lnk_batch_from_st(f, m, b);
+    lnk_st_free(f);
+    return st;
+}
+
+int lnk_batch_from_st(lnk_st_file *f, const lnk_model *m, lnk_batch *b)
+{
+    memset(b, 0, sizeof *b);
+    const char *path = f->path;
+    int st = LNK_OK;
     lnk_task task = lnk_model_config(m)->task;
     const char *tn = lnk_task_name(task);
     int need_src = task == LNK_TASK_CLS || task == LNK_TASK_SEQ2SEQ;
@@ -921,7 +965,6 @@ int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b)
         memset(b, 0, sizeof *b);
     }
 done:
-    lnk_st_free(f);
     return st;
 }
 

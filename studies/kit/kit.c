@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "lnkit/lnkit.h"
 #include "lnkit/comm.h"
+#include "cli/cli.h"
 #include "kit.h"
 
 static const char *study_name = "study";
@@ -27,21 +28,15 @@ static int study_P = 1, study_R = 0;
 void study_init(const char *name)
 {
     study_name = name;
-    if (lnk_blas_setup() != LNK_OK) {
-        fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
-        exit(2);
-    }
+    cli_start_env(name); /* settings, BLAS kernel, provenance record (src/cli/start.c) */
 }
 
 /* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
 void study_start(int *argc, char ***argv, const char *name)
 {
-    study_init(name);
-    lnk_prov_args(*argc, *argv); /* the command line, exactly, for every sidecar */
-    if (lnk_comm_init(argc, argv) != LNK_OK) {
-        fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
-        exit(2);
-    }
+    study_name = name;
+    /* settings, BLAS kernel, MPI, the command line for every sidecar */
+    cli_start(argc, argv, name);
     atexit(lnk_comm_finalize);
     study_P = lnk_comm_size();
     study_R = lnk_comm_rank();
@@ -106,7 +101,13 @@ void *study_alloc(size_t n)
 /* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
 void study_input(const char *path)
 {
-    if (lnk_prov_input(path) != LNK_OK)
+    if (lnk_prov_input(cli_prov(), path) != LNK_OK)
+        die();
+}
+
+void study_input_read(const char *path, const lnk_digest *d)
+{
+    if (lnk_prov_input_digest(cli_prov(), path, d) != LNK_OK)
         die();
 }
 
@@ -193,10 +194,10 @@ void *srd_array(study_rd *r, size_t n, size_t sz)
     return x;
 }
 
-/* LNK_FAULT="R:sweep:KIND" (tests): rank R fails here. */
+/* LNK_FAULT="R:sweep:KIND" (test builds, src/cli/fault.c): rank R fails here. */
 static void study_fault(void)
 {
-    if (lnk_comm_fault("sweep"))
+    if (cli_fault("sweep"))
         fail("cannot hand over its points (simulated by LNK_FAULT)");
 }
 
@@ -351,8 +352,8 @@ static void csv_take(out_csv *o, study_buf *to)
 }
 
 /* Rank 0: the bytes into the temporary file, committed, and the sidecar. */
-static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c, const char *extra,
-                       const char *start, double t0)
+static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c,
+                       const lnk_meta *extra, const char *start, double t0)
 {
     if (b->n && fwrite(b->p, 1, b->n, o->a.f) != b->n)
         fail("%s: write failed: %s", o->path, strerror(errno));
@@ -362,10 +363,11 @@ static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c, cons
         start = o->start;
         t0 = o->t0;
     }
-    CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
+    CK(lnk_meta_write(o->path, cli_prov(), c, extra, start, lnk_now() - t0));
 }
 
-void csv_flush(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0)
+void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0)
 {
     if (!o->resume)
         fail("internal: csv_flush on %s, which is not resumable", o->path);
@@ -389,8 +391,8 @@ static void csv_release(out_csv *o)
     o->mem = NULL, o->buf = NULL, o->seg = NULL;
 }
 
-void csv_close(out_csv *o, const lnk_config *c, const char *extra,
-                             const char *start, double t0)
+void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0)
 {
     if (o->resume) {
         csv_flush(o, c, extra, start, t0);

@@ -96,23 +96,25 @@ const char *sidecar_str(const json_t *o, const char *key, const char *what)
     return json_string_value(v);
 }
 
-char *summary_extra(const char *study, const json_t *raw, const json_t *more)
+lnk_meta *summary_extra(const char *study, const json_t *raw, const json_t *more)
 {
     json_t *in = json_deep_copy(raw);
     static const char *const drop[] = {"versions", "start_time", "wall_seconds", "threads",
                                        "ranks", "command_line", "cwd", "blas_kernel",
-                                       "blas_kernel_choice", "inputs", "git_commit", "jobs"};
+                                       "blas_kernel_choice", "inputs", "git_commit", "jobs",
+                                       "command_line_bytes_hex", "cwd_bytes_hex",
+                                       "blas_kernel_choice_bytes_hex"};
     for (size_t k = 0; in && k < sizeof drop / sizeof drop[0]; k++)
         json_object_del(in, drop[k]);
-    json_t *x = json_pack("{s:s, s:o}", "study", study, "input_parameters",
-                          in ? in : json_null());
-    if (x && more)
-        json_object_update(x, (json_t *)more);
-    char *s = x ? json_dumps(x, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(x);
-    if (!s)
-        fail("out of memory");
-    return s;
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        die();
+    lnk_meta_str(m, "study", study);
+    lnk_meta_json(m, "input_parameters", in ? in : json_null());
+    if (more)
+        lnk_meta_add_object(m, more);
+    CK(lnk_meta_status(m));
+    return m;
 }
 
 void table_set_pm(lnk_table *t, int row, int col, double m, double sd)

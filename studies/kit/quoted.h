@@ -39,11 +39,11 @@ json_t *study_sidecar(const char *dir, const char *name);
 long sidecar_int(const json_t *o, const char *key, const char *what);
 double sidecar_num(const json_t *o, const char *key, const char *what);
 const char *sidecar_str(const json_t *o, const char *key, const char *what);
-/* The extra JSON of a summary's sidecars: {"study": study, "summarises": dir's
+/* The own keys of a summary's sidecars: {"study": study, "summarises": dir's
  * raw CSVs, "input_parameters": the raw sidecar without its run's times,
  * versions, command line and threads (those of this run are the sidecar's
- * own)} plus the members of more (an object, may be NULL).  malloc'd text. */
-char *summary_extra(const char *study, const json_t *raw, const json_t *more);
+ * own)} plus the members of more (an object, may be NULL).  lnk_meta_free it. */
+lnk_meta *summary_extra(const char *study, const json_t *raw, const json_t *more);
 
 /* Cell (row, col) = lnk_fmt_pm(m, sd). */
 void table_set_pm(lnk_table *t, int row, int col, double m, double sd);

@@ -173,8 +173,8 @@ void spec_rows(spec_files *f, const char *pn, int seed, const spec_point *p,
         }
 }
 
-void spec_files_close(spec_files *f, const lnk_config *c, const char *extra, const char *start,
-                      double t0)
+void spec_files_close(spec_files *f, const lnk_config *c, const lnk_meta *extra,
+                      const char *start, double t0)
 {
     csv_close(&f->eigs, c, extra, start, t0);
     csv_close(&f->trace, c, extra, start, t0);
@@ -237,7 +237,7 @@ void spec_read_slq(const char *dir, lnk_slq_result **out, int **pre_out, int *n_
 }
 
 double spec_write_density(const char *dir, const lnk_slq_result *r, const int *pre, int n,
-                          double kappa, int steps, const lnk_config *c, const char *extra,
+                          double kappa, int steps, const lnk_config *c, const lnk_meta *extra,
                           const char *start, double t0, double integ[2])
 {
     const lnk_slq_result **all = malloc(sizeof *all * (size_t)(n ? n : 1));
@@ -272,15 +272,17 @@ double spec_write_density(const char *dir, const lnk_slq_result *r, const int *p
             CK(lnk_csv_double(&fd.c, acc[p * np + k]));
             CK(lnk_csv_end_row(&fd.c));
         }
-    size_t ne = strlen(extra);
-    char *x = malloc(ne + 256);
+    lnk_meta *x = lnk_meta_alloc();
     if (!x)
-        fail("out of memory");
-    sprintf(x, "%.*s, \"sigma\": %.17g, \"kappa\": %.17g, \"integral_post\": %.17g, "
-               "\"integral_pre\": %.17g}",
-            (int)ne - 1, extra, sigma, kappa, integ[0], integ[1]);
+        die();
+    if (extra)
+        lnk_meta_add(x, extra);
+    lnk_meta_real(x, "sigma", sigma);
+    lnk_meta_real(x, "kappa", kappa);
+    lnk_meta_real(x, "integral_post", integ[0]);
+    lnk_meta_real(x, "integral_pre", integ[1]);
     csv_close(&fd, c, x, start, t0);
-    free(x);
+    lnk_meta_free(x);
     free(acc);
     free(t);
     free(all);

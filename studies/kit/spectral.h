@@ -66,8 +66,8 @@ void spec_files_point(spec_files *f, long i);
 void spec_rows(spec_files *f, const char *norm_pos, int seed, const spec_point *p,
                const spec_block *blk, int nblk);
 /* csv_close the four files (collective for a sweep). */
-void spec_files_close(spec_files *f, const lnk_config *c, const char *extra, const char *start,
-                      double t0);
+void spec_files_close(spec_files *f, const lnk_config *c, const lnk_meta *extra,
+                      const char *start, double t0);
 
 /* ------------------------------------------------------ summaries from files */
 
@@ -80,10 +80,10 @@ void spec_read_slq(const char *dir, lnk_slq_result **r, int **pre, int *n);
  * (lnk_slq_pool_density), with one sigma for both (Papyan's kappa on the
  * union of the node ranges, lnk_sigma_from_kappa with m = steps) on one grid
  * (pad LNK_SLQ_PAD, 4 points a sigma); the sidecar adds sigma, kappa and the
- * two integrals to extra (a JSON object text).  Returns sigma; integ gets the
+ * two integrals to extra's keys.  Returns sigma; integ gets the
  * integrals (post, pre).  Rank 0 only. */
 double spec_write_density(const char *dir, const lnk_slq_result *r, const int *pre, int n,
-                          double kappa, int steps, const lnk_config *c, const char *extra,
+                          double kappa, int steps, const lnk_config *c, const lnk_meta *extra,
                           const char *start, double t0, double integ[2]);
 
 /* ------------------------------------------------------ Post / Pre comparisons */

@@ -10,6 +10,8 @@
 # Prints "ok - ..." / "not ok - ..." and "tests: N passed, N failed, N skipped".
 set -u
 M=$(cd "${1:-build-mpi}" && pwd)/bin/lnkit
+# the test build's program, for the injected failures (LNK_FAULT, LNK_CKPT_FAULT)
+MT=$(cd "${1:-build-mpi}" && pwd)/testing/bin/lnkit
 LIMIT=120
 MR=(timeout -k 10 $LIMIT mpirun -q --allow-run-as-root --oversubscribe)
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
@@ -25,16 +27,17 @@ CASES=(
   "density|density ${C[*]} --runs 2 --steps 12 --sigma-fraction 0.01"
 )
 R2=("${MR[@]}" -np 2 "$M")
+R2T=("${MR[@]}" -np 2 "$MT")
 for c in "${CASES[@]}"; do
     name=${c%%|*}; read -r -a A <<< "${c#*|}"
     "${R2[@]}" "${A[@]}" --quiet -o ref.csv > ref.out 2>err || { bad "$name: reference: $(cat err)"; continue; }
     for how in rows:2 file:3 hvp:5 hvp:11 hvp:17; do
         rm -f ck ck.* out.*
         if [ "${how%%:*}" = hvp ]; then
-            LNK_FAULT=1:hvp:kill:${how#*:} "${R2[@]}" "${A[@]}" --quiet --checkpoint ck \
+            LNK_FAULT=1:hvp:kill:${how#*:} "${R2T[@]}" "${A[@]}" --quiet --checkpoint ck \
                 --checkpoint-every 2 -o out.csv > out.out 2>/dev/null
         else
-            LNK_CKPT_FAULT=$how "${R2[@]}" "${A[@]}" --quiet --checkpoint ck \
+            LNK_CKPT_FAULT=$how "${R2T[@]}" "${A[@]}" --quiet --checkpoint ck \
                 --checkpoint-every 2 -o out.csv > out.out 2>/dev/null
         fi
         krc=$?
@@ -54,7 +57,7 @@ done
 # another rank count: refused
 read -r -a A <<< "${CASES[0]#*|}"
 rm -f ck ck.* out.*
-LNK_CKPT_FAULT=rows:3 "${R2[@]}" "${A[@]}" --quiet --checkpoint ck -o out.csv >/dev/null 2>&1
+LNK_CKPT_FAULT=rows:3 "${R2T[@]}" "${A[@]}" --quiet --checkpoint ck -o out.csv >/dev/null 2>&1
 for np in 1 3; do
     "${MR[@]}" -np $np "$M" "${A[@]}" --quiet --checkpoint ck -o out.csv > /dev/null 2>err
     rc=$?
