@@ -201,21 +201,14 @@ int cmd_select(int argc, char **argv)
         cli_die("out of memory");
     if (lnk_geom_selectable(K, n, d, tol, sel, NULL) != LNK_OK)
         cli_die("%s: %s", kpath, lnk_errmsg());
-    static const char *const hdr[] = {"index", "selectable"};
     lnk_afile af;
     if (out)
         cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
     if (out && lnk_afile_open(&af, out) != LNK_OK)
         cli_die_lib();
-    lnk_csv csv;
-    int st = lnk_csv_begin(&csv, out ? af.f : stdout, hdr, 2), n_sel = 0;
-    for (int i = 0; !st && i < n; i++) {
-        st = lnk_csv_int(&csv, i);
-        st = st ? st : lnk_csv_int(&csv, sel[i]);
-        st = st ? st : lnk_csv_end_row(&csv);
+    int st = lnk_select_fwrite(out ? af.f : stdout, sel, n), n_sel = 0;
+    for (int i = 0; i < n; i++)
         n_sel += sel[i];
-    }
-    lnk_csv_free(&csv);
     if (out) {
         if (st || lnk_afile_commit(&af) != LNK_OK) {
             lnk_afile_abort(&af);

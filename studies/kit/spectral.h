@@ -4,7 +4,8 @@
  * block; its rows in the four CSVs; and, from those files, the pooled SLQ
  * density of Post-LN and Pre-LN (lnk_slq_pool_density).
  *
- * Files (columns):
+ * Files (columns; eigs, trace, slq_nodes and density are the formats of
+ * lnkit/curvature_io.h, written by its writers, after the key columns):
  *   eigs.csv      norm_pos,seed,which,index,eigenvalue,residual,converged
  *   trace.csv     norm_pos,seed,method,probes,trace,stderr
  *   blocks.csv    norm_pos,seed,block,layer,kind,top_eigenvalue,residual,converged
