@@ -41,13 +41,13 @@ LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC  := $(wildcard src/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
-# Every program's start (src/cli/start.c: settings from the environment, the
-# BLAS kernel restart, MPI, the provenance record) and the simulated rank
-# failures of test builds (src/cli/fault.c): an archive that lnkit, the
-# studies, the benchmarks and the tests link.
-FRONT_SRC:= src/cli/start.c src/cli/fault.c
+# The front end (src/front/: every program's start -- settings from the
+# environment, the BLAS kernel restart, MPI, the provenance record -- and the
+# simulated rank failures of test builds), above the library: lnkit, the
+# studies, the benchmarks and the tests link it.
+FRONT_SRC:= $(wildcard src/front/*.c)
 FRONT_OBJ:= $(FRONT_SRC:%.c=$(BUILD)/%.o)
-CLI_LIB  := $(BUILD)/libcli.a
+FRONT    := $(BUILD)/libfront.a
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL:= $(BUILD)/tests/testutil.o
@@ -75,11 +75,11 @@ MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
 # studies that the tests run ($(BUILD)/testing/bin/lnkit,
 # $(BUILD)/testing/studies/), link those objects in place of the plain ones.
 # What `make` builds and `make install` installs has no fault injection.
-T_SRC    := $(shell grep -l LNK_TESTING $(LIB_SRC) $(CLI_SRC) $(KIT_SRC))
+T_SRC    := $(shell grep -l LNK_TESTING $(LIB_SRC) $(FRONT_SRC) $(CLI_SRC) $(KIT_SRC))
 testing   = $(foreach o,$(1),$(if $(filter $(o:$(BUILD)/%.o=%.c),$(T_SRC)),$(o:$(BUILD)/%=$(BUILD)/testing/%),$(o)))
 T_OBJ    := $(T_SRC:%.c=$(BUILD)/testing/%.o)
 T_LIB    := $(BUILD)/testing/liblnkit.a
-T_CLI_LIB:= $(BUILD)/testing/libcli.a
+T_FRONT  := $(BUILD)/testing/libfront.a
 T_KIT    := $(BUILD)/testing/studies/libkit.a
 T_BIN    := $(BUILD)/testing/bin/lnkit
 T_STUDY_BIN := $(STUDY_SRC:studies/%.c=$(BUILD)/testing/studies/%)
@@ -109,7 +109,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d) $(T_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(FRONT_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d) $(T_OBJ:.o=.d)
 
 $(BUILD)/testing/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -124,7 +124,7 @@ $(LIB_OBJ): CFLAGS += -fPIC
 $(BUILD)/gen/cflags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) $(CFLAGS) pic-lib' > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-$(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ) $(T_OBJ): $(BUILD)/gen/cflags
+$(LIB_OBJ) $(FRONT_OBJ) $(CLI_OBJ) $(KIT_OBJ) $(T_OBJ): $(BUILD)/gen/cflags
 
 # The commit the library is built from (sidecars, --version): rewritten only
 # when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
@@ -162,11 +162,11 @@ $(BUILD)/man/%.1: man/%.1 $(wildcard man/*.roff) tools/manpage.awk
 	@mkdir -p $(dir $@)
 	awk -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
 
-$(CLI_LIB): $(FRONT_OBJ)
+$(FRONT): $(FRONT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN): $(filter-out $(FRONT_OBJ),$(CLI_OBJ)) $(CLI_LIB) $(LIB)
+$(BIN): $(CLI_OBJ) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 	@if [ "$(BUILD)" = build ]; then mkdir -p bin && ln -sf ../$@ bin/lnkit; fi
@@ -175,40 +175,40 @@ $(BIN): $(filter-out $(FRONT_OBJ),$(CLI_OBJ)) $(CLI_LIB) $(LIB)
 $(T_LIB): $(call testing,$(LIB_OBJ))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(T_CLI_LIB): $(call testing,$(FRONT_OBJ))
+$(T_FRONT): $(call testing,$(FRONT_OBJ))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 $(T_KIT): $(call testing,$(KIT_OBJ))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-$(T_BIN): $(call testing,$(filter-out $(FRONT_OBJ),$(CLI_OBJ))) $(T_CLI_LIB) $(T_LIB)
+$(T_BIN): $(call testing,$(CLI_OBJ)) $(T_FRONT) $(T_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/testing/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(T_KIT) $(T_CLI_LIB) $(T_LIB)
+$(BUILD)/testing/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(T_KIT) $(T_FRONT) $(T_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(T_KIT) $(T_CLI_LIB) $(T_LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(T_KIT) $(T_FRONT) $(T_LIB) $(LDLIBS) -o $@
 testing: $(T_BIN) $(T_STUDY_BIN)
 
 $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/lnkit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_KIT) $(T_CLI_LIB) $(T_LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_KIT) $(T_FRONT) $(T_LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(T_KIT) $(T_CLI_LIB) \
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(T_KIT) $(T_FRONT) \
 	    $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
 
 $(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(CLI_LIB) $(LIB)
+$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(CLI_LIB) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
-$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(CLI_LIB) $(LIB)
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(CLI_LIB) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 # The test suite: every tests/test_*.c is a cmocka program; tools/runtests.sh
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
@@ -313,8 +313,8 @@ fuzz:
 fuzz-build:
 	$(MAKE) FUZZ=1 BUILD=build-fuzz OPT=-O1 $(FUZZ_BIN)
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(CLI_LIB) $(LIB)
-	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(CLI_LIB) $(LIB) $(LDLIBS) -o $@
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(FRONT) $(LIB)
+	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)

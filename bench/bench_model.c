@@ -27,7 +27,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "front/front.h"
 #include "lnkit/config.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"

@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <jansson.h>
 #include "lnkit/lnkit.h"
-#include "cli/cli.h"
+#include "front/front.h"
 #include "kit/analysis.h"
 #include "kit/kit.h"
 #include "kit/quoted.h"

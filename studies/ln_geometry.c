@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 #include "lnkit/geometry.h"
 #include "lnkit/lnkit.h"
-#include "cli/cli.h"
+#include "front/front.h"
 #include "lnkit/text.h"
 #include "kit/kit.h"
 

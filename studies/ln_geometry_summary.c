@@ -22,7 +22,7 @@
 #include <string.h>
 #include "lnkit/geometry.h"
 #include "lnkit/lnkit.h"
-#include "cli/cli.h"
+#include "front/front.h"
 #include "kit/kit.h"
 
 static const char *dir;

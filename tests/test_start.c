@@ -1,7 +1,7 @@
 /* A library that keeps its promises (include/lnkit/error.h: it never prints
  * and never exits; issue 31): the library reads no environment variable and
  * neither exits nor executes a program; the programs' start-up
- * (src/cli/start.c) reads the user's settings, refuses a bad one with one
+ * (src/front/start.c) reads the user's settings, refuses a bad one with one
  * line and exit 2, and passes them in; the test hooks exist in test builds
  * only. */
 #include <libgen.h>

@@ -11,7 +11,7 @@
  * OS's XCR0 state: AVX, AVX2 + FMA, AVX-512 F/DQ/BW/VL) and, when the loaded
  * kernel uses a narrower vector ISA than the CPU offers, names the kernel to
  * run on.  The library only decides and reports: a program (its start-up,
- * src/cli/start.c) then sets OPENBLAS_CORETYPE and executes itself again with
+ * src/front/start.c) then sets OPENBLAS_CORETYPE and executes itself again with
  * the same arguments, once (LNK_BLAS_REEXEC in its environment guards against
  * a loop), before it computes or writes anything, so the restarted program is
  * the same run on a better kernel.  Where OpenBLAS already uses the

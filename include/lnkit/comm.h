@@ -33,7 +33,7 @@
  *
  * A rank's failure is simulated in tests by the programs, not the library:
  * they wrap their group (process groups below) in a test build
- * (src/cli/fault.c, LNK_FAULT).
+ * (src/front/fault.c, LNK_FAULT).
  */
 #ifndef LNKIT_COMM_H
 #define LNKIT_COMM_H
@@ -101,7 +101,7 @@ double lnk_comm_bytes_sent(void);
  * job's ranks for lnk_comm_world()).  agree's `point` names the step ("load":
  * a process has taken its shard; "hvp": its part of an H v product), so a
  * wrapper can act there (a test build's programs simulate a rank's failure
- * so: src/cli/fault.c). */
+ * so: src/front/fault.c). */
 typedef struct lnk_procs {
     int rank, size;
     void *ctx;

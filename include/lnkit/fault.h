@@ -24,9 +24,9 @@
  *     rename (file).  Rank 0 only.
  *
  * A test build's programs take the specs from the environment variables
- * LNK_OUTPUT_FAULT and LNK_CKPT_FAULT at start-up (src/cli/start.c); a
+ * LNK_OUTPUT_FAULT and LNK_CKPT_FAULT at start-up (src/front/start.c); a
  * rank's failure in an MPI job (LNK_FAULT) is simulated by the programs
- * themselves, outside the library (src/cli/fault.c). */
+ * themselves, outside the library (src/front/fault.c). */
 #ifndef LNKIT_FAULT_H
 #define LNKIT_FAULT_H
 

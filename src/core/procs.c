@@ -1,6 +1,6 @@
 /* Process groups (see "process groups" in include/lnkit/comm.h): the job's
  * ranks as an lnk_procs, so that the Hessian and data-set code only call the
- * group (a program may wrap it: src/cli/fault.c). */
+ * group (a program may wrap it: src/front/fault.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "lnkit/lnkit.h"
 #include "lnkit/comm.h"
-#include "cli/cli.h"
+#include "front/front.h"
 #include "kit.h"
 
 static const char *study_name = "study";
@@ -28,7 +28,7 @@ static int study_P = 1, study_R = 0;
 void study_init(const char *name)
 {
     study_name = name;
-    cli_start_env(name); /* settings, BLAS kernel, provenance record (src/cli/start.c) */
+    cli_start_env(name); /* settings, BLAS kernel, provenance record (src/front/start.c) */
 }
 
 /* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
@@ -194,7 +194,7 @@ void *srd_array(study_rd *r, size_t n, size_t sz)
     return x;
 }
 
-/* LNK_FAULT="R:sweep:KIND" (test builds, src/cli/fault.c): rank R fails here. */
+/* LNK_FAULT="R:sweep:KIND" (test builds, src/front/fault.c): rank R fails here. */
 static void study_fault(void)
 {
     if (cli_fault("sweep"))

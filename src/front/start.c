@@ -4,7 +4,7 @@
  * OpenBLAS kernel (the library only decides: lnkit/blas.h), the clean-up of
  * unfinished outputs, the MPI job and the program's provenance record.  A
  * test build (LNK_TESTING) also arms the test hooks (lnkit/fault.h,
- * cli/fault.c).  See cli_start in cli/cli.h. */
+ * front/fault.c).  See cli_start in front/front.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "front/front.h"
 #include "lnkit/fault.h"
 #include "lnkit/memory.h"
 
@@ -154,7 +154,7 @@ static void blas_start(void)
     free(argv);
 }
 
-/* Test builds: the hooks of lnkit/fault.h and cli/fault.c from the
+/* Test builds: the hooks of lnkit/fault.h and front/fault.c from the
  * environment; a bad spec is refused as any bad setting. */
 static void test_hooks(void)
 {

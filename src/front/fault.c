@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "front/front.h"
 
 #ifndef LNK_TESTING
 
