@@ -59,9 +59,15 @@ if ! (cd "$T/work" && env -u LNKIT_LIB HOME="$T/home" PYTHONPATH="$T/home/lnkit/
 fi
 grep -q '^post-LN top eigenvalues' "$T/py.log" && grep -q '^pre-LN top eigenvalues' "$T/py.log" ||
     fail "the Python example did not print both spectra"
-if "$PY" -c 'import matplotlib' 2>/dev/null; then
-    [ -s "$T/work/density_postpre.png" ] || fail "the Python example made no density_postpre.png"
-fi
+"$PY" - "$T/work/density_postpre.csv" <<'PY' || fail "the Python example's density_postpre.csv"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for pos in ("post", "pre"):
+    t = [float(r["t"]) for r in rows if r["norm_pos"] == pos]
+    p = [float(r["density"]) for r in rows if r["norm_pos"] == pos]
+    area = sum((t[i + 1] - t[i]) * (p[i] + p[i + 1]) / 2 for i in range(len(t) - 1))
+    assert len(t) > 10 and abs(area - 1) < 1e-6, (pos, len(t), area)
+PY
 n_cmd=$(grep -c '^lnkit\|^mpirun\|^head\|^printf' "$T/walk.sh" || true)
 
 # what the walk-through must have made

@@ -10,11 +10,24 @@ extension).
     hv = m.hvp(data, v)                                  # exact H v
     H = m.hessian(data, block="*.attn.*")                # scipy LinearOperator
     r = lnkit.eigs(m, data, k=5, which="both")           # lnkit's Lanczos, with residuals
+    t = lnkit.trace(m, data, method="hutchpp")           # as `lnkit trace`
+    b = lnkit.blocks(m, data, groups=["*.attn.*"])       # as `lnkit blocks`
     m.params["dec.0.ffn.w2"]                             # a view into m.theta
+
+Defaults are the library's (its *_opts_default functions, which the lnkit
+program uses too): lnkit.defaults() lists them.
 
 Errors of the library (and bad input: dtype, shape, NaN, missing files)
 raise lnkit.Error, a ValueError, with the library's one-line message.
-Products release the GIL.  The BLAS thread count: lnkit.set_threads(n).
+Eigenpairs that did not converge are returned with per-pair flags and a
+lnkit.ConvergenceWarning.  Products release the GIL.  The BLAS thread count:
+lnkit.set_threads(n).
+
+Copies and arrays: copy.copy, copy.deepcopy and pickle of every public class
+give an independent object (Model, HessianOperator: their own library
+objects; no object frees memory another uses).  Every array the package
+keeps is copied when it is given (Data.from_arrays, theta); vectors given to
+a product are read during the call only; m.named(v) alone returns views.
 
 BLAS kernel: the lnkit program restarts itself on OpenBLAS's best kernel
 when OpenBLAS's own CPU detection fell back to a slower one (include/lnkit/
@@ -27,16 +40,24 @@ allows, naming the setting to start Python with:
 import os as _os
 import warnings as _warnings
 
-from ._lib import Error, SOVERSION, lib as _clib, lib_path as library_path, take_string as _take
+from ._lib import Error, ConvergenceWarning, SOVERSION, lib as _clib, \
+    lib_path as library_path, take_string as _take
+from ._defaults import defaults
 from ._data import Data
 from ._model import Model, Params
 from ._operator import HessianOperator
-from ._curvature import eigs, density, EigsResult, Density
+from ._curvature import eigs, density, trace, EigsResult, Density, Trace
+from ._blocks import blocks, BlockStats
 
 __version__ = "0.1.0"
-__all__ = ["Error", "Model", "Params", "Data", "HessianOperator", "eigs", "density",
-           "EigsResult", "Density", "set_threads", "threads", "blas_kernel", "blas_advice",
-           "version", "BlasWarning", "library_path"]
+__all__ = ["Error", "ConvergenceWarning", "Model", "Params", "Data", "HessianOperator", "eigs",
+           "density", "trace", "blocks", "EigsResult", "Density", "Trace", "BlockStats",
+           "defaults", "set_threads", "threads", "blas_kernel", "blas_advice", "version",
+           "BlasWarning", "library_path", "MAX_THREADS"]
+
+# `--threads`'s range in the lnkit program (OpenBLAS itself may use fewer:
+# threads() says how many it took)
+MAX_THREADS = 1024
 
 
 class BlasWarning(UserWarning):
@@ -44,10 +65,15 @@ class BlasWarning(UserWarning):
 
 
 def set_threads(n):
-    """Set the number of BLAS (OpenBLAS) threads used by the library's products."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise Error("threads: expected an integer >= 1, got %r" % (n,))
-    _clib.lnk_set_blas_threads(n)
+    """Set the number of BLAS (OpenBLAS) threads used by the library's
+    products: an integer in [1, MAX_THREADS], the range of the lnkit
+    program's --threads (outside it lnkit.Error).  OpenBLAS takes at most the
+    number it was built for; threads() returns the number in use."""
+    import numbers
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= MAX_THREADS:
+        raise Error("threads: expected an integer in [1, %d] (as --threads), got %r"
+                    % (MAX_THREADS, n))
+    _clib.lnk_set_blas_threads(int(n))
 
 
 def threads():

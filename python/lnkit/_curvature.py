@@ -1,31 +1,42 @@
 """Curvature by the library's own Lanczos (include/lnkit/curvature.h):
-extremal eigenpairs with explicit residuals (lnk_eigs) and the spectral
-density by stochastic Lanczos quadrature (lnk_slq)."""
+extremal eigenpairs with explicit residuals (lnk_eigs), the trace by
+Hutchinson or Hutch++ (lnk_trace) and the spectral density by stochastic
+Lanczos quadrature (lnk_slq).  Defaults are the library's (_defaults.py)."""
 import ctypes
 import signal
 import threading
+import warnings
 
 import numpy as np
 
 from . import _lib
-from ._lib import Error, lib, check
+from ._defaults import EIGS, SLQ, TRACE, DENSITY
+from ._lib import Error, ConvergenceWarning, lib, check
 from ._model import Model, _data_arg
 from ._operator import HessianOperator
 
-__all__ = ["eigs", "density", "EigsResult", "Density"]
+__all__ = ["eigs", "density", "trace", "EigsResult", "Density", "Trace"]
+
+# --rng-seed's range: a seed given here can be given to the lnkit program too
+SEED_MAX = 2**31 - 1
 
 
-def _operator_of(m, data, block, cache_mb):
+def _operator_of(m, data, block, cache_mb, operator=None):
     if isinstance(m, HessianOperator):
-        if data is not None or block is not None:
-            raise Error("eigs/density: give a model and data, or a HessianOperator alone")
+        if data is not None or block is not None or cache_mb is not None:
+            raise Error("give a model and data, or a HessianOperator alone (its data, block "
+                        "and cache are its own)")
+        if operator is not None and operator != m.operator:
+            raise Error("operator: %r was asked for, but the HessianOperator given applies %r"
+                        % (operator, m.operator))
         return m
     if not isinstance(m, Model):
         raise Error("expected an lnkit.Model (with data) or an lnkit.HessianOperator, got %s"
                     % type(m).__name__)
     if data is None:
         raise Error("data: a data set is needed (lnkit.Data or batch file paths)")
-    return m.hessian(_data_arg(data), block=block, cache_mb=cache_mb)
+    return m.hessian(_data_arg(data), block=block, cache_mb=cache_mb,
+                     operator="hessian" if operator is None else operator)
 
 
 def _int(name, v, lo, hi=2**31 - 1):
@@ -42,6 +53,23 @@ def _float(name, v, lo=0.0):
     if not np.isfinite(f) or f < lo:
         raise Error("%s: expected a finite number >= %g, got %r" % (name, lo, v))
     return f
+
+
+def _choice(name, v, allowed):
+    if not isinstance(v, str) or v not in allowed:
+        raise Error("%s: expected %s, got %r" % (name, " or ".join(repr(a) for a in allowed), v))
+    return v
+
+
+def warn_unconverged(what, n_failed, n_req, worst, tol, steps, detail="", stacklevel=3,
+                     flags=".converged"):
+    """The ConvergenceWarning of a result in which n_failed of n_req requested
+    pairs missed tol (worst: the largest relative residual among them)."""
+    msg = ("lnkit.%s: %d of %d requested eigenpairs did not converge: worst residual %.3g "
+           "max|l| against tol %.3g, after %d Lanczos steps%s; the results are returned "
+           "whole (see %s)" % (what, n_failed, n_req, worst, tol, steps, detail, flags))
+    warnings.warn(ConvergenceWarning(msg, n_failed, n_req, worst, tol, steps),
+                  stacklevel=stacklevel)
 
 
 class _Progress:
@@ -115,41 +143,59 @@ class _Progress:
 class EigsResult:
     """Extremal eigenpairs: values (top ones largest first, then bottom ones
     smallest first), which ("top"/"bottom" per value), residuals ||H y - l y||
-    (computed with the operator), bounds, converged (residual <= tol * scale),
-    vectors (k x n, if asked), top and bottom (views of values), scale,
-    steps, stop ("tol", "max_steps", "invariant"), n_applies, elapsed."""
+    (computed with the operator), bounds, converged (per pair: residual <=
+    tol * scale), all_converged, vectors (k x n, if asked), top and bottom
+    (views of values), scale (max|l|), requested (pairs asked for), steps,
+    stop ("tol", "max_steps", "invariant"), operator, n_applies, elapsed."""
+
+    @property
+    def all_converged(self):
+        """True when every requested pair was found and converged."""
+        return bool(len(self.values) == self.requested and self.converged.all())
+
+    @property
+    def n_converged(self):
+        return int(self.converged.sum())
 
     def __repr__(self):
-        return "lnkit.EigsResult(top=%s, bottom=%s, residuals=%s, steps=%d, stop=%s)" % (
-            np.array2string(self.top, precision=8), np.array2string(self.bottom, precision=8),
-            np.array2string(self.residuals, precision=2), self.steps, self.stop)
+        return ("lnkit.EigsResult(top=%s, bottom=%s, residuals=%s, converged %d/%d, steps=%d, "
+                "stop=%s)" % (np.array2string(self.top, precision=8),
+                              np.array2string(self.bottom, precision=8),
+                              np.array2string(self.residuals, precision=2), self.n_converged,
+                              self.requested, self.steps, self.stop))
 
 
-def eigs(m, data=None, k=5, which="top", tol=1e-6, max_steps=200, mode="full",
-         reorth="partial", seed=0, block=None, vectors=False, cache_mb=None, progress=None):
+def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS["max_steps"],
+         mode=EIGS["mode"], reorth=EIGS["reorth"], seed=EIGS["seed"], block=None,
+         vectors=False, cache_mb=None, operator=None, progress=None):
     """The k largest (which="top"), smallest ("bottom") or both ("both": k
-    of each) eigenvalues of the data-set loss Hessian (or of a block) by the
-    library's Lanczos (lnk_eigs), with residuals computed explicitly: the
-    same numbers as `lnkit eigs` with the same options (defaults as its:
-    tol 1e-6 relative to max|l|, 200 steps, full mode with partial
-    reorthogonalisation, start vector from seed 0).
+    of each) eigenvalues of the data-set loss Hessian (or of a block, or of
+    its Gauss-Newton or functional part) by the library's Lanczos (lnk_eigs),
+    with residuals computed explicitly: the same numbers as `lnkit eigs` with
+    the same options, and the same defaults (the library's
+    lnk_eigs_opts_default: lnkit.defaults()["eigs"]; tol is relative to max|l|).
 
     m: an lnkit.Model with data (an lnkit.Data or batch file paths), or an
-    lnkit.HessianOperator alone.  progress: None or a function called after
-    each Lanczos step with a dict (step, max_steps, top, bottom, n_converged,
-    elapsed); a true return value cancels the run (lnkit.Error).  Ctrl-C
-    cancels it too (KeyboardInterrupt after the current step)."""
-    if which not in ("top", "bottom", "both"):
-        raise Error("which: expected 'top', 'bottom' or 'both', got %r" % (which,))
-    if mode not in ("full", "light"):
-        raise Error("mode: expected 'full' or 'light', got %r" % (mode,))
-    if reorth not in ("partial", "always"):
-        raise Error("reorth: expected 'partial' or 'always', got %r" % (reorth,))
+    lnkit.HessianOperator alone.  operator: "hessian" (default), "ggn" or
+    "functional", as `lnkit eigs --operator` (see Model.hessian).
+    progress: None or a function called after each Lanczos step with a dict
+    (step, max_steps, top, bottom, n_converged, elapsed); a true return value
+    cancels the run (lnkit.Error).  Ctrl-C cancels it too (KeyboardInterrupt
+    after the current step).
+
+    When a requested pair did not converge the result is still returned
+    whole (r.converged per pair, r.all_converged) and a
+    lnkit.ConvergenceWarning is issued (the lnkit program exits with status 3
+    after writing its results): warnings.simplefilter("error",
+    lnkit.ConvergenceWarning) turns it into an exception."""
+    _choice("which", which, ("top", "bottom", "both"))
+    _choice("mode", mode, ("full", "light"))
+    _choice("reorth", reorth, ("partial", "always"))
     k = _int("k", k, 1)
     max_steps = _int("max_steps", max_steps, 1)
     tol = _float("tol", tol)
-    seed = _int("seed", seed, 0, 2**64 - 1)
-    H = _operator_of(m, data, block, cache_mb)
+    seed = _int("seed", seed, 0, SEED_MAX)
+    H = _operator_of(m, data, block, cache_mb, operator)
     n = H.shape[0]
     if k > n:
         raise Error("k: %d is larger than the operator's size %d" % (k, n))
@@ -184,7 +230,7 @@ def eigs(m, data=None, k=5, which="top", tol=1e-6, max_steps=200, mode="full",
         res.values = np.array([r.value[i] for i in range(kk)])
         res.residuals = np.array([r.residual[i] for i in range(kk)])
         res.bounds = np.array([r.bound[i] for i in range(kk)])
-        res.converged = np.array([bool(r.converged[i]) for i in range(kk)])
+        res.converged = np.array([bool(r.converged[i]) for i in range(kk)], dtype=bool)
         res.which = np.array(["top"] * r.n_top + ["bottom"] * r.n_bottom)
         res.top = res.values[:r.n_top]
         res.bottom = res.values[r.n_top:]
@@ -197,12 +243,38 @@ def eigs(m, data=None, k=5, which="top", tol=1e-6, max_steps=200, mode="full",
         res.n_reorth = r.n_reorth
         res.elapsed = r.elapsed
         res.tol = tol
+        res.requested = o.k_top + o.k_bottom
+        res.operator = H.operator
     finally:
         lib.lnk_eigs_result_free(ctypes.byref(r))
     if not (np.all(np.isfinite(res.values)) and np.all(np.isfinite(res.residuals))):
         raise Error("eigs: an eigenpair is not finite (values %s, residuals %s)"
                     % (res.values, res.residuals), 6)
+    if not res.all_converged:
+        _warn_eigs(res)
     return res
+
+
+def _warn_eigs(res):
+    bad = ~res.converged
+    rel = res.residuals / res.scale if res.scale > 0 else res.residuals
+    worst = float(rel[bad].max()) if bad.any() else 0.0
+    missing = res.requested - len(res.values)
+    detail = " (stopped by %s)" % res.stop
+    if missing:
+        detail += "; %d of the %d requested were not found" % (missing, res.requested)
+    if res.stop == "tol" and not missing:
+        # the bounds met tol, the explicit residuals did not (as `lnkit eigs` says)
+        detail += ("; they met tol by their residual bound but not by the explicit residual "
+                   "||H y - l y||: rounding in double precision is above tol, and a larger tol "
+                   "makes the two agree")
+    elif res.operator == "ggn" and (bad & (res.which == "bottom")).any():
+        detail += ("; G is positive semidefinite: its smallest eigenvalues are >= 0 and crowd "
+                   "near 0, where Lanczos converges slowly (which='top' is what G is for)")
+    else:
+        detail += "; more max_steps or a larger tol would let them converge"
+    warn_unconverged("eigs", int(bad.sum()) + missing, res.requested, worst, res.tol, res.steps,
+                     detail, stacklevel=4)
 
 
 class Density:
@@ -210,29 +282,32 @@ class Density:
     quadrature: nodes and weights per run (lists of arrays), n_applies."""
 
 
-def density(m, data=None, runs=10, steps=80, sigma=None, sigma_fraction=0.01, per_sigma=4,
-            seed=0, mode="full", block=None, cache_mb=None, progress=None):
-    """The spectral density of the data-set loss Hessian (or a block) by
-    stochastic Lanczos quadrature (lnk_slq; `lnkit density`): `runs` Rademacher
-    start vectors, `steps` Lanczos steps each; phi on a grid covering the
-    nodes +- 6 sigma with `per_sigma` points per sigma.  The Gaussian kernel's
-    standard deviation is sigma (eigenvalue units) or, if sigma is None,
-    sigma_fraction times the range of the nodes."""
+def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
+            sigma_fraction=DENSITY["sigma_fraction"], per_sigma=DENSITY["per_sigma"],
+            seed=SLQ["seed"], mode=SLQ["mode"], block=None, cache_mb=None, operator=None,
+            progress=None):
+    """The spectral density of the data-set loss Hessian (or a block, or of
+    its Gauss-Newton or functional part: operator=) by stochastic Lanczos
+    quadrature (lnk_slq; `lnkit density`): `runs` Rademacher start vectors,
+    `steps` Lanczos steps each; phi on a grid covering the nodes +- 6 sigma
+    with `per_sigma` points per sigma.  The Gaussian kernel's standard
+    deviation is sigma (eigenvalue units) or, if sigma is None,
+    sigma_fraction times the range of the nodes.  Defaults: the library's
+    (lnkit.defaults()["density"])."""
     runs = _int("runs", runs, 1)
     steps = _int("steps", steps, 1)
-    seed = _int("seed", seed, 0, 2**64 - 1)
+    seed = _int("seed", seed, 0, SEED_MAX)
     per_sigma = _float("per_sigma", per_sigma)
     if per_sigma <= 0:
         raise Error("per_sigma: expected a number > 0, got %r" % (per_sigma,))
-    if mode not in ("full", "light"):
-        raise Error("mode: expected 'full' or 'light', got %r" % (mode,))
+    _choice("mode", mode, ("full", "light"))
     if sigma is not None:
         sigma = _float("sigma", sigma)
         if not sigma > 0:
             raise Error("sigma: expected a number > 0, got %r" % (sigma,))
     else:
         sigma_fraction = _float("sigma_fraction", sigma_fraction)
-    H = _operator_of(m, data, block, cache_mb)
+    H = _operator_of(m, data, block, cache_mb, operator)
     o = _lib.SlqOpts()
     lib.lnk_slq_opts_default(ctypes.byref(o))
     o.runs, o.steps, o.seed = runs, steps, seed
@@ -259,15 +334,66 @@ def density(m, data=None, runs=10, steps=80, sigma=None, sigma_fraction=0.01, pe
             sigma = s.value
         if not sigma > 0:
             raise Error("sigma: expected a number > 0, got %r" % (sigma,))
-        npts = lib.lnk_slq_grid_size(ctypes.byref(r), sigma, 6.0, per_sigma)
+        npts = lib.lnk_slq_grid_size(ctypes.byref(r), sigma, _lib.LNK_SLQ_PAD, per_sigma)
         if npts < 2 or npts > 10**8:
             raise Error("density: %d grid points for sigma %g (expected 2 to 1e8)" % (npts, sigma))
         d.t = np.empty(npts)
         d.density = np.empty(npts)
-        check(lib.lnk_slq_grid(ctypes.byref(r), sigma, 6.0, npts, d.t.ctypes.data_as(_lib.c_double_p)))
-        check(lib.lnk_slq_density(ctypes.byref(r), sigma, d.t.ctypes.data_as(_lib.c_double_p), npts,
-                                  d.density.ctypes.data_as(_lib.c_double_p)))
+        check(lib.lnk_slq_grid(ctypes.byref(r), sigma, _lib.LNK_SLQ_PAD, npts,
+                               d.t.ctypes.data_as(_lib.c_double_p)))
+        check(lib.lnk_slq_density(ctypes.byref(r), sigma, d.t.ctypes.data_as(_lib.c_double_p),
+                                  npts, d.density.ctypes.data_as(_lib.c_double_p)))
         d.sigma = sigma
+        d.operator = H.operator
     finally:
         lib.lnk_slq_result_free(ctypes.byref(r))
     return d
+
+
+class Trace:
+    """A trace estimate: trace, std_error, method ("hutchinson" or
+    "hutchpp"), probes (products used), samples (random quadratic forms
+    averaged), sketch and deflated (Hutch++: the sketch size s and
+    tr(Q^T A Q)), operator, elapsed."""
+
+    def __repr__(self):
+        return "lnkit.Trace(%s: %.10g +- %.3g, %d probes)" % (self.method, self.trace,
+                                                            self.std_error, self.probes)
+
+
+def trace(m, data=None, probes=TRACE["probes"], method=TRACE["method"], seed=TRACE["seed"],
+          block=None, cache_mb=None, operator=None, progress=None):
+    """The trace of the data-set loss Hessian (or a block, or its
+    Gauss-Newton or functional part: operator=) with its standard error, as
+    `lnkit trace`: method "hutchinson" (Rademacher probes) or "hutchpp"
+    (Hutch++: a third of the budget sketches the top subspace, whose trace
+    is taken exactly); probes: the budget of products.  Defaults: the
+    library's lnk_trace_opts_default (lnkit.defaults()["trace"]).
+    progress: None or a function called after each product with a dict
+    (done, total, elapsed); a true return value cancels the run."""
+    _choice("method", method, ("hutchinson", "hutchpp"))
+    probes = _int("probes", probes, 2, 1 << 24)
+    if method == "hutchpp" and probes < 4:
+        raise Error("probes: Hutch++ needs at least 4 (a sketch of probes/3 >= 1 and 2 residual "
+                    "probes), got %d" % probes)
+    seed = _int("seed", seed, 0, SEED_MAX)
+    H = _operator_of(m, data, block, cache_mb, operator)
+    o = _lib.TraceOpts()
+    lib.lnk_trace_opts_default(ctypes.byref(o))
+    o.method = _lib.LNK_TRACE_HUTCHPP if method == "hutchpp" else _lib.LNK_TRACE_HUTCHINSON
+    o.probes, o.seed = probes, seed
+    pr = _Progress(progress, False)
+    o.progress = pr.cfunc
+    op = H._operator()
+    r = _lib.TraceResult()
+    with H._lock, pr:
+        st = lib.lnk_trace(ctypes.byref(op), ctypes.byref(o), ctypes.byref(r))
+    pr.reraise()
+    check(st)
+    if not (np.isfinite(r.trace) and np.isfinite(r.std_error)):
+        raise Error("trace: the estimate is not finite (%g +- %g)" % (r.trace, r.std_error), 6)
+    t = Trace()
+    t.trace, t.std_error, t.probes, t.samples = r.trace, r.std_error, r.probes, r.samples
+    t.sketch, t.deflated, t.elapsed = r.sketch, r.deflated, r.elapsed
+    t.method, t.operator = lib.lnk_trace_method_name(o.method).decode(), H.operator
+    return t

@@ -8,9 +8,25 @@ lnk_batch_slice, as `lnkit eigs --batch F --chunk N` makes them: rows
 [0, N), [N, 2N), ... of each file in turn, trailing all-<pad> columns trimmed)
 and kept for models that read batches alike (same task and vocabularies).
 
+Several files (or chunks) are one data set: the loss is the token-weighted
+mean over all of them (MODEL.md §4), the gradient, H v, eigs, trace and
+density are those of that loss; two files give the numbers of one file
+holding both (python/tests/test_dataset.py).
+
+Arrays: from_arrays copies the arrays it is given (any integer dtype, any
+layout), so later changes of the caller's arrays never change a result; the
+copies are read-only and private.
+
+Ownership: the chunks (lnk_batch, owned by the library's allocations) belong
+to one _Chunks object, freed once when nothing uses it; a HessianOperator
+holds a reference to the chunks it borrows.  Copies of a Data (copy.copy,
+copy.deepcopy) share its (immutable) chunks; a pickled Data holds its sources
+(the arrays, or the file paths, read again at first use).
+
 All of the binding to the library's batch functions is in this module, so
 that a data-set type in the library can replace it here alone.
 """
+import copy
 import ctypes
 import os
 import threading
@@ -40,21 +56,43 @@ class _Chunks:
     def ptr(self):
         return ctypes.cast(self.arr, ctypes.POINTER(_lib.Batch))
 
+    # immutable once made: copies share it; it is never pickled (a Data is
+    # pickled by its sources)
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError("lnkit.Data's chunks are not picklable; pickle the lnkit.Data")
+
 
 def _int_array(name, a):
+    """A private, read-only int64 C-contiguous copy of the token ids a."""
     if a is None:
         return None
-    a = np.asarray(a)
-    if a.dtype.kind not in "iu":
-        raise Error("data: '%s': expected integer token ids, got dtype %s" % (name, a.dtype))
-    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < 1:
+    try:
+        arr = np.asarray(a)
+    except (ValueError, TypeError) as e:  # ragged nested lists
+        raise Error("data: '%s': expected a 2-D array of integer token ids [B, len], got %s "
+                    "that NumPy cannot make an array of (%s)" % (name, type(a).__name__, e)) \
+            from None
+    if arr.dtype.kind not in "iu":
+        hint = (" (whole numbers stored as floats: convert with .astype(np.int64))"
+                if arr.dtype.kind == "f" else "")
+        raise Error("data: '%s': expected integer token ids (int8 to int64, uint8 to uint64), "
+                    "got dtype %s%s" % (name, arr.dtype, hint))
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
         raise Error("data: '%s': expected a 2-D array [B, len] with B, len >= 1, got shape %s"
-                    % (name, a.shape))
-    if a.shape[0] > 2**31 - 1 or a.shape[1] > 2**31 - 1:
-        raise Error("data: '%s': shape %s is too large" % (name, a.shape))
-    if a.dtype.kind == "u" and a.size and int(a.max()) > 2**63 - 1:
-        raise Error("data: '%s': id %d is out of range" % (name, int(a.max())))
-    return np.ascontiguousarray(a, dtype=np.int64)
+                    % (name, arr.shape))
+    if arr.shape[0] > 2**31 - 1 or arr.shape[1] > 2**31 - 1:
+        raise Error("data: '%s': shape %s is too large" % (name, arr.shape))
+    if arr.dtype.kind == "u" and int(arr.max()) > 2**63 - 1:
+        raise Error("data: '%s': id %d is out of range" % (name, int(arr.max())))
+    out = np.array(arr, dtype=np.int64, order="C", copy=True)
+    out.flags.writeable = False
+    return out
 
 
 class Data:
@@ -92,6 +130,31 @@ class Data:
             self._sources.append(("file", p))
         self._set_chunk(chunk)
 
+    # ------------------------------------------------------------ copies
+    @classmethod
+    def _restore(cls, sources, chunk, cache=None):
+        self = cls.__new__(cls)
+        self._sources = []
+        for kind, s in sources:
+            if kind == "arrays":
+                s = {k: _int_array(k, a) for k, a in s.items()}
+            self._sources.append((kind, s))
+        self._set_chunk(chunk)
+        if cache:
+            self._cache = dict(cache)
+        return self
+
+    def __copy__(self):
+        return Data._restore(self._sources, self.chunk, self._cache)
+
+    def __deepcopy__(self, memo):
+        out = Data._restore(copy.deepcopy(self._sources, memo), self.chunk, self._cache)
+        memo[id(self)] = out
+        return out
+
+    def __reduce__(self):
+        return (_restore_data, (self._sources, self.chunk))
+
     def _set_chunk(self, chunk):
         if chunk is not None:
             if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)):
@@ -106,8 +169,11 @@ class Data:
 
     @classmethod
     def from_arrays(cls, tgt=None, src=None, labels=None, chunk=None):
-        """One batch given as arrays of token ids (any integer dtype; copied):
-        lm tgt [B, T+1]; cls src [B, S] and labels [B, S]; seq2seq src and tgt."""
+        """One batch given as arrays of token ids: lm tgt [B, T+1]; cls src
+        [B, S] and labels [B, S]; seq2seq src and tgt.  Any integer dtype
+        (int8 to int64, uint8 to uint64) and layout (C, Fortran, strided,
+        read-only); floats, bool and object arrays are refused.  The arrays
+        are copied here: changing them afterwards changes nothing."""
         self = cls.__new__(cls)
         arrays = {"src": _int_array("src", src), "tgt": _int_array("tgt", tgt),
                   "labels": _int_array("labels", labels)}
@@ -210,3 +276,8 @@ class Data:
         """The number of scored tokens (the weight of the data set's mean loss)."""
         ch = self._chunks(model)
         return sum(lib.lnk_batch_n_scored(model._m, ctypes.byref(ch.arr[i])) for i in range(ch.n))
+
+
+def _restore_data(sources, chunk):
+    """An unpickled Data."""
+    return Data._restore(sources, chunk)

@@ -19,7 +19,7 @@ it is read in the thread that made the call).
 import ctypes
 import os
 
-__all__ = ["Error", "lib", "check", "c_double_p", "c_int64_p"]
+__all__ = ["Error", "ConvergenceWarning", "lib", "check", "c_double_p", "c_int64_p"]
 
 # The version of the C library this package is written for: the soname's
 # MAJOR.MINOR (no ABI promise between 0.x releases; the structures below
@@ -35,6 +35,19 @@ class Error(ValueError):
     def __init__(self, message, status=1):
         super().__init__(message)
         self.status = status
+
+
+class ConvergenceWarning(UserWarning):
+    """Some requested eigenpairs did not converge (residual above tol * max|l|):
+    the result is returned whole, with its per-pair `converged` flags; the
+    message names how many, the worst residual against the tolerance and the
+    Lanczos steps used (the CLI's exit status 3 in Python).  Attributes:
+    n_failed, n_requested, worst (worst relative residual), tol, steps."""
+
+    def __init__(self, message, n_failed=0, n_requested=0, worst=0.0, tol=0.0, steps=0):
+        super().__init__(message)
+        self.n_failed, self.n_requested = n_failed, n_requested
+        self.worst, self.tol, self.steps = worst, tol, steps
 
 
 c_double_p = ctypes.POINTER(ctypes.c_double)
@@ -151,12 +164,44 @@ class SlqOpts(ctypes.Structure):
                 ("progress", PROGRESS_FN), ("progress_ctx", ctypes.c_void_p)] + CKPT_FIELDS
 
 
+class TraceOpts(ctypes.Structure):
+    _fields_ = [("method", ctypes.c_int), ("probes", ctypes.c_int), ("seed", ctypes.c_uint64),
+                ("progress", PROGRESS_FN), ("progress_ctx", ctypes.c_void_p),
+                ("checkpoint", ctypes.c_void_p), ("checkpoint_ctx", ctypes.c_void_p),
+                ("resume", ctypes.c_void_p)]
+
+
+class TraceResult(ctypes.Structure):
+    _fields_ = [("trace", ctypes.c_double), ("std_error", ctypes.c_double),
+                ("probes", ctypes.c_int), ("samples", ctypes.c_int), ("sketch", ctypes.c_int),
+                ("deflated", ctypes.c_double), ("elapsed", ctypes.c_double)]
+
+
 class SlqResult(ctypes.Structure):
     _fields_ = [("runs", ctypes.c_int), ("offset", ctypes.POINTER(ctypes.c_int)),
                 ("node", c_double_p), ("weight", c_double_p),
                 ("steps", ctypes.POINTER(ctypes.c_int)), ("invariant", ctypes.POINTER(ctypes.c_int)),
                 ("node_min", ctypes.c_double), ("node_max", ctypes.c_double),
                 ("n_applies", ctypes.c_long), ("elapsed", ctypes.c_double)]
+
+
+class BlockstatOpts(ctypes.Structure):
+    _fields_ = [("probes", ctypes.c_int), ("eig_steps", ctypes.c_int), ("eig_tol", ctypes.c_double),
+                ("slq_runs", ctypes.c_int), ("slq_steps", ctypes.c_int), ("seed", ctypes.c_uint64)]
+
+
+class FrobResult(ctypes.Structure):
+    _fields_ = [("frob2", ctypes.c_double), ("frob2_se", ctypes.c_double),
+                ("frob", ctypes.c_double), ("frob_se", ctypes.c_double),
+                ("probes", ctypes.c_int), ("elapsed", ctypes.c_double)]
+
+
+class Blockstat(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_size_t), ("frob", FrobResult), ("top", ctypes.c_double),
+                ("top_residual", ctypes.c_double), ("bottom", ctypes.c_double),
+                ("bottom_residual", ctypes.c_double), ("top_converged", ctypes.c_int),
+                ("bottom_converged", ctypes.c_int), ("eig_steps", ctypes.c_int),
+                ("slq", SlqResult), ("n_applies", ctypes.c_long)]
 
 
 # lnk_config is used only through the library's functions (never its fields),
@@ -166,6 +211,8 @@ LNK_LANCZOS_FULL, LNK_LANCZOS_LIGHT = 0, 1
 LNK_REORTH_PARTIAL, LNK_REORTH_ALWAYS = 0, 1
 LNK_SLQ_RADEMACHER, LNK_SLQ_GAUSSIAN = 0, 1
 LNK_VEC_FLAT, LNK_VEC_NAMED = 0, 1
+LNK_TRACE_HUTCHINSON, LNK_TRACE_HUTCHPP = 0, 1
+LNK_SLQ_PAD = 6.0
 HESSIAN_CACHE_AUTO = ctypes.c_size_t(-1).value
 
 # ------------------------------------------------------------------ prototypes
@@ -233,6 +280,21 @@ for _name, _res, _args in [
     ("lnk_slq_grid", _I, (ctypes.POINTER(SlqResult), _D, _D, _Z, c_double_p)),
     ("lnk_slq_density", _I, (ctypes.POINTER(SlqResult), _D, c_double_p, _Z, c_double_p)),
     ("lnk_sigma_from_fraction", _I, (_D, _D, _D, c_double_p)),
+    ("lnk_trace_opts_default", None, (ctypes.POINTER(TraceOpts),)),
+    ("lnk_trace", _I, (ctypes.POINTER(Operator), ctypes.POINTER(TraceOpts),
+                       ctypes.POINTER(TraceResult))),
+    ("lnk_trace_method_name", _S, (_I,)),
+    ("lnk_blockstat_opts_default", None, (ctypes.POINTER(BlockstatOpts),)),
+    ("lnk_blockstat_compute", _I, (ctypes.POINTER(Operator), ctypes.POINTER(BlockstatOpts),
+                                   ctypes.POINTER(Blockstat))),
+    ("lnk_blockstat_free", None, (ctypes.POINTER(Blockstat),)),
+    ("lnk_slq_grid_common", _I, (ctypes.POINTER(ctypes.POINTER(SlqResult)), _I, _D, _D, _D, _Z,
+                                 ctypes.POINTER(c_double_p), ctypes.POINTER(_Z))),
+    ("lnk_js_distance", _I, (c_double_p, c_double_p, c_double_p, _Z, c_double_p)),
+    ("lnk_trapezoid", _D, (c_double_p, c_double_p, _Z)),
+    ("lnk_block_select", _I, (_P, _S, ctypes.POINTER(Block))),
+    ("lnk_block_free", None, (ctypes.POINTER(Block),)),
+    ("lnk_hessian_set_block", _I, (_P, _S)),
     ("lnk_blas_threads", _I, ()),
     ("lnk_set_blas_threads", None, (_I,)),
     ("lnk_blas_advice", _S, (_S, _S)),
@@ -245,6 +307,11 @@ for _name, _res, _args in [
 _libc = ctypes.CDLL(None)
 _libc.free.restype = None
 _libc.free.argtypes = [ctypes.c_void_p]
+
+
+def free(ptr):
+    """free() of memory the library malloc'd for the caller."""
+    _libc.free(ptr)
 
 
 def take_string(ptr):

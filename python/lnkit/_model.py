@@ -1,5 +1,11 @@
 """Models: a configuration (MODEL.md §8), its parameter layout (§6) and the
-flat parameter vector, owned by NumPy and handed to the library by pointer."""
+flat parameter vector, owned by NumPy and handed to the library by pointer.
+
+Ownership: a Model owns its library objects (configuration, lnk_model) and
+frees them once, when it is collected; everything that borrows them (a
+HessianOperator, Params views) holds a reference to the Model.  A copy
+(copy.copy, copy.deepcopy, pickle) is a new Model of the same configuration
+with its own copy of the weights."""
 import collections.abc
 import ctypes
 import json
@@ -48,6 +54,13 @@ def as_vector(v, n, what, model=None):
     return a
 
 
+def _describe(v):
+    if isinstance(v, np.ndarray):
+        return "%s array of shape %s%s" % (v.dtype, v.shape, "" if v.flags.c_contiguous
+                                           else ", not contiguous")
+    return type(v).__name__
+
+
 def _block_arg(block):
     if block is None:
         return None
@@ -75,6 +88,11 @@ class Params(collections.abc.Mapping):
         self._vector = vector
         self._info = model._tensors
 
+    def __reduce__(self):
+        # views of the same vector: a deepcopy or a pickle taken with the model
+        # views the copied model's theta (pickle and deepcopy keep identity)
+        return (Params, (self._model, self._vector))
+
     def __getitem__(self, name):
         info = self._info.get(name)
         if info is None:
@@ -96,6 +114,20 @@ class Params(collections.abc.Mapping):
                                               self._info.items())
 
 
+def _restore_model(cls, config_text, theta):
+    """A Model of the configuration (JSON text) with weights theta: adopted
+    when it is a fresh float64 vector of the layout (a deepcopy's or an
+    unpickled one), else copied."""
+    m = cls.__new__(cls)
+    Model.__init__(m, json.loads(config_text), _init=False)
+    t = as_vector(theta, m.n_params, "theta", m)
+    if t.flags.writeable and t.flags.c_contiguous and t.flags.aligned and t.flags.owndata:
+        m._theta = t
+    else:
+        m._theta[...] = t
+    return m
+
+
 class Model:
     """A transformer of docs/MODEL.md and its weights.
 
@@ -106,6 +138,8 @@ class Model:
     defaults; seed= sets the "seed" key); the weights are initialised from it
     (MODEL.md §5: the same values as `lnkit init`).  m.theta is the flat
     parameter vector (float64, MODEL.md §6 order), m.params its named views.
+    copy.copy(m), copy.deepcopy(m) and pickle give an independent model (its
+    own weights, the same configuration).
     """
 
     def __init__(self, config=None, seed=None, _init=True):
@@ -123,8 +157,11 @@ class Model:
         lib.lnk_config_default(self._cfg)
         check(lib.lnk_config_parse_json(self._cfg, text.encode(), b"config"))
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-                raise Error("seed: expected an integer, got %r" % (seed,))
+            # the configuration's "seed" key (MODEL.md §8): saved files hold it as a
+            # signed 64-bit JSON integer
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
+                    not 0 <= int(seed) <= 2**63 - 1:
+                raise Error("seed: expected an integer in [0, 2**63 - 1], got %r" % (seed,))
             check(lib.lnk_config_set(self._cfg, b"seed", str(int(seed)).encode()))
         self._build(_init)
 
@@ -164,6 +201,20 @@ class Model:
         if init:
             check(lib.lnk_model_init_params(self._m, _dptr(self._theta)))
 
+    # ------------------------------------------------------------ copies
+    def __copy__(self):
+        return _restore_model(type(self), self._config_text(), self._theta.copy())
+
+    def __reduce__(self):
+        # deepcopy goes through this too: theta is then copied (and shared with
+        # the copies of Params views taken in the same deepcopy or pickle)
+        return (_restore_model, (type(self), self._config_text(), self._theta))
+
+    def _config_text(self):
+        if not self._m:
+            raise Error("lnkit.Model: the model was freed")
+        return _lib.take_string(lib.lnk_config_to_json(self._cfg, self.n_params, None, 0))
+
     def __del__(self):
         try:
             if getattr(self, "_m", None):
@@ -192,8 +243,16 @@ class Model:
 
     def named(self, vector):
         """The named tensors of any flat vector of the layout (a gradient, H v)
-        as views into it (a float64 C-contiguous vector is not copied)."""
-        return Params(self, as_vector(vector, self.n_params, "vector"))
+        as views into it: the one call whose result follows later changes of
+        the array given, so the array must be one it can view (float64,
+        C-contiguous, shape (n_params,)); anything else is refused."""
+        v = vector
+        if not (isinstance(v, np.ndarray) and v.dtype == np.float64 and
+                v.shape == (self.n_params,) and v.flags.c_contiguous and v.flags.aligned):
+            raise Error("named: gives views into the vector, so it must be a C-contiguous float64 "
+                        "array of shape (%d,), got %s (np.ascontiguousarray(v, np.float64) makes "
+                        "one)" % (self.n_params, _describe(v)))
+        return Params(self, v)
 
     @property
     def names(self):

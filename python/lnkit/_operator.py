@@ -1,7 +1,16 @@
 """The data-set loss Hessian (or a block of it) as a SciPy LinearOperator over
 the library's lnk_hessian (include/lnkit/hessian.h): each product is one
 exact H v per chunk, with the chunks' primal passes kept between products
-where memory allows (the same bits as recomputing them)."""
+where memory allows (the same bits as recomputing them).
+
+Ownership: the library's workspace (lnk_hessian) borrows the model, the
+weights and the data set's chunks; the operator holds references to all
+three (its own copy of the weights, read-only), so none is freed while it
+lives, and the workspace is freed once, by the operator that made it.  A copy
+(copy.copy, copy.deepcopy, pickle) is a new operator with its own workspace
+over the same weights, data and block (deepcopy and pickle: over copies of
+the model and data)."""
+import copy
 import ctypes
 import threading
 
@@ -19,7 +28,9 @@ class HessianOperator(LinearOperator):
     """H (n x n, float64, symmetric): H @ x, H.matvec(x), H.matmat(X) run the
     library's exact products (the GIL is released during each).  Attributes:
     tensors (the block's tensor names), n_products, model, data.
-    H.gather(full) / H.scatter(part) map between full and block vectors."""
+    H.gather(full) / H.scatter(part) map between full and block vectors.
+    copy.copy(H), copy.deepcopy(H) and pickle give independent operators
+    (their own workspace, the same weights, data, block and operator)."""
 
     KINDS = {"hessian": 0, "ggn": 1, "functional": 2}  # lnk_op_kind
 
@@ -28,13 +39,22 @@ class HessianOperator(LinearOperator):
         if not isinstance(operator, str) or operator not in self.KINDS:
             raise Error("operator: expected 'hessian', 'ggn' or 'functional', got %r"
                         % (operator,))
+        self._h = None
+        self._lock = threading.Lock()
         self.model = model
         self.data = data
         self._chunks = data._chunks(model)
-        # the library borrows theta and the chunks for the operator's life
-        self._theta = model.theta.copy() if _copy else model.theta
-        self._h = None
-        self._lock = threading.Lock()
+        # the library borrows theta and the chunks for the operator's life;
+        # the operator's own theta is read-only (copies may share it)
+        if _copy is True:
+            self._theta = model.theta.copy()
+        elif _copy is False:
+            self._theta = model.theta
+        else:  # the weights of the operator being copied (or unpickled)
+            self._theta = as_vector(_copy, model.n_params, "theta", model)
+        if self._theta is not model.theta:
+            self._theta.flags.writeable = False
+        self._cache_mb = cache_mb
         pat = _block_arg(block)
         self._h = check_ptr(lib.lnk_hessian_alloc(model._m, self._theta.ctypes.data_as(c_double_p),
                                                   self._chunks.ptr(), self._chunks.n, pat))
@@ -54,6 +74,37 @@ class HessianOperator(LinearOperator):
         n = int(blk.n)
         super().__init__(np.float64, (n, n))
 
+    # ------------------------------------------------------------ copies
+    def _clone(self, model, data, block=None, theta=None):
+        """A new operator (own workspace) over model and data at this
+        operator's weights (or theta), of this kind."""
+        return HessianOperator(model, data, block=block, cache_mb=self._cache_mb,
+                               _copy=self._theta if theta is None else theta,
+                               operator=self.operator)
+
+    def _check_open(self, what):
+        if not self._h:
+            raise Error("lnkit.HessianOperator: %s of a closed operator (make a new one with "
+                        "model.hessian(...))" % what)
+
+    def __copy__(self):
+        self._check_open("copy")
+        return self._clone(self.model, self.data, self.block)
+
+    def __deepcopy__(self, memo):
+        self._check_open("deepcopy")
+        model = copy.deepcopy(self.model, memo)
+        data = copy.deepcopy(self.data, memo)
+        theta = copy.deepcopy(self._theta, memo)
+        out = self._clone(model, data, self.block, theta)
+        memo[id(self)] = out
+        return out
+
+    def __reduce__(self):
+        self._check_open("pickle")
+        return (_restore, (self.model, self.data, self.block, self._cache_mb, self.operator,
+                           np.array(self._theta)))
+
     def close(self):
         """Free the library's workspace now (else when the operator is collected)."""
         with self._lock:
@@ -62,9 +113,12 @@ class HessianOperator(LinearOperator):
                 self._h = None
 
     def __del__(self):
-        if getattr(self, "_h", None):
-            lib.lnk_hessian_free(self._h)
-            self._h = None
+        try:
+            if getattr(self, "_h", None):
+                lib.lnk_hessian_free(self._h)
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+        self._h = None
 
     @property
     def n_products(self):
@@ -145,3 +199,10 @@ class HessianOperator(LinearOperator):
     def __repr__(self):
         return "<lnkit.HessianOperator %dx%d, block %s (%d tensors), %d chunk(s)>" % (
             self.shape[0], self.shape[1], self.block or "*", len(self.tensors), self._chunks.n)
+
+
+def _restore(model, data, block, cache_mb, operator, theta):
+    """An unpickled HessianOperator (at the pickled operator's weights)."""
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
+    return HessianOperator(model, data, block=block, cache_mb=cache_mb, _copy=theta,
+                           operator=operator)

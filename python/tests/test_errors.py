@@ -3,6 +3,7 @@ message naming the problem, and the interpreter goes on: wrong dtype, wrong
 shape, NaN and infinity, missing or wrong files, bad configurations, bad
 options.  Non-contiguous and read-only inputs are accepted (copied)."""
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -185,3 +186,37 @@ def test_progress_cancel(mdv):
     seen = []
     lnkit.eigs(m, d, k=2, progress=seen.append)
     assert seen and seen[-1]["step"] == len(seen) and len(seen[-1]["top"]) == 2
+
+
+def test_seed_names_the_parameter():
+    """Model(seed=) names its own parameter, not the program's --seed."""
+    for bad in (-1, 2**63, 1.5, "3"):
+        msg = raises("seed", lnkit.Model, {}, seed=bad)
+        assert "--seed" not in msg, msg
+    top = lnkit.Model({"d": 8, "h": 2, "L": 1, "V": 10}, seed=2**63 - 1)
+    assert top.config["seed"] == 2**63 - 1
+
+
+def test_threads_range_is_the_programs(tmp_path):
+    """set_threads takes what `lnkit --threads` takes and refuses the rest
+    with lnkit.Error (never capped silently outside that range)."""
+    from conftest import lnkit_bin
+    before = lnkit.threads()
+    try:
+        for n in (0, 1, 2, lnkit.MAX_THREADS, lnkit.MAX_THREADS + 1, 10**6):
+            r = subprocess.run([lnkit_bin(), "init", "--d", "8", "--h", "2", "--L", "1", "--V",
+                                "10", "--threads", str(n), "-o",
+                                str(tmp_path / "w.safetensors"), "--quiet"],
+                               capture_output=True, text=True)
+            r_ok = r.returncode == 0
+            try:
+                lnkit.set_threads(n)
+                py_ok = True
+            except lnkit.Error as e:
+                py_ok = False
+                assert "threads" in str(e) and str(lnkit.MAX_THREADS) in str(e)
+            assert py_ok == r_ok, (n, r.returncode, r.stderr)
+        for bad in (True, 2.0, "4", None):
+            raises("threads", lnkit.set_threads, bad)
+    finally:
+        lnkit.set_threads(before)

@@ -13,7 +13,7 @@ def test_eigsh_equals_lnkit_eigs(files):
     data = lnkit.Data([files.batch, files.batch2], chunk=3)
     H = m.hessian(data)
     assert isinstance(H, LinearOperator) and H.dtype == np.float64
-    r = lnkit.eigs(m, data, k=3, which="both", tol=1e-12, max_steps=400)
+    r = lnkit.eigs(m, data, k=3, which="both", tol=1e-10, max_steps=400)
     top = eigsh(H, k=3, which="LA", tol=1e-12, return_eigenvectors=False)
     bottom = eigsh(H, k=3, which="SA", tol=1e-12, return_eigenvectors=False)
     assert rel_err(np.sort(top)[::-1], r.top) <= 1e-8
@@ -23,7 +23,7 @@ def test_eigsh_equals_lnkit_eigs(files):
 def test_block_eigsh(pre):
     m = lnkit.Model.load(pre.config, pre.weights)
     H = m.hessian(pre.batch, block="*.attn.*")
-    r = lnkit.eigs(H, k=2, tol=1e-12, max_steps=400)
+    r = lnkit.eigs(H, k=2, tol=1e-10, max_steps=400)
     top = eigsh(H, k=2, which="LA", tol=1e-12, return_eigenvectors=False)
     assert rel_err(np.sort(top)[::-1], r.top) <= 1e-8
 

@@ -18,7 +18,7 @@ void lnk_eigs_opts_default(lnk_eigs_opts *o)
     o->k_top = 5;
     o->k_bottom = 0;
     o->max_steps = 200;
-    o->tol = 1e-10;
+    o->tol = 1e-6;
     o->mode = LNK_LANCZOS_FULL;
 }
 

@@ -1,0 +1,189 @@
+"""Python and the lnkit program compute the same things with the same
+defaults (issue 31.5): lnkit.trace = `lnkit trace`, lnkit.blocks = `lnkit
+blocks` (every column, the distances and the densities), eigs/trace/density
+with operator= = `--operator`, and each function called with its defaults
+runs what the command runs with its own (the sidecar records the settings).
+The defaults come from the library's *_opts_default (lnkit.defaults())."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+import lnkit
+from conftest import run, read_eigs_csv, rel_err
+
+TOL = 1e-12
+
+
+@pytest.fixture(scope="module")
+def md(pre):
+    return lnkit.Model.load(pre.config, pre.weights), [pre.batch, pre.batch2]
+
+
+def cli(pre, cmd, *args, ok=(0,)):
+    return run(cmd, "--config", pre.config, "--weights", pre.weights, "--batch", pre.batch,
+               "--batch", pre.batch2, *args, ok=ok)
+
+
+def meta(path):
+    return json.load(open(path.rsplit(".", 1)[0] + ".meta.json"))
+
+
+def test_defaults_are_the_librarys():
+    d = lnkit.defaults()
+    assert d["eigs"] == {"k": 5, "max_steps": 200, "tol": 1e-6, "mode": "full",
+                         "reorth": "partial", "seed": 0}
+    assert d["trace"] == {"method": "hutchinson", "probes": 100, "seed": 0}
+    assert (d["density"]["runs"], d["density"]["steps"]) == (10, 80)
+    assert (d["blocks"]["probes"], d["blocks"]["eig_steps"], d["blocks"]["tol"]) == (30, 100, 1e-6)
+    import inspect
+    sig = inspect.signature(lnkit.eigs).parameters
+    assert sig["tol"].default == d["eigs"]["tol"] and sig["k"].default == d["eigs"]["k"]
+    assert inspect.signature(lnkit.trace).parameters["probes"].default == d["trace"]["probes"]
+    d["eigs"]["k"] = 99                     # a copy: the package's defaults stay
+    assert lnkit.defaults()["eigs"]["k"] == 5
+
+
+def test_eigs_defaults_equal_cli(md, pre):
+    m, data = md
+    out = pre.path("par_eigs.csv")
+    cli(pre, "eigs", "-o", out, "--quiet", ok=(0, 3))
+    top, _, _ = read_eigs_csv(out)
+    side = meta(out)
+    r = lnkit.eigs(m, data)
+    assert len(r.top) == len(top) == side["k"]
+    assert (r.tol, r.steps, r.stop) == (side["tol"], side["steps"], side["stop"])
+    assert rel_err(r.top, top) <= TOL
+
+
+@pytest.mark.parametrize("op", ["ggn", "functional"])
+def test_operator_equals_cli(md, pre, op):
+    m, data = md
+    out = pre.path("par_eigs_%s.csv" % op)
+    which = "top" if op == "ggn" else "both"
+    cli(pre, "eigs", "--operator", op, "-k", 2, "--which", which, "--tol", "1e-8", "-o", out,
+        "--quiet")
+    top, bottom, res = read_eigs_csv(out)
+    r = lnkit.eigs(m, data, k=2, which=which, tol=1e-8, operator=op)
+    assert meta(out)["operator"] == op == r.operator
+    assert rel_err(r.top, top) <= TOL and rel_err(r.residuals, res) <= 1e-6
+    if bottom:
+        assert rel_err(r.bottom, bottom) <= TOL
+    t = json.loads(cli(pre, "trace", "--operator", op, "--probes", 12, "--json", "--quiet"))
+    pt = lnkit.trace(m, data, probes=12, operator=op)
+    assert pt.trace == pytest.approx(t["trace"], rel=TOL, abs=1e-14)
+    out = pre.path("par_density_%s.csv" % op)
+    cli(pre, "density", "--operator", op, "--runs", 2, "--steps", 10, "--sigma", "0.05",
+        "-o", out, "--quiet")
+    dens = lnkit.density(m, data, runs=2, steps=10, sigma=0.05, operator=op)
+    assert rel_err(dens.density, [float(r["density"]) for r in csv.DictReader(open(out))]) <= 1e-10
+    H = m.hessian(data, operator=op)
+    assert lnkit.trace(H, probes=12).trace == pt.trace
+    with pytest.raises(lnkit.Error, match="operator"):
+        lnkit.trace(H, operator="hessian")
+
+
+@pytest.mark.parametrize("method", [None, "hutchinson", "hutchpp"])
+def test_trace_equals_cli(md, pre, method):
+    m, data = md
+    args = ["--method", method] if method else []
+    out = pre.path("par_trace.csv")
+    t = json.loads(cli(pre, "trace", *args, "--json", "-o", out, "--quiet"))
+    kw = {"method": method} if method else {}
+    r = lnkit.trace(m, data, **kw)
+    assert (r.method, r.probes) == (t["method"], t["probes"]) == (
+        meta(out)["method"], meta(out)["probes"])
+    assert r.trace == pytest.approx(t["trace"], rel=TOL)
+    assert r.std_error == pytest.approx(t["stderr"], rel=1e-10)
+    r2 = lnkit.trace(m, data, seed=3, block="*.attn.*", probes=20, **kw)
+    t2 = json.loads(cli(pre, "trace", *args, "--rng-seed", 3, "--block", "*.attn.*",
+                        "--probes", 20, "--json", "--quiet"))
+    assert r2.trace == pytest.approx(t2["trace"], rel=TOL)
+
+
+def test_density_defaults_equal_cli(md, pre):
+    m, data = md
+    out, nodes = pre.path("par_density.csv"), pre.path("par_nodes.csv")
+    cli(pre, "density", "--sigma-fraction", lnkit.defaults()["density"]["sigma_fraction"],
+        "-o", out, "--nodes", nodes, "--quiet")
+    rows = list(csv.DictReader(open(out)))
+    d = lnkit.density(m, data)
+    assert len(d.nodes) == meta(out)["runs"] and max(map(len, d.nodes)) <= meta(out)["steps"]
+    assert len(rows) == len(d.t)
+    assert rel_err(d.t, [float(r["t"]) for r in rows]) <= TOL
+    assert rel_err(d.density, [float(r["density"]) for r in rows]) <= 1e-10
+
+
+def test_blocks_equal_cli(md, pre):
+    """Default settings, the tensors of one pattern and two groups: every
+    column of -o, --pairs and --density."""
+    m, data = md
+    o, p, dn = (pre.path("par_blocks_%s.csv" % x) for x in ("o", "pairs", "density"))
+    cli(pre, "blocks", "--block", "dec.1.attn.w*", "--group", "*.ffn.*", "--group", "dec.0.*",
+        "-o", o, "--pairs", p, "--density", dn, "--quiet", ok=(0, 3))
+    b = lnkit.blocks(m, data, block="dec.1.attn.w*", groups=["*.ffn.*", "dec.0.*"])
+    rows = list(csv.DictReader(open(o)))
+    assert [r["block"] for r in rows] == b.names and len(rows) == 6
+    side = meta(o)
+    assert (side["probes"], side["eig_steps"], side["tol"], side["runs"], side["steps"]) == (
+        b.probes, lnkit.defaults()["blocks"]["eig_steps"], lnkit.defaults()["blocks"]["tol"],
+        lnkit.defaults()["blocks"]["runs"], lnkit.defaults()["blocks"]["steps"])
+    assert side["sigma"] == pytest.approx(b.sigma, rel=TOL)
+    for mine, theirs in zip(b.rows(), rows):
+        assert list(theirs) == list(lnkit.BlockStats.COLUMNS)
+        for c in lnkit.BlockStats.COLUMNS:
+            a, t = mine[c], theirs[c]
+            if isinstance(a, float):
+                assert a == pytest.approx(float(t), rel=1e-10, abs=1e-13), (mine["block"], c)
+            else:
+                assert str(int(a) if isinstance(a, bool) else a) == t, (mine["block"], c)
+    pairs = list(csv.DictReader(open(p)))
+    assert len(pairs) == 15
+    for r in pairs:
+        i, j = b.names.index(r["block_a"]), b.names.index(r["block_b"])
+        assert b.js[i, j] == pytest.approx(float(r["js_distance"]), rel=1e-9, abs=1e-13)
+    dens = list(csv.DictReader(open(dn)))
+    assert len(dens) == 6 * len(b.t)
+    assert rel_err(b.density.ravel(), [float(r["density"]) for r in dens]) <= 1e-10
+    assert rel_err(b.t, [float(r["t"]) for r in dens[:len(b.t)]]) <= TOL
+
+
+def test_blocks_options(md):
+    m, data = md
+    H = m.hessian(data, operator="ggn", block="out.w")
+    with pytest.warns(lnkit.ConvergenceWarning, match="bottom_converged"):  # G's zero cluster
+        b = lnkit.blocks(H, probes=4, runs=1, steps=6, eig_steps=30, sigma=0.1, groups=["*.b1"])
+    assert b.names == ["out.w", "*.b1"] and b.types == ["tensor", "group"]
+    assert b.operator == "ggn" and (b.bottom >= -1e-8 * np.abs(b.top)).all()
+    assert b.sigma == 0.1 and b.js.shape == (2, 2) and b.js[0, 1] == b.js[1, 0] > 0
+    assert np.all(np.abs(np.trapz(b.density, b.t, axis=1) - 1) < 1e-6)
+    assert H.n_products == 0               # H itself was not used (a new workspace was)
+    with pytest.raises(lnkit.Error, match="more than once"):
+        lnkit.blocks(m, data, groups=["*.b1", "*.b1"])
+    with pytest.raises(lnkit.Error, match="no block"):
+        lnkit.blocks(m, data, tensors=False)
+    with pytest.raises(lnkit.Error, match="enc"):
+        lnkit.blocks(m, data, groups=["enc.*"])
+    with pytest.raises(lnkit.Error, match="cancel"):
+        lnkit.blocks(m, data, block="out.w", probes=2, runs=1, steps=3, eig_steps=5,
+                     progress=lambda p: True)
+
+
+def test_seed_range_is_the_programs(md, pre):
+    """seed= takes what --rng-seed takes, so any Python run can be repeated
+    with the lnkit program."""
+    import subprocess
+    from conftest import lnkit_bin
+    m, data = md
+    for seed in (0, lnkit._curvature.SEED_MAX, lnkit._curvature.SEED_MAX + 1, -1):
+        r = subprocess.run([lnkit_bin(), "trace", "--config", pre.config, "--weights",
+                            pre.weights, "--batch", pre.batch, "--probes", "2", "--rng-seed",
+                            str(seed), "--quiet"], capture_output=True, text=True)
+        try:
+            lnkit.trace(m, data, probes=2, seed=seed)
+            py_ok = True
+        except lnkit.Error as e:
+            py_ok = False
+            assert "seed" in str(e)
+        assert py_ok == (r.returncode == 0), (seed, r.stderr)
