@@ -298,7 +298,8 @@ check-asan: deps-test
 
 # Fuzzing (not part of make test): a libFuzzer target for every reader
 # (tests/fuzz/fuzz_*.c: safetensors and the model-aware loaders, config JSON,
-# text, vocabulary, parallel corpus, CSV), built with clang under ASan + UBSan
+# text, vocabulary, parallel corpus, CSV) and for the sidecar writer (path
+# bytes in, the JSON parsed back), built with clang under ASan + UBSan
 # into build-fuzz/, each run FUZZ_SECONDS from the seed corpus
 # tests/fuzz/seeds/TARGET/ (valid and malformed files; the corpus it grows
 # stays in build-fuzz/).  Prints executions and findings per target; fails if
