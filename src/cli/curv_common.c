@@ -141,6 +141,11 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     cli_check(lnk_hessian_set_kind(s->h, o->op_kind));
     s->op = lnk_hessian_operator(s->h);
     s->block_n = lnk_hessian_block(s->h)->n;
+    /* the sidecar's record built once before the work: what could make it
+     * fail (the configuration's JSON, memory) shows now, not after hours */
+    char *text = NULL;
+    cli_check(lnk_meta_text(cli_prov(), &s->c, NULL, s->start, 0, &text));
+    free(text);
     cli_setup_done();
     if (!o->quiet && cli_root()) {
         fprintf(stderr, "lnkit: %zu parameters, block of %zu (%d tensors), %d chunk(s), %zu "
