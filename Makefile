@@ -55,10 +55,12 @@ BENCH_SRC:= $(wildcard bench/*.c)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 STUDY_SRC:= $(wildcard studies/*.c)
 STUDY_BIN:= $(STUDY_SRC:studies/%.c=$(BUILD)/studies/%)
-# The study kit (studies/kit/): compiled once, linked into the studies and benchmarks.
+# The study kit (studies/kit/): compiled once, linked into the studies, the
+# benchmarks and the tests of the studies (KIT_TESTS) only: not a library part.
 KIT_SRC  := $(wildcard studies/kit/*.c)
 KIT_OBJ  := $(KIT_SRC:%.c=$(BUILD)/%.o)
 KIT      := $(BUILD)/studies/libkit.a
+KIT_TESTS:= $(BUILD)/tests/test_stats $(BUILD)/tests/test_anatomy $(BUILD)/tests/test_csvread
 LIB      := $(BUILD)/liblnkit.a
 BIN      := $(BUILD)/bin/lnkit
 # The shared library: liblnkit.so.MAJOR.MINOR.PATCH, soname liblnkit.so.MAJOR.MINOR
@@ -82,14 +84,15 @@ T_LIB    := $(BUILD)/testing/liblnkit.a
 T_FRONT  := $(BUILD)/testing/libfront.a
 T_KIT    := $(BUILD)/testing/studies/libkit.a
 T_BIN    := $(BUILD)/testing/bin/lnkit
-T_STUDY_BIN := $(STUDY_SRC:studies/%.c=$(BUILD)/testing/studies/%)
+# (the studies whose failing ranks the MPI tests simulate: not the placement study)
+T_STUDY_BIN := $(filter-out %/placements,$(STUDY_SRC:studies/%.c=$(BUILD)/testing/studies/%))
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
         fuzz fuzz-build test-python bench-python \
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
-        FORCE check-results quotes \
+        FORCE check-results quotes report test-summary test-placements \
         results study-grad study-geometry study-hessian study-multi30k study-demo \
-        study-grad-factorial study-anatomy study-anatomy-quick testing
+        study-grad-factorial study-anatomy study-anatomy-quick study-placements testing
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
 deps:
@@ -100,7 +103,12 @@ deps:
 # OpenMPI for the MPI build's tests (make test runs them; the default build
 # does not need it).
 # NumPy, SciPy and pytest for the Python package's tests (make test-python).
-TEST_PKGS := python3-torch python3-numpy libopenmpi-dev openmpi-bin python3-scipy python3-pytest
+# The report's TeX and poppler (make report, which the test of the summaries
+# builds: REPORT_PKGS).
+REPORT_PKGS := texlive-latex-base texlive-latex-recommended texlive-fonts-recommended lmodern \
+               poppler-utils
+TEST_PKGS := python3-torch python3-numpy libopenmpi-dev openmpi-bin python3-scipy python3-pytest \
+             $(REPORT_PKGS)
 deps-test:
 	bash tools/deps.sh $(TEST_PKGS)
 
@@ -193,10 +201,12 @@ $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_KIT) $(T_FRONT) $(T_LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_FRONT) $(T_LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(T_KIT) $(T_FRONT) \
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(TEST_KIT) $(T_FRONT) \
 	    $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
+$(KIT_TESTS): TEST_KIT = $(T_KIT)
+$(KIT_TESTS): $(T_KIT)
 
 $(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)
@@ -205,6 +215,14 @@ $(KIT): $(KIT_OBJ)
 $(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
+
+# The placement study's driver: studies/placements.c and its parts in
+# studies/placements/ (one program).
+PLACE_SRC := $(wildcard studies/placements/*.c)
+$(BUILD)/studies/placements: studies/placements.c $(PLACE_SRC) studies/placements/place.h \
+                             $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(PLACE_SRC) $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
@@ -219,13 +237,39 @@ test: deps-test
 	$(MAKE) test-install
 	$(MAKE) test-readme
 	$(MAKE) test-bitwise
+	$(MAKE) test-summary
+	$(MAKE) test-placements
 	$(MAKE) check-results
+
+# The placement study's driver on tiny models against the dense H, G, F
+# and `lnkit eval` (tests/test_placements.py; about a minute).
+test-placements: all
+	BUILD=$(BUILD) LNKIT_LIB=$(abspath $(SOLIB)) PYTHONPATH=python \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider tests/test_placements.py
+
+# The summaries (studies/summary: the statistics module on hand-worked cases,
+# every study's summary on rows of known answers, the report built and
+# checked): pytest with Debian's python3.
+test-summary: all
+	bash tools/deps.sh $(REPORT_PKGS)
+	BUILD=$(BUILD) LNKIT=$(abspath $(BIN)) $(PYTHON) -m pytest -q -p no:cacheprovider tests/summary
+
+# One document of every study under results/ (setting, claims with their
+# intervals, tables, figures, provenance): out/report/report.pdf, LaTeX with
+# the tables' .tex and the figures' PDFs as they are in results/ (Debian's TeX,
+# installed when missing).
+REPORT_OUT ?= out/report
+report:
+	bash tools/deps.sh $(REPORT_PKGS)
+	$(PYTHON) -m studies.summary report $(REPORT_OUT)
 
 # The Python package (python/lnkit) and its tests (python/tests, pytest) with
 # Debian's python3 (its python3-numpy, -scipy, -pytest; a python3 of another
 # installation may come first on the PATH), against this build's liblnkit.so
 # and lnkit program.
 PYTHON  ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+# The studies' scripts summarise with it (studies/summary).
+export PYTHON
 test-python: all
 	cd python && LNKIT_LIB=$(abspath $(SOLIB)) LNK_BIN=$(abspath $(BIN)) \
 	    $(PYTHON) -m pytest -q -p no:cacheprovider tests
@@ -256,7 +300,6 @@ check-results: all
 	python3 tools/quotes.py --check $(QUOTED)
 	PYTHON=$(PYTHON) bash tools/check_summaries.sh $(BUILD)
 	PYTHON=$(PYTHON) BUILD=$(BUILD) bash tests/test_quotes.sh
-	PYTHON=$(PYTHON) bash tests/test_summarise_spectra.sh $(BUILD)
 quotes:
 	python3 tools/quotes.py --write $(QUOTED)
 
@@ -338,8 +381,11 @@ DEMO_OUT ?= out/demo
 demo: deps
 	$(MAKE) all
 	$(BUILD)/studies/demo_postpre --out $(DEMO_OUT)
+	LNKIT=$(BIN) $(PYTHON) -m studies.summary demo $(DEMO_OUT)
+	@cat $(DEMO_OUT)/loss.md $(DEMO_OUT)/w2_blocks.md
 
-# Studies: each regenerates its part of results/ (CSV + .meta.json, tables, plots).
+# Studies: each regenerates its part of results/ (CSV + .meta.json, then its
+# summary: tables, figures, claims; python3 -m studies.summary STUDY DIR).
 study-grad: deps
 	$(MAKE) all
 	bash studies/scripts/study_grad.sh $(BUILD)
@@ -365,6 +411,17 @@ study-multi30k: deps
 study-demo: deps
 	$(MAKE) all
 	$(BUILD)/studies/demo_postpre --out results/demo
+	LNKIT=$(BIN) $(PYTHON) -m studies.summary demo results/demo
+
+# The placement study (issue 34): every stage of
+# studies/scripts/study_placements.sh (hours: results/README.md's placements
+# section gives the budget; resumable: run it again to continue), then its
+# summary.  PLACEMENTS_ARGS: e.g. --bin FROZEN/build/studies/placements, or
+# stages (core m30k coupling scale variations; default all).
+PLACEMENTS_ARGS ?= all
+study-placements: deps
+	$(MAKE) all
+	bash studies/scripts/study_placements.sh $(PLACEMENTS_ARGS)
 
 # Curvature anatomy (issue 17): H, G, F extremes, eigenvector masses, block
 # norms and JS distances against depth and width -> results/anatomy/ (the

@@ -4,7 +4,7 @@
 usage: bench_meta.py CSV --command CMD --start ISO --seconds S [--threads N]
                      [--ranks N] [--lnkit BIN] [--param KEY=VALUE ...]
 
-The sidecar is written by lnkit's one writer (`BIN meta`, studies/kit/
+The sidecar is written by lnkit's one writer (`BIN meta`, studies/summary/
 sidecar.py; BIN: --lnkit, else $LNKIT, else build/bin/lnkit), so it has the keys
 of every lnkit sidecar (docs/MODEL.md §9): the command line (CMD split as the
 shell would), the git commit BIN was built from, compiler and library versions,
@@ -20,7 +20,7 @@ import shlex
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "studies",
-                                "kit"))
+                                "summary"))
 import sidecar  # noqa: E402
 
 

@@ -22,9 +22,9 @@
  *   mass.csv       key,operator,which,tensor,mass
  *   blocknorms.csv key,block,side,layer,kind,n,operator,frob,frob_se
  *   js.csv         key,block_a,block_b,js_distance,sigma,js_scaled,sigma_scaled
- * where key = task,norm_pos,norm,qk_norm,L,d,seed,n_params.  The summaries
- * (tables, plots, values) are made from these files by
- * studies/anatomy_summary.py; studies/scripts/study_anatomy.sh runs both.
+ * where key = task,norm_pos,norm,qk_norm,L,d,seed,n_params.  The summary
+ * (tables, figures, claims) is made from these files by python3 -m
+ * studies.summary anatomy DIR; studies/scripts/study_anatomy.sh runs both.
  * Every Lanczos and probe stream uses seed --rng-seed (0), as `lnkit eigs`,
  * so an extreme here is the one `lnkit eigs -k 1 --which both --tol T
  * --max-steps M --operator OP` gives on the same weights and batch.
@@ -52,7 +52,7 @@
 #include "lnkit/hessian.h"
 #include "lnkit/lnkit.h"
 #include "kit/kit.h"
-#include "kit/quoted.h"
+
 
 #define MAXLIST 16
 
@@ -288,11 +288,11 @@ static void point_key(const point_t *p, char *k, size_t n)
              lnk_norm_type_name((lnk_norm_type)p->qk), p->L, p->d, p->seed);
 }
 
-static void row_key(const lnk_csvdata *t, size_t r, char *k, size_t n)
+static void row_key(const study_csvdata *t, size_t r, char *k, size_t n)
 {
     k[0] = '\0';
     for (int j = 0; j < NKEY - 1; j++)
-        snprintf(k + strlen(k), n - strlen(k), "%s%s", j ? "," : "", lnk_csvdata_str(t, r, j));
+        snprintf(k + strlen(k), n - strlen(k), "%s%s", j ? "," : "", study_csvdata_str(t, r, j));
 }
 
 typedef struct {
@@ -317,8 +317,8 @@ static void done_points(const char *dir, keyset *s)
     s->n = 0;
     if (access(p, F_OK) != 0)
         return;
-    lnk_csvdata t;
-    CK(lnk_csvdata_read(p, &t));
+    study_csvdata t;
+    CK(study_csvdata_read(p, &t));
     s->k = study_alloc(sizeof *s->k * (t.nrow + 1));
     for (size_t r = 0; r < t.nrow; r++) {
         char k[96];
@@ -326,7 +326,7 @@ static void done_points(const char *dir, keyset *s)
         if (!keyset_has(s, k))
             snprintf(s->k[s->n++], sizeof *s->k, "%s", k);
     }
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
 }
 
 /* Rank 0: drop from DIR/NAME the rows of points not done (a run killed
@@ -337,8 +337,8 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
     snprintf(p, sizeof p, "%s/%s", dir, name);
     if (!study_root() || access(p, F_OK) != 0)
         return;
-    lnk_csvdata t;
-    CK(lnk_csvdata_read(p, &t));
+    study_csvdata t;
+    CK(study_csvdata_read(p, &t));
     size_t drop = 0;
     char k[96];
     for (size_t r = 0; r < t.nrow; r++) {
@@ -356,7 +356,7 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
             if (!keyset_has(done, k))
                 continue;
             for (int j = 0; j < t.ncol; j++)
-                CK(lnk_csv_str(&c, lnk_csvdata_str(&t, r, j)));
+                CK(lnk_csv_str(&c, study_csvdata_str(&t, r, j)));
             CK(lnk_csv_end_row(&c));
         }
         lnk_csv_free(&c);
@@ -365,7 +365,7 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
         fprintf(stderr, "anatomy: %s: dropped %zu rows of points not in js.csv (a run cut off "
                 "between its files); they are computed again\n", p, drop);
     }
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
 }
 
 /* The sidecars' own keys: the settings of this run and its counts. */
@@ -445,28 +445,10 @@ static void key_row(lnk_csv *c, const point_t *p, size_t n_params)
 
 static const lnk_op_kind OPS[3] = {LNK_OP_HESSIAN, LNK_OP_GGN, LNK_OP_FUNCTIONAL};
 
-static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, files_t *F)
+/* The extremes of H, G and F and their eigenvectors' mass per tensor. */
+static void point_extremes(const opts_t *o, const point_t *p, lnk_hessian *h, size_t np, files_t *F,
+                           const lnk_layout *lay)
 {
-    lnk_config c;
-    make_config(&c, o, D, p);
-    lnk_model *m = lnk_model_alloc(&c);
-    if (!m)
-        die();
-    size_t np = lnk_model_n_params(m);
-    const lnk_layout *lay = lnk_model_layout(m);
-    double *th = study_alloc(sizeof(double) * np);
-    CK(lnk_model_init_params(m, th));
-    lnk_batch b = {0};
-    lnk_dataset ds;
-    if (p->task == LNK_TASK_LM) {
-        CK(lnk_batch_synthetic(m, o->B, o->T, 1234, &b));
-        ds = (lnk_dataset){&b, 1, 1, 0, lnk_batch_n_scored(m, &b), NULL};
-    } else
-        ds = (lnk_dataset){D->chunks, D->n_chunks, D->n_chunks, 0, D->n_scored, NULL};
-    lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
-    if (!h)
-        die();
-
     /* extremes of H, G, F and their eigenvectors' mass per tensor */
     for (int k = 0; k < 3; k++) {
         CK(lnk_hessian_set_kind(h, OPS[k]));
@@ -510,10 +492,15 @@ static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, file
         lnk_eigs_result_free(&r);
     }
 
-    /* ||A_bb||_F of every layer's weight matrices, A = H, G, F */
+}
+
+/* ||A_bb||_F of every layer's weight matrices, A = H, G, F. */
+static void point_blocknorms(const opts_t *o, const point_t *p, lnk_hessian *h, size_t np, files_t *F)
+{
     int s2s = p->task == LNK_TASK_SEQ2SEQ;
     const wkind *K = s2s ? S2S_KINDS : LM_KINDS;
     int nk = s2s ? (int)(sizeof S2S_KINDS / sizeof *K) : (int)(sizeof LM_KINDS / sizeof *K);
+    /* ||A_bb||_F of every layer's weight matrices, A = H, G, F */
     for (int k = 0; k < nk; k++)
         for (int l = 0; l < p->L; l++) {
             char pat[64];
@@ -538,7 +525,15 @@ static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, file
             }
         }
 
-    /* SLQ of the Hessian's kind blocks (all layers of a side together), JS */
+}
+
+/* SLQ of the Hessian's kind blocks (all layers of a side together), and the
+ * Jensen-Shannon distances between their densities. */
+static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t np, files_t *F)
+{
+    int s2s = p->task == LNK_TASK_SEQ2SEQ;
+    const wkind *K = s2s ? S2S_KINDS : LM_KINDS;
+    int nk = s2s ? (int)(sizeof S2S_KINDS / sizeof *K) : (int)(sizeof LM_KINDS / sizeof *K);
     int nj = nk + (s2s ? 3 : 2);
     char (*jn)[64] = study_alloc(sizeof *jn * (size_t)nj);
     lnk_slq_result *sr = study_alloc(sizeof *sr * (size_t)nj);
@@ -618,6 +613,33 @@ static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, file
     free(rp);
     free(jn);
     free(js);
+}
+
+static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, files_t *F)
+{
+    lnk_config c;
+    make_config(&c, o, D, p);
+    lnk_model *m = lnk_model_alloc(&c);
+    if (!m)
+        die();
+    size_t np = lnk_model_n_params(m);
+    const lnk_layout *lay = lnk_model_layout(m);
+    double *th = study_alloc(sizeof(double) * np);
+    CK(lnk_model_init_params(m, th));
+    lnk_batch b = {0};
+    lnk_dataset ds;
+    if (p->task == LNK_TASK_LM) {
+        CK(lnk_batch_synthetic(m, o->B, o->T, 1234, &b));
+        ds = (lnk_dataset){&b, 1, 1, 0, lnk_batch_n_scored(m, &b), NULL};
+    } else
+        ds = (lnk_dataset){D->chunks, D->n_chunks, D->n_chunks, 0, D->n_scored, NULL};
+    lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
+    if (!h)
+        die();
+
+    point_extremes(o, p, h, np, F, lay);
+    point_blocknorms(o, p, h, np, F);
+    point_js(o, p, h, np, F);
     lnk_hessian_free(h);
     if (p->task == LNK_TASK_LM)
         lnk_batch_free(&b);

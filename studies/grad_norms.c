@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/lnkit.h"
-#include "kit/analysis.h"
+#include "kit/csvread.h"
 #include "lnkit/stats.h"
 #include "kit/kit.h"
 
@@ -404,10 +404,13 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 
 /* Parameter and gradient buffers kept from point to point: fresh 100 MB
  * arrays for every seed would cost their page faults again each time. */
-static double *buf_th, *buf_g;
-static size_t buf_n;
+typedef struct {
+    double *th, *g;
+    size_t n;
+} pbuf;
 
-static void run_point(const pconf *p, int seed, int profile, int hidden, presult *r)
+static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *buf,
+                      presult *r)
 {
     double t0 = lnk_now();
     lnk_config c;
@@ -417,14 +420,14 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, presult
         die();
     const lnk_layout *lay = lnk_model_layout(m);
     size_t np = lnk_model_n_params(m);
-    if (np > buf_n) {
-        free(buf_th);
-        free(buf_g);
-        buf_th = study_alloc(sizeof(double) * np);
-        buf_g = study_alloc(sizeof(double) * np);
-        buf_n = np;
+    if (np > buf->n) {
+        free(buf->th);
+        free(buf->g);
+        buf->th = study_alloc(sizeof(double) * np);
+        buf->g = study_alloc(sizeof(double) * np);
+        buf->n = np;
     }
-    double *th = buf_th, *g = buf_g;
+    double *th = buf->th, *g = buf->g;
     CK(lnk_model_init_params(m, th));
     memset(r, 0, sizeof *r);
     make_items(m, profile, &r->it, &r->nit);
@@ -660,6 +663,7 @@ typedef struct {
     char **confs;          /* keys of the configurations met so far */
     int nconf;
     long npend;
+    pbuf buf;              /* run_point's parameter and gradient buffers */
 } sweep;
 
 /* The sidecars' own keys (lnk_meta_free them). */
@@ -763,7 +767,7 @@ static void run_conf(sweep *s, const pconf *p, int idx, int total)
         }
         if (study_mine(j)) {
             presult r;
-            run_point(p, seed, o->sweep == SW_PROFILE, !o->no_hidden, &r);
+            run_point(p, seed, o->sweep == SW_PROFILE, !o->no_hidden, &s->buf, &r);
             add_rows(&s->main, o->no_hidden ? NULL : &s->hid, j, p, seed,
                      o->sweep == SW_PROFILE, &r);
             /* last W2 (depth, width) or the top block's W2 (profile) for the progress line */
@@ -865,6 +869,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < s.nconf; i++)
         free(s.confs[i]);
     free(s.confs);
+    free(s.buf.th);
+    free(s.buf.g);
     if (s.have_base)
         lnk_config_clear(&s.base);
     return 0;

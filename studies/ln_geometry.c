@@ -18,10 +18,9 @@
  *            per-head RMSNorm (qk_norm): entropy and stripe statistics of every layer and
  *            head, and the layer-2 maps of one sequence:  attn_stats.csv, attn_map_*.csv
  *   counts   how many normalisation statistics a LayerNorm computes:  norm_counts.csv
- * Every CSV gets a .meta.json.  This program writes the raw rows only; the tables,
- * values.csv, claims.csv and gnuplot scripts are made from the files by
- * ln_geometry_summary (studies/ln_geometry_summary.c), and
- * studies/scripts/study_geometry.sh runs both and renders the plots. */
+ * Every CSV gets a .meta.json.  This program writes the raw rows only; its summary
+ * (tables, figures, claims) is made from the files by python3 -m studies.summary
+ * geometry DIR, and studies/scripts/study_geometry.sh runs both. */
 #include <cblas.h>
 #include <getopt.h>
 #include <math.h>
@@ -620,9 +619,16 @@ static void part_model(study *S)
     lnk_meta_int(extra, "model_seed", 0);
     lnk_meta_real(extra, "tol", LNK_GEOM_SEL_TOL);
     lnk_meta_int(extra, "synthetic_batch_seed", (long long)(S->seed + 1000));
-    csv_close(&o, NULL, extra, NULL, 0);
-    csv_close(&oa, NULL, extra, NULL, 0);
-    csv_close(&oc, NULL, extra, NULL, 0);
+    lnk_meta_str(extra, "varied", "data in {synthetic, text}, (d, h) in {(8, 4), (64, 4), "
+                                  "(512, 8)}, norm_pos in {pre, post}, qk_norm in {none, "
+                                  "layernorm, rmsnorm}");
+    lnk_meta_str(extra, "config_note", "config is the first variant; every row holds its own "
+                                       "(data, norm_pos, d, h, L, qk_norm)");
+    lnk_config base = make_cfg("lm", cfgs[0][0], cfgs[0][1], L, dsv[0].V, poss[0], qks[0]);
+    csv_close(&o, &base, extra, NULL, 0);
+    csv_close(&oa, &base, extra, NULL, 0);
+    csv_close(&oc, &base, extra, NULL, 0);
+    lnk_config_clear(&base);
     lnk_meta_free(extra);
     for (int di = 0; di < nds; di++)
         lnk_batch_free(&dsv[di].lm);
@@ -931,7 +937,8 @@ int main(int argc, char **argv)
             fn[k](&S);
             printf("  part %s: %.1f s\n", known[k], lnk_now() - t);
         }
-    printf("wrote the CSVs under %s in %.1f s (tables and plot scripts: ln_geometry_summary %s)\n",
+    printf("wrote the CSVs under %s in %.1f s (the summary: python3 -m studies.summary geometry "
+           "%s)\n",
            S.out, lnk_now() - t0, S.out);
     return 0;
 }

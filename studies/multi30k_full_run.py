@@ -2,19 +2,26 @@
 """One finished run of studies/multi30k_full.sh -> a row of its runs.csv.
 
 usage: multi30k_full_run.py RUNS.csv TAG d h d_ff pos seed what RESULT.csv
+       multi30k_full_run.py --sidecar RUNS.csv     (the sidecar alone)
 
 Reads RESULT.csv's sidecar (lnkit's .meta.json): products of the whole run
 (products_total, over every resume), products and wall time of the last
 process, and the machine; appends one row (written whole, then renamed).
 seconds_per_product is the last process's wall time over its products; the
 run's hours are products_total times that (an estimate where the run was
-resumed: earlier processes' times are not kept).
+resumed: earlier processes' times are not kept).  RUNS.csv's sidecar (lnkit
+meta) names every run's sidecar as an input and the command that remakes the
+runs and their inputs.
 """
 import csv
+import glob
 import json
 import os
 import platform
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "summary"))
+import sidecar  # noqa: E402
 
 HEADER = ["run", "d", "h", "d_ff", "pos", "seed", "what", "products_total", "resumed_from",
           "last_process_products", "last_process_seconds", "seconds_per_product",
@@ -32,7 +39,22 @@ def cpu_model():
     return platform.machine()
 
 
+def write_sidecar(runs):
+    ins = sorted(glob.glob(os.path.join(os.path.dirname(runs) or ".", "d*_eigs.meta.json")))
+    sidecar.Run().write(runs, inputs=ins, extra={
+        "what": "one row per finished run of studies/multi30k_full.sh, appended by "
+                "studies/multi30k_full_run.py from the run's sidecar (products, last "
+                "process's seconds) and this machine's CPU",
+        "remake": "bash studies/multi30k_full.sh --widths 32,64,128,256 --seeds 0,1,2 (and "
+                  "--widths 512 --k 1); its inputs (out/multi30k_full/: lnkit batch of "
+                  "data/multi30k/val.{de,en}, lnkit init per run) are remade by the same "
+                  "command, which skips finished runs"})
+
+
 def main(a):
+    if len(a) == 2 and a[0] == "--sidecar":
+        write_sidecar(a[1])
+        return 0
     if len(a) != 9:
         print(__doc__, file=sys.stderr)
         return 2
@@ -57,6 +79,7 @@ def main(a):
         w.writerow(HEADER)
         w.writerows(rows)
     os.replace(tmp, runs)
+    write_sidecar(runs)
     return 0
 
 

@@ -1,4 +1,5 @@
-/* The curvature-anatomy study (studies/anatomy, studies/anatomy_summary.py)
+/* The curvature-anatomy study (studies/anatomy, and its summary, python3 -m
+ * studies.summary anatomy)
  * at a tiny size (lm L = 1, 2, 3 at d = 8 with the RMSNorm and qk_norm
  * variants, seq2seq L = 1 on 3 Multi30k pairs, 2 seeds):
  *   - every unit eigenvector's masses per tensor lie in [0, 1] and sum to 1
@@ -11,9 +12,9 @@
  *     weights and batch (1e-9 relative), and a block norm equals `lnkit
  *     blocks` (same probes: 1e-9); `lnkit eigs --mass` gives the study's masses
  *     per tensor (1e-9), summing to 1 within 1e-12, with a sidecar;
- *   - the summary's depth slope equals the study kit's lnk_fit_power on the
- *     seed means and standard errors recomputed here from extremes.csv
- *     (1e-9), and it writes its tables, values and plot scripts;
+ *   - the summary's depth exponent equals the least-squares slope through the
+ *     per-seed values worked out here from extremes.csv (1e-9), inside its
+ *     interval, and it writes its tables, figures, values and claims;
  *   - --resume: a run in two parts (L = 1, 2, then 1, 2, 3) writes the four
  *     CSVs of one run byte for byte, skipping the points done; a run cut off
  *     between its files (a point in extremes.csv, mass.csv, blocknorms.csv
@@ -28,7 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "testutil.h"
-#include "kit/analysis.h"
+#include "kit/csvread.h"
 
 static char root[4096], bin[4096];
 
@@ -80,36 +81,36 @@ static void need_bin(void)
     }
 }
 
-static void read_csv(lnk_csvdata *t, const char *part, const char *name)
+static void read_csv(study_csvdata *t, const char *part, const char *name)
 {
     char p[1200];
     snprintf(p, sizeof p, "%s/%s/%s", OUT(), part, name);
-    if (lnk_csvdata_read(p, t) != LNK_OK)
+    if (study_csvdata_read(p, t) != LNK_OK)
         fail_msg("%s: %s", p, lnk_errmsg());
 }
 
-static double num(const lnk_csvdata *t, size_t r, const char *col)
+static double num(const study_csvdata *t, size_t r, const char *col)
 {
-    int c = lnk_csvdata_col(t, col);
+    int c = study_csvdata_col(t, col);
     assert_true(c >= 0);
     double v;
-    assert_int_equal(lnk_csvdata_num(t, r, c, &v), LNK_OK);
+    assert_int_equal(study_csvdata_num(t, r, c, &v), LNK_OK);
     return v;
 }
 
-static const char *str(const lnk_csvdata *t, size_t r, const char *col)
+static const char *str(const study_csvdata *t, size_t r, const char *col)
 {
-    int c = lnk_csvdata_col(t, col);
+    int c = study_csvdata_col(t, col);
     assert_true(c >= 0);
-    return lnk_csvdata_str(t, r, c);
+    return study_csvdata_str(t, r, c);
 }
 
 /* The key columns and what follows up to `upto` as one string. */
-static void rowkey(const lnk_csvdata *t, size_t r, int upto, char *k, size_t n)
+static void rowkey(const study_csvdata *t, size_t r, int upto, char *k, size_t n)
 {
     k[0] = 0;
     for (int j = 0; j < upto; j++) {
-        strncat(k, lnk_csvdata_str(t, r, j), n - strlen(k) - 2);
+        strncat(k, study_csvdata_str(t, r, j), n - strlen(k) - 2);
         strcat(k, ",");
     }
 }
@@ -121,9 +122,9 @@ static void test_rows(void **state)
     const char *parts[2] = {"lm", "seq2seq"};
     for (int pi = 0; pi < 2; pi++) {
         /* masses: per (point, operator, which) in [0, 1], summing to 1 */
-        lnk_csvdata t;
+        study_csvdata t;
         read_csv(&t, parts[pi], "mass.csv");
-        int cm = lnk_csvdata_col(&t, "tensor");
+        int cm = study_csvdata_col(&t, "tensor");
         assert_true(cm > 0);
         char prev[512] = "", k[512];
         double sum = 0;
@@ -149,7 +150,7 @@ static void test_rows(void **state)
         /* 3 operators x top and bottom per point: lm 2 pos x (3 depths + 2
          * variants) x 2 seeds; seq2seq 2 pos x 1 seed */
         assert_int_equal(groups, 6 * (pi ? 2 : 2 * 5 * 2));
-        lnk_csvdata_free(&t);
+        study_csvdata_free(&t);
 
         /* extremes: G >= -1e-10 scale; converged = residual test */
         read_csv(&t, parts[pi], "extremes.csv");
@@ -160,7 +161,7 @@ static void test_rows(void **state)
                 assert_true(v >= -1e-10 * sc);
             assert_int_equal((int)num(&t, r, "converged"), res <= 1e-6 * sc);
         }
-        lnk_csvdata_free(&t);
+        study_csvdata_free(&t);
 
         /* JS: in [0, sqrt(ln 2)], every pair once per point */
         read_csv(&t, parts[pi], "js.csv");
@@ -174,7 +175,7 @@ static void test_rows(void **state)
                         num(&t, r, "sigma_scaled") <= 0.02 + 1e-15);
             assert_string_not_equal(str(&t, r, "block_a"), str(&t, r, "block_b"));
         }
-        lnk_csvdata_free(&t);
+        study_csvdata_free(&t);
 
         /* block norms: 6 (lm) / 16 (seq2seq) matrices a layer, 3 operators */
         read_csv(&t, parts[pi], "blocknorms.csv");
@@ -182,20 +183,20 @@ static void test_rows(void **state)
         assert_int_equal(t.nrow, want);
         for (size_t r = 0; r < t.nrow; r++)
             assert_true(num(&t, r, "frob") > 0 && num(&t, r, "frob_se") >= 0);
-        lnk_csvdata_free(&t);
+        study_csvdata_free(&t);
     }
 }
 
 /* The value of column col in the first row of a CSV file matching which and index 0. */
 static double eigs_value(const char *path, const char *which)
 {
-    lnk_csvdata t;
-    assert_int_equal(lnk_csvdata_read(path, &t), LNK_OK);
+    study_csvdata t;
+    assert_int_equal(study_csvdata_read(path, &t), LNK_OK);
     double v = NAN;
     for (size_t r = 0; r < t.nrow; r++)
         if (!strcmp(str(&t, r, "which"), which))
             v = num(&t, r, "eigenvalue");
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
     return v;
 }
 
@@ -219,7 +220,7 @@ static void test_against_cli(void **state)
     if (rc)
         fail_msg("lnkit (%d): %s", rc, out);
     free(out);
-    lnk_csvdata t;
+    study_csvdata t;
     read_csv(&t, "lm", "extremes.csv");
     int found = 0;
     for (size_t r = 0; r < t.nrow; r++) {
@@ -237,7 +238,7 @@ static void test_against_cli(void **state)
         found++;
     }
     assert_int_equal(found, 6);
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
     /* lnkit eigs --mass against the study's masses of the same point */
     read_csv(&t, "lm", "mass.csv");
     found = 0;
@@ -247,8 +248,8 @@ static void test_against_cli(void **state)
         snprintf(p, sizeof p, "m_%s.meta.json", ops[o]);
         assert_int_equal(access(tu_path(p), R_OK), 0);
         snprintf(p, sizeof p, "m_%s.csv", ops[o]);
-        lnk_csvdata m;
-        assert_int_equal(lnk_csvdata_read(tu_path(p), &m), LNK_OK);
+        study_csvdata m;
+        assert_int_equal(study_csvdata_read(tu_path(p), &m), LNK_OK);
         double sum[2] = {0, 0};
         for (size_t i = 0; i < m.nrow; i++) {
             int top = !strcmp(str(&m, i, "which"), "top");
@@ -269,11 +270,11 @@ static void test_against_cli(void **state)
                 }
         }
         assert_true(fabs(sum[0] - 1) <= 1e-12 && fabs(sum[1] - 1) <= 1e-12);
-        lnk_csvdata_free(&m);
+        study_csvdata_free(&m);
     }
     /* lm L = 2: 2 x 16 layer tensors, tgt_emb, the final norm (g, b), out.w */
     assert_int_equal(found, 3 * 2 * (2 * 16 + 4));
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
     /* on a block: its tensors only, in layout order, masses summing to 1 */
     rc = tu_run(&out, "cd '%s' && '%s' eigs --config w.json --weights w.safetensors --batch "
                 "b.safetensors -k 2 --which top --block 'dec.1.*,out.w' --mass mb.csv --quiet "
@@ -281,8 +282,8 @@ static void test_against_cli(void **state)
     if (rc)
         fail_msg("lnkit eigs --block --mass (%d): %s", rc, out);
     free(out);
-    lnk_csvdata m;
-    assert_int_equal(lnk_csvdata_read(tu_path("mb.csv"), &m), LNK_OK);
+    study_csvdata m;
+    assert_int_equal(study_csvdata_read(tu_path("mb.csv"), &m), LNK_OK);
     assert_int_equal((int)m.nrow, 2 * 17);
     double sum[2] = {0, 0};
     for (size_t i = 0; i < m.nrow; i++) {
@@ -291,11 +292,11 @@ static void test_against_cli(void **state)
         sum[(int)num(&m, i, "index")] += num(&m, i, "mass");
     }
     assert_true(fabs(sum[0] - 1) <= 1e-12 && fabs(sum[1] - 1) <= 1e-12);
-    lnk_csvdata_free(&m);
-    lnk_csvdata b;
-    assert_int_equal(lnk_csvdata_read(tu_path("bl.csv"), &b), LNK_OK);
+    study_csvdata_free(&m);
+    study_csvdata b;
+    assert_int_equal(study_csvdata_read(tu_path("bl.csv"), &b), LNK_OK);
     double cli = num(&b, 0, "frob");
-    lnk_csvdata_free(&b);
+    study_csvdata_free(&b);
     read_csv(&t, "lm", "blocknorms.csv");
     found = 0;
     for (size_t r = 0; r < t.nrow; r++)
@@ -309,7 +310,7 @@ static void test_against_cli(void **state)
             found++;
         }
     assert_int_equal(found, 1);
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
 }
 
 static void test_summary(void **state)
@@ -320,94 +321,56 @@ static void test_summary(void **state)
     const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
     /* the summary writes its sidecars through this build's lnkit (under
      * check-asan: build-asan's, where build/ may not exist) */
-    int rc = tu_run(&out, "LNKIT='%s' %s '%s/studies/anatomy_summary.py' '%s' lm seq2seq",
-                    tu_lnkit(), py, root, OUT());
+    int rc = tu_run(&out, "cd '%s' && LNKIT='%s' %s -m studies.summary anatomy '%s'", root,
+                    tu_lnkit(), py, OUT());
     if (rc)
         fail_msg("summary (%d): %s", rc, out);
     free(out);
-    const char *files[] = {"summary.md", "tables.tex", "values.csv", "values.meta.json",
-                           "fits.csv", "curves.csv", "jsmatrix.csv", "layers.csv",
-                           "masskind.csv", "extremes.gp", "blocknorms.gp", "js.gp"};
+    const char *files[] = {"summary.md", "report.json", "values.csv", "values.meta.json",
+                           "claims.csv", "claims.meta.json", "fits.csv", "fits.meta.json",
+                           "fits.md", "fits.tex", "extremes.md", "extremes.pdf",
+                           "blocknorms.pdf", "layers.md", "mass.tex"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char p[1200];
         snprintf(p, sizeof p, "%s/%s", OUT(), files[i]);
         if (access(p, R_OK))
             fail_msg("no %s", p);
     }
-    /* the depth slope of Post-LN's top Hessian eigenvalue: seed means and
-     * standard errors from extremes.csv, fitted by the kit */
-    lnk_csvdata t;
+    /* the depth exponent of Post-LN's top Hessian eigenvalue: least squares of
+     * ln(eigenvalue) on ln L over every converged seed, worked out here */
+    study_csvdata t;
     read_csv(&t, "lm", "extremes.csv");
-    double x[3] = {1, 2, 3}, y[3] = {0}, se[3], v[3][2];
-    int n[3] = {0};
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int n = 0;
     for (size_t r = 0; r < t.nrow; r++)
         if (!strcmp(str(&t, r, "norm_pos"), "post") && !strcmp(str(&t, r, "norm"), "layernorm") &&
             !strcmp(str(&t, r, "qk_norm"), "none") && !strcmp(str(&t, r, "operator"), "hessian") &&
-            !strcmp(str(&t, r, "which"), "top") && num(&t, r, "converged") == 1) {
-            int l = (int)num(&t, r, "L") - 1;
-            v[l][n[l]++] = num(&t, r, "eigenvalue");
+            !strcmp(str(&t, r, "which"), "top") && num(&t, r, "converged") == 1 &&
+            num(&t, r, "d") == 8) {
+            double x = log(num(&t, r, "L")), y = log(fabs(num(&t, r, "eigenvalue")));
+            sx += x, sy += y, sxx += x * x, sxy += x * y, n++;
         }
-    lnk_csvdata_free(&t);
-    for (int l = 0; l < 3; l++) {
-        assert_int_equal(n[l], 2);
-        double sd;
-        lnk_mean_sd(v[l], 1, 2, &y[l], &sd);
-        se[l] = sd / sqrt(2.0);
-    }
-    lnk_fit f;
-    assert_int_equal(lnk_fit_power(x, y, se, 3, &f), 0);
-    lnk_csvdata fits;
+    study_csvdata_free(&t);
+    assert_int_equal(n, 6); /* L = 1, 2, 3 x 2 seeds */
+    double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    study_csvdata fits;
     char p[1200];
     snprintf(p, sizeof p, "%s/fits.csv", OUT());
-    assert_int_equal(lnk_csvdata_read(p, &fits), LNK_OK);
+    assert_int_equal(study_csvdata_read(p, &fits), LNK_OK);
     int found = 0;
     for (size_t r = 0; r < fits.nrow; r++)
         if (!strcmp(str(&fits, r, "task"), "lm") && !strcmp(str(&fits, r, "sweep"), "depth") &&
-            !strcmp(str(&fits, r, "norm_pos"), "post") &&
+            !strcmp(str(&fits, r, "series"), "post") &&
             !strcmp(str(&fits, r, "quantity"), "H_top")) {
-            double b = num(&fits, r, "slope"), s = num(&fits, r, "se");
-            if (!(fabs(b - f.slope) <= 1e-9 * fmax(1, fabs(f.slope)) &&
-                  fabs(s - f.se_slope) <= 1e-9 * fmax(1, f.se_slope)))
-                fail_msg("summary slope %.17g +- %.17g, kit %.17g +- %.17g", b, s, f.slope,
-                         f.se_slope);
-            assert_int_equal((int)num(&fits, r, "n_x"), 3);
+            double s = num(&fits, r, "slope");
+            if (!(fabs(s - b) <= 1e-9 * fmax(1, fabs(b))))
+                fail_msg("summary slope %.17g, by hand %.17g", s, b);
+            assert_true(num(&fits, r, "ci_lo") < s && s < num(&fits, r, "ci_hi"));
+            assert_int_equal((int)num(&fits, r, "seeds"), 6);
             found++;
         }
     assert_int_equal(found, 1);
-    lnk_csvdata_free(&fits);
-    /* the settings name the seeds the rows have (not the last run's --seeds),
-     * and the per-layer claim the deepest lm model's layers */
-    lnk_csvdata vals;
-    snprintf(p, sizeof p, "%s/values.csv", OUT());
-    assert_int_equal(lnk_csvdata_read(p, &vals), LNK_OK);
-    int seen = 0;
-    for (size_t r = 0; r < vals.nrow; r++) {
-        const char *nm = str(&vals, r, "name"), *v = str(&vals, r, "value");
-        const char *want = !strcmp(nm, "settings.lm.seeds")        ? "2 seeds"
-                           : !strcmp(nm, "settings.seq2seq.seeds") ? "1 seed"
-                                                                   : NULL;
-        if (want && strcmp(v, want))
-            fail_msg("%s: '%s', expected '%s'", nm, v, want);
-        seen += want != NULL;
-    }
-    assert_int_equal(seen, 2);
-    lnk_csvdata_free(&vals);
-    snprintf(p, sizeof p, "%s/claims.csv", OUT());
-    assert_int_equal(lnk_csvdata_read(p, &vals), LNK_OK);
-    seen = 0;
-    for (size_t r = 0; r < vals.nrow; r++)
-        seen += strstr(str(&vals, r, "claim"), "last layer of a 3-layer model") != NULL;
-    assert_int_equal(seen, 1);
-    lnk_csvdata_free(&vals);
-    /* fewer seeds at some widths are named with them */
-    rc = tu_run(&out, "cd '%s/studies' && %s -c \"import anatomy_summary as a; "
-                "r = lambda d, s: dict(task='seq2seq', norm_pos='post', norm='layernorm', "
-                "qk_norm='none', L='6', d=str(d), seed=str(s)); "
-                "print(a.seeds_text([r(32, 0), r(32, 1), r(32, 2), r(64, 0), r(64, 1), "
-                "r(64, 2), r(128, 0)], 'seq2seq'))\"", root, py);
-    if (rc || strcmp(out, "3 seeds (1 at d = 128)\n"))
-        fail_msg("seeds_text (%d): %s", rc, out);
-    free(out);
+    study_csvdata_free(&fits);
 }
 
 static int same_file(const char *a, const char *b)

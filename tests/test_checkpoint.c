@@ -394,7 +394,7 @@ static void make_id(lnk_ckpt_id *id, const char *tol)
 
 static int open_ck(lnk_ckpt **ck, const char *path, const lnk_ckpt_id *id, int kind)
 {
-    return lnk_ckpt_open(ck, path, "eigs", id, kind, N, 151, 1);
+    return lnk_ckpt_open(ck, NULL, path, "eigs", id, kind, N, 151, 1);
 }
 
 /* Byte surgery on a file. */

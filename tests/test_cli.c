@@ -138,7 +138,7 @@ static void test_bad_input(void **s)
         {"init --d -4 -o OUT", "--d"},
         {"init --norm layer -o OUT", "norm"},
         {"init --label-smoothing 1 -o OUT", "--label-smoothing"},
-        {"init --norm-pos mid -o OUT", "--norm-pos: expected one of post, pre, got 'mid'"},
+        {"init --norm-pos mid -o OUT", "--norm-pos: expected one of post, pre, peri, out, deepnorm, mix, got 'mid'"},
         {"init --L 1000000 -o OUT", "key 'L': 1000000"},
         {"init --frobnicate 3 -o OUT", "unknown option '--frobnicate'"},
         {"init -o", "needs a value"},

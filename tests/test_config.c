@@ -154,14 +154,22 @@ static void test_names(void **state)
     assert_string_equal(lnk_init_name(LNK_INIT_XAVIER), "xavier");
     assert_string_equal(lnk_init_name(LNK_INIT_XAVIER_NORMAL), "xavier_normal");
     assert_string_equal(lnk_init_name(LNK_INIT_THEOREM), "theorem");
+    assert_string_equal(lnk_norm_pos_name(LNK_POS_PERI), "peri");
+    assert_string_equal(lnk_norm_pos_name(LNK_POS_OUT), "out");
+    assert_string_equal(lnk_norm_pos_name(LNK_POS_DEEPNORM), "deepnorm");
+    assert_string_equal(lnk_norm_pos_name(LNK_POS_MIX), "mix");
+    assert_string_equal(lnk_activation_name(LNK_ACT_SWIGLU), "swiglu");
+    assert_string_equal(lnk_pos_enc_name(LNK_PE_ROPE), "rope");
 
     static const char *const spec[] = {"task", "norm_pos", "norm", "qk_norm", "d", "h", "d_ff",
                                        "L", "L_enc", "L_dec", "V", "V_src", "V_tgt", "n_classes",
-                                       "init", "seed", "eps", "tie_output", "label_smoothing"};
+                                       "init", "seed", "eps", "tie_output", "label_smoothing",
+                                       "activation", "pos", "bias", "max_len", "mix_ratio",
+                                       "deepnorm_alpha", "deepnorm_beta", "input_scale"};
     int n = 0;
     while (lnk_config_keys[n])
         n++;
-    assert_int_equal(n, 19);
+    assert_int_equal(n, 27);
     lnk_config c;
     lnk_config_default(&c);
     for (int i = 0; i < n; i++) {
@@ -629,7 +637,7 @@ static void test_set_errors(void **state)
         {"norm_pos_x", "pre", {"--norm_pos_x", "unknown"}},
         {"n-params", "10", {"--n-params", "read-only"}},
         {"param_order", "a", {"--param-order", "read-only"}},
-        {"norm_pos", "mid", {"--norm-pos: expected one of post, pre, got 'mid'"}},
+        {"norm_pos", "mid", {"--norm-pos: expected one of post, pre, peri, out, deepnorm, mix, got 'mid'"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         lnk_config c;

@@ -88,6 +88,24 @@ static void fx_open(fixture *f, const char *task, const char *pos, const char *n
         fail_msg("workspace: %s", lnk_errmsg());
 }
 
+/* A variant of tests/testutil.c's list at the sizes above (d 8, h 2, d_ff 12,
+ * L 2, V 9, B 3, S 5, T 6). */
+static void fx_open_variant(fixture *f, const tu_variant *v)
+{
+    static const char *const sizes[] = {"d=8", "h=2", "d_ff=12", "L=2", "V=9", "seed=3", NULL};
+    f->c = tu_variant_config(v, sizes);
+    f->m = lnk_model_alloc(&f->c);
+    if (!f->m)
+        fail_msg("model %s: %s", v->label, lnk_errmsg());
+    f->n = lnk_model_n_params(f->m);
+    f->th = malloc(sizeof(double) * f->n);
+    assert_int_equal(lnk_model_init_params(f->m, f->th), LNK_OK);
+    make_batch(f->m, &f->b, 3, 5, 6, 11);
+    f->ws = lnk_workspace_alloc(f->m, 3, 5, 6, LNK_WS_HVP);
+    if (!f->ws)
+        fail_msg("workspace %s: %s", v->label, lnk_errmsg());
+}
+
 static void fx_close(fixture *f)
 {
     lnk_workspace_free(f->ws);
@@ -285,9 +303,41 @@ static void test_dense_symmetric(void **s)
     }
 }
 
+/* Every variant (tests/testutil.c: each part against the defaults, then the
+ * pairwise-covering set): the gradient against central differences (every
+ * coordinate), H v against differences of the gradient, u . H v = v . H u. */
+static void test_variants(void **s)
+{
+    (void)s;
+    tu_variant v[96];
+    int ns, n = tu_variants(v, 96, &ns), bad = 0;
+    assert_int_equal(tu_variants_pairs_covered(v + ns, n - ns), 0);
+    double wg = 0, wh = 0, wsym = 0;
+    for (int i = 0; i < n; i++) {
+        fixture f;
+        fx_open_variant(&f, &v[i]);
+        char where[LNK_NAME_MAX] = "";
+        double eg = check_grad(&f, where, sizeof where);
+        double eh = check_hvp(&f, 300 + i);
+        double es = check_symmetry(&f);
+        print_message("variant %2d: grad %.1e (%s) hvp %.1e sym %.1e  [%s]\n", i, eg, where, eh,
+                      es, v[i].label);
+        if (!(eg <= 1e-7) || !(eh <= 1e-6) || !(es <= 1e-10)) {
+            print_error("variant %d FAILED: %s\n", i, v[i].label);
+            bad++;
+        }
+        wg = fmax(wg, eg), wh = fmax(wh, eh), wsym = fmax(wsym, es);
+        fx_close(&f);
+    }
+    print_message("%d variants (%d single, %d pairwise): worst grad %.2e, hvp %.2e, symmetry "
+                  "%.2e\n", n, ns, n - ns, wg, wh, wsym);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_variants),
         cmocka_unit_test(test_lm),
         cmocka_unit_test(test_cls),
         cmocka_unit_test(test_seq2seq),

@@ -322,9 +322,96 @@ static void test_dataset(void **s)
     lnk_config_clear(&c);
 }
 
+/* Every variant of tests/testutil.c (d 4, h 2, L 2, d_ff 6, V 7, 3 rows): the
+ * dense Hessian, column j = H e_j, against the Hessian of central differences
+ * of the gradient (fourth-order stencil, column by column), symmetric, and
+ * H v for a random v against the dense matrix times v. */
+static void test_variants_dense(void **s)
+{
+    (void)s;
+    tu_variant v[96];
+    int ns, nv = tu_variants(v, 96, &ns);
+    static const char *const sizes[] = {"d=4", "h=2", "L=2", "d_ff=6", "V=7", "seed=2", NULL};
+    double wfd = 0, wsym = 0, wlin = 0;
+    for (int i = 0; i < nv; i++) {
+        lnk_config c = tu_variant_config(&v[i], sizes);
+        lnk_model *m = lnk_model_alloc(&c);
+        assert_non_null(m);
+        size_t n = lnk_model_n_params(m);
+        double *th = malloc(sizeof(double) * n), *t = malloc(sizeof(double) * n);
+        lnk_model_init_params(m, th);
+        lnk_batch b;
+        tu_rows(m, &b, 0, 3, 6, 7);
+        lnk_workspace *ws = lnk_workspace_alloc(m, b.B, b.S, b.T, LNK_WS_HVP);
+        lnk_workspace *w2 = lnk_workspace_alloc(m, b.B, b.S, b.T, 0);
+        assert_non_null(ws);
+        assert_non_null(w2);
+        double *H = malloc(sizeof(double) * n * n), *F = malloc(sizeof(double) * n * n);
+        double *e = calloc(n, sizeof(double)), *g[4];
+        for (int k = 0; k < 4; k++)
+            g[k] = malloc(sizeof(double) * n);
+        assert_int_equal(lnk_model_hvp_prepare(ws, th, &b, NULL, NULL), LNK_OK);
+        const double eps = 1e-5, st[4] = {1, -1, 2, -2};
+        memcpy(t, th, sizeof(double) * n);
+        for (size_t j = 0; j < n; j++) {
+            e[j] = 1;
+            assert_int_equal(lnk_model_hvp_apply(ws, e, H + j * n), LNK_OK);
+            e[j] = 0;
+            for (int k = 0; k < 4; k++) {
+                t[j] = th[j] + st[k] * eps;
+                assert_int_equal(lnk_model_eval(w2, t, &b, NULL, g[k], NULL), LNK_OK);
+            }
+            t[j] = th[j];
+            for (size_t q = 0; q < n; q++)
+                F[j * n + q] = (8 * (g[0][q] - g[1][q]) - (g[2][q] - g[3][q])) / (12 * eps);
+        }
+        double hmax = 0, efd = 0, esym = 0;
+        for (size_t q = 0; q < n * n; q++)
+            hmax = fmax(hmax, fabs(H[q]));
+        for (size_t a = 0; a < n; a++)
+            for (size_t c2 = 0; c2 < n; c2++) {
+                efd = fmax(efd, fabs(H[a * n + c2] - F[a * n + c2]));
+                esym = fmax(esym, fabs(H[a * n + c2] - H[c2 * n + a]));
+            }
+        efd /= hmax, esym /= hmax;
+        /* a product with a random vector against the dense matrix */
+        double *x = malloc(sizeof(double) * n), *hx = malloc(sizeof(double) * n);
+        double *ref = calloc(n, sizeof(double));
+        tu_randn(x, n, 500 + i);
+        assert_int_equal(lnk_model_hvp_apply(ws, x, hx), LNK_OK);
+        for (size_t j = 0; j < n; j++)
+            for (size_t q = 0; q < n; q++)
+                ref[q] += H[j * n + q] * x[j];
+        double elin = tu_relerr(hx, ref, n, 1e-300);
+        print_message("variant %2d: n %4zu, max|H| %.2e, |H - H_fd| %.1e, |H - H^T| %.1e, "
+                      "|H x - (H) x| %.1e  [%s]\n", i, n, hmax, efd, esym, elin, v[i].label);
+        if (!(hmax > 0) || !(efd <= 1e-6) || !(esym <= 1e-10) || !(elin <= 1e-12))
+            fail_msg("variant %d (%s): dense Hessian check failed", i, v[i].label);
+        wfd = fmax(wfd, efd), wsym = fmax(wsym, esym), wlin = fmax(wlin, elin);
+        free(x);
+        free(hx);
+        free(ref);
+        for (int k = 0; k < 4; k++)
+            free(g[k]);
+        free(H);
+        free(F);
+        free(e);
+        free(th);
+        free(t);
+        lnk_workspace_free(ws);
+        lnk_workspace_free(w2);
+        lnk_batch_free(&b);
+        lnk_model_free(m);
+        lnk_config_clear(&c);
+    }
+    print_message("%d variants: worst |H - H_fd| / max|H| %.2e, asymmetry %.2e, product %.2e\n",
+                  nv, wfd, wsym, wlin);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_variants_dense),
         cmocka_unit_test(test_block_is_submatrix),
         cmocka_unit_test(test_chunks_equal_one_batch),
         cmocka_unit_test(test_errors),

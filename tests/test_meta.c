@@ -1,5 +1,5 @@
 /* One writer of sidecars (docs/MODEL.md §9): `lnkit meta` and the Python
- * scripts over it (studies/kit/sidecar.py: the summarisers, bench_meta.py)
+ * scripts over it (studies/summary/sidecar.py: the summaries, bench_meta.py)
  * write every provenance key that the C writer (lnk_meta_write, the commands
  * and the C studies) writes, with input checksums equal to sha256sum's; bad
  * input is one line and exit 2 and replaces nothing; the committed sidecars
@@ -79,10 +79,10 @@ static int setup(void **state)
     return 0;
 }
 
-/* The Python path, as the summariser of results/multi30k_full runs it (on a
+/* The Python path, as the summary of results/multi30k_full runs it (on a
  * copy): each CSV's sidecar has the C writer's record and the C study's
- * provenance keys, the script and every file read as inputs with sha256sum's
- * checksums, its own command line, 1 thread, 1 rank, and its own keys. */
+ * provenance keys, the summary's code and every file read as inputs with
+ * sha256sum's checksums, its own command line, 1 thread, 1 rank, and its own keys. */
 static void test_python_summariser(void **state)
 {
     (void)state;
@@ -90,12 +90,13 @@ static void test_python_summariser(void **state)
     char *out, cwd[PATH_MAX];
     assert_non_null(getcwd(cwd, sizeof cwd));
     const char *copy = tu_path("m30");
+    const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
     int st = tu_run(&out, "rm -rf '%s' && cp -r results/multi30k_full '%s' && cd '%s' && rm -f "
-                    "trend.meta.json trend_points.meta.json values.meta.json claims.meta.json && "
-                    "cd '%s' && LNKIT='%s' python3 studies/multi30k_full_summary.py '%s' >/dev/null",
-                    copy, copy, copy, cwd, lnkit, copy);
+                    "trend_points.meta.json values.meta.json claims.meta.json && "
+                    "cd '%s' && LNKIT='%s' %s -m studies.summary multi30k_full '%s' >/dev/null",
+                    copy, copy, copy, cwd, lnkit, py, copy);
     if (st)
-        fail_msg("summariser failed (%d): %s", st, out);
+        fail_msg("summary failed (%d): %s", st, out);
     free(out);
     /* the tables do not depend on the sidecars */
     assert_int_equal(tu_run(&out, "cmp results/multi30k_full/values.csv '%s/values.csv'", copy), 0);
@@ -103,8 +104,8 @@ static void test_python_summariser(void **state)
     /* a C study's sidecar (ln_geometry) and a command's (lnkit eigs) have the record too */
     json_t *cs = tu_load_json("results/geometry/heads_stats.meta.json");
     assert_has_record(cs, std, "results/geometry/heads_stats.meta.json (C study)");
-    const char *names[] = {"trend", "trend_points", "values", "claims"};
-    for (int i = 0; i < 4; i++) {
+    const char *names[] = {"trend_points", "values", "claims"};
+    for (int i = 0; i < 3; i++) {
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/%s.meta.json", copy, names[i]);
         json_t *j = tu_load_json(p);
@@ -117,22 +118,22 @@ static void test_python_summariser(void **state)
         assert_string_equal(json_string_value(json_object_get(json_object_get(j, "versions"),
                                                               "compiler")), lnk_compiler());
         json_t *cl = json_object_get(j, "command_line");
-        assert_int_equal(json_array_size(cl), 3);
-        assert_string_equal(json_string_value(json_array_get(cl, 1)), "studies/multi30k_full_summary.py");
-        assert_string_equal(json_string_value(json_array_get(cl, 2)), copy);
+        const char *want[] = {"python3", "-m", "studies.summary", "multi30k_full", copy};
+        assert_int_equal(json_array_size(cl), 5);
+        for (int a = 0; a < 5; a++)
+            assert_string_equal(json_string_value(json_array_get(cl, a)), want[a]);
         assert_string_equal(json_string_value(json_object_get(j, "cwd")), cwd);
         assert_int_equal(json_integer_value(json_object_get(j, "threads")), 1);
         assert_int_equal(json_integer_value(json_object_get(j, "ranks")), 1);
         assert_true(json_real_value(json_object_get(j, "wall_seconds")) >= 0);
         assert_int_equal(strlen(json_string_value(json_object_get(j, "start_time"))), 20);
-        assert_string_equal(json_string_value(json_object_get(j, "program")),
-                            "studies/multi30k_full_summary.py");
+        assert_string_equal(json_string_value(json_object_get(j, "study")), "multi30k_full");
         assert_non_null(json_string_value(json_object_get(j, "python")));
         json_t *ins = json_object_get(j, "inputs");
         assert_string_equal(json_string_value(json_object_get(json_array_get(ins, 0), "path")),
-                            "studies/multi30k_full_summary.py");
-        /* the script, then each run's CSV and sidecar, then runs.csv */
-        assert_inputs_checksummed(j, cwd, 2 + 2 * 15);
+                            "studies/summary/stats.py");
+        /* the code (stats, writer, m30k_full), then each run's CSV (26 + 2 checks) and runs.csv */
+        assert_inputs_checksummed(j, cwd, 3 + 29);
         json_decref(j);
     }
     json_decref(cs);

@@ -368,7 +368,8 @@ static void check_theorem_norms(const lnk_model *m, const lnk_workspace *ws, con
             continue;
         int R = bt->B * (side ? bt->T - 1 : bt->S);
         for (int k = 0; k < st->n_units; k++)
-            check_norm_rows(post ? sb->a.u[k].s : sb->a.x[k], sb->a.u[k].n.out, R, c->d, c->eps,
+            check_norm_rows(post ? sb->a.u[k].s : sb->a.x[k],
+                            post ? sb->a.u[k].npost.out : sb->a.u[k].nin.out, R, c->d, c->eps,
                             what, k, worst);
         if (!post)
             check_norm_rows(sb->a.x[st->n_units], sb->a.fin.out, R, c->d, c->eps, what, -1, worst);

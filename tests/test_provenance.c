@@ -354,10 +354,10 @@ static void test_sidecar_path_form(void **state)
         }
         assert_string_equal(json_string_value(json_array_get(ls, i)), t);
     }
-    /* Python reads the exact bytes back (studies/kit/sidecar.py, os_string), and
+    /* Python reads the exact bytes back (studies/summary/sidecar.py, os_string), and
      * writes a path that is not UTF-8 in the same form through lnkit meta (os_form) */
     char *out;
-    int st = tu_run(&out, "python3 -c \"import sys, os, json; sys.path.insert(0, 'studies/kit'); "
+    int st = tu_run(&out, "python3 -c \"import sys, os, json; sys.path.insert(0, 'studies/summary'); "
                     "import sidecar as s; m = json.load(open('%s')); n = len(m['command_line']); "
                     "print(' '.join(os.fsencode(s.os_string(m['inputs'][i], 'path')).hex() + ':' + "
                     "os.fsencode(s.os_string(m, 'command_line', i)).hex() for i in range(n))); "
@@ -482,7 +482,7 @@ static void test_cli_odd_names(void **state)
         setenv("ODD_W", w, 1), setenv("ODD_B", b, 1), setenv("ODD_K", k, 1);
         const char *runs[] = {"eigs -k 2 -o r.csv", "trace --probes 3 -o r.csv",
                               "density --runs 1 --steps 5 --sigma-fraction 0.05 -o r.csv",
-                              "blocks --block '*.wq' --probes 2 --eig-steps 5 --runs 1 --steps 5 "
+                              "blocks --block '*.wq' --probes 2 --eig-steps 64 --runs 1 --steps 5 "
                               "-o r.csv", "select"};
         for (size_t c = 0; c < sizeof runs / sizeof *runs; c++) {
             int sel = !strncmp(runs[c], "select", 6);

@@ -41,7 +41,7 @@ echo "test_quotes: passed (changed value, changed table and unknown name caught;
 # values.csv of a study and include blocks (results/README.md's marks)
 mkdir -p "$tmp/r"
 cat > "$tmp/I.md" <<'MD'
-<!-- include:results/grad/slopes.md -->
+<!-- include:results/grad/fits.md -->
 <!-- /include -->
 MD
 python3 tools/quotes.py --write "$tmp/I.md" >/dev/null
@@ -58,7 +58,7 @@ PY
 if python3 tools/quotes.py --check "$tmp/I.md" 2>"$tmp/err"; then
     echo "test_quotes: an edited included table passed the check" >&2; exit 1
 fi
-grep -q "block 'include:results/grad/slopes.md' differs" "$tmp/err"
+grep -q "block 'include:results/grad/fits.md' differs" "$tmp/err"
 if [ -f results/multi30k_full/values.csv ]; then
     name=$(awk -F, 'NR == 2 {print $1}' results/multi30k_full/values.csv)
     val=$(awk -F, 'NR == 2 {print $2}' results/multi30k_full/values.csv)
@@ -71,7 +71,7 @@ if [ -f results/multi30k_full/values.csv ]; then
 fi
 # a committed table edited by hand no longer matches its summarising step
 cp -r results "$tmp/results"
-f=$tmp/results/grad/slopes.md
+f=$tmp/results/grad/fits.md
 python3 - "$f" <<'PY'
 import sys
 p = sys.argv[1]
@@ -84,9 +84,9 @@ PY
 if RESULTS=$tmp/results bash tools/check_summaries.sh "${BUILD:-build}" >/dev/null 2>"$tmp/err"; then
     echo "test_quotes: a hand-edited table passed check_summaries" >&2; exit 1
 fi
-grep -q "grad/slopes.md differs" "$tmp/err"
+grep -q "grad/fits.md differs" "$tmp/err"
 # a grad and a demo number quoted in results/README.md, edited by hand, fail the check
-for mark in grad.depth_theorem_pre_all_slope demo.loss_post; do
+for mark in grad.depth.theorem.pre.all_L demo.loss_post; do
     cp results/README.md "$tmp/RR.md"
     sed -i "s|<!--q:$mark-->[^<]*<!--/q-->|<!--q:$mark-->-0.50 ± 0.03<!--/q-->|" "$tmp/RR.md"
     if python3 tools/quotes.py --check "$tmp/RR.md" 2>"$tmp/err"; then
@@ -94,13 +94,16 @@ for mark in grad.depth_theorem_pre_all_slope demo.loss_post; do
     fi
     grep -q "$mark' reads '-0.50 ± 0.03'" "$tmp/err"
 done
-# values.csv and a plot script edited by hand no longer match their summarising steps
+# values.csv and a LaTeX table edited by hand no longer match their summaries, and a
+# stale file (written by no summary) is named
 rm -rf "$tmp/results" && cp -r results "$tmp/results"
 sed -i '2s/,.*/,9.99/' "$tmp/results/demo/values.csv"
-printf '# edited\n' >>"$tmp/results/grad/depth.gp"
+printf '%% edited\n' >>"$tmp/results/grad/fits.tex"
+printf 'old\n' >"$tmp/results/hessian/old_table.md"
 if RESULTS=$tmp/results bash tools/check_summaries.sh "${BUILD:-build}" >/dev/null 2>"$tmp/err"; then
-    echo "test_quotes: hand-edited values.csv and .gp passed check_summaries" >&2; exit 1
+    echo "test_quotes: hand-edited values.csv and .tex passed check_summaries" >&2; exit 1
 fi
 grep -q "demo/values.csv differs" "$tmp/err"
-grep -q "grad/depth.gp differs" "$tmp/err"
+grep -q "grad/fits.tex differs" "$tmp/err"
+grep -q "hessian/old_table.md: committed, but neither raw rows nor written" "$tmp/err"
 echo "test_quotes: passed (study values, includes and re-made summaries checked)"

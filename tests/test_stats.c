@@ -20,7 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "kit/analysis.h"
+#include <gsl/gsl_statistics_double.h>
+#include "kit/csvread.h"
 #include "lnkit/stats.h"
 #include "model/workspace.h"
 
@@ -124,7 +125,7 @@ static void check_post_stack(const lnk_model *m, const stack_buf *sb, const lnk_
             double s_ratio = 0, s_jac = 0, mn = INFINITY, mx = 0;
             for (int r = 0; r < R; r++) {
                 double var = row_var(u->s + (size_t)r * d, d), z = 0;
-                const double *o = u->n.out + (size_t)r * d;
+                const double *o = u->npost.out + (size_t)r * d;
                 for (int i = 0; i < d; i++)
                     z += o[i] * o[i];
                 double want = var / (var + eps); /* ||LN(s)||^2 / d exactly */
@@ -231,8 +232,7 @@ static void test_lemma2_pre(void **state)
         fx_close(&f);
     }
     for (int l = 1; l <= L + 1; l++) {
-        double mean, sd;
-        lnk_mean_sd(m[l - 1], 1, S, &mean, &sd);
+        double mean = gsl_stats_mean(m[l - 1], 1, S), sd = gsl_stats_sd(m[l - 1], 1, S);
         double se = sd / sqrt((double)S), lo = 1 + l / 2.0, hi = 1 + 1.5 * l;
         if (mean < lo - 4 * se - 1e-4 || mean > hi + 4 * se + 1e-4)
             fail_msg("l = %d: E||x||^2/d = %.4f ± %.4f (se) outside [%g, %g]", l, mean, se, lo,
@@ -243,10 +243,7 @@ static void test_lemma2_pre(void **state)
                      mean, se);
     }
     /* and the growth is real: l = L+1 is well above l = 1 */
-    double m1, s1, mL, sL;
-    lnk_mean_sd(m[0], 1, S, &m1, &s1);
-    lnk_mean_sd(m[L], 1, S, &mL, &sL);
-    assert_true(mL > m1 + 1.5);
+    assert_true(gsl_stats_mean(m[L], 1, S) > gsl_stats_mean(m[0], 1, S) + 1.5);
 }
 
 static void test_grad_norms(void **state)
@@ -319,20 +316,20 @@ static size_t count_lines(const char *s)
 /* The CSV without the timing column ("seconds", the last one), lines sorted. */
 static char *canon(const char *path)
 {
-    lnk_csvdata t;
-    assert_int_equal(lnk_csvdata_read(path, &t), LNK_OK);
-    int js = lnk_csvdata_col(&t, "seconds");
+    study_csvdata t;
+    assert_int_equal(study_csvdata_read(path, &t), LNK_OK);
+    int js = study_csvdata_col(&t, "seconds");
     char **lines = calloc(t.nrow, sizeof(char *));
     size_t tot = 1;
     for (size_t r = 0; r < t.nrow; r++) {
         size_t len = 0;
         for (int j = 0; j < t.ncol; j++)
             if (j != js)
-                len += strlen(lnk_csvdata_str(&t, r, j)) + 1;
+                len += strlen(study_csvdata_str(&t, r, j)) + 1;
         lines[r] = calloc(len + 2, 1);
         for (int j = 0; j < t.ncol; j++)
             if (j != js) {
-                strcat(lines[r], lnk_csvdata_str(&t, r, j));
+                strcat(lines[r], study_csvdata_str(&t, r, j));
                 strcat(lines[r], ",");
             }
         tot += len + 1;
@@ -350,7 +347,7 @@ static char *canon(const char *path)
         free(lines[r]);
     }
     free(lines);
-    lnk_csvdata_free(&t);
+    study_csvdata_free(&t);
     return out;
 }
 

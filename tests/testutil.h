@@ -35,4 +35,24 @@ int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 const char *tu_lnkit(void);
 /* Load a JSON file, failing the test with the parser's message on error. */
 json_t *tu_load_json(const char *path);
+/* The model variants every derivative test runs on (issue 32), made in one
+ * place: first each part against the defaults (the defaults, each placement,
+ * mix_ratio 0 and 1, a DeepNorm alpha, each activation, each position, bias
+ * false, input_scale), then a pairwise-covering set of norm_pos x norm x
+ * qk_norm x activation x pos x bias x task x tie_output x init x
+ * label_smoothing (greedy, deterministic; mix gets mix_ratio 0.5 so that a
+ * stack of 2 layers has one of each kind, learned positions max_len 9).
+ * Returns the count (<= max); *n_single gets the count of the first part. */
+#define TU_VARIANT_KEYS 14
+typedef struct {
+    char label[320];
+    char kv[TU_VARIANT_KEYS][40];  /* "key=value" */
+    int n, mix_set;
+} tu_variant;
+int tu_variants(tu_variant *out, int max, int *n_single);
+/* Pairs of option values that no variant of v[0..n) has (0: pairwise-covering). */
+int tu_variants_pairs_covered(const tu_variant *v, int n);
+/* The finalized configuration of a variant, after the "key=value" strings of
+ * extra (NULL-terminated; sizes: d, h, L, ...), failing the test on error. */
+lnk_config tu_variant_config(const tu_variant *v, const char *const *extra);
 #endif

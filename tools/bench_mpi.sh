@@ -39,7 +39,8 @@ python3 bench/bench_meta.py "$out/bench_mpi.csv" --command "bash tools/bench_mpi
     --start "$start" --seconds "$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')" \
     --lnkit "$SB/bin/lnkit" --threads 2 --ranks 2 --param "options=${opts[*]}" \
     --param "runs=1 rank x 1 thread, 1 rank x 2 threads, 2 ranks x 1 thread" \
-    --param "size=d,h,d_ff,L = 64,4,256,6 (seq2seq, Post-LN, Xavier, seed 0)"
+    --param "size=d,h,d_ff,L = 64,4,256,6 (seq2seq, Post-LN, Xavier, seed 0)" \
+    --param "remake=make bench-mpi (on a quiet machine: the timings)"
 python3 - "$out/bench_mpi.csv" "${BENCH_MPI_NET_GBPS:-10}" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

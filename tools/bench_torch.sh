@@ -57,6 +57,7 @@ secs=$(echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}')
 for f in bench_torch bench_model bench_model_vs_torch; do
     python3 bench/bench_meta.py "$out/$f.csv" --command "bash tools/bench_torch.sh $build" \
         --start "$start" --seconds "$secs" --threads 2 --lnkit "$build/bin/lnkit" \
-        --param "configs=a: d=128 h=4 L=6 d_ff=512 V=1000 B=16 T=32; b: d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 (lm, LayerNorm, Xavier, seed 0)" --param "torch=$("$py" -c 'import torch; print(torch.__version__)')"
+        --param "configs=a: d=128 h=4 L=6 d_ff=512 V=1000 B=16 T=32; b: d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 (lm, LayerNorm, Xavier, seed 0)" --param "torch=$("$py" -c 'import torch; print(torch.__version__)')" \
+        --param "remake=make bench-torch (on a quiet machine: the timings)"
 done
 echo "bench_torch.sh: wrote $out/bench_torch.csv, bench_model.csv, bench_model_vs_torch.csv"

@@ -2,8 +2,10 @@
 # Install lnkit's Debian dependencies (what is missing), or with --check only
 # report what is missing.  Extra package names may follow (e.g. python3-torch).
 set -euo pipefail
+# python3 with NumPy, SciPy and Matplotlib: the study summaries (studies/summary),
+# the demo's among them.
 pkgs=(build-essential pkg-config libopenblas-dev liblapacke-dev libgsl-dev libjansson-dev
-      libcmocka-dev libglpk-dev gnuplot-nox)
+      libcmocka-dev libglpk-dev python3 python3-numpy python3-scipy python3-matplotlib)
 check=0
 if [ "${1:-}" = --check ]; then check=1; shift; fi
 pkgs+=("$@")

@@ -314,13 +314,15 @@ def gen_bench_targets():
 
 def gen_claims():
     """The citation table at the top of results/README.md: every study's
-    claims.csv (claim,value,setting,file; written by its summarising step)."""
+    claims.csv (id, claim, value, verdict, rule, method, setting, file; written
+    by its summary, studies/summary/writer.py): the estimate with its 95%
+    interval and the words the interval allows (docs/statistics.md)."""
     import glob
     rows = []
     for path in sorted(glob.glob(os.path.join(ROOT, "results", "*", "claims.csv"))):
         rel = os.path.relpath(path, ROOT)
         for r in read_csv(rel):
-            for k in ("claim", "value", "setting", "file"):
+            for k in ("claim", "value", "verdict", "rule", "file"):
                 if not r.get(k):
                     raise QuoteError(f"{rel}: a row without '{k}'")
             if not r["file"].startswith("results/"):  # relative to its own directory
@@ -332,9 +334,9 @@ def gen_claims():
     def cell(x):
         return x.replace("|", "\\|")
 
-    out = ["| claim | value | setting | file |", "|---|---|---|---|"]
-    out += [f"| {cell(r['claim'])} | {cell(r['value'])} | {cell(r['setting'])} "
-            f"| `{r['file']}` |" for r in rows]
+    out = ["| claim | estimate [95% CI] | verdict | rule | file |", "|---|---|---|---|---|"]
+    out += [f"| {cell(r['claim'])} | {cell(r['value'])} | **{cell(r['verdict'])}** "
+            f"| {cell(r['rule'])} | `{r['file']}` |" for r in rows]
     return "\n".join(out)
 
 

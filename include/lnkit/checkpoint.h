@@ -32,6 +32,24 @@
  * 1e-08, this run has --tol 1e-06"), then this process's valid rows against
  * their checksums; the state is then what lnk_ckpt_*_state return.  A
  * finished run removes FILE and its rows files (lnk_ckpt_remove).
+ *
+ * Environment.  Besides what the run is (its options and inputs: id items),
+ * the identity holds what fixes its rounding (env items: the BLAS kernel,
+ * its thread count, the library build).  A resume where an env item differs
+ * is refused, naming both values, unless id->resume_anywhere: then it goes
+ * on, and lnk_ckpt_moved says what changed (kept across later resumes), for
+ * the result's record.  The MPI rank count is always fixed (each rank's rows
+ * are its slice).
+ *
+ * Lock.  A run holds its checkpoint for its whole life: an advisory lock on
+ * FILE.lock (an open file description lock, which the kernel drops when the
+ * holder ends, however it ends: a killed run never blocks the resume), taken
+ * by rank 0 before the checkpoint is read or any of its files is touched.
+ * Another run on the same FILE is refused at once, with a message naming the
+ * holder (pid, host, command, start: the line the holder wrote into
+ * FILE.lock).  The lock file is removed when the lock is released; a run
+ * that ends by a signal or an error may leave it behind, unlocked, and the
+ * next run takes it over.
  */
 #ifndef LNKIT_CHECKPOINT_H
 #define LNKIT_CHECKPOINT_H
@@ -47,10 +65,20 @@ extern "C" {
 typedef struct {
     int n, cap;
     char **name, **value;
+    unsigned char *env;  /* per item: 1 for an item of the environment (see above) */
+    int resume_anywhere; /* 1: env items may differ on resume (lnk_ckpt_moved) */
 } lnk_ckpt_id;
-/* Add an item (value printf-style); LNK_ENOMEM on failure. */
+/* Add an item of the run (value printf-style); LNK_ENOMEM on failure. */
 int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Add an item of the environment (what fixes the rounding). */
+int lnk_ckpt_id_add_env(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Add the environment items that fix the rounding, so that a resume
+ * elsewhere is refused (or recorded under resume_anywhere): the BLAS kernel
+ * and library (their kernels differ in the order of their sums), the BLAS
+ * thread count (threaded kernels split sums by it) and the lnkit build. */
+int lnk_ckpt_id_add_build(lnk_ckpt_id *id);
 /* Add the SHA-256 of a file's bytes as the value of name (LNK_EIO naming it). */
 int lnk_ckpt_id_add_file(lnk_ckpt_id *id, const char *name, const char *path);
 void lnk_ckpt_id_free(lnk_ckpt_id *id);
@@ -59,20 +87,44 @@ enum { LNK_CKPT_EIGS = 1, LNK_CKPT_TRACE = 2, LNK_CKPT_SLQ = 3 };
 
 typedef struct lnk_ckpt lnk_ckpt;
 
+/* The files a checkpoint at path writes or removes besides path, for callers
+ * that check a run's paths before it starts: LNK_CKPT_ROWS the rows file of
+ * rank (of ranks), LNK_CKPT_LOCK the lock file, LNK_CKPT_TEMPS a glob pattern
+ * (glob(3), fnmatch(3): path's own *, ?, [ and \ escaped) of the temporary
+ * files (of a save cut by a kill) that lnk_ckpt_open removes.  malloc'd; NULL if out of memory. */
+enum { LNK_CKPT_ROWS = 1, LNK_CKPT_LOCK = 2, LNK_CKPT_TEMPS = 3 };
+char *lnk_ckpt_file(const char *path, int which, int rank, int ranks);
+
+/* The lock (see above).  lnk_ckpt_lock_take: collective under MPI (rank 0
+ * locks; every rank gets a handle and the same status); LNK_EIO naming the
+ * holder if another run holds it.  cmd names the command in messages.
+ * lnk_ckpt_lock_release: rank 0 removes the lock file and unlocks; NULL is
+ * fine. */
+typedef struct lnk_ckpt_lock lnk_ckpt_lock;
+int lnk_ckpt_lock_take(lnk_ckpt_lock **out, const char *path, const char *cmd);
+void lnk_ckpt_lock_release(lnk_ckpt_lock *lk);
+/* The checkpoint's path the lock was taken for. */
+const char *lnk_ckpt_lock_path(const lnk_ckpt_lock *lk);
+
 /* Open (or start) the checkpoint at path for a run of kind with identity
- * id.  row_len: doubles per row (this process's slice, n); max_rows: rows
+ * id.  lock: the caller's lock on path (lnk_ckpt_lock_take; held until after
+ * lnk_ckpt_close), or NULL: lnk_ckpt_open takes it and lnk_ckpt_close
+ * releases it.  row_len: doubles per row (this process's slice, n); max_rows: rows
  * the rows file may hold; mapped: 1 to map a rows file of max_rows rows for
  * a FULL Lanczos basis (then lnk_ckpt_basis), 0 for written rows.  cmd names
  * the command in messages.  Collective under MPI; the caller must make
  * every rank agree on the status (a rank's rows may be bad alone).  *out is
  * NULL on error. */
-int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_ckpt_id *id,
-                  int kind, size_t row_len, size_t max_rows, int mapped);
+int lnk_ckpt_open(lnk_ckpt **out, lnk_ckpt_lock *lock, const char *path, const char *cmd,
+                  const lnk_ckpt_id *id, int kind, size_t row_len, size_t max_rows, int mapped);
 /* The mapped rows (max_rows x row_len doubles), or NULL. */
 double *lnk_ckpt_basis(lnk_ckpt *ck);
 /* 1 if a state was read (a resumed run), and its operator applications. */
 int lnk_ckpt_resumed(const lnk_ckpt *ck);
 long lnk_ckpt_products(const lnk_ckpt *ck);
+/* What the environment items of a resumed run changed, "NAME: THERE -> HERE"
+ * joined by "; " over this and earlier resumes ("" if nothing). */
+const char *lnk_ckpt_moved(const lnk_ckpt *ck);
 /* The state read back (NULL for a fresh run or another kind); valid until
  * lnk_ckpt_close. */
 const lnk_eigs_state *lnk_ckpt_eigs_state(const lnk_ckpt *ck);

@@ -16,7 +16,9 @@
  * files): it also drops the read-only keys of a loaded file, which a field
  * set by hand after lnk_config_load_json does not (finalize then checks them).
  * Keys that depend on others (d_ff, L_enc, L_dec, V_src, V_tgt, n_classes) hold
- * -1 until finalize; after it every field holds its resolved value.
+ * -1 until finalize; after it every field holds its resolved value, except
+ * deepnorm_alpha and deepnorm_beta, whose derived value is per stack: they stay
+ * -1 (written null) while unset, and lnk_config_deepnorm gives each stack's.
  *
  * Semantics (MODEL.md §8 states them for users):
  *  - Task-dependent keys.  L_enc, V_src apply to seq2seq and cls; L_dec, V_tgt to
@@ -53,16 +55,23 @@ extern "C" {
 #endif
 
 typedef enum { LNK_TASK_LM = 0, LNK_TASK_SEQ2SEQ = 1, LNK_TASK_CLS = 2 } lnk_task;
-typedef enum { LNK_POS_POST = 0, LNK_POS_PRE = 1 } lnk_norm_pos;
+/* Norm placements (MODEL.md §3). */
+typedef enum {
+    LNK_POS_POST = 0, LNK_POS_PRE = 1, LNK_POS_PERI = 2, LNK_POS_OUT = 3, LNK_POS_DEEPNORM = 4,
+    LNK_POS_MIX = 5
+} lnk_norm_pos;
 typedef enum { LNK_NORM_LAYERNORM = 0, LNK_NORM_RMSNORM = 1, LNK_NORM_NONE = 2 } lnk_norm_type;
 typedef enum { LNK_INIT_XAVIER = 0, LNK_INIT_XAVIER_NORMAL = 1, LNK_INIT_THEOREM = 2 } lnk_init;
+/* Feed-forward activations and position encodings (MODEL.md §2). */
+typedef enum { LNK_ACT_RELU = 0, LNK_ACT_GELU = 1, LNK_ACT_SWIGLU = 2 } lnk_activation;
+typedef enum { LNK_PE_SINUSOIDAL = 0, LNK_PE_LEARNED = 1, LNK_PE_ROPE = 2, LNK_PE_NONE = 3 } lnk_pos_enc;
 
 typedef struct {
     lnk_task task;           /* "task": lm | seq2seq | cls            default lm */
-    lnk_norm_pos norm_pos;   /* "norm_pos": post | pre                default post */
+    lnk_norm_pos norm_pos;   /* "norm_pos": post | pre | peri | out | deepnorm | mix  post */
     lnk_norm_type norm;      /* "norm": layernorm | rmsnorm | none    default layernorm */
     lnk_norm_type qk_norm;   /* "qk_norm": none | layernorm | rmsnorm default none */
-    int d, h;                /* width, heads; d % h == 0, d even       16, 2 */
+    int d, h;                /* width, heads; d % h == 0               16, 2 */
     int d_ff;                /* feed-forward width                     4 d */
     int L;                   /* depth                                  2 */
     int L_enc, L_dec;        /* per-side depth                         L */
@@ -74,6 +83,14 @@ typedef struct {
     double eps;              /* norm epsilon                           1e-5 */
     int tie_output;          /* 0 / 1                                  0 */
     double label_smoothing;  /* 0 <= a < 1                             0 */
+    lnk_activation activation; /* "activation": relu | gelu | swiglu    relu */
+    lnk_pos_enc pos;         /* "pos": sinusoidal | learned | rope | none  sinusoidal */
+    int bias;                /* 0 / 1: biases, LayerNorm shifts        1 */
+    int max_len;             /* learned position table rows            512 */
+    double mix_ratio;        /* mix: share of Post-LN layers, [0, 1]   0.25 */
+    double deepnorm_alpha;   /* deepnorm: residual scale > 0; -1 = DeepNet's (per stack) */
+    double deepnorm_beta;    /* deepnorm: init gain > 0; -1 = DeepNet's (per stack) */
+    double input_scale;      /* sigma > 0 on the embeddings' output    1 */
     /* Read-only keys found in a file, checked by lnk_model_alloc against the
      * configuration (n_params) and the layout (param_order); -1 / NULL if absent. */
     long long file_n_params;
@@ -114,8 +131,8 @@ int lnk_config_parse_json(lnk_config *c, const char *text, const char *what);
 int lnk_config_set(lnk_config *c, const char *key, const char *value);
 
 /* Derive the dependent defaults and check ranges and cross-key rules
- * (d % h == 0, d even, tie_output with cls needs n_classes == V_src, ...)
- * and the size limits. */
+ * (d % h == 0, d even with sinusoidal positions, d / h even with rotary ones,
+ * tie_output with cls needs n_classes == V_src) and the size limits. */
 int lnk_config_finalize(lnk_config *c);
 
 /* Parameters and tensors of a finalized configuration's model (MODEL.md §6),
@@ -133,11 +150,19 @@ int lnk_config_save_json(const lnk_config *c, const char *path,
 char *lnk_config_to_json(const lnk_config *c, size_t n_params,
                          const char *const *names, int n_names);
 
+/* DeepNorm's residual scale alpha and initialisation gain beta of a stack
+ * (0 encoder, 1 decoder) of a finalized configuration (MODEL.md §3): the keys
+ * when set, else DeepNet's constants for the task and depths.  Defined for
+ * every norm_pos (the model uses them only with deepnorm). */
+void lnk_config_deepnorm(const lnk_config *c, int stack, double *alpha, double *beta);
+
 /* Names of enum values ("lm", "post", "layernorm", "xavier", ...). */
 const char *lnk_task_name(lnk_task t);
 const char *lnk_norm_pos_name(lnk_norm_pos p);
 const char *lnk_norm_type_name(lnk_norm_type n);
 const char *lnk_init_name(lnk_init i);
+const char *lnk_activation_name(lnk_activation a);
+const char *lnk_pos_enc_name(lnk_pos_enc p);
 
 /* The list of keys (MODEL.md §8 order) for --help texts; NULL-terminated. */
 extern const char *const lnk_config_keys[];

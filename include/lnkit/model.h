@@ -26,6 +26,13 @@
  * (lnkit/memory.h) is refused before anything large is allocated, with a
  * message naming B, S, T and the bytes.
  *
+ * Every placement, activation, position and bias option of MODEL.md §2-3
+ * (norm_pos post, pre, peri, out, deepnorm, mix; relu, gelu, swiglu;
+ * sinusoidal, learned, rope, none) goes through the same passes: a unit is
+ * out = N_post(alpha x + N_out(F(N_in(x)))) (src/model/internal.h); GELU's
+ * and SwiGLU's second derivatives and the rotations' transposes live in
+ * their layers (src/layers/).
+ *
  * Batches (MODEL.md §4): lm reads tgt [B, T+1] (input tgt[:, :-1], labels
  * tgt[:, 1:]); cls reads src [B, S] and labels [B, S]; seq2seq both src and tgt.
  * PAD = 0 keys are masked in every attention and PAD labels are not scored.
@@ -184,8 +191,16 @@ int lnk_model_output_jvp(lnk_workspace *ws, const double *v, double *jv, double 
 /* Check theta for NaN / inf; error names the first tensor and index found. */
 int lnk_params_check_finite(const lnk_model *m, const double *theta, const char *what);
 
-/* Frobenius norm of tensor i of the flat vector g (e.g. a gradient). */
+/* Frobenius norm of tensor i of the flat vector g (e.g. a gradient): lnk_norm2
+ * of its entries. */
 double lnk_tensor_norm(const lnk_model *m, const double *g, int i);
+
+/* The Euclidean norm of x[0..n) without overflow or underflow: the plain sum
+ * of squares where it is safe (its square root is then exact to rounding),
+ * else the entries scaled by a power of two around the largest (as BLAS
+ * dnrm2).  Infinite only if the norm exceeds the largest double (or an entry
+ * is infinite); NaN if an entry is. */
+double lnk_norm2(const double *x, size_t n);
 
 /* Attention units and their activations after lnk_model_eval, read-only
  * (the geometry module reads them through these; src/model/attn_view.c).
@@ -208,11 +223,14 @@ int lnk_model_attn_units(const lnk_model *m, lnk_attn_unit *out, int max);
 typedef struct {
     int B, Tq, Tk;                /* sequences, query and key positions a sequence */
     const double *norm_in;        /* key side: the input of the norm whose output the
-                                     attention reads (Pre-LN: x; Post-LN: the previous
-                                     x + F(x), or the embedding for the first unit) */
+                                     attention reads (a unit with an input norm, as
+                                     Pre-LN and Peri-LN: x; otherwise the previous unit's
+                                     post norm's input, alpha x + F(x), if it has one
+                                     (Post-LN, DeepNorm), else the stream x itself) */
     const double *norm_out;       /* key side: what the attention reads [B*Tk, d] */
     const double *q, *k;          /* Q = X Wq + bq [B*Tq, d], K = X Wk + bk [B*Tk, d] */
-    const double *qn, *kn;        /* after the per-head qk_norm (== q, k without it) */
+    const double *qn, *kn;        /* after the per-head qk_norm (== q, k without it),
+                                     before the rotary positions (pos = rope) */
     const double *a;              /* softmax maps [B, h, Tq, Tk] */
     const uint8_t *qpad, *kpad;   /* [B*Tq], [B*Tk]: 1 where the position is <pad> */
 } lnk_attn_view;

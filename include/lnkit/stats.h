@@ -17,6 +17,11 @@
  * norm's output.  (The paper numbers layers from 1: its x^{pre}_l is site "in"
  * of block l-1 here, and x^{pre}_{L+1} the stack's "out".)
  *
+ * Other placements (MODEL.md §3): "res" is the unit's residual sum (N_post's
+ * input where the unit has one, else its output), the unit's norm is its
+ * N_post, else its N_in, else its N_out (Peri-LN: the input norm), and
+ * has_final is set wherever the stack ends with a final norm.
+ *
  * For every norm, the spectral norm of its Jacobian at its input x, Lemma 3:
  * ||J_LN(x)||_2 = sqrt(d)/||x - mean(x) 1|| (LayerNorm; RMSNorm: sqrt(d)/||x||),
  * i.e. the eps = 0 value; with eps the exact value is 1/sqrt(var + eps), smaller

@@ -36,6 +36,8 @@ lnkit warns (lnkit.BlasWarning) if the kernel in use is slower than the CPU
 allows, naming the setting to start Python with:
     OPENBLAS_CORETYPE=<kernel> python3 ...
 (lnkit.blas_advice() returns it, or None when the kernel is already the best.)
+
+PyTorch models in and out: lnkit.torch_io (imported on first use; needs torch).
 """
 import os as _os
 import warnings as _warnings
@@ -58,6 +60,15 @@ __all__ = ["Error", "ConvergenceWarning", "Model", "Params", "Data", "HessianOpe
 # `--threads`'s range in the lnkit program (OpenBLAS itself may use fewer:
 # threads() says how many it took)
 MAX_THREADS = 1024
+
+
+def __getattr__(name):
+    # lnkit.torch_io (PyTorch models in and out) on first use: importing lnkit
+    # never imports it, nor torch
+    if name == "torch_io":
+        import importlib
+        return importlib.import_module(".torch_io", __name__)
+    raise AttributeError("module 'lnkit' has no attribute %r" % name)
 
 
 class BlasWarning(UserWarning):

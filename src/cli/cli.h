@@ -86,24 +86,34 @@ int cmd_meta(int argc, char **argv);
 
 
 
-/* Everything eval/hvp need: config, model, weights, batch, workspace. */
+/* Everything eval/hvp need: config, model, weights, batches, workspace.
+ * Repeated --batch files are one data set (docs/MODEL.md section 4: the
+ * token-weighted mean of their losses), as in the curvature commands. */
+#define CLI_MAX_BATCH 64
 typedef struct {
     lnk_config c;
     lnk_model *m;
     double *theta;
-    lnk_batch b;
-    lnk_workspace *ws;
+    const char *const *batch; /* the --batch files */
+    int n_batch;
+    lnk_batch b;        /* the one file of a one-file, one-process run */
+    lnk_workspace *ws;  /* its workspace */
 } cli_session;
-void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
-              unsigned ws_flags);
-/* Several ranks: the data set of s->b's rows in 4 P chunks, sharded over the
- * job (token-balanced; over cli_procs()).  cli_open allocates no
- * workspace then. */
+void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
+              const char *const *batch, int n_batch, unsigned ws_flags);
+/* 1 if the run works on a data set (several files, or several ranks), built
+ * by cli_shard; 0 for one file in one process (s->b, s->ws). */
+int cli_dataset(const cli_session *s);
+/* The data set of the files' rows in chunks (one a file in one process, 4 P
+ * a file with several ranks), sharded over the job (token-balanced; over
+ * cli_procs()).  cli_open allocates no workspace then. */
 void cli_shard(cli_session *s, lnk_dataset *ds);
 /* Rows per chunk of a file of B rows: chunk_rows if set, else the whole file
  * in one process, or 4 P pieces with several ranks (so that the
  * token-balanced shards can be even). */
 int cli_chunk_rows(int B, int chunk_rows);
+/* --batch FILE once more (at most CLI_MAX_BATCH), or die. */
+void cli_add_batch(const char **batch, int *n_batch, const char *path);
 void cli_close(cli_session *s);
 /* Files (files.c).  A file named on the command line and the
  * option that named it, for messages. */
@@ -115,9 +125,35 @@ typedef struct {
 /* Before any work (collective): every output can be written (its folder
  * exists and is writable; not a folder, block device or read-only file),
  * the outputs that are files are distinct, and none is one of the inputs.
- * Dies with "CMD: FLAG PATH: problem" otherwise. */
+ * Dies with "CMD: FLAG PATH: problem" otherwise.  (cli_files, below, with
+ * out and in.) */
 void cli_check_outputs(const char *cmd, const cli_file *out, int n_out, const cli_file *in,
                        int n_in);
+
+/* Every path a command will read, write, rename or delete, checked against
+ * every other one before any work: two outputs (or an output and a file the
+ * run deletes) that are the same file, an output that is an input, a path
+ * that a glob the run deletes would match, all refused.  The same file: the
+ * same device and inode where both exist, else the same name in the same
+ * folder (links followed, so ./x, d/../x and a link to x are x). */
+enum { CLI_IN = 0, CLI_OUT = 1, CLI_GONE = 2 /* path: a checkpoint; its temporaries go */ };
+typedef struct {
+    struct cli_path { const char *path, *flag; int role; } *p;
+    int n, cap;
+    char **own; /* strings made here, freed by cli_files_check */
+    int n_own;
+} cli_files;
+void cli_files_in(cli_files *f, const char *path, const char *flag);
+void cli_files_out(cli_files *f, const char *path, const char *flag);
+/* An output and its NAME.meta.json sidecar (none beside a device or FIFO);
+ * the sidecar alone. */
+void cli_files_out_meta(cli_files *f, const char *path, const char *flag);
+void cli_files_meta(cli_files *f, const char *path, const char *flag);
+/* --checkpoint FILE: FILE, every rank's rows file, the lock file and the
+ * temporary files lnk_ckpt_open removes (lnk_ckpt_file). */
+void cli_files_checkpoint(cli_files *f, const char *path);
+/* Check them all (collective; dies naming the first clash) and free f. */
+void cli_files_check(const char *cmd, cli_files *f);
 /* A sidecar's path: given (if not NULL), else out's name with suffix
  * (cli_sibling_path); NULL when out is a device or FIFO (no sidecar beside
  * /dev/null).  malloc'd. */
@@ -129,6 +165,21 @@ void cli_outputs_begin(void);
 void cli_outputs_commit(void);
 /* --max-input SIZE (4096, 512M, 2G): the size limit of text inputs. */
 void cli_max_input(const char *opt, const char *s);
+
+/* Exit statuses: 0 done (and converged), 2 bad input or a failure, 3 done
+ * but not converged: a command that computes eigenpairs to a tolerance
+ * (eigs; blocks' extremes) writes its full results and sidecar as always
+ * (converged columns, counts in the sidecar), then prints one warning line
+ * (cli_not_converged) and exits 3.  Commands without a convergence test
+ * (trace, density) exit 0. */
+#define CLI_EXIT_NOT_CONVERGED 3
+/* The warning line: n_bad of n_req requested eigenpairs did not converge,
+ * the worst residual relative to max|l| (worst_rel) against tol, the
+ * Lanczos steps used of the limit, and hint (NULL or a short advice).
+ * Rank 0 prints it, even with --quiet; returns CLI_EXIT_NOT_CONVERGED (0 if
+ * n_bad is 0). */
+int cli_not_converged(const char *cmd, int n_bad, int n_req, double worst_rel, double tol,
+                      int steps, int max_steps, const char *hint);
 
 /* Report an unknown option / missing argument from getopt_long and exit 2. */
 _Noreturn void cli_bad_option(const char *cmd, int c, char **argv);

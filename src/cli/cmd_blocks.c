@@ -29,7 +29,11 @@ static void help(void)
            "BLOCKS.csv: block,type,n,operator,probes,frob,frob_se,frob2,frob2_se,top,\n"
            "top_residual,top_converged,bottom,bottom_residual,bottom_converged,eig_steps,\n"
            "node_min,node_max,applies.  PAIRS.csv: block_a,block_b,js_distance.\n"
-           "DENSITY.csv: block,t,density.  Each with a .meta.json sidecar.\n\n"
+           "DENSITY.csv: block,t,density.  Each with a .meta.json sidecar.\n"
+           "An extreme is converged when its residual <= tol max|l| (the block's); in a\n"
+           "block that is zero to rounding (max|l| < 1e-10 of the largest block's, e.g. an\n"
+           "attention key bias) when it is <= tol times the largest block's max|l|.\n"
+           "Extremes that did not converge: a warning and exit status 3.\n\n"
            "  -o, --output FILE      block statistics CSV                       (required)\n"
            "  --pairs FILE           Jensen-Shannon distances between blocks    (none)\n"
            "  --density FILE         the block densities on the common grid     (none)\n"
@@ -40,13 +44,13 @@ static void help(void)
            "  --probes N             Hutchinson probes for ||A_bb||_F           (30)\n"
            "  --eig-steps M          Lanczos step limit for the extremes        (100)\n"
            "  --tol T                residual tolerance of the extremes,\n"
-           "                         relative to max|l|                         (1e-6)\n"
+           "                         relative to the block's max|l|             (1e-6)\n"
            "  --runs N               SLQ start vectors per block                (4)\n"
            "  --steps M              SLQ Lanczos steps per run                  (40)\n"
            "  --sigma S              kernel standard deviation (eigenvalue units)\n"
            "  --sigma-fraction F     sigma = F * the common range of the nodes  (0.01)\n"
-           "  --grid-per-sigma P     grid points per sigma                      (4)\n\n");
-    cli_curv_print_help();
+           "  --grid-per-sigma P     grid points per sigma, 1 to 1e6            (4)\n\n");
+    cli_curv_print_help(0);
 }
 
 static double num(const char *opt, const char *s) { return cli_real("blocks", opt, s, 1); }
@@ -113,6 +117,49 @@ static int rows_density(lnk_csv *c, const void *ctx)
     return st;
 }
 
+/* A block that is zero to rounding (an attention key bias, which softmax
+ * ignores: its H, G and F are 0) has extremes of the size of rounding,
+ * whose residuals no tolerance relative to themselves can pass.  Its
+ * extremes count as converged when the block's max|l| is below ZERO_REL of
+ * the largest block's, S, and their residuals are within tol S: they are 0
+ * to what the products resolve. */
+#define ZERO_REL 1e-10
+static void zero_blocks(block_row *b, int nb, double tol)
+{
+    double S = 0;
+    for (int i = 0; i < nb; i++)
+        S = fmax(S, fmax(fabs(b[i].st.top), fabs(b[i].st.bottom)));
+    for (int i = 0; i < nb; i++) {
+        lnk_blockstat *st = &b[i].st;
+        if (fmax(fabs(st->top), fabs(st->bottom)) > ZERO_REL * S)
+            continue;
+        st->top_converged |= st->top_residual <= tol * S;
+        st->bottom_converged |= st->bottom_residual <= tol * S;
+    }
+}
+
+/* Extremes that did not converge, over every block: their count, the worst
+ * residual relative to its block's max|l|, the most steps a block took. */
+static int not_converged(const block_row *b, int nb, double *worst, int *steps)
+{
+    int bad = 0;
+    *worst = 0;
+    *steps = 0;
+    for (int i = 0; i < nb; i++) {
+        const lnk_blockstat *st = &b[i].st;
+        double scale = fmax(fabs(st->top), fabs(st->bottom));
+        *steps = st->eig_steps > *steps ? st->eig_steps : *steps;
+        const double res[2] = {st->top_residual, st->bottom_residual};
+        const int conv[2] = {st->top_converged, st->bottom_converged};
+        for (int e = 0; e < 2; e++)
+            if (!conv[e]) {
+                bad++;
+                *worst = fmax(*worst, scale > 0 ? res[e] / scale : res[e]);
+            }
+    }
+    return bad;
+}
+
 int cmd_blocks(int argc, char **argv)
 {
     struct option opts[128] = {{"output", required_argument, NULL, 'o'},
@@ -129,7 +176,7 @@ int cmd_blocks(int argc, char **argv)
                                {"sigma", required_argument, NULL, O_SIG},
                                {"sigma-fraction", required_argument, NULL, O_SIGF},
                                {"grid-per-sigma", required_argument, NULL, O_GRID}};
-    int n = cli_curv_add_options(opts, 14);
+    int n = cli_curv_add_options(opts, 14, 0);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *pairs = NULL, *dens = NULL, *groups[MAX_GROUPS];
@@ -150,6 +197,10 @@ int cmd_blocks(int argc, char **argv)
                 cli_die("blocks: at most %d --group options", MAX_GROUPS);
             if (!*optarg)
                 cli_die("blocks: --group: expected comma-separated globs, got ''");
+            for (int g = 0; g < n_groups; g++) /* its rows are told apart by their names */
+                if (!strcmp(groups[g], optarg))
+                    cli_die("blocks: --group '%s' is given twice: each group once (its rows in "
+                            "the outputs are named by its globs)", optarg);
             groups[n_groups++] = optarg;
             break;
         case O_NOTENS: tensors = 0; break;
@@ -164,7 +215,7 @@ int cmd_blocks(int argc, char **argv)
             sig_kind = ch;
             sval = num(ch == O_SIG ? "sigma" : "sigma-fraction", optarg);
             break;
-        case O_GRID: per = num("grid-per-sigma", optarg); break;
+        case O_GRID: per = cli_grid_per_sigma("blocks", optarg); break;
         case 'h': help(); return 0;
         default: cli_bad_option("blocks", ch, argv);
         }
@@ -178,9 +229,6 @@ int cmd_blocks(int argc, char **argv)
     if (!sig_kind)
         sig_kind = O_SIGF;
     bo.seed = co.rng_seed;
-    if (co.checkpoint || co.checkpoint_every)
-        cli_die("blocks: --checkpoint%s: blocks runs are not resumable (the option serves eigs, "
-                "trace and density); run without it", co.checkpoint ? "" : "-every");
     cli_curv_out outs[3] = {{out, "-o", 1}, {pairs, "--pairs", 1}, {dens, "--density", 1}};
     cli_curv_check_outputs("blocks", &co, outs, 3);
     /* the model, the data set and the operator once; then the operator is
@@ -231,6 +279,9 @@ int cmd_blocks(int argc, char **argv)
                     "%.6g]  %.1f s\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
                     b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, lnk_now() - t0);
     }
+    zero_blocks(b, nb, bo.eig_tol);
+    double worst_res;
+    int max_steps, n_bad = not_converged(b, nb, &worst_res, &max_steps);
     long products = lnk_hessian_n_products(s.h);
     /* the densities on one grid, and the distances between them */
     const lnk_slq_result **r = malloc(sizeof *r * (size_t)nb);
@@ -246,6 +297,7 @@ int cmd_blocks(int argc, char **argv)
         cli_die("blocks: --sigma-fraction %g of the nodes' range [%g, %g] gives no width: give "
                 "--sigma S", sval, lo, hi);
     size_t npts = 0;
+    cli_check_sigma("blocks", sigma, lo, hi, per, MAX_GRID);
     if (lnk_slq_grid_common(r, nb, sigma, LNK_SLQ_PAD, per, MAX_GRID, &t, &npts) != LNK_OK)
         cli_die_lib();
     double worst = 0;
@@ -297,6 +349,8 @@ int cmd_blocks(int argc, char **argv)
         lnk_meta_real(extra, "max_integral_error", worst);
         lnk_meta_str(extra, "js_log", "natural");
         lnk_meta_int(extra, "block_products", products);
+        lnk_meta_int(extra, "extremes", 2 * nb);
+        lnk_meta_int(extra, "converged", 2 * nb - n_bad);
         lnk_meta_str(extra, "pairs_file", pairs ? pairs : "");
         lnk_meta_str(extra, "density_file", dens ? dens : "");
         cli_curv_meta(&s, &co, out, "blocks", extra);
@@ -310,6 +364,10 @@ int cmd_blocks(int argc, char **argv)
             fprintf(stderr, "blocks: %d blocks (%s), %ld products, sigma %.6g, %zu grid points, "
                     "%.2f s -> %s\n", nb, opname, products, sigma, npts, lnk_now() - t0, out);
     }
+    /* the rule for extremes that did not converge (cli_not_converged) */
+    int status = cli_not_converged("blocks", n_bad, 2 * nb, worst_res, bo.eig_tol, max_steps,
+                                   bo.eig_steps, max_steps >= bo.eig_steps ? "the step limit was "
+                                   "reached (a larger --eig-steps may converge them)" : NULL);
     for (int i = 0; i < nb; i++) {
         free(b[i].name);
         free(b[i].phi);
@@ -321,5 +379,5 @@ int cmd_blocks(int argc, char **argv)
     free(t);
     lnk_block_free(&sel);
     cli_curv_close(&s);
-    return 0;
+    return status;
 }

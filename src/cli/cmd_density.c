@@ -28,8 +28,8 @@ static void help(void)
            "                         V * max(1, range of the nodes)\n"
            "  --sigma-kappa K        Papyan 2020: sigma = 1.1 range / ((m-1) sqrt(8 ln K))\n"
            "  --sigma-fraction F     sigma = F * range of the nodes\n"
-           "  --grid-per-sigma P     grid points per sigma                      (4)\n\n");
-    cli_curv_print_help();
+           "  --grid-per-sigma P     grid points per sigma, 1 to 1e6            (4)\n\n");
+    cli_curv_print_help(1);
 }
 
 static double num(const char *opt, const char *s) { return cli_real("density", opt, s, 1); }
@@ -64,7 +64,7 @@ int cmd_density(int argc, char **argv)
                                {"sigma-fraction", required_argument, NULL, O_SIGF},
                                {"grid-per-sigma", required_argument, NULL, O_GRID},
                                {"reorth", required_argument, NULL, O_REORTH}};
-    int n = cli_curv_add_options(opts, 13);
+    int n = cli_curv_add_options(opts, 13, 1);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *nodes = NULL;
@@ -107,7 +107,7 @@ int cmd_density(int argc, char **argv)
             if (sval <= 1)
                 cli_die("density: --sigma-kappa: expected a number > 1, got '%s'", optarg);
             break;
-        case O_GRID: per = num("grid-per-sigma", optarg); break;
+        case O_GRID: per = cli_grid_per_sigma("density", optarg); break;
         case 'h': help(); return 0;
         default: cli_bad_option("density", ch, argv);
         }
@@ -167,10 +167,10 @@ int cmd_density(int argc, char **argv)
         st = lnk_sigma_from_fraction(sval, r.node_min, r.node_max, &sigma);
     if (st)
         cli_die_lib();
+    cli_check_sigma("density", sigma, r.node_min, r.node_max, per, 50000000);
     size_t np = lnk_slq_grid_size(&r, sigma, LNK_SLQ_PAD, per);
-    if (np < 2 || np > 50000000)
-        cli_die("density: sigma %g gives a grid of %zu points for nodes in [%g, %g]; choose a "
-                "larger sigma or a smaller --grid-per-sigma", sigma, np, r.node_min, r.node_max);
+    if (np < 2)
+        np = 2;
     double *t = malloc(sizeof(double) * np), *phi = malloc(sizeof(double) * np);
     if (!t || !phi)
         cli_die("out of memory for a grid of %zu points", np);

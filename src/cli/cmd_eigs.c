@@ -29,7 +29,7 @@ static void help(void)
            "                         tensor of the block (sum of its squared\n"
            "                         entries there; CSV which,index,tensor,n,mass,\n"
            "                         with FILE.meta.json; the masses sum to 1)  (none)\n\n");
-    cli_curv_print_help();
+    cli_curv_print_help(1);
 }
 
 typedef struct {
@@ -72,6 +72,26 @@ static int save(void *ctx, const lnk_eigs_state *st, int must)
 
 enum { O_K = 1, O_WHICH, O_TOL, O_MAXS, O_MODE, O_VEC, O_REORTH, O_MASS };
 
+/* The rule for pairs that did not converge (cli_not_converged): the worst
+ * explicit residual of theirs relative to max|l|, and why they may not have
+ * (m: the step limit, --max-steps or the operator's size). */
+static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int m)
+{
+    int bad = 0;
+    double worst = 0;
+    for (int i = 0; i < r->k; i++)
+        if (!r->converged[i]) {
+            bad++;
+            worst = fmax(worst, r->scale > 0 ? r->residual[i] / r->scale : r->residual[i]);
+        }
+    const char *hint = r->stop == LNK_EIGS_TOL
+        ? "their residual bounds met the tolerance, the explicit residuals did not: rounding "
+          "in double precision is above it (a larger --tol makes the two agree)"
+        : r->steps >= m ? "the step limit was reached (a larger --max-steps may converge them)"
+        : NULL;
+    return cli_not_converged("eigs", bad, r->k, worst, eo->tol, r->steps, m, hint);
+}
+
 int cmd_eigs(int argc, char **argv)
 {
     struct option opts[128] = {{"output", required_argument, NULL, 'o'},
@@ -83,7 +103,7 @@ int cmd_eigs(int argc, char **argv)
                                {"vectors", required_argument, NULL, O_VEC},
                                {"mass", required_argument, NULL, O_MASS},
                                {"reorth", required_argument, NULL, O_REORTH}};
-    int n = cli_curv_add_options(opts, 9);
+    int n = cli_curv_add_options(opts, 9, 1);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL, *vec = NULL, *mass = NULL, *which = "top";
@@ -178,12 +198,13 @@ int cmd_eigs(int argc, char **argv)
         free(cnt);
     }
     if (!cli_root()) {
+        int status = not_converged(&r, &eo, m);
         if (Y != r.vectors)
             free(Y);
         lnk_eigs_result_free(&r);
         cli_ckpt_done(&s);
         cli_curv_close(&s);
-        return 0;
+        return status;
     }
     /* the CSV, the vectors and the sidecar appear together or not at all */
     cli_outputs_begin();
@@ -224,27 +245,15 @@ int cmd_eigs(int argc, char **argv)
     lnk_meta_free(extra);
     cli_outputs_commit();
     cli_ckpt_done(&s);
-    if (!co.quiet) {
-        /* "stopped by tol" means the residual bounds of the Ritz pairs met tol; the
-         * converged column is the explicit residual test, which rounding can fail */
+    if (!co.quiet)
         fprintf(stderr, "eigs: %d Lanczos steps, stopped by %s, %d/%d converged by their "
                 "explicit residual ||Hv - lv|| <= tol max|l| (tol %g), %.2f s -> %s\n", r.steps,
                 r.stop == LNK_EIGS_TOL ? "tol (residual bounds)" : lnk_eigs_stop_name(r.stop),
                 nconv, r.k, eo.tol, r.elapsed, out);
-        if (r.stop == LNK_EIGS_TOL && nconv < r.k) {
-            double lo = INFINITY;
-            for (int i = 0; i < r.k; i++)
-                if (!r.converged[i] && r.residual[i] < lo)
-                    lo = r.residual[i];
-            fprintf(stderr, "eigs: %d pair(s) met tol by their residual bound but not by the "
-                    "explicit residual (the smallest of theirs is %.3g max|l|): rounding in "
-                    "double precision is above tol %g; a larger --tol makes the two agree\n",
-                    r.k - nconv, r.scale > 0 ? lo / r.scale : lo, eo.tol);
-        }
-    }
+    int status = not_converged(&r, &eo, m);
     if (Y != r.vectors)
         free(Y);
     lnk_eigs_result_free(&r);
     cli_curv_close(&s);
-    return 0;
+    return status;
 }

@@ -11,7 +11,9 @@ static void help(void)
            "Write H v, the exact product of the loss Hessian with v (forward-over-reverse),\n"
            "in the layout of the input vector (one tensor 'v' [n_params], or named tensors).\n\n"
            "  --weights FILE         weights                                    (required)\n"
-           "  --batch FILE           batch                                      (required)\n"
+           "  --batch FILE           batch; repeat for a data set of several files\n"
+           "                         (the Hessian of their token-weighted mean\n"
+           "                         loss, MODEL.md §4)                         (required)\n"
            "  --vector FILE          the vector v                               (required)\n"
            "  -o, --output FILE      where H v is written                       (required)\n"
            "  --repeat N             compute N times, print the median seconds\n"
@@ -44,8 +46,8 @@ int cmd_hvp(int argc, char **argv)
     int n = cli_add_model_options(opts, 8);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_model_opts mo = {0};
-    const char *wpath = NULL, *bpath = NULL, *vpath = NULL, *out = NULL;
-    int repeat = 1, ch, cache_set = 0;
+    const char *wpath = NULL, *bpath[CLI_MAX_BATCH], *vpath = NULL, *out = NULL;
+    int repeat = 1, ch, cache_set = 0, n_batch = 0;
     long cache_mb = -1;
     lnk_op_kind kind = LNK_OP_HESSIAN;
     opterr = 0;
@@ -54,7 +56,7 @@ int cmd_hvp(int argc, char **argv)
             continue;
         switch (ch) {
         case 'w': wpath = optarg; break;
-        case 'b': bpath = optarg; break;
+        case 'b': cli_add_batch(bpath, &n_batch, optarg); break;
         case 'v': vpath = optarg; break;
         case 'o': out = optarg; break;
         case 'r': repeat = (int)cli_int("repeat", optarg, 1, 1000000); break;
@@ -70,12 +72,16 @@ int cmd_hvp(int argc, char **argv)
         cli_die("hvp: --vector FILE is required");
     if (!out)
         cli_die("hvp: -o HV.safetensors is required");
-    cli_file outs[1] = {{out, "-o"}},
-             ins[4] = {{mo.config_path, "--config"}, {wpath, "--weights"}, {bpath, "--batch"},
-                       {vpath, "--vector"}};
-    cli_check_outputs("hvp", outs, 1, ins, 4);
+    cli_files f = {0};
+    cli_files_out(&f, out, "-o");
+    cli_files_in(&f, mo.config_path, "--config");
+    cli_files_in(&f, wpath, "--weights");
+    for (int i = 0; i < n_batch; i++)
+        cli_files_in(&f, bpath[i], "--batch");
+    cli_files_in(&f, vpath, "--vector");
+    cli_files_check("hvp", &f);
     cli_session s;
-    cli_open(&s, &mo, wpath, bpath, LNK_WS_HVP);
+    cli_open(&s, &mo, wpath, bpath, n_batch, LNK_WS_HVP);
     size_t np = lnk_model_n_params(s.m);
     double *v = malloc(sizeof(double) * np), *hv = malloc(sizeof(double) * np);
     double *t = malloc(sizeof(double) * repeat);
@@ -87,7 +93,7 @@ int cmd_hvp(int argc, char **argv)
     lnk_hessian *h = NULL;
     lnk_dataset ds;
     lnk_dataset_init(&ds);
-    if (lnk_comm_size() > 1) {
+    if (cli_dataset(&s)) {
         cli_shard(&s, &ds);
         h = lnk_hessian_alloc_dataset(s.m, s.theta, &ds, NULL);
         if (!h)

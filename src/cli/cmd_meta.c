@@ -44,7 +44,9 @@ static void help(void)
            "Everything after '--' is the recorded command line, word for word (required).\n");
 }
 
-/* YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM), fields in range. */
+/* YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM), a date of the calendar (the
+ * month's days, 29 February in leap years only), fields in range (second 60:
+ * a leap second, at 23:59 only). */
 static int iso_time_ok(const char *s)
 {
     const char *pat = "dddd-dd-ddTdd:dd:dd";
@@ -52,8 +54,12 @@ static int iso_time_ok(const char *s)
     for (; pat[i]; i++)
         if (pat[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pat[i])
             return 0;
-    int mo = atoi(s + 5), da = atoi(s + 8), h = atoi(s + 11), mi = atoi(s + 14), se = atoi(s + 17);
-    if (mo < 1 || mo > 12 || da < 1 || da > 31 || h > 23 || mi > 59 || se > 60)
+    int y = atoi(s), mo = atoi(s + 5), da = atoi(s + 8), h = atoi(s + 11), mi = atoi(s + 14),
+        se = atoi(s + 17);
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (mo < 1 || mo > 12 || da < 1 || da > days[mo - 1] + (mo == 2 && leap) || h > 23 ||
+        mi > 59 || se > 60 || (se == 60 && !(h == 23 && mi == 59)))
         return 0;
     const char *p = s + i;
     if (*p == '.') {
@@ -164,8 +170,8 @@ int cmd_meta(int argc, char **argv)
     if (!start || !seconds)
         cli_die("meta: --start and --seconds are required (the run's start and wall time)");
     if (!iso_time_ok(start))
-        cli_die("meta: --start: expected an ISO 8601 time such as 2026-01-31T12:00:00Z, got '%s'",
-                start);
+        cli_die("meta: --start: expected an ISO 8601 time of the calendar such as "
+                "2026-01-31T12:00:00Z, got '%s'", start);
     double wall = cli_real("meta", "seconds", seconds, 0);
     if (extra && extra_file)
         cli_die("meta: give at most one of --extra and --extra-file");
@@ -182,11 +188,15 @@ int cmd_meta(int argc, char **argv)
     if (kind != LNK_OUT_FILE)
         cli_die("meta: sidecar of -o %s: is a FIFO or device, expected a regular file or a new "
                 "name (not replaced)", side);
-    cli_file of = {side, "sidecar of -o"}, inf[CLI_MAX_FILES];
+    cli_files f = {0};
+    cli_files_out(&f, side, "the sidecar of -o");
+    cli_files_in(&f, out, "-o");
     for (int i = 0; i < n_in; i++)
-        inf[i] = (cli_file){inputs[i], "--input"};
-    inf[n_in] = (cli_file){mo.config_path, "--config"};
-    cli_check_outputs("meta", &of, 1, inf, n_in + 1);
+        cli_files_in(&f, inputs[i], "--input");
+    cli_files_in(&f, mo.config_path, "--config");
+    if (extra_file && strcmp(extra_file, "-"))
+        cli_files_in(&f, extra_file, "--extra-file");
+    cli_files_check("meta", &f);
 
     char *extra_text = NULL;
     if (extra_file) {
@@ -227,9 +237,10 @@ int cmd_meta(int argc, char **argv)
             cli_die("meta: --seed: expected NAME=N with N in 0..2^64-1, got '%s'", seed_args[i]);
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)(eq - seed_args[i]), seed_args[i]);
-        for (int k = 0; k < i; k++)
-            if (!strncmp(seed_args[k], seed_args[i], (size_t)(eq - seed_args[i]) + 1))
-                cli_die("meta: --seed %s: the seed '%s' is given twice", seed_args[i], name);
+        for (int j = 0; j < i; j++) /* one value a name: a second would replace the first */
+            if (!strncmp(seed_args[j], seed_args[i], (size_t)(eq - seed_args[i]) + 1))
+                cli_die("meta: --seed %s: the seed '%s' is given twice (%s and %s); each named "
+                        "seed once", seed_args[i], name, seed_args[j], seed_args[i]);
         if (lnk_prov_seed(p, name, v) != LNK_OK)
             cli_die_lib();
     }

@@ -40,13 +40,15 @@ static char *trim(char *s)
     return s;
 }
 
-/* A finite number filling the whole field. */
+/* A finite number filling the whole field.  strtod's ERANGE on underflow (a
+ * subnormal such as 1e-320, or a value rounded to 0) is no error: the value is
+ * finite and exact to the precision doubles have there. */
 static int parse_num(const char *s, double *v)
 {
     char *end;
     errno = 0;
     *v = strtod(s, &end);
-    return *s != '\0' && *end == '\0' && errno != ERANGE && isfinite(*v);
+    return *s != '\0' && *end == '\0' && isfinite(*v);
 }
 
 /* Split line (modified in place) at commas into at most max fields; returns the count. */
@@ -126,8 +128,8 @@ static void read_keys(const char *path, double **K, int *n_out, int *d_out)
         }
         for (int c = 0; c < d; c++)
             if (!parse_num(f[c], &k[(size_t)n * d + c]))
-                cli_die("%s: row %d, column %d: '%s' is not a finite number", path, line_no,
-                        c + 1, f[c]);
+                cli_die("%s: row %d, column %d: '%s' is not a finite number (a double: at "
+                        "most 1.7976931348623157e308 in size)", path, line_no, c + 1, f[c]);
         n++;
     }
     free(f);

@@ -18,7 +18,7 @@ static void help(void)
            "  --method M             hutchinson or hutchpp                      (hutchinson)\n"
            "  --json                 JSON on stdout instead of CSV\n"
            "  -o, --output FILE      also write the CSV here (+ .meta.json)     (none)\n\n");
-    cli_curv_print_help();
+    cli_curv_print_help(1);
 }
 
 /* --checkpoint: save the state when due (cli_ckpt_due). */
@@ -42,7 +42,7 @@ int cmd_trace(int argc, char **argv)
                                {"probes", required_argument, NULL, O_PROBES},
                                {"method", required_argument, NULL, O_METHOD},
                                {"json", no_argument, NULL, O_JSON}};
-    int n = cli_curv_add_options(opts, 5);
+    int n = cli_curv_add_options(opts, 5, 1);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_curv_opts co = {0};
     const char *out = NULL;

@@ -38,7 +38,6 @@ static void help(void)
 }
 
 enum { O_RANDOM = 1, O_RADE, O_RNG, O_ONES, O_GRAD, O_WEIGHTS, O_BATCH, O_BLOCK, O_NORM, O_FLAT };
-#define MAX_BATCH 64
 
 int cmd_vector(int argc, char **argv)
 {
@@ -57,7 +56,7 @@ int cmd_vector(int argc, char **argv)
     int n = cli_add_model_options(opts, 12);
     opts[n] = (struct option){0, 0, 0, 0};
     cli_model_opts mo = {0};
-    const char *out = NULL, *wpath = NULL, *block = NULL, *bpath[MAX_BATCH];
+    const char *out = NULL, *wpath = NULL, *block = NULL, *bpath[CLI_MAX_BATCH];
     int random = 0, rade = 0, ones = 0, grad = 0, normalize = 0, flat = 0, n_batch = 0, ch;
     long rng_seed = 0;
     opterr = 0;
@@ -72,11 +71,7 @@ int cmd_vector(int argc, char **argv)
         case O_ONES: ones = 1; break;
         case O_GRAD: grad = 1; break;
         case O_WEIGHTS: wpath = optarg; break;
-        case O_BATCH:
-            if (n_batch == MAX_BATCH)
-                cli_die("vector: at most %d --batch files", MAX_BATCH);
-            bpath[n_batch++] = optarg;
-            break;
+        case O_BATCH: cli_add_batch(bpath, &n_batch, optarg); break;
         case O_BLOCK: block = optarg; break;
         case O_NORM: normalize = 1; break;
         case O_FLAT: flat = 1; break;
@@ -96,11 +91,13 @@ int cmd_vector(int argc, char **argv)
         cli_die("vector: --weights and --batch go with --gradient");
     if (!out)
         cli_die("vector: -o V.safetensors is required");
-    cli_file outs[1] = {{out, "-o"}}, ins[2 + MAX_BATCH] = {{mo.config_path, "--config"},
-                                                           {wpath, "--weights"}};
+    cli_files f = {0};
+    cli_files_out(&f, out, "-o");
+    cli_files_in(&f, mo.config_path, "--config");
+    cli_files_in(&f, wpath, "--weights");
     for (int i = 0; i < n_batch; i++)
-        ins[2 + i] = (cli_file){bpath[i], "--batch"};
-    cli_check_outputs("vector", outs, 1, ins, 2 + n_batch);
+        cli_files_in(&f, bpath[i], "--batch");
+    cli_files_check("vector", &f);
     lnk_config c;
     cli_make_config(&mo, &c);
     lnk_model *m = lnk_model_alloc(&c);
@@ -163,10 +160,9 @@ int cmd_vector(int argc, char **argv)
         free(b);
         free(theta);
     }
-    double nrm = 0;
-    for (size_t i = 0; i < np; i++)
-        nrm += v[i] * v[i];
-    nrm = sqrt(nrm);
+    double nrm = lnk_norm2(v, np); /* without overflow (entries near 1e308) */
+    if (!isfinite(nrm) && normalize)
+        cli_die("vector: --normalize: the vector's norm exceeds the range of doubles");
     if (normalize) {
         if (!(nrm > 0))
             cli_die("vector: --normalize: the vector is zero");

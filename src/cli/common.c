@@ -67,6 +67,20 @@ void cli_die(const char *fmt, ...)
     exit(2);
 }
 
+int cli_not_converged(const char *cmd, int n_bad, int n_req, double worst_rel, double tol,
+                      int steps, int max_steps, const char *hint)
+{
+    if (n_bad <= 0)
+        return 0;
+    if (cli_root())
+        fprintf(stderr, "lnkit: %s: warning: %d of %d requested eigenpairs did not converge "
+                "(worst residual %.3g max|l|, tolerance %.3g; %d of %d Lanczos steps used)%s%s; "
+                "the results are written, with converged = 0 for them; exit status %d\n", cmd,
+                n_bad, n_req, worst_rel, tol, steps, max_steps, hint ? ": " : "",
+                hint ? hint : "", CLI_EXIT_NOT_CONVERGED);
+    return CLI_EXIT_NOT_CONVERGED;
+}
+
 void cli_check(int status)
 {
     if (lnk_comm_agree(status) != LNK_OK)
@@ -243,10 +257,10 @@ void cli_print_model_help_seed(const char *seed_help)
            "the per-side keys a saved config derived from L, V, d follow those flags):\n"
            "  --config FILE          configuration JSON                       (none)\n"
            "  --task lm|seq2seq|cls                                           (lm)\n"
-           "  --norm-pos post|pre                                             (post)\n"
+           "  --norm-pos post|pre|peri|out|deepnorm|mix  norm placement       (post)\n"
            "  --norm layernorm|rmsnorm|none                                   (layernorm)\n"
            "  --qk-norm none|layernorm|rmsnorm   per-head key/query norm      (none)\n"
-           "  --d N, --h N           width, heads (d even, d %% h == 0)         (16, 2)\n"
+           "  --d N, --h N           width, heads (d %% h == 0; d even with sinusoidal) (16, 2)\n"
            "  --d-ff N               feed-forward width                       (4 d)\n"
            "  --L N                  depth; --L-enc, --L-dec per side         (2)\n"
            "  --V N                  vocabulary; --V-src, --V-tgt per side    (32)\n"
@@ -256,8 +270,15 @@ void cli_print_model_help_seed(const char *seed_help)
            "  --eps X                norm epsilon                             (1e-5)\n"
            "  --tie-output true|false                                         (false)\n"
            "  --label-smoothing A    0 <= A < 1                               (0)\n"
+           "  --activation relu|gelu|swiglu   feed-forward activation         (relu)\n"
+           "  --pos sinusoidal|learned|rope|none   positions                  (sinusoidal)\n"
+           "  --bias true|false      biases and LayerNorm shifts              (true)\n"
+           "  --max-len N            rows of the learned position tables      (512)\n"
+           "  --mix-ratio R          mix: share of Post-LN layers, 0..1       (0.25)\n"
+           "  --deepnorm-alpha A, --deepnorm-beta B   deepnorm's constants    (DeepNet's)\n"
+           "  --input-scale S        scale of the embeddings' output, > 0     (1)\n"
            "  --threads N            BLAS threads                             (OpenBLAS default)\n"
-           "  --quiet                nothing on stderr but errors\n"
+           "  --quiet                nothing on stderr but errors and warnings\n"
            "Keys of sides the task does not have (--L-enc, --V-src for lm; --L-dec, --V-tgt\n"
            "for cls; --n-classes outside cls) are accepted and ignored.\n",
            seed_help);
@@ -271,14 +292,16 @@ void cli_bad_option(const char *cmd, int c, char **argv)
     cli_die("%s: unknown option '%s' (see lnkit %s --help)", cmd, arg, cmd);
 }
 
-void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, const char *batch,
-              unsigned ws_flags)
+void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
+              const char *const *batch, int n_batch, unsigned ws_flags)
 {
     memset(s, 0, sizeof *s);
     if (!weights)
         cli_die("--weights FILE is required");
-    if (!batch)
-        cli_die("--batch FILE is required");
+    if (!n_batch)
+        cli_die("--batch FILE is required (repeat it for a data set of several files)");
+    s->batch = batch;
+    s->n_batch = n_batch;
     cli_make_config(mo, &s->c);
     s->m = lnk_model_alloc(&s->c);
     if (!s->m)
@@ -287,12 +310,21 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights, con
     cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters",
                                             lnk_model_n_params(s->m)));
     cli_check(cli_load_weights(weights, s->m, s->theta));
-    cli_check(cli_load_batch(batch, s->m, &s->b));
-    if (lnk_comm_size() > 1)
-        return; /* several ranks: each works on its shard (cli_shard) */
+    if (cli_dataset(s))
+        return; /* a data set: cli_shard reads the files */
+    cli_check(cli_load_batch(batch[0], s->m, &s->b));
     s->ws = lnk_workspace_alloc(s->m, s->b.B, s->b.S, s->b.T, ws_flags);
     if (!s->ws)
         cli_die_lib();
+}
+
+int cli_dataset(const cli_session *s) { return s->n_batch > 1 || lnk_comm_size() > 1; }
+
+void cli_add_batch(const char **batch, int *n_batch, const char *path)
+{
+    if (*n_batch == CLI_MAX_BATCH)
+        cli_die("at most %d --batch files", CLI_MAX_BATCH);
+    batch[(*n_batch)++] = path;
 }
 
 int cli_chunk_rows(int B, int chunk_rows)
@@ -306,7 +338,12 @@ int cli_chunk_rows(int B, int chunk_rows)
 void cli_shard(cli_session *s, lnk_dataset *ds)
 {
     lnk_dataset_init(ds);
-    cli_check(lnk_dataset_add_rows(ds, s->m, &s->b, cli_chunk_rows(s->b.B, 0)));
+    for (int i = 0; i < s->n_batch; i++) {
+        lnk_batch file;
+        cli_check(cli_load_batch(s->batch[i], s->m, &file));
+        cli_check(lnk_dataset_add_rows(ds, s->m, &file, cli_chunk_rows(file.B, 0)));
+        lnk_batch_free(&file);
+    }
     cli_check(lnk_dataset_shard(ds, s->m, cli_procs()));
 }
 

@@ -7,9 +7,8 @@
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
 
-#define CLI_MAX_BATCH 64
 enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE,
-       CURV_CKPT, CURV_CKPT_EVERY, CURV_OPERATOR };
+       CURV_CKPT, CURV_CKPT_EVERY, CURV_OPERATOR, CURV_ANYWHERE };
 
 typedef struct {
     cli_model_opts mo;
@@ -24,6 +23,7 @@ typedef struct {
     int cache_set;
     const char *checkpoint; /* --checkpoint FILE, or NULL */
     int checkpoint_every;   /* --checkpoint-every N products (0: the default, 5) */
+    int resume_anywhere;    /* --resume-anywhere: resume on another BLAS kernel, thread count */
     lnk_op_kind op_kind; /* --operator hessian|ggn|functional (LNK_OP_HESSIAN) */
 } cli_curv_opts;
 
@@ -46,15 +46,18 @@ typedef struct {
     const char *cmd;
     int every;
     long resumed_from;  /* products of the state resumed from (0: a fresh run) */
+    char *moved;        /* --resume-anywhere: what changed (lnk_ckpt_moved), or NULL */
     long last_saved;    /* products at the last save */
     double last_save_t, work_t0; /* lnk_now() at the last save, at the start of the work */
     long total;         /* products the run takes at most (for the estimate) */
 } cli_curv;
 
-/* Add the shared options (and the model options) to opts; returns the new count. */
-int cli_curv_add_options(struct option *opts, int n);
+/* Add the shared options (and the model options) to opts; returns the new
+ * count.  ckpt: with --checkpoint, --checkpoint-every, --resume-anywhere
+ * (the commands whose runs resume). */
+int cli_curv_add_options(struct option *opts, int n, int ckpt);
 int cli_curv_option(cli_curv_opts *o, int val, const char *arg);
-void cli_curv_print_help(void);
+void cli_curv_print_help(int ckpt);
 void cli_curv_open(cli_curv *s, const cli_curv_opts *o);
 void cli_curv_close(cli_curv *s);
 /* Progress of a long run on stderr, at most once a second: "WHAT: UNIT done/total,
@@ -86,15 +89,19 @@ typedef struct {
     const char *path, *flag;
     int sidecar;
 } cli_curv_out;
-/* Before the hours of work (cli_check_outputs): the outputs, then the
- * sidecars of those that have one, then --checkpoint, against the inputs of o (config,
- * weights, batches).  Dies naming the first problem. */
+/* Before the hours of work (cli_files_check): the outputs, the sidecars of
+ * those that have one, --checkpoint and its files, against each other and
+ * the inputs of o (config, weights, batches); then, with --checkpoint, its
+ * lock taken (lnk_ckpt_lock_take: another run on it is refused now), held
+ * until cli_curv_close or the end of the process.  Dies naming the first
+ * problem. */
 void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_curv_out *outs,
                             int n);
 
 /* --checkpoint: the identity items every curvature run shares (configuration,
- * weights, batches, chunk, block, seed) added to id, which the command has
- * filled with its own options; then the checkpoint opened (resumed or begun)
+ * weights, batches, chunk, block, seed; and what fixes the rounding: the BLAS
+ * kernel, library and threads, the lnkit build) added to id, which the
+ * command has filled with its own options; then the checkpoint opened (resumed or begun)
  * for kind with rows of the operator's slice (max_rows, mapped: see
  * lnk_ckpt_open), total: the run's products at most.  Dies on a mismatch or a
  * bad file.  Nothing without --checkpoint (s->ck stays NULL). */
@@ -111,6 +118,16 @@ void cli_ckpt_saved(cli_curv *s);
 void cli_ckpt_done(cli_curv *s);
 /* "  P products (resumed from R), X/h, about T left" for progress lines. */
 void cli_ckpt_rate(const cli_curv *s, char *buf, size_t n);
+
+/* Densities (density, blocks): --grid-per-sigma's value (1 to 1e6: below one
+ * point per sigma the trapezoid rule no longer integrates a kernel to 1e-6),
+ * or die; and the check of a kernel width sigma for nodes in [lo, hi] before
+ * its grid is made: the grid's ends and spacing representable (sigma not so
+ * large that they overflow), at most max_points points (sigma not too
+ * small).  Dies naming sigma, the nodes' range and the limit. */
+double cli_grid_per_sigma(const char *cmd, const char *arg);
+void cli_check_sigma(const char *cmd, double sigma, double lo, double hi, double per,
+                     size_t max_points);
 
 /* NAME.meta.json beside csv_path: the keys every curvature run has, then
  * the command's own fields (may be NULL). */

@@ -1,6 +1,8 @@
 /* Shared plumbing of the curvature commands (eigs, trace, density): the
  * model, the data set as chunks of rows of one or more batch files, the
  * Hessian operator on a block, progress lines and the metadata sidecar. */
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +10,7 @@
 #include "lnkit/provenance.h"
 #include "lnkit/sha256.h"
 
-int cli_curv_add_options(struct option *opts, int n)
+int cli_curv_add_options(struct option *opts, int n, int ckpt)
 {
     opts[n++] = (struct option){"weights", required_argument, NULL, CURV_WEIGHTS};
     opts[n++] = (struct option){"batch", required_argument, NULL, CURV_BATCH};
@@ -17,8 +19,11 @@ int cli_curv_add_options(struct option *opts, int n)
     opts[n++] = (struct option){"rng-seed", required_argument, NULL, CURV_RNG};
     opts[n++] = (struct option){"quiet", no_argument, NULL, CURV_QUIET};
     opts[n++] = (struct option){"cache-mb", required_argument, NULL, CURV_CACHE};
-    opts[n++] = (struct option){"checkpoint", required_argument, NULL, CURV_CKPT};
-    opts[n++] = (struct option){"checkpoint-every", required_argument, NULL, CURV_CKPT_EVERY};
+    if (ckpt) {
+        opts[n++] = (struct option){"checkpoint", required_argument, NULL, CURV_CKPT};
+        opts[n++] = (struct option){"checkpoint-every", required_argument, NULL, CURV_CKPT_EVERY};
+        opts[n++] = (struct option){"resume-anywhere", no_argument, NULL, CURV_ANYWHERE};
+    }
     opts[n++] = (struct option){"operator", required_argument, NULL, CURV_OPERATOR};
     return cli_add_model_options(opts, n);
 }
@@ -29,11 +34,7 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
         return 1;
     switch (val) {
     case CURV_WEIGHTS: o->weights = arg; return 1;
-    case CURV_BATCH:
-        if (o->n_batch == CLI_MAX_BATCH)
-            cli_die("at most %d --batch files", CLI_MAX_BATCH);
-        o->batch[o->n_batch++] = arg;
-        return 1;
+    case CURV_BATCH: cli_add_batch(o->batch, &o->n_batch, arg); return 1;
     case CURV_CHUNK: o->chunk_rows = (int)cli_int("chunk", arg, 1, 1L << 24); return 1;
     case CURV_BLOCK: o->block = arg; return 1;
     case CURV_RNG: o->rng_seed = (uint64_t)cli_int("rng-seed", arg, 0, 0x7fffffffL); return 1;
@@ -43,12 +44,13 @@ int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
     case CURV_CKPT_EVERY:
         o->checkpoint_every = (int)cli_int("checkpoint-every", arg, 1, 1 << 30);
         return 1;
+    case CURV_ANYWHERE: o->resume_anywhere = 1; return 1;
     case CURV_OPERATOR: o->op_kind = cli_op_kind(NULL, arg); return 1;
     }
     return 0;
 }
 
-void cli_curv_print_help(void)
+void cli_curv_print_help(int ckpt)
 {
     printf("Model, data and block:\n"
            "  --weights FILE         weights                                    (required)\n"
@@ -62,42 +64,53 @@ void cli_curv_print_help(void)
            "  --cache-mb MB          memory for keeping the chunks' primal passes\n"
            "                         between products (same results; 0: recompute\n"
            "                         them every product)       (half the available memory)\n"
-           "  --checkpoint FILE      save the run's state to FILE (vectors in FILE.basis)\n"
-           "                         and continue from it when started again with the\n"
-           "                         same arguments; removed when the run completes (none)\n"
-           "  --checkpoint-every N   products between saves (and at most 10 minutes) (5)\n"
            "  --operator hessian|ggn|functional\n"
            "                         H, its Gauss-Newton part G = J^T H_out J, or\n"
-           "                         the functional part F = H - G              (hessian)\n\n");
+           "                         the functional part F = H - G              (hessian)\n");
+    if (ckpt)
+        printf("  --checkpoint FILE      save the run's state to FILE (vectors in FILE.basis)\n"
+               "                         and continue from it when started again with the\n"
+               "                         same arguments; removed when the run completes.\n"
+               "                         The run holds it (FILE.lock): a second run on it\n"
+               "                         is refused                                 (none)\n"
+               "  --checkpoint-every N   products between saves (and at most 10 minutes) (5)\n"
+               "  --resume-anywhere      resume a checkpoint written with another BLAS\n"
+               "                         kernel, library, thread count or lnkit build (the\n"
+               "                         result is then not bitwise an uninterrupted\n"
+               "                         run's; the sidecar records the change)     (refused)\n");
+    printf("\n");
     cli_print_model_help();
+}
+
+/* The checkpoint lock of this process (one command a process): held from
+ * the check of the paths to cli_curv_close, released at exit otherwise (an
+ * error's exit: the lock file goes with it). */
+static lnk_ckpt_lock *held;
+static void drop_lock(void)
+{
+    lnk_ckpt_lock_release(held);
+    held = NULL;
 }
 
 void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_curv_out *outs,
                             int n)
 {
-    enum { MAX_OUT = 8 };
-    cli_file of[2 * MAX_OUT + 1], in[CLI_MAX_FILES];
-    char *meta[MAX_OUT] = {NULL}, label[MAX_OUT][48];
-    int nf = 0, ni = 0;
-    if (n > MAX_OUT)
-        cli_die("%s: too many output files", cmd);
+    cli_files f = {0};
     for (int i = 0; i < n; i++)
-        of[nf++] = (cli_file){outs[i].path, outs[i].flag};
-    for (int i = 0; i < n; i++) {
-        if (outs[i].sidecar && outs[i].path) {
-            meta[i] = cli_meta_path(outs[i].path);
-            snprintf(label[i], sizeof label[i], "the sidecar of %s", outs[i].flag);
-            of[nf++] = (cli_file){meta[i], label[i]};
-        }
-    }
-    of[nf++] = (cli_file){o->checkpoint, "--checkpoint"};
-    in[ni++] = (cli_file){o->mo.config_path, "--config"};
-    in[ni++] = (cli_file){o->weights, "--weights"};
+        cli_files_out(&f, outs[i].path, outs[i].flag);
+    for (int i = 0; i < n; i++)
+        if (outs[i].sidecar)
+            cli_files_meta(&f, outs[i].path, outs[i].flag);
+    cli_files_checkpoint(&f, o->checkpoint);
+    cli_files_in(&f, o->mo.config_path, "--config");
+    cli_files_in(&f, o->weights, "--weights");
     for (int i = 0; i < o->n_batch; i++)
-        in[ni++] = (cli_file){o->batch[i], "--batch"};
-    cli_check_outputs(cmd, of, nf, in, ni);
-    for (int i = 0; i < n; i++)
-        free(meta[i]);
+        cli_files_in(&f, o->batch[i], "--batch");
+    cli_files_check(cmd, &f);
+    if (o->checkpoint) {
+        cli_check(lnk_ckpt_lock_take(&held, o->checkpoint, cmd));
+        atexit(drop_lock);
+    }
 }
 
 void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
@@ -160,6 +173,10 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
 
 void cli_curv_close(cli_curv *s)
 {
+    lnk_ckpt_close(s->ck); /* a run that failed after its checkpoint opened */
+    s->ck = NULL;
+    drop_lock();
+    free(s->moved);
     lnk_hessian_free(s->h);
     lnk_dataset_free(&s->ds);
     free(s->theta);
@@ -185,6 +202,9 @@ void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, co
     lnk_meta_int(m, "hvp_products", lnk_hessian_n_products(s->h));
     lnk_meta_int(m, "products_total", cli_ckpt_products(s));
     lnk_meta_int(m, "resumed_from", s->resumed_from);
+    /* a resume elsewhere (--resume-anywhere) is recorded with what changed */
+    lnk_meta_bool(m, "resume_anywhere", o->resume_anywhere);
+    lnk_meta_str(m, "resumed_elsewhere", s->moved ? s->moved : "");
     lnk_meta_int(m, "cached_chunks", lnk_hessian_cached_chunks(s->h, NULL));
     lnk_meta_str(m, "operator", lnk_op_kind_name(o->op_kind));
     if (fields)
@@ -209,6 +229,35 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed)
                 total, elapsed, elapsed / done * (total - done), rate);
     }
     return 0;
+}
+
+double cli_grid_per_sigma(const char *cmd, const char *arg)
+{
+    double v = cli_real(cmd, "grid-per-sigma", arg, 1);
+    if (!(v >= 1 && v <= 1e6))
+        cli_die("%s: --grid-per-sigma: expected a number from 1 to 1e6 (below 1 point per sigma "
+                "the grid cannot integrate a kernel to 1e-6), got '%s'", cmd, arg);
+    return v;
+}
+
+void cli_check_sigma(const char *cmd, double sigma, double lo, double hi, double per,
+                     size_t max_points)
+{
+    /* the grid's span and its points, as lnk_slq_grid_size counts them, in
+     * doubles: t_p = a + (b - a) p / (N - 1) must not overflow, nor the
+     * kernels' normalisation 1 / (runs sigma sqrt(2 pi)) underflow */
+    double span = hi - lo + 2 * LNK_SLQ_PAD * sigma, pts = span / (sigma / per) + 2;
+    if (sigma > 0 && !(pts <= (double)max_points) && sigma < 1)
+        cli_die("%s: sigma %g gives a grid of %.3g points for nodes in [%g, %g] (at most %zu): "
+                "choose a larger sigma or a smaller --grid-per-sigma", cmd, sigma, pts, lo, hi,
+                max_points);
+    if (!(sigma > 0) || !isfinite(span) || !(span * pts <= 0x1p1020) ||
+        !(1.0 / (sigma * sqrt(2 * M_PI)) > 1e-300) || !(pts <= (double)max_points))
+        cli_die("%s: sigma %g is too large for a grid of the density: its ends (the nodes' "
+                "range [%g, %g] +- %g sigma) and spacing would leave the range of doubles; use a "
+                "sigma below %.3g", cmd, sigma, lo, hi, LNK_SLQ_PAD,
+                fmin(0x1p1020 / ((2 * LNK_SLQ_PAD) * (2 * LNK_SLQ_PAD * per + 2)) / 2,
+                     1e300 / sqrt(2 * M_PI)));
 }
 
 long cli_cache_mb(const char *arg) { return cli_int("cache-mb", arg, 0, 1L << 40); }
@@ -294,16 +343,21 @@ void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kin
      * existed stay valid); G and F name theirs */
     if (o->op_kind != LNK_OP_HESSIAN)
         rc = rc ? rc : lnk_ckpt_id_add(id, "--operator", "%s", lnk_op_kind_name(o->op_kind));
-    /* OpenBLAS's threaded kernels sum in an order that depends on their count */
-    rc = rc ? rc : lnk_ckpt_id_add(id, "the BLAS thread count (--threads)", "%d",
-                                   lnk_blas_threads());
+    rc = rc ? rc : lnk_ckpt_id_add_build(id);
+    id->resume_anywhere = o->resume_anywhere;
     cli_check(rc);
-    rc = lnk_ckpt_open(&s->ck, o->checkpoint, s->cmd, id, kind, s->op.n, max_rows, mapped);
+    rc = lnk_ckpt_open(&s->ck, held, o->checkpoint, s->cmd, id, kind, s->op.n, max_rows, mapped);
     cli_check(rc);
     lnk_ckpt_id_free(id);
     s->resumed_from = s->last_saved = lnk_ckpt_products(s->ck);
+    if (*lnk_ckpt_moved(s->ck) && !(s->moved = strdup(lnk_ckpt_moved(s->ck))))
+        cli_die("out of memory");
     if (!o->quiet && cli_root()) {
-        if (lnk_ckpt_resumed(s->ck))
+        if (lnk_ckpt_resumed(s->ck) && *lnk_ckpt_moved(s->ck))
+            fprintf(stderr, "%s: resumed from %ld products (checkpoint %s) elsewhere "
+                    "(--resume-anywhere): %s; the result is not bitwise an uninterrupted run's\n",
+                    s->cmd, s->resumed_from, o->checkpoint, lnk_ckpt_moved(s->ck));
+        else if (lnk_ckpt_resumed(s->ck))
             fprintf(stderr, "%s: resumed from %ld products (checkpoint %s)\n", s->cmd,
                     s->resumed_from, o->checkpoint);
         else

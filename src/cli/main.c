@@ -35,7 +35,9 @@ static void usage(FILE *f)
                "  --help                 this list\n"
                "  --version              version, git commit, compiler, BLAS library, its kernel\n"
                "                         and threads, LAPACK, GSL, GLPK, jansson\n"
-               "\nErrors print one line 'lnkit: ...' on stderr and exit with status 2.\n"
+               "\nErrors print one line 'lnkit: ...' on stderr and exit with status 2; eigs and\n"
+               "blocks exit with status 3 (after writing their results and one warning line)\n"
+               "when requested eigenpairs did not converge.\n"
                "man lnkit, man lnkit-COMMAND: the manual pages.\n");
 }
 

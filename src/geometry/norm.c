@@ -1,5 +1,6 @@
 /* LayerNorm geometry: the projection P, the scaling S and the norms built from
  * them, on single vectors and on the rows (or per-head slices) of a matrix. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include "lnkit/error.h"
@@ -24,12 +25,33 @@ int lnk_geom_norm_parse(const char *s, lnk_geom_norm *k)
                      s ? s : "(null)");
 }
 
+/* Sums of squares (and sums) of entries near the range of doubles overflow,
+ * those of tiny entries underflow: where the plain sums are not safe, the
+ * entries are first scaled by 2^-e around the largest (exact), which S, P,
+ * the norms built from them and the ratios below do not notice (eps scaled
+ * by 2^-2e with them).  Where the plain sums are safe they are used as they
+ * are, so that every committed result keeps its bits. */
+static int exponent(const double *x, int d)
+{
+    double m = 0;
+    for (int i = 0; i < d; i++)
+        m = fmax(m, fabs(x[i]));
+    return m > 0 && isfinite(m) ? ilogb(m) : 0;
+}
+
 void lnk_geom_center(const double *x, double *y, int d)
 {
     double mu = 0;
     for (int i = 0; i < d; i++)
         mu += x[i];
     mu /= d;
+    if (!isfinite(mu)) { /* the sum overflowed: the mean of the scaled entries */
+        int e = exponent(x, d);
+        mu = 0;
+        for (int i = 0; i < d; i++)
+            mu += ldexp(x[i], -e);
+        mu = ldexp(mu / d, e);
+    }
     for (int i = 0; i < d; i++)
         y[i] = x[i] - mu;
 }
@@ -40,16 +62,33 @@ static void scale_eps(const double *x, double *y, int d, double eps)
     double ss = 0;
     for (int i = 0; i < d; i++)
         ss += x[i] * x[i];
+    int e = 0;
+    if (!(ss <= DBL_MAX) || (ss < 0x1p-900 && eps < 0x1p-900 && ss > 0)) {
+        e = exponent(x, d);
+        ss = 0;
+        for (int i = 0; i < d; i++)
+            ss += ldexp(x[i], -e) * ldexp(x[i], -e);
+        eps = ldexp(eps, -2 * e);
+    }
     double den = ss / d + eps;
     double r = den > 0 ? 1.0 / sqrt(den) : 0.0;
     for (int i = 0; i < d; i++)
-        y[i] = x[i] * r;
+        y[i] = ldexp(x[i], -e) * r;
 }
 
 void lnk_geom_scale(const double *x, double *y, int d) { scale_eps(x, y, d, 0.0); }
 
 void lnk_geom_layernorm(const double *x, double *y, int d, double eps)
 {
+    /* P(x) of entries near the range of doubles overflows: scale first */
+    int e = exponent(x, d);
+    if (e > 500) {
+        for (int i = 0; i < d; i++)
+            y[i] = ldexp(x[i], -e);
+        lnk_geom_center(y, y, d);
+        scale_eps(y, y, d, ldexp(eps, -2 * e));
+        return;
+    }
     lnk_geom_center(x, y, d);
     scale_eps(y, y, d, eps);
 }
@@ -99,7 +138,13 @@ double lnk_geom_norm_ratio(const double *x, int d)
     double ss = 0;
     for (int i = 0; i < d; i++)
         ss += x[i] * x[i];
-    return sqrt(ss / d);
+    if (ss >= 0x1p-900 && ss <= DBL_MAX)
+        return sqrt(ss / d);
+    int e = exponent(x, d);
+    ss = 0;
+    for (int i = 0; i < d; i++)
+        ss += ldexp(x[i], -e) * ldexp(x[i], -e);
+    return ldexp(sqrt(ss / d), e);
 }
 
 double lnk_geom_cos_ones(const double *x, int d)
@@ -108,6 +153,15 @@ double lnk_geom_cos_ones(const double *x, int d)
     for (int i = 0; i < d; i++) {
         s += x[i];
         ss += x[i] * x[i];
+    }
+    if (!(ss >= 0x1p-900 && ss <= DBL_MAX && isfinite(s))) {
+        int e = exponent(x, d); /* the cosine is scale-invariant */
+        s = ss = 0;
+        for (int i = 0; i < d; i++) {
+            double y = ldexp(x[i], -e);
+            s += y;
+            ss += y * y;
+        }
     }
     if (ss == 0)
         return 0;

@@ -5,6 +5,7 @@
  * and dual (a separating query) solutions. */
 #include <glpk.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/error.h"
@@ -192,6 +193,53 @@ static void certify(lpbuf *b, glp_prob *lp, const double *K, int i, double s, do
     *lo = margin(K, n, d, i, b->q, s);
 }
 
+/* K [nd] times the power of two that brings its largest |entry| into [1, 2):
+ * exact for every entry above 2^-1021 of the largest (the smaller ones, below
+ * any rounding the tests resolve, may lose bits or become 0).  malloc'd. */
+static double *scaled(const double *K, size_t nd)
+{
+    double m = 0;
+    for (size_t i = 0; i < nd; i++)
+        m = fmax(m, fabs(K[i]));
+    int e = m > 0 ? ilogb(m) : 0;
+    double *Ks = malloc(sizeof(double) * (nd ? nd : 1));
+    if (Ks)
+        for (size_t i = 0; i < nd; i++)
+            Ks[i] = ldexp(K[i], -e);
+    return Ks;
+}
+
+/* GLPK reports an internal error by calling its error hook and then abort():
+ * the hook jumps back to the simplex call instead, and GLPK's environment
+ * (with every problem in it) is freed. */
+static _Thread_local jmp_buf *glpk_trap;
+static void glpk_fail(void *info)
+{
+    (void)info;
+    if (glpk_trap)
+        longjmp(*glpk_trap, 1);
+}
+
+static void glpk_quiet(void) { glp_term_out(GLP_OFF); }
+
+/* glp_simplex, or -1 (*lp freed with GLPK's environment) on an internal error. */
+static int simplex_guarded(glp_prob *lp, const glp_smcp *parm)
+{
+    jmp_buf env;
+    if (setjmp(env)) {
+        glp_error_hook(NULL, NULL);
+        glpk_trap = NULL;
+        glp_free_env();
+        return -1;
+    }
+    glpk_trap = &env;
+    glp_error_hook(glpk_fail, NULL);
+    int rc = glp_simplex(lp, parm);
+    glp_error_hook(NULL, NULL);
+    glpk_trap = NULL;
+    return rc;
+}
+
 /* The LP for key i (keys translated by -k_i and scaled by 1/s):
  *   min sum_c (p_c + m_c)  s.t.  sum_j lam_j (k_j - k_i)_c / s + p_c - m_c = 0  (c = 1..d),
  *                                sum_j lam_j = 1,  lam, p, m >= 0  (j != i).
@@ -264,7 +312,11 @@ static int solve_lp(lpbuf *b, const double *K, int i, double s, double tol, doub
         /* tight tolerances can make the primal simplex cycle: an iteration limit (a few
          * times the LP's size; deterministic, unlike a time limit) moves on */
         parm.it_lim = 20 * (nl + 3 * d + 1) + 100;
-        rc = glp_simplex(lp, &parm);
+        rc = simplex_guarded(lp, &parm);
+        if (rc < 0)
+            return lnk_error(LNK_EINVAL, "selectability: GLPK failed internally for key %d of %d "
+                             "(an assertion of its simplex); the keys' coordinates may span too "
+                             "many orders of magnitude", i, n);
         status = glp_get_status(lp);
         if (rc == 0 && status == GLP_OPT) {
             double l, u;
@@ -301,14 +353,8 @@ static int check_input(const double *K, int n, int d)
     return LNK_OK;
 }
 
-static void glpk_quiet(void)
-{
-    static int done = 0;
-    if (!done) {
-        glp_term_out(GLP_OFF);
-        done = 1;
-    }
-}
+static int hull_dist(const double *K, int n, int d, int i, double tol, double *dist,
+                     int *ambiguous);
 
 int lnk_geom_hull_dist(const double *K, int n, int d, int i, double tol, double *dist,
                        int *ambiguous)
@@ -318,6 +364,18 @@ int lnk_geom_hull_dist(const double *K, int n, int d, int i, double tol, double 
         return st;
     if (i < 0 || i >= n)
         return lnk_error(LNK_EINVAL, "hull distance: key %d of %d", i, n);
+    double *Ks = scaled(K, (size_t)n * d);
+    if (!Ks)
+        return lnk_error(LNK_ENOMEM, "hull distance: out of memory for %d keys", n);
+    st = hull_dist(Ks, n, d, i, tol, dist, ambiguous);
+    free(Ks);
+    return st;
+}
+
+static int hull_dist(const double *K, int n, int d, int i, double tol, double *dist,
+                     int *ambiguous)
+{
+    int st;
     if (tol <= 0)
         tol = LNK_GEOM_SEL_TOL;
     int ex = 0;
@@ -340,13 +398,28 @@ int lnk_geom_hull_dist(const double *K, int n, int d, int i, double tol, double 
     return LNK_OK;
 }
 
+static int selectable(const double *K, int n, int d, double tol, int *sel,
+                      lnk_geom_sel_info *info);
+
 int lnk_geom_selectable(const double *K, int n, int d, double tol, int *sel,
                         lnk_geom_sel_info *info)
 {
-    lnk_geom_sel_info loc = {0, 0, 0, 0, INFINITY};
     int st = check_input(K, n, d);
     if (st)
         return st;
+    double *Ks = scaled(K, (size_t)n * d);
+    if (!Ks)
+        return lnk_error(LNK_ENOMEM, "selectability: out of memory for %d keys", n);
+    st = selectable(Ks, n, d, tol, sel, info);
+    free(Ks);
+    return st;
+}
+
+static int selectable(const double *K, int n, int d, double tol, int *sel,
+                      lnk_geom_sel_info *info)
+{
+    lnk_geom_sel_info loc = {0, 0, 0, 0, INFINITY};
+    int st = LNK_OK;
     if (tol <= 0)
         tol = LNK_GEOM_SEL_TOL;
     if (n == 1) {

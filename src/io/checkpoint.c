@@ -15,15 +15,16 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cblas.h>
+#include "io/ckpt_internal.h"
+#include "lnkit/blas.h"
 #include "lnkit/checkpoint.h"
 #include "lnkit/comm.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
+#include "lnkit/provenance.h"
 #include "lnkit/sha256.h"
-
-#define MAGIC "LNKCKPT1"
-#define TRAILER "END!"
-enum { T_INT = 'i', T_DBL = 'd', T_STR = 's' };
+#include "lnkit/sys.h"
 
 /* Test builds only (include/lnkit/fault.h): LNK_FAULT_CKPT "rows:N" sends
  * SIGKILL to the process in its N-th save once the rows are on disk, before
@@ -65,7 +66,7 @@ static inline void fault(const char *point) { (void)point; }
 
 /* ------------------------------------------------------------ identity */
 
-int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
+static int id_vadd(lnk_ckpt_id *id, int env, const char *name, const char *fmt, va_list ap)
 {
     if (id->n == id->cap) {
         int nc = id->cap ? 2 * id->cap : 16;
@@ -73,16 +74,16 @@ int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
         if (a)
             id->name = a;
         char **b = a ? realloc(id->value, sizeof *b * (size_t)nc) : NULL;
-        if (!b)
+        if (b)
+            id->value = b;
+        unsigned char *e = b ? realloc(id->env, (size_t)nc) : NULL;
+        if (!e)
             return lnk_error(LNK_ENOMEM, "checkpoint: out of memory");
-        id->value = b;
+        id->env = e;
         id->cap = nc;
     }
-    va_list ap;
-    va_start(ap, fmt);
     char *v = NULL;
     int r = vasprintf(&v, fmt, ap);
-    va_end(ap);
     char *nm = strdup(name);
     if (r < 0 || !nm) {
         free(nm);
@@ -91,8 +92,51 @@ int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
         return lnk_error(LNK_ENOMEM, "checkpoint: out of memory");
     }
     id->name[id->n] = nm;
+    id->env[id->n] = (unsigned char)env;
     id->value[id->n++] = v;
     return LNK_OK;
+}
+
+int lnk_ckpt_id_add(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = id_vadd(id, 0, name, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int lnk_ckpt_id_add_env(lnk_ckpt_id *id, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = id_vadd(id, 1, name, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* OpenBLAS's version and build options, without the kernel in use (which
+ * DYNAMIC_ARCH builds append; it is an item of its own). */
+static void blas_library(char *buf, size_t n)
+{
+    const char *c = openblas_get_config(), *k = lnk_blas_kernel();
+    snprintf(buf, n, "%s", c ? c : "unknown");
+    char *at = strstr(buf, k);
+    size_t lk = strlen(k);
+    if (*k && at && at > buf && at[-1] == ' ' && (at[lk] == ' ' || !at[lk]))
+        memmove(at - 1, at + lk, strlen(at + lk) + 1);
+}
+
+int lnk_ckpt_id_add_build(lnk_ckpt_id *id)
+{
+    char blas[256];
+    blas_library(blas, sizeof blas);
+    int rc = lnk_ckpt_id_add_env(id, "the BLAS kernel", "%s", lnk_blas_kernel());
+    rc = rc ? rc : lnk_ckpt_id_add_env(id, "the BLAS library", "%s", blas);
+    rc = rc ? rc : lnk_ckpt_id_add_env(id, "the BLAS thread count (--threads)", "%d",
+                                       lnk_blas_threads());
+    return rc ? rc : lnk_ckpt_id_add_env(id, "the lnkit build", "%s %s", LNK_VERSION,
+                                         lnk_git_commit());
 }
 
 int lnk_ckpt_id_add_file(lnk_ckpt_id *id, const char *name, const char *path)
@@ -108,6 +152,7 @@ void lnk_ckpt_id_free(lnk_ckpt_id *id)
         free(id->name[i]), free(id->value[i]);
     free(id->name);
     free(id->value);
+    free(id->env);
     memset(id, 0, sizeof *id);
 }
 
@@ -169,172 +214,13 @@ static void rec_ints(wbuf *b, const char *name, const int *x, size_t k)
     free(t);
 }
 
-typedef struct {
-    const char *name;
-    uint32_t ln;
-    int type;
-    uint64_t count;
-    const char *data;
-} record;
-
-struct lnk_ckpt {
-    char *path, *rows_path, *cmd;
-    int kind, rank, size, mapped, resumed;
-    lnk_ckpt_id id;
-    size_t row_len, max_rows;
-    int fd;                 /* rows file, -1 until needed */
-    double *map;
-    size_t map_bytes;
-    uint64_t *hash;         /* checksum of each file row written/synced */
-    size_t synced;          /* mapped: rows [0, synced) synced and checksummed */
-    size_t written;         /* written: rows [0, written) of the sketch on disk */
-    int q_saved, slot;      /* trace: Q on disk; LIGHT: the slot of the last save */
-    long products;
-    /* read back */
-    char *buf;
-    size_t len;
-    record *r;
-    int nr;
-    double *rows;           /* written rows read back */
-    int *ivl, *offset, *steps, *inv;
-    lnk_eigs_state es;
-    lnk_trace_state ts;
-    lnk_slq_state ss;
-};
-
-static int bad(const lnk_ckpt *ck, const char *what)
-{
-    return lnk_error(LNK_EFORMAT, "%s: checkpoint %s is corrupt or not a lnkit checkpoint (%s); "
-                     "remove it to start again", ck->cmd, ck->path, what);
-}
-
-static int parse(lnk_ckpt *ck)
-{
-    size_t n = ck->len, ml = strlen(MAGIC), tl = strlen(TRAILER) + 32;
-    if (n < ml + tl || memcmp(ck->buf, MAGIC, ml))
-        return bad(ck, n < ml + tl ? "too short" : "no lnkit checkpoint header");
-    if (memcmp(ck->buf + n - tl, TRAILER, strlen(TRAILER)))
-        return bad(ck, "truncated: no end mark");
-    lnk_sha256 s;
-    unsigned char d[32];
-    lnk_sha256_init(&s);
-    lnk_sha256_update(&s, ck->buf, n - 32);
-    lnk_sha256_final(&s, d);
-    if (memcmp(d, ck->buf + n - 32, 32))
-        return bad(ck, "its SHA-256 does not match its contents");
-    size_t at = ml, end = n - tl;
-    int cap = 0;
-    while (at < end) {
-        record r;
-        uint8_t t;
-        if (end - at < 4)
-            return bad(ck, "a record is cut short");
-        memcpy(&r.ln, ck->buf + at, 4);
-        at += 4;
-        if (r.ln > end - at || end - at - r.ln < 9)
-            return bad(ck, "a record is cut short");
-        r.name = ck->buf + at;
-        at += r.ln;
-        memcpy(&t, ck->buf + at, 1);
-        memcpy(&r.count, ck->buf + at + 1, 8);
-        at += 9;
-        r.type = t;
-        size_t es = t == T_STR ? 1 : 8;
-        if ((t != T_INT && t != T_DBL && t != T_STR) || r.count > (end - at) / es)
-            return bad(ck, "a record has a bad type or length");
-        r.data = ck->buf + at;
-        at += r.count * es;
-        if (ck->nr == cap) {
-            cap = cap ? 2 * cap : 64;
-            record *p = realloc(ck->r, sizeof *p * (size_t)cap);
-            if (!p)
-                return lnk_error(LNK_ENOMEM, "%s: out of memory reading checkpoint %s", ck->cmd,
-                                 ck->path);
-            ck->r = p;
-        }
-        ck->r[ck->nr++] = r;
-    }
-    return LNK_OK;
-}
-
-static const record *find(const lnk_ckpt *ck, const char *name, int type)
-{
-    for (int i = 0; i < ck->nr; i++)
-        if (ck->r[i].ln == strlen(name) && !memcmp(ck->r[i].name, name, ck->r[i].ln))
-            return ck->r[i].type == type ? &ck->r[i] : NULL;
-    return NULL;
-}
-
-/* Typed reads; any missing or malformed record makes *ok 0. */
-static int64_t get_i(const lnk_ckpt *ck, const char *name, int *ok)
-{
-    const record *r = find(ck, name, T_INT);
-    int64_t v = 0;
-    if (r && r->count == 1)
-        memcpy(&v, r->data, 8);
-    else
-        *ok = 0;
-    return v;
-}
-
-static double get_d(const lnk_ckpt *ck, const char *name, int *ok)
-{
-    const record *r = find(ck, name, T_DBL);
-    double v = 0;
-    if (r && r->count == 1)
-        memcpy(&v, r->data, 8);
-    else
-        *ok = 0;
-    return v;
-}
-
-/* An array of exactly count doubles, copied into a malloc'd buffer kept in
- * the file buffer's place (the records are unaligned). */
-static double *get_da(const lnk_ckpt *ck, const char *name, size_t count, int *ok)
-{
-    const record *r = find(ck, name, T_DBL);
-    if (!r || r->count != count) {
-        *ok = 0;
-        return NULL;
-    }
-    double *x = malloc(8 * (count ? count : 1));
-    if (!x) {
-        *ok = 0;
-        return NULL;
-    }
-    memcpy(x, r->data, 8 * count);
-    return x;
-}
-
-static int *get_ia(const lnk_ckpt *ck, const char *name, size_t count, int *ok)
-{
-    const record *r = find(ck, name, T_INT);
-    if (!r || r->count != count) {
-        *ok = 0;
-        return NULL;
-    }
-    int *x = malloc(sizeof(int) * (count ? count : 1));
-    if (!x) {
-        *ok = 0;
-        return NULL;
-    }
-    for (size_t i = 0; i < count; i++) {
-        int64_t v;
-        memcpy(&v, r->data + 8 * i, 8);
-        if (v < -2147483647 || v > 2147483647)
-            *ok = 0;
-        x[i] = (int)v;
-    }
-    return x;
-}
-
 /* ---------------------------------------------------------- rows, checksums */
 
 static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 /* A 64-bit checksum of a row (xxHash64's round function on 4 lanes): it
  * runs at memory speed and finds a changed or zeroed row, not an adversary. */
-static uint64_t row_hash(const double *x, size_t n)
+uint64_t lnk_ck_row_hash(const double *x, size_t n)
 {
     const uint64_t P1 = 11400714785074694791ull, P2 = 14029467366897019727ull;
     uint64_t a[4] = {P1 + P2, P2, 0, (uint64_t)0 - P1};
@@ -361,7 +247,7 @@ static uint64_t row_hash(const double *x, size_t n)
 
 size_t lnk_ckpt_rows_bytes(size_t row_len, size_t max_rows) { return 8 * row_len * max_rows; }
 
-static int need_hash(lnk_ckpt *ck)
+int lnk_ck_need_hash(lnk_ckpt *ck)
 {
     if (ck->hash)
         return LNK_OK;
@@ -369,7 +255,7 @@ static int need_hash(lnk_ckpt *ck)
     return ck->hash ? LNK_OK : lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
 }
 
-static int open_rows(lnk_ckpt *ck, int create)
+int lnk_ck_open_rows(lnk_ckpt *ck, int create)
 {
     if (ck->fd >= 0)
         return LNK_OK;
@@ -423,7 +309,7 @@ static int sync_mapped(lnk_ckpt *ck, size_t valid)
         ck->synced = 0; /* a new run rewrites the basis from row 0 (lnk_slq) */
     if (valid <= ck->synced)
         return LNK_OK;
-    int rc = need_hash(ck);
+    int rc = lnk_ck_need_hash(ck);
     if (rc != LNK_OK)
         return rc;
     size_t pg = (size_t)sysconf(_SC_PAGESIZE), lo = ck->synced * ck->row_len * 8;
@@ -433,7 +319,7 @@ static int sync_mapped(lnk_ckpt *ck, size_t valid)
         return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: cannot sync rows %zu..%zu: %s",
                          ck->cmd, ck->rows_path, ck->synced, valid, strerror(errno));
     for (size_t i = ck->synced; i < valid; i++)
-        ck->hash[i] = row_hash(ck->map + i * ck->row_len, ck->row_len);
+        ck->hash[i] = lnk_ck_row_hash(ck->map + i * ck->row_len, ck->row_len);
     ck->synced = valid;
     return LNK_OK;
 }
@@ -441,9 +327,9 @@ static int sync_mapped(lnk_ckpt *ck, size_t valid)
 /* Write count rows (data) at file row first, checksum them, fdatasync. */
 static int write_rows(lnk_ckpt *ck, size_t first, size_t count, const double *data)
 {
-    int rc = need_hash(ck);
+    int rc = lnk_ck_need_hash(ck);
     if (rc == LNK_OK)
-        rc = open_rows(ck, 1);
+        rc = lnk_ck_open_rows(ck, 1);
     if (rc != LNK_OK)
         return rc;
     size_t rb = 8 * ck->row_len;
@@ -459,7 +345,7 @@ static int write_rows(lnk_ckpt *ck, size_t first, size_t count, const double *da
                                  ck->cmd, ck->rows_path, w < 0 ? strerror(errno) : "no space");
             done += (size_t)w;
         }
-        ck->hash[first + i] = row_hash(data + i * ck->row_len, ck->row_len);
+        ck->hash[first + i] = lnk_ck_row_hash(data + i * ck->row_len, ck->row_len);
     }
     if (count && fdatasync(ck->fd) != 0)
         return lnk_error(LNK_EIO, "%s: checkpoint rows file %s: sync failed: %s", ck->cmd,
@@ -476,13 +362,15 @@ static void put_id(wbuf *b, const lnk_ckpt *ck)
     rec_i(b, "ranks", ck->size);
     for (int i = 0; i < ck->id.n; i++) {
         char *nm;
-        if (asprintf(&nm, "id:%s", ck->id.name[i]) < 0) {
+        if (asprintf(&nm, "%s:%s", ck->id.env[i] ? "env" : "id", ck->id.name[i]) < 0) {
             b->err = 1;
             return;
         }
         rec_s(b, nm, ck->id.value[i]);
         free(nm);
     }
+    if (ck->moved && *ck->moved)
+        rec_s(b, "moved", ck->moved);
 }
 
 /* Close b (trailer) and write it to ck->path atomically (rank 0); state: a
@@ -669,216 +557,15 @@ int lnk_ckpt_save_slq(lnk_ckpt *ck, const lnk_slq_state *st, long products)
     return finish(ck, &b, rc, first, count, products, st->elapsed);
 }
 
-/* ------------------------------------------------------------- reading */
-
-static int get_lanczos(lnk_ckpt *ck, lnk_lanczos_state *l, int *ok)
-{
-    l->mode = (int)get_i(ck, "lz.mode", ok);
-    l->max_steps = (int)get_i(ck, "lz.max_steps", ok);
-    l->steps = (int)get_i(ck, "lz.steps", ok);
-    l->done = (int)get_i(ck, "lz.done", ok);
-    l->invariant = (int)get_i(ck, "lz.invariant", ok);
-    l->n_restarts = (int)get_i(ck, "lz.n_restarts", ok);
-    l->n_reorth = (int)get_i(ck, "lz.n_reorth", ok);
-    l->force = (int)get_i(ck, "lz.force", ok);
-    l->n_ivl = (int)get_i(ck, "lz.n_ivl", ok);
-    l->n_applies = (long)get_i(ck, "lz.n_applies", ok);
-    l->seed = (uint64_t)get_i(ck, "lz.seed", ok);
-    l->tnorm = get_d(ck, "lz.tnorm", ok);
-    l->reorth_rows = get_d(ck, "lz.reorth_rows", ok);
-    if (!*ok || l->max_steps < 1 || l->max_steps > (1 << 26) || l->steps < 1 ||
-        l->steps > l->max_steps || (l->mode != LNK_LANCZOS_FULL && l->mode != LNK_LANCZOS_LIGHT))
-        return *ok = 0;
-    size_t m = (size_t)l->max_steps;
-    l->alpha = get_da(ck, "lz.alpha", m, ok);
-    l->beta = get_da(ck, "lz.beta", m, ok);
-    if (l->mode == LNK_LANCZOS_FULL) {
-        l->om = get_da(ck, "lz.om", m + 1, ok);
-        l->om_prev = get_da(ck, "lz.om_prev", m + 1, ok);
-        l->ivl = ck->ivl = get_ia(ck, "lz.ivl", 2 * (m + 1), ok);
-    }
-    return *ok;
-}
-
-static void free_lanczos(lnk_lanczos_state *l)
-{
-    free((void *)l->alpha), free((void *)l->beta), free((void *)l->om), free((void *)l->om_prev);
-}
-
-/* This rank's rows [first, first + count) against the recorded checksums;
- * written rows are read into ck->rows. */
-static int check_rows(lnk_ckpt *ck, size_t first, size_t count, const uint64_t *h)
-{
-    if (!count)
-        return LNK_OK;
-    if (first + count > ck->max_rows)
-        return bad(ck, "its rows lie outside the rows file");
-    int rc = open_rows(ck, 0);
-    if (rc != LNK_OK)
-        return rc;
-    size_t rb = 8 * ck->row_len;
-    if (!ck->mapped) {
-        ck->rows = malloc(rb * count);
-        if (!ck->rows)
-            return lnk_error(LNK_ENOMEM, "%s: out of memory for %zu checkpoint rows", ck->cmd,
-                             count);
-        for (size_t done = 0; done < rb * count;) {
-            ssize_t r = pread(ck->fd, (char *)ck->rows + done, rb * count - done,
-                              (off_t)(first * rb + done));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                return lnk_error(LNK_EFORMAT, "%s: checkpoint rows file %s is too short "
-                                 "(truncated?); remove %s and it to start again", ck->cmd,
-                                 ck->rows_path, ck->path);
-            done += (size_t)r;
-        }
-    }
-    for (size_t i = 0; i < count; i++) {
-        const double *x = ck->mapped ? ck->map + (first + i) * ck->row_len
-                                     : ck->rows + i * ck->row_len;
-        if (row_hash(x, ck->row_len) != h[i])
-            return lnk_error(LNK_EFORMAT, "%s: checkpoint rows file %s: row %zu does not match "
-                             "its checksum (corrupt, or another run's); remove %s and it to "
-                             "start again", ck->cmd, ck->rows_path, first + i, ck->path);
-    }
-    int r2 = need_hash(ck);
-    if (r2 != LNK_OK)
-        return r2;
-    memcpy(ck->hash + first, h, 8 * count);
-    return LNK_OK;
-}
-
-static int read_state(lnk_ckpt *ck)
-{
-    int ok = 1;
-    /* identity first: a different run is named, not reported as corrupt */
-    int64_t kind = get_i(ck, "kind", &ok), ranks = get_i(ck, "ranks", &ok);
-    if (!ok)
-        return bad(ck, "no kind or ranks record");
-    static const char *const kn[] = {"", "eigs", "trace", "density"};
-    if (kind != ck->kind)
-        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it was "
-                         "written by lnkit %s, this is lnkit %s", ck->cmd, ck->path,
-                         kind >= 1 && kind <= 3 ? kn[kind] : "?", kn[ck->kind]);
-    if (ranks != ck->size)
-        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it was "
-                         "written by %lld MPI rank(s), this run has %d; resume with the same "
-                         "number", ck->cmd, ck->path, (long long)ranks, ck->size);
-    for (int i = 0; i < ck->id.n; i++) {
-        char *nm;
-        if (asprintf(&nm, "id:%s", ck->id.name[i]) < 0)
-            return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
-        const record *r = find(ck, nm, T_STR);
-        free(nm);
-        const char *v = ck->id.value[i];
-        if (!r || r->count != strlen(v) || memcmp(r->data, v, r->count))
-            return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: "
-                             "%s is %.*s there, %s here", ck->cmd, ck->path, ck->id.name[i],
-                             r ? (int)(r->count > 80 ? 80 : r->count) : 6,
-                             r ? r->data : "absent", v);
-    }
-    int n_id = 0;
-    for (int i = 0; i < ck->nr; i++)
-        n_id += ck->r[i].ln > 3 && !memcmp(ck->r[i].name, "id:", 3);
-    if (n_id != ck->id.n)
-        return lnk_error(LNK_EMISMATCH, "%s: checkpoint %s belongs to a different run: it "
-                         "records %d items of what it belongs to, this run %d", ck->cmd,
-                         ck->path, n_id, ck->id.n);
-    if (!find(ck, "products", T_INT))
-        return LNK_OK; /* the initial file of a run that saved no state yet */
-    ck->products = (long)get_i(ck, "products", &ok);
-    double elapsed = get_d(ck, "elapsed", &ok);
-    int64_t first = get_i(ck, "rows.first", &ok), count = get_i(ck, "rows.count", &ok);
-    const record *hr = find(ck, "rows.hash", T_INT);
-    if (!ok || !hr || first < 0 || count < 0 || (uint64_t)count > ck->max_rows ||
-        hr->count != (uint64_t)count * (uint64_t)ck->size)
-        return bad(ck, "its rows record is malformed");
-    uint64_t *h = malloc(8 * ((size_t)count + 1));
-    if (!h)
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", ck->cmd);
-    memcpy(h, hr->data + 8 * (size_t)count * (size_t)ck->rank, 8 * (size_t)count);
-    ck->resumed = 1;
-    int rc = check_rows(ck, (size_t)first, (size_t)count, h);
-    free(h);
-    if (rc != LNK_OK)
-        return rc;
-    if (ck->kind == LNK_CKPT_EIGS) {
-        lnk_eigs_state *s = &ck->es;
-        get_lanczos(ck, &s->lanczos, &ok);
-        s->n_resid = (int)get_i(ck, "eigs.n_resid", &ok);
-        if (ok && (s->n_resid < 0 || s->n_resid > (1 << 22)))
-            ok = 0;
-        s->resid = ok ? get_da(ck, "eigs.resid", (size_t)s->n_resid, &ok) : NULL;
-        s->elapsed = elapsed;
-        if (ok && s->lanczos.mode == LNK_LANCZOS_FULL &&
-            (size_t)count != (size_t)s->lanczos.steps + 1)
-            ok = 0;
-        if (ok && ck->mapped != (s->lanczos.mode == LNK_LANCZOS_FULL))
-            ok = 0;
-    } else if (ck->kind == LNK_CKPT_TRACE) {
-        lnk_trace_state *s = &ck->ts;
-        s->applies = (int)get_i(ck, "tr.applies", &ok);
-        s->phase = (int)get_i(ck, "tr.phase", &ok);
-        s->index = (int)get_i(ck, "tr.index", &ok);
-        s->n_rows = (int)get_i(ck, "tr.n_rows", &ok);
-        s->partial = get_d(ck, "tr.partial", &ok);
-        const record *r = find(ck, "tr.samples", T_DBL);
-        s->n_samples = r ? (int)r->count : 0;
-        ok = ok && r && r->count < (1u << 30) && s->n_rows == count;
-        s->samples = ok ? get_da(ck, "tr.samples", (size_t)s->n_samples, &ok) : NULL;
-        s->rows = ck->rows;
-        s->elapsed = elapsed;
-        if (ok && s->phase == 0)
-            ck->written = (size_t)count;
-        else if (ok)
-            ck->q_saved = 1;
-    } else {
-        lnk_slq_state *s = &ck->ss;
-        s->run = (int)get_i(ck, "slq.run", &ok);
-        s->steps_done = (int)get_i(ck, "slq.steps_done", &ok);
-        s->n_applies = (long)get_i(ck, "slq.n_applies", &ok);
-        if (ok && (s->run < 0 || s->run > (1 << 20)))
-            ok = 0;
-        s->offset = ck->offset = ok ? get_ia(ck, "slq.offset", (size_t)s->run + 1, &ok) : NULL;
-        size_t nn = ok && s->offset[s->run] >= 0 ? (size_t)s->offset[s->run] : 0;
-        for (int v = 0; ok && v < s->run; v++)
-            if (s->offset[v + 1] <= s->offset[v])
-                ok = 0;
-        s->node = ok ? get_da(ck, "slq.node", nn, &ok) : NULL;
-        s->weight = ok ? get_da(ck, "slq.weight", nn, &ok) : NULL;
-        s->steps = ck->steps = ok ? get_ia(ck, "slq.steps", (size_t)s->run, &ok) : NULL;
-        s->invariant = ck->inv = ok ? get_ia(ck, "slq.invariant", (size_t)s->run, &ok) : NULL;
-        if (ok && find(ck, "lz.steps", T_INT))
-            get_lanczos(ck, &s->lanczos, &ok);
-        s->elapsed = elapsed;
-        if (ok && s->lanczos.steps > 0 && s->lanczos.mode == LNK_LANCZOS_FULL &&
-            (size_t)count != (size_t)s->lanczos.steps + 1)
-            ok = 0;
-    }
-    lnk_lanczos_state *l = ck->kind == LNK_CKPT_EIGS ? &ck->es.lanczos
-                         : ck->kind == LNK_CKPT_SLQ ? &ck->ss.lanczos : NULL;
-    if (ok && l && l->steps > 0 && l->mode == LNK_LANCZOS_LIGHT) {
-        if (count != 3 || !ck->rows)
-            ok = 0;
-        else {
-            l->v0 = ck->rows;
-            l->vprev = ck->rows + ck->row_len;
-            l->vcur = ck->rows + 2 * ck->row_len;
-            ck->slot = first == 3;
-        }
-    }
-    if (!ok)
-        return bad(ck, "its state records are missing or inconsistent");
-    return LNK_OK;
-}
-
 /* ------------------------------------------------------------ open, close */
 
-int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_ckpt_id *id,
-                  int kind, size_t row_len, size_t max_rows, int mapped)
+int lnk_ckpt_open(lnk_ckpt **out, lnk_ckpt_lock *lock, const char *path, const char *cmd,
+                  const lnk_ckpt_id *id, int kind, size_t row_len, size_t max_rows, int mapped)
 {
     *out = NULL;
+    if (lock && strcmp(lnk_ckpt_lock_path(lock), path))
+        return lnk_error(LNK_EINVAL, "%s: checkpoint %s: the lock given is %s's", cmd, path,
+                         lnk_ckpt_lock_path(lock));
     lnk_ckpt *ck = calloc(1, sizeof *ck);
     if (!ck)
         return lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
@@ -892,24 +579,24 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
     int rc = LNK_OK, fresh = 0;
     ck->path = strdup(path);
     ck->cmd = strdup(cmd);
-    if (!ck->path || !ck->cmd)
+    if (!ck->path || !ck->cmd ||
+        !(ck->rows_path = lnk_ckpt_file(path, LNK_CKPT_ROWS, ck->rank, ck->size)))
         rc = lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
-    else if ((ck->size > 1 ? asprintf(&ck->rows_path, "%s.basis.%d", path, ck->rank)
-                           : asprintf(&ck->rows_path, "%s.basis", path)) < 0) {
-        ck->rows_path = NULL;
-        rc = lnk_error(LNK_ENOMEM, "%s: out of memory", cmd);
-    }
+    ck->id.resume_anywhere = id->resume_anywhere;
     for (int i = 0; rc == LNK_OK && i < id->n; i++)
-        rc = lnk_ckpt_id_add(&ck->id, id->name[i], "%s", id->value[i]);
+        rc = (id->env[i] ? lnk_ckpt_id_add_env : lnk_ckpt_id_add)(&ck->id, id->name[i], "%s",
+                                                                   id->value[i]);
+    /* the lock before any of the checkpoint's files is read or touched */
+    if (rc == LNK_OK && !lock)
+        rc = lnk_ckpt_lock_take(&ck->own_lock, path, cmd);
     if (rc != LNK_OK) {
         lnk_ckpt_close(ck);
         return rc;
     }
     /* what a save cut by a kill left: FILE's temporary files (lnk_afile's names) */
-    char *pat = NULL;
+    char *pat = lnk_ckpt_file(path, LNK_CKPT_TEMPS, 0, 1);
     glob_t g;
-    if (ck->rank == 0 && asprintf(&pat, "%s.tmp.??????", path) >= 0 &&
-        glob(pat, GLOB_NOSORT | GLOB_NOESCAPE, NULL, &g) == 0) {
+    if (ck->rank == 0 && pat && glob(pat, GLOB_NOSORT, NULL, &g) == 0) {
         for (size_t i = 0; i < g.gl_pathc; i++)
             unlink(g.gl_pathv[i]);
         globfree(&g);
@@ -930,13 +617,13 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
             else if (!ck->buf)
                 rc = lnk_error(LNK_ENOMEM, "%s: out of memory for checkpoint %s", cmd, path);
             else if (fread(ck->buf, 1, ck->len, f) != ck->len)
-                rc = bad(ck, "it could not be read whole");
+                rc = lnk_ck_bad(ck, "it could not be read whole");
             if (f)
                 fclose(f);
             if (rc == LNK_OK)
-                rc = parse(ck);
+                rc = lnk_ck_parse(ck);
             if (rc == LNK_OK)
-                rc = read_state(ck);
+                rc = lnk_ck_read_state(ck);
         }
     } else if (errno != ENOENT) {
         rc = lnk_error(LNK_EIO, "%s: --checkpoint %s: %s", cmd, path, strerror(errno));
@@ -956,7 +643,7 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
         rc = lnk_comm_agree(rc);
     }
     if (rc == LNK_OK && mapped) {
-        rc = open_rows(ck, 1);
+        rc = lnk_ck_open_rows(ck, 1);
         if (fresh) {
             /* a fresh run that cannot hold its basis leaves neither file behind
              * (both are its own: an orphan rows file was refused above) */
@@ -980,6 +667,7 @@ int lnk_ckpt_open(lnk_ckpt **out, const char *path, const char *cmd, const lnk_c
 double *lnk_ckpt_basis(lnk_ckpt *ck) { return ck ? ck->map : NULL; }
 int lnk_ckpt_resumed(const lnk_ckpt *ck) { return ck && ck->resumed; }
 long lnk_ckpt_products(const lnk_ckpt *ck) { return ck ? ck->products : 0; }
+const char *lnk_ckpt_moved(const lnk_ckpt *ck) { return ck && ck->moved ? ck->moved : ""; }
 
 const lnk_eigs_state *lnk_ckpt_eigs_state(const lnk_ckpt *ck)
 {
@@ -1018,8 +706,8 @@ void lnk_ckpt_close(lnk_ckpt *ck)
         munmap(ck->map, ck->map_bytes);
     if (ck->fd >= 0)
         close(ck->fd);
-    free_lanczos(&ck->es.lanczos);
-    free_lanczos(&ck->ss.lanczos);
+    lnk_ck_free_lanczos(&ck->es.lanczos);
+    lnk_ck_free_lanczos(&ck->ss.lanczos);
     free((void *)ck->es.resid);
     free((void *)ck->ts.samples);
     free((void *)ck->ss.node);
@@ -1029,6 +717,8 @@ void lnk_ckpt_close(lnk_ckpt *ck)
     free(ck->hash);
     free(ck->buf);
     free(ck->r);
+    free(ck->moved);
+    lnk_ckpt_lock_release(ck->own_lock);
     lnk_ckpt_id_free(&ck->id);
     free(ck->path), free(ck->rows_path), free(ck->cmd);
     free(ck);

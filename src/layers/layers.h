@@ -53,6 +53,43 @@ void lnk_norm_backward_tangent(double *dxdot, double *dgdot, double *dbdot, cons
                                const double *r, const double *rdot, const double *g,
                                const double *gdot, int R, int n, int center, int accum);
 
+/* ---- GELU (exact, erf), elementwise on n entries.  d1 = GELU'(x), written by the
+ * forward, is the diagonal Jacobian the tangent (ydot = d1 xdot) and the
+ * backward (dx = d1 dy) apply; R{dx} = d1 R{dy} + GELU''(x) xdot dy,
+ * GELU''(x) = phi(x) (2 - x^2). */
+void lnk_gelu_forward(double *y, double *d1, const double *x, size_t n);
+void lnk_gelu_tangent(double *ydot, const double *d1, const double *xdot, size_t n);
+void lnk_gelu_backward(double *dx, const double *d1, const double *dy, size_t n);
+void lnk_gelu_backward_tangent(double *dxdot, const double *dydot, const double *dy,
+                               const double *xdot, const double *x, const double *d1, size_t n);
+
+/* ---- SwiGLU's gate u = SiLU(a) c, elementwise on n entries; s = sigmoid(a),
+ * written by the forward, serves the other three (math in swiglu.c). */
+void lnk_swiglu_forward(double *u, double *s, const double *a, const double *c, size_t n);
+void lnk_swiglu_tangent(double *udot, const double *adot, const double *cdot, const double *a,
+                        const double *c, const double *s, size_t n);
+/* da, dc assigned. */
+void lnk_swiglu_backward(double *da, double *dc, const double *du, const double *a,
+                         const double *c, const double *s, size_t n);
+void lnk_swiglu_backward_tangent(double *dadot, double *dcdot, const double *dudot,
+                                 const double *du, const double *adot, const double *cdot,
+                                 const double *a, const double *c, const double *s, size_t n);
+
+/* ---- rotary positions on [R, d] rows of h heads, row r at position r % T,
+ * pairs (2i, 2i+1) of each head turned by t theta_i, theta_i = 10000^(-2i/d_k).
+ * cs, sn [T', d_k/2] (T' >= T): cos and sin of the angles (lnk_rope_table).
+ * Linear and parameter-free: tangent = forward map, backward = its transpose,
+ * backward tangent = backward map.  In place allowed (y == x). */
+void lnk_rope_table(double *cs, double *sn, int T, int dk);
+void lnk_rope_forward(double *y, const double *x, const double *cs, const double *sn, int R,
+                      int T, int d, int h);
+void lnk_rope_tangent(double *ydot, const double *xdot, const double *cs, const double *sn, int R,
+                      int T, int d, int h);
+void lnk_rope_backward(double *dx, const double *dy, const double *cs, const double *sn, int R,
+                       int T, int d, int h);
+void lnk_rope_backward_tangent(double *dxdot, const double *dydot, const double *cs,
+                               const double *sn, int R, int T, int d, int h);
+
 /* ---- ReLU, elementwise on n entries (second derivative 0 almost everywhere). */
 void lnk_relu_forward(double *y, const double *x, size_t n);
 /* ydot = xdot [x > 0]; also the backward (dx = dy [x > 0]) and its tangent. */
@@ -84,11 +121,17 @@ void lnk_attn_backward_tangent(double *dqdot, double *dkdot, double *dvdot,
                                const double *v, double *scratch, int B, int Tq, int Tk, int d,
                                int h);
 
-/* ---- embedding: e[r] = sqrt(d) E[ids[r]] + PE[pos(r)], pos(r) = r % T. */
-void lnk_embed_forward(double *e, const int64_t *ids, const double *E, int R, int T, int d);
-void lnk_embed_tangent(double *edot, const int64_t *ids, const double *Edot, int R, int d);
-/* dE[ids[r]] += sqrt(d) de[r]; the same map serves the tangent (linear layer). */
-void lnk_embed_backward(double *dE, const int64_t *ids, const double *de, int R, int d);
+/* ---- embedding: e[r] = sigma (c E[ids[r]] + P_t), t = r % T; sinusoidal = 1:
+ * c = sqrt(d) and P_t the sinusoidal table (P unused), else c = 1 and P_t the
+ * row t of P ([T', d], NULL: none).  Linear in (E, P). */
+void lnk_embed_forward(double *e, const int64_t *ids, const double *E, const double *P, int R,
+                       int T, int d, int sinusoidal, double sigma);
+void lnk_embed_tangent(double *edot, const int64_t *ids, const double *Edot, const double *Pdot,
+                       int R, int T, int d, int sinusoidal, double sigma);
+/* dE[ids[r]] += sigma c de[r]; dP[t] += sigma de[r] (either may be NULL); the same
+ * map serves the backward tangent. */
+void lnk_embed_backward(double *dE, double *dP, const int64_t *ids, const double *de, int R, int T,
+                        int d, int sinusoidal, double sigma);
 
 /* ---- softmax cross-entropy with label smoothing a over C classes.
  * Rows with label < 0 are not scored.  On return p holds softmax(logits) and

@@ -35,8 +35,8 @@ int lnk_workspace_attn(const lnk_workspace *ws, int stack, int unit, lnk_attn_vi
     const lnk_primal *pr = ws->pr;
     if (!pr->valid)
         return lnk_error(LNK_EINVAL, "geometry: the workspace holds no evaluated batch");
-    int post = ws->m->cfg.norm_pos == LNK_POS_POST;
-    int cross = mstack(ws->m, stack)->u[unit].kind == UNIT_CROSS_ATTN;
+    const lnk_stack *ms = mstack(ws->m, stack);
+    int cross = ms->u[unit].kind == UNIT_CROSS_ATTN;
     const stack_buf *sb = stack ? &pr->dec : &pr->enc;
     const unit_buf *ub = &sb->a.u[unit];
     /* key side: the unit's own stack, or the encoder output for cross-attention */
@@ -44,13 +44,20 @@ int lnk_workspace_attn(const lnk_workspace *ws, int stack, int unit, lnk_attn_vi
     v->B = pr->B;
     v->Tq = stack ? pr->Tdec : pr->Tenc;
     v->Tk = cross ? pr->Tenc : v->Tq;
-    if (cross) {
+    if (cross) { /* the encoder output: its final norm's, or its last unit's N_post's */
         int ne = pr->enc.n_units;
-        v->norm_in = post ? pr->enc.a.u[ne - 1].s : pr->enc.a.x[ne];
+        const lnk_unit *last = &ws->m->enc.u[ne - 1];
+        v->norm_in = ws->m->enc.fg >= 0 ? pr->enc.a.x[ne]
+                     : last->npost.on   ? pr->enc.a.u[ne - 1].s
+                                        : pr->enc.a.z;
         v->norm_out = pr->enc.a.z;
-    } else {
-        v->norm_in = post ? (unit > 0 ? sb->a.u[unit - 1].s : sb->a.x[0]) : sb->a.x[unit];
-        v->norm_out = post ? sb->a.x[unit] : ub->n.out;
+    } else if (ms->u[unit].nin.on) { /* the unit's input norm */
+        v->norm_in = sb->a.x[unit];
+        v->norm_out = ub->nin.out;
+    } else { /* the stream itself: the previous unit's N_post output, if it has one */
+        int prev = unit > 0 && ms->u[unit - 1].npost.on;
+        v->norm_in = prev ? sb->a.u[unit - 1].s : sb->a.x[unit];
+        v->norm_out = sb->a.x[unit];
     }
     v->q = ub->q;
     v->k = ub->k;

@@ -35,11 +35,27 @@ static int check_ids(const char *what, const int64_t *x, int B, int n, int64_t V
     return LNK_OK;
 }
 
+/* Learned positions: a sequence of n positions needs n rows of the table. */
+static int check_len(const lnk_config *c, const char *what, int n, const char *how)
+{
+    if (c->pos == LNK_PE_LEARNED && n > c->max_len)
+        return lnk_error(LNK_EINVAL, "batch: %s has %d positions%s but the learned position "
+                         "tables have max_len = %d rows (config key 'max_len')", what, n, how,
+                         c->max_len);
+    return LNK_OK;
+}
+
 int lnk_batch_check(const lnk_model *m, const lnk_batch *b)
 {
     const lnk_config *c = &m->cfg;
     if (b->B < 1)
         return lnk_error(LNK_EINVAL, "batch: B = %d, expected at least one row", b->B);
+    int st = LNK_OK;
+    if (m->has_enc && b->src && (st = check_len(c, "src", b->S, "")))
+        return st;
+    if (m->has_dec && b->tgt &&
+        (st = check_len(c, "tgt", b->T - 1, " (the decoder reads tgt[:, :-1])")))
+        return st;
     if (m->has_enc) {
         if (!b->src || b->S < 1)
             return lnk_error(LNK_EINVAL, "batch: task %s needs a 'src' array with at least one "

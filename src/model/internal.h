@@ -1,11 +1,16 @@
 /* lnkit model internals: the model as stacks of residual units.
  *
  * A block is a list of units; a unit is one residual sub-layer F (self-
- * attention, cross-attention or feed-forward) with its norm N:
- *   Post-LN: out = N(x + F(x))        Pre-LN: out = x + F(N(x))
- * Encoder block = [self-attn, ffn]; decoder block = [causal self-attn,
- * (cross-attn,) ffn].  A stack is its units in order plus, for Pre-LN, a
- * final norm.  Parameter tensors are referred to by their index in the layout.
+ * attention, cross-attention or feed-forward) with up to three norms
+ * (MODEL.md §3):
+ *   out = N_post(alpha x + N_out(F(N_in(x))))
+ * each N the identity or a norm with its own parameters:
+ *   post: N_post          pre: N_in          peri: N_in, N_out
+ *   out: N_out            deepnorm: N_post, alpha      mix: post or pre by layer
+ * With the norm type none every N is the identity.  Encoder block = [self-
+ * attn, ffn]; decoder block = [causal self-attn, (cross-attn,) ffn].  A stack
+ * is its units in order plus, for pre, peri, out and mix, a final norm.
+ * Parameter tensors are referred to by their index in the layout (-1: absent).
  */
 #ifndef LNK_MODEL_INTERNAL_H
 #define LNK_MODEL_INTERNAL_H
@@ -14,13 +19,23 @@
 
 typedef enum { UNIT_SELF_ATTN, UNIT_CROSS_ATTN, UNIT_FFN } unit_kind;
 
+/* One norm slot of a unit: on (the slot is a norm, not the identity: its
+ * placement has it and the norm type is not none), gain and bias tensors. */
+typedef struct {
+    int on, g, b;
+} lnk_norm_ref;
+
 typedef struct {
     unit_kind kind;
     int causal;
     int block;                                 /* block index l */
     int wq, bq, wk, bk, wv, bv, wo, bo;        /* attention tensors */
-    int w1, b1, w2, b2;                        /* ffn tensors */
-    int ng, nb;                                /* norm gain / bias, -1 if absent */
+    int w1, b1, w3, b3, w2, b2;                /* ffn tensors (w3, b3: SwiGLU's gate) */
+    int post;                                  /* the unit's placement is Post-LN-like
+                                                  (post, deepnorm, a Post-LN layer of mix) */
+    lnk_norm_ref nin, nout, npost;             /* N_in, N_out, N_post */
+    double alpha;                              /* residual scale (DeepNorm), else 1 */
+    int rope;                                  /* rotary positions on q and k */
 } lnk_unit;
 
 typedef struct {
@@ -28,8 +43,10 @@ typedef struct {
     lnk_unit *u;
     int L;
     int emb;                                   /* embedding tensor */
-    int fg, fb;                                /* final norm (Pre-LN), -1 if absent */
+    int pos;                                   /* learned position table, -1 if none */
+    int fg, fb;                                /* final norm, -1 if absent */
     int causal;
+    double alpha, beta;                        /* DeepNorm's constants of the stack */
 } lnk_stack;
 
 struct lnk_model {
@@ -50,6 +67,13 @@ static inline const double *lnk_tp(const lnk_model *m, const double *x, int i)
 static inline double *lnk_tpw(const lnk_model *m, double *x, int i)
 {
     return (i < 0 || !x) ? (double *)0 : x + m->lay.t[i].offset;
+}
+
+/* Does a stack of the configuration end with a final norm (MODEL.md §3)? */
+static inline int lnk_has_final_norm(const lnk_config *c)
+{
+    return c->norm != LNK_NORM_NONE && c->norm_pos != LNK_POS_POST &&
+           c->norm_pos != LNK_POS_DEEPNORM;
 }
 
 #endif

@@ -1,5 +1,6 @@
 /* Per-layer hidden-state statistics read from the workspace after a pass, and
  * per-tensor / per-group gradient norms (include/lnkit/stats.h). */
+#include <float.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
@@ -77,12 +78,34 @@ static const char *unit_name(unit_kind k)
     return k == UNIT_SELF_ATTN ? "attn" : k == UNIT_CROSS_ATTN ? "xattn" : "ffn";
 }
 
+/* One unit's statistics: the residual sum, and its main norm (N_post, else
+ * N_in, else N_out): the Jacobian at its input and its output. */
+static void unit_stats(const lnk_unit *un, const unit_buf *u, const double *x_in,
+                       const double *x_out, const unsigned char *skip, int R, int d, double eps,
+                       int cen, lnk_stats_block *b, int j)
+{
+    const double *res = un->post ? u->s : x_out;
+    /* the residual sum is N_post's input: one pass gives both */
+    lnk_stats_rows(res, skip, R, d, eps, &b->res[j], un->npost.on ? &b->jac[j] : NULL, cen);
+    const double *out = un->post ? u->s : u->nin.out; /* no norm: the stream */
+    lnk_stats_sq tmp;
+    if (un->npost.on) {
+        out = u->npost.out;
+    } else if (un->nin.on) {
+        lnk_stats_rows(x_in, skip, R, d, eps, &tmp, &b->jac[j], cen);
+        out = u->nin.out;
+    } else if (un->nout.on) {
+        lnk_stats_rows(u->f, skip, R, d, eps, &tmp, &b->jac[j], cen);
+        out = u->nout.out;
+    }
+    lnk_stats_rows(out, skip, R, d, eps, &b->norm_out[j], NULL, cen);
+}
+
 static int stack_stats(const lnk_workspace *ws, const lnk_stack *st, const stack_buf *sb, int T,
                        double eps, lnk_stats_stack *out)
 {
     const lnk_config *c = &ws->m->cfg;
-    int d = c->d, R = ws->pr->B * T, post = c->norm_pos == LNK_POS_POST;
-    int nn = c->norm != LNK_NORM_NONE, cen = c->norm == LNK_NORM_LAYERNORM;
+    int d = c->d, R = ws->pr->B * T, cen = c->norm == LNK_NORM_LAYERNORM;
     const unsigned char *skip = sb->kmask;
     memset(out, 0, sizeof *out);
     if (st->n_units == 0)
@@ -99,21 +122,13 @@ static int stack_stats(const lnk_workspace *ws, const lnk_stack *st, const stack
         lnk_stats_rows(sb->a.x[k0], skip, R, d, eps, &b->in, NULL, cen);
         for (int j = 0; j < per; j++) {
             int k = k0 + j;
-            const unit_buf *u = &sb->a.u[k];
             b->unit[j] = unit_name(st->u[k].kind);
-            const double *res = post ? u->s : sb->a.x[k + 1];
-            const double *nin = post ? u->s : sb->a.x[k];
-            /* the residual sum is the norm's input in Post-LN: one pass gives both */
-            lnk_stats_rows(res, skip, R, d, eps, &b->res[j], post && nn ? &b->jac[j] : NULL, cen);
-            if (!post && nn) {
-                lnk_stats_sq tmp;
-                lnk_stats_rows(nin, skip, R, d, eps, &tmp, &b->jac[j], cen);
-            }
-            lnk_stats_rows(u->n.out, skip, R, d, eps, &b->norm_out[j], NULL, cen);
+            unit_stats(&st->u[k], &sb->a.u[k], sb->a.x[k], sb->a.x[k + 1], skip, R, d, eps, cen,
+                       b, j);
         }
     }
     const double *xo = sb->a.x[st->n_units];
-    int fin = !post && nn;
+    int fin = st->fg >= 0;
     lnk_stats_rows(xo, skip, R, d, eps, &out->out, fin ? &out->final_jac : NULL, cen);
     if (fin) {
         out->has_final = 1;
@@ -162,24 +177,51 @@ int lnk_stats_tensor_norm(const lnk_model *m, const double *g, const char *name,
     return LNK_OK;
 }
 
+double lnk_norm2(const double *x, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i] * x[i];
+    /* safe: no square overflowed, and those that underflowed are below the
+     * sum's rounding (every norm lnkit has committed comes from here) */
+    if (s >= 0x1p-900 && s <= DBL_MAX)
+        return sqrt(s);
+    if (isnan(s))
+        return s;
+    double mx = 0;
+    for (size_t i = 0; i < n; i++)
+        mx = fmax(mx, fabs(x[i]));
+    if (mx == 0 || isinf(mx))
+        return mx;
+    int e = ilogb(mx);
+    double t = 0;
+    for (size_t i = 0; i < n; i++) {
+        double y = ldexp(x[i], -e);
+        t += y * y;
+    }
+    return ldexp(sqrt(t), e);
+}
+
 int lnk_stats_group_norm(const lnk_model *m, const double *g, const char *pattern, double *norm,
                          int *n_match)
 {
     const lnk_layout *lay = lnk_model_layout(m);
-    double s = 0;
+    double *v = malloc(sizeof(double) * (size_t)(lay->n_tensors + 1));
+    if (!v)
+        return lnk_error(LNK_ENOMEM, "stats: out of memory");
     int k = 0;
     for (int i = 0; i < lay->n_tensors; i++)
-        if (fnmatch(pattern, lay->t[i].name, 0) == 0) {
-            double v = lnk_tensor_norm(m, g, i);
-            s += v * v;
-            k++;
-        }
+        if (fnmatch(pattern, lay->t[i].name, 0) == 0)
+            v[k++] = lnk_tensor_norm(m, g, i);
     if (n_match)
         *n_match = k;
-    if (k == 0)
+    if (k == 0) {
+        free(v);
         return lnk_error(LNK_EINVAL, "stats: group pattern '%s' matches no tensor of the layout "
                          "(names look like 'dec.0.ffn.w2')", pattern);
-    *norm = sqrt(s);
+    }
+    *norm = lnk_norm2(v, (size_t)k); /* the tensors' norms' norm, without overflow */
+    free(v);
     return LNK_OK;
 }
 

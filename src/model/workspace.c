@@ -12,6 +12,7 @@
 #include <string.h>
 #include "lnkit/error.h"
 #include "lnkit/memory.h"
+#include "layers/layers.h"
 #include "model/workspace.h"
 
 /* a b, or SIZE_MAX if it overflows (SIZE_MAX stays SIZE_MAX). */
@@ -64,16 +65,54 @@ static void arena_free(ws_arena *a)
 /* a plan fills structural arrays only; the pointers they hold stay NULL */
 #define META_OK(a, p) ((p) || (a)->oom)
 
-/* One set of activation buffers (primal or tangent) for a stack of B rows of
- * T positions attending to a memory of Tm positions. */
+/* A norm slot's cache (and its output, unless out is given: an alias). */
+static void build_norm(ws_arena *a, const lnk_norm_ref *r, size_t R, size_t d, double *out,
+                       norm_buf *nb)
+{
+    if (!r->on)
+        return;
+    nb->xhat = D(a, mul(R, d));
+    nb->r = D(a, R);
+    nb->out = out ? out : D(a, mul(R, d));
+}
+
+/* A unit's attention buffers (tan: the tangent copy). */
+static void build_attn_act(ws_arena *a, const lnk_config *c, const lnk_unit *un, size_t B,
+                           size_t T, size_t Tm, unit_buf *b)
+{
+    size_t d = (size_t)c->d, h = (size_t)c->h, R = mul(B, T);
+    int qk = c->qk_norm != LNK_NORM_NONE, cross = un->kind == UNIT_CROSS_ATTN;
+    size_t Rk = cross ? mul(B, Tm) : R, Tk = cross ? Tm : T;
+    b->q = D(a, mul(R, d));
+    b->k = D(a, mul(Rk, d));
+    b->v = D(a, mul(Rk, d));
+    b->qn = qk ? D(a, mul(R, d)) : b->q;
+    b->kn = qk ? D(a, mul(Rk, d)) : b->k;
+    b->qs = qk ? D(a, mul(R, h)) : NULL;
+    b->ks = qk ? D(a, mul(Rk, h)) : NULL;
+    b->qp = un->rope ? D(a, mul(R, d)) : b->qn;
+    b->kp = un->rope ? D(a, mul(Rk, d)) : b->kn;
+    b->a = D(a, mul(mul(mul(B, h), T), Tk));
+    b->ctx = D(a, mul(R, d));
+}
+
+/* A unit's FFN buffers; the activation's cache hd only in the primal copy. */
+static void build_ffn_act(ws_arena *a, const lnk_config *c, size_t R, int tan, unit_buf *b)
+{
+    size_t n = mul(R, (size_t)c->d_ff);
+    b->hpre = D(a, n);
+    b->hgate = c->activation == LNK_ACT_SWIGLU ? D(a, n) : NULL;
+    b->hact = D(a, n);
+    b->hd = !tan && c->activation != LNK_ACT_RELU ? D(a, n) : NULL;
+}
+
+/* One set of activation buffers (primal, or tangent: tan) for a stack of B
+ * rows of T positions attending to a memory of Tm positions. */
 static int build_act(ws_arena *a, const lnk_model *m, const lnk_stack *st, size_t B, size_t T,
-                     size_t Tm, stack_act *s)
+                     size_t Tm, int tan, stack_act *s)
 {
     const lnk_config *c = &m->cfg;
-    size_t d = (size_t)c->d, h = (size_t)c->h;
-    int post = c->norm_pos == LNK_POS_POST, nn = c->norm != LNK_NORM_NONE;
-    int qk = c->qk_norm != LNK_NORM_NONE;
-    size_t R = mul(B, T), Rm = mul(B, Tm);
+    size_t d = (size_t)c->d, R = mul(B, T);
     s->u = META(a, (size_t)st->n_units, unit_buf);
     s->x = META(a, (size_t)st->n_units + 1, double *);
     if (!s->u || !s->x)
@@ -82,39 +121,28 @@ static int build_act(ws_arena *a, const lnk_model *m, const lnk_stack *st, size_
     for (int k = 0; k < st->n_units; k++) {
         const lnk_unit *un = &st->u[k];
         unit_buf *b = &s->u[k];
-        if (un->kind == UNIT_FFN) {
-            b->hpre = D(a, mul(R, (size_t)c->d_ff));
-            b->hact = D(a, mul(R, (size_t)c->d_ff));
-        } else {
-            int cross = un->kind == UNIT_CROSS_ATTN;
-            size_t Rk = cross ? Rm : R, Tk = cross ? Tm : T;
-            b->q = D(a, mul(R, d));
-            b->k = D(a, mul(Rk, d));
-            b->v = D(a, mul(Rk, d));
-            b->qn = qk ? D(a, mul(R, d)) : b->q;
-            b->kn = qk ? D(a, mul(Rk, d)) : b->k;
-            b->qr = qk ? D(a, mul(R, h)) : NULL;
-            b->kr = qk ? D(a, mul(Rk, h)) : NULL;
-            b->a = D(a, mul(mul(mul(B, h), T), Tk));
-            b->ctx = D(a, mul(R, d));
+        if (un->kind == UNIT_FFN)
+            build_ffn_act(a, c, R, tan, b);
+        else
+            build_attn_act(a, c, un, B, T, Tm, b);
+        build_norm(a, &un->nin, R, d, NULL, &b->nin);
+        if (!un->nin.on)
+            b->nin.out = s->x[k];
+        if (un->nout.on) {
+            b->f = D(a, mul(R, d));
+            build_norm(a, &un->nout, R, d, NULL, &b->nout);
         }
-        if (nn) {
-            b->n.xhat = D(a, mul(R, d));
-            b->n.r = D(a, R);
-        }
-        if (post) {
+        if (un->post) {
             b->s = D(a, mul(R, d));
-            b->n.out = nn ? D(a, mul(R, d)) : b->s;
-            s->x[k + 1] = b->n.out;
+            build_norm(a, &un->npost, R, d, NULL, &b->npost);
+            s->x[k + 1] = un->npost.on ? b->npost.out : b->s;
         } else {
-            b->n.out = nn ? D(a, mul(R, d)) : s->x[k];
             s->x[k + 1] = D(a, mul(R, d));
         }
     }
-    if (!post && nn) {
-        s->fin.xhat = D(a, mul(R, d));
-        s->fin.r = D(a, R);
-        s->fin.out = D(a, mul(R, d));
+    if (st->fg >= 0) {
+        lnk_norm_ref fr = {1, st->fg, st->fb};
+        build_norm(a, &fr, R, d, NULL, &s->fin);
         s->z = s->fin.out;
     } else {
         s->z = s->x[st->n_units];
@@ -135,9 +163,52 @@ static void build_attn_adj(ws_arena *a, size_t R, size_t Rk, size_t d, int qk, d
     *gkn = qk ? D(a, mul(Rk, d)) : *gk;
 }
 
+/* FFN adjoints of R rows: gh, and ga (an alias of gh for ReLU), gc (SwiGLU). */
+static void build_ffn_adj(ws_arena *a, const lnk_config *c, size_t R, double **gh, double **ga,
+                          double **gc)
+{
+    size_t n = mul(R, (size_t)c->d_ff);
+    *gh = D(a, n);
+    *ga = c->activation == LNK_ACT_RELU ? *gh : D(a, n);
+    *gc = c->activation == LNK_ACT_SWIGLU ? D(a, n) : NULL;
+}
+
+/* The unit seams' adjoints gs, gf, gn of R rows, where the unit has the norm. */
+static void build_seams(ws_arena *a, const lnk_unit *un, size_t R, size_t d, double **gs,
+                        double **gf, double **gn)
+{
+    *gs = un->npost.on ? D(a, mul(R, d)) : NULL;
+    *gf = un->nout.on ? D(a, mul(R, d)) : NULL;
+    *gn = un->nin.on ? D(a, mul(R, d)) : NULL;
+}
+
+/* Which seams (gs: N_post, gf: N_out, gn: N_in) some unit of m has. */
+static void seams_used(const lnk_model *m, int *s, int *f, int *n)
+{
+    *s = *f = *n = 0;
+    const lnk_stack *st[2] = {&m->enc, &m->dec};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < st[i]->n_units; k++) {
+            *s |= st[i]->u[k].npost.on;
+            *f |= st[i]->u[k].nout.on;
+            *n |= st[i]->u[k].nin.on;
+        }
+}
+
+/* Shared seam scratch of R rows: the seams some unit has. */
+static void build_shared_seams(ws_arena *a, const lnk_model *m, size_t R, size_t d, double **gs,
+                               double **gf, double **gn)
+{
+    int s, f, n;
+    seams_used(m, &s, &f, &n);
+    *gs = s ? D(a, mul(R, d)) : NULL;
+    *gf = f ? D(a, mul(R, d)) : NULL;
+    *gn = n ? D(a, mul(R, d)) : NULL;
+}
+
 /* Shared adjoint scratch of a primal state without the adjoint store. */
 typedef struct {
-    double *gy[2], *gs, *gctx, *gq, *gk, *gv, *gqn, *gkn, *gh;
+    double *gy[2], *gs, *gf, *gn, *gctx, *gq, *gk, *gv, *gqn, *gkn, *gh, *ga, *gc;
 } adj_scratch;
 
 /* A stack's primal state: activations, ids, mask and the unit adjoints (own
@@ -149,10 +220,9 @@ static int build_primal_stack(ws_arena *a, const lnk_model *m, const lnk_stack *
 {
     const lnk_config *c = &m->cfg;
     size_t d = (size_t)c->d, R = mul(B, T);
-    int qk = c->qk_norm != LNK_NORM_NONE;
-    int fin = c->norm_pos == LNK_POS_PRE && c->norm != LNK_NORM_NONE;
+    int qk = c->qk_norm != LNK_NORM_NONE, fin = st->fg >= 0;
     sp->n_units = st->n_units;
-    int st_ = build_act(a, m, st, B, T, Tm, &sp->a);
+    int st_ = build_act(a, m, st, B, T, Tm, 0, &sp->a);
     sp->ids = (int64_t *)aalloc(a, R, sizeof(int64_t), 1);
     sp->kmask = (uint8_t *)aalloc(a, R, sizeof(uint8_t), 1);
     sp->g = META(a, (size_t)st->n_units, unit_adj);
@@ -171,13 +241,14 @@ static int build_primal_stack(ws_arena *a, const lnk_model *m, const lnk_stack *
         else
             g->gy = sc->gy[alt++ % 2];
         if (!adj) {
-            g->gs = sc->gs, g->gctx = sc->gctx, g->gq = sc->gq, g->gk = sc->gk, g->gv = sc->gv;
-            g->gqn = sc->gqn, g->gkn = sc->gkn, g->gh = sc->gh;
+            g->gs = sc->gs, g->gf = sc->gf, g->gn = sc->gn;
+            g->gctx = sc->gctx, g->gq = sc->gq, g->gk = sc->gk, g->gv = sc->gv;
+            g->gqn = sc->gqn, g->gkn = sc->gkn, g->gh = sc->gh, g->ga = sc->ga, g->gc = sc->gc;
             continue;
         }
-        g->gs = D(a, mul(R, d));
+        build_seams(a, un, R, d, &g->gs, &g->gf, &g->gn);
         if (un->kind == UNIT_FFN) {
-            g->gh = D(a, mul(R, (size_t)c->d_ff));
+            build_ffn_adj(a, c, R, &g->gh, &g->ga, &g->gc);
         } else {
             size_t Rkv = un->kind == UNIT_CROSS_ATTN ? mul(B, Tm) : R;
             build_attn_adj(a, R, Rkv, d, qk, &g->gctx, &g->gq, &g->gk, &g->gv, &g->gqn, &g->gkn);
@@ -214,14 +285,15 @@ static int build_primal(lnk_primal *p, const lnk_model *m, size_t B, size_t S, s
     const lnk_config *c = &m->cfg;
     ws_dims z = dims_of(m, B, S, T);
     size_t d = (size_t)c->d, Tenc = z.Tenc, Tdec = z.Tdec, R = z.R, Rk = z.Rk;
-    adj_scratch sc = {{NULL, NULL}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    adj_scratch sc;
+    memset(&sc, 0, sizeof sc);
     if (!p->adj) {
         int qk = c->qk_norm != LNK_NORM_NONE;
         sc.gy[0] = D(a, mul(R, d));
         sc.gy[1] = D(a, mul(R, d));
-        sc.gs = D(a, mul(R, d));
+        build_shared_seams(a, m, R, d, &sc.gs, &sc.gf, &sc.gn);
         build_attn_adj(a, R, Rk, d, qk, &sc.gctx, &sc.gq, &sc.gk, &sc.gv, &sc.gqn, &sc.gkn);
-        sc.gh = D(a, mul(R, (size_t)c->d_ff));
+        build_ffn_adj(a, c, R, &sc.gh, &sc.ga, &sc.gc);
     }
     int st = LNK_OK;
     if (m->has_enc)
@@ -234,6 +306,11 @@ static int build_primal(lnk_primal *p, const lnk_model *m, size_t B, size_t S, s
     p->prob = D(a, mul(z.Rout, (size_t)m->n_out));
     p->dlogits = p->adj ? D(a, mul(z.Rout, (size_t)m->n_out)) : p->prob;
     p->ascr = D(a, mul(z.Tq, z.Tq));
+    if (c->pos == LNK_PE_ROPE) {
+        size_t half = (size_t)(c->d / c->h / 2);
+        p->rope_cos = D(a, mul(z.Tq, half));
+        p->rope_sin = D(a, mul(z.Tq, half));
+    }
     return st;
 }
 
@@ -311,6 +388,10 @@ static lnk_primal *primal_make(const lnk_model *m, int B, int S, int T, int adj)
         lnk_primal_free(p);
         return NULL;
     }
+    if (p->rope_cos) /* the angles of every position the passes can see */
+        lnk_rope_table(p->rope_cos, p->rope_sin,
+                       (int)dims_of(m, (size_t)B, (size_t)S, (size_t)T).Tq,
+                       m->cfg.d / m->cfg.h);
     return p;
 }
 
@@ -342,16 +423,16 @@ static int build_tangent(lnk_workspace *ws, size_t B, size_t S, size_t T)
     int qk = c->qk_norm != LNK_NORM_NONE;
     int st = LNK_OK;
     if (m->has_enc)
-        st = build_act(a, m, &m->enc, B, z.Tenc, 0, &ws->enct);
+        st = build_act(a, m, &m->enc, B, z.Tenc, 0, 1, &ws->enct);
     if (!st && m->has_dec)
-        st = build_act(a, m, &m->dec, B, z.Tdec, z.Tenc, &ws->dect);
+        st = build_act(a, m, &m->dec, B, z.Tdec, z.Tenc, 1, &ws->dect);
     ws->logits_t = D(a, mul(z.Rout, (size_t)m->n_out));
     grad_buf *g = &ws->gt;
     g->gy = D(a, mul(R, d));
     g->gx = D(a, mul(R, d));
-    g->gs = D(a, mul(R, d));
+    build_shared_seams(a, m, R, d, &g->gs, &g->gf, &g->gn);
     build_attn_adj(a, R, z.Rk, d, qk, &g->gctx, &g->gq, &g->gk, &g->gv, &g->gqn, &g->gkn);
-    g->gh = D(a, mul(R, (size_t)c->d_ff));
+    build_ffn_adj(a, c, R, &g->gh, &g->ga, &g->gc);
     g->gmem = Rm ? D(a, mul(Rm, d)) : NULL;
     g->ascr = D(a, mul(2, mul(z.Tq, z.Tq)));
     return st;

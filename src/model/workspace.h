@@ -14,19 +14,23 @@
 #include "model/internal.h"
 
 /* A row norm's cache: xhat [R,n], r [R] (tangent copy: R{xhat}, R{r}) and the
- * norm's output (an alias of its input when the norm type is none). */
+ * norm's output (an alias of its input when the slot is the identity). */
 typedef struct {
     double *xhat, *r, *out;
 } norm_buf;
 
-/* One unit's activations (the tangent copy holds R{.} of each). */
+/* One unit's activations (the tangent copy holds R{.} of each), for
+ * out = N_post(alpha x + N_out(F(N_in(x)))) (model/internal.h). */
 typedef struct {
-    norm_buf n;
-    double *s;                                  /* post: x + F(x), the norm's input */
+    norm_buf nin, nout, npost;                  /* nin.out: F's input h (x without N_in) */
+    double *s;                                  /* Post-LN-like: alpha x + F, N_post's input */
+    double *f;                                  /* with N_out: F's output, N_out's input */
     double *q, *k, *v;                          /* attention projections */
-    double *qn, *kn, *qr, *kr;                  /* after qk-norm (== q, k without it); its 1/sigma */
+    double *qn, *kn, *qs, *ks;                  /* after qk-norm (== q, k without it); its 1/sigma */
+    double *qp, *kp;                            /* after the rotary positions (== qn, kn without) */
     double *a, *ctx;                            /* maps [B,h,Tq,Tk], concat_j A_j V_j */
-    double *hpre, *hact;                        /* ffn hidden before / after ReLU */
+    double *hpre, *hgate, *hact;                /* ffn: x W1 + b1, (SwiGLU) x W3 + b3, act */
+    double *hd;                                 /* primal: GELU'(hpre) or SwiGLU's sigmoid(hpre) */
 } unit_buf;
 
 /* One unit's primal adjoints, as the tangent reverse pass reads them.  In a
@@ -34,17 +38,19 @@ typedef struct {
  * between two buffers), as nothing reads them after the unit. */
 typedef struct {
     double *gy;                                 /* dL/d(unit output) */
-    double *gs;                                 /* post: N^T gy, F's output adjoint;
-                                                   pre: F^T gy, the norm's output adjoint */
+    double *gs;                                 /* with N_post: N_post^T gy, dL/ds */
+    double *gf;                                 /* with N_out: dL/d(F's output) */
+    double *gn;                                 /* with N_in: dL/d(N_in's output), F^T of F's */
     double *gctx, *gq, *gk, *gv, *gqn, *gkn;    /* attention (gqn, gkn == gq, gk without qk-norm) */
-    double *gh;                                 /* ffn hidden adjoint after the ReLU mask */
+    double *gh;                                 /* ffn: dL/d(act) (ReLU: after the mask) */
+    double *ga, *gc;                            /* dL/dhpre (== gh for ReLU), dL/dhgate */
 } unit_adj;
 
 /* A stack's activations (primal or tangent). */
 typedef struct {
     unit_buf *u;                                /* [n_units] */
     double **x;                                 /* residual stream: x[k] input of unit k */
-    norm_buf fin;                               /* final norm (Pre-LN) */
+    norm_buf fin;                               /* final norm */
     double *z;                                  /* stack output */
 } stack_act;
 
@@ -76,6 +82,7 @@ typedef struct lnk_primal {
     double *prob;                               /* [R_out, C] logits, then softmax probabilities */
     double *dlogits;                            /* [R_out, C] dL/dlogits (== prob without adj) */
     double *ascr;                               /* attention scratch of the primal reverse */
+    double *rope_cos, *rope_sin;                /* [Tq, d_k/2] rotary angles (pos = rope) */
     /* what it holds */
     int valid;                                  /* forward and reverse done for theta, batch */
     const double *theta;
@@ -87,9 +94,10 @@ typedef struct lnk_primal {
 
 /* Tangent reverse-pass scratch, shared by all units. */
 typedef struct {
-    double *gy, *gx, *gs;                       /* stream adjoints and the norm/F seam */
+    double *gy, *gx;                            /* stream adjoints */
+    double *gs, *gf, *gn;                       /* the seams of the unit's norms and F */
     double *gctx, *gq, *gk, *gv, *gqn, *gkn;    /* attention adjoints */
-    double *gh;                                 /* ffn hidden adjoint */
+    double *gh, *ga, *gc;                       /* ffn hidden adjoints (ga == gh for ReLU) */
     double *gmem;                               /* adjoint of the encoder output (seq2seq) */
     double *ascr;                               /* attention per-head scratch */
 } grad_buf;

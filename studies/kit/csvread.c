@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "analysis.h"
+#include "csvread.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
 
@@ -70,7 +70,7 @@ static char *field(const char **pp, int *bad)
     return out;
 }
 
-int lnk_csvdata_parse(const char *text, const char *what, lnk_csvdata *t)
+int study_csvdata_parse(const char *text, const char *what, study_csvdata *t)
 {
     memset(t, 0, sizeof *t);
     t->what = strdup(what ? what : "CSV");
@@ -160,19 +160,19 @@ int lnk_csvdata_parse(const char *text, const char *what, lnk_csvdata *t)
     return LNK_OK;
 }
 
-int lnk_csvdata_read(const char *path, lnk_csvdata *t)
+int study_csvdata_read(const char *path, study_csvdata *t)
 {
     char *buf;
     memset(t, 0, sizeof *t);
     int st = lnk_read_file(path, &buf, NULL);
     if (st)
         return st;
-    st = lnk_csvdata_parse(buf, path, t);
+    st = study_csvdata_parse(buf, path, t);
     free(buf);
     return st;
 }
 
-void lnk_csvdata_free(lnk_csvdata *t)
+void study_csvdata_free(study_csvdata *t)
 {
     if (t->head) {
         size_t n = (size_t)t->ncol * (t->nrow + 1);
@@ -184,7 +184,7 @@ void lnk_csvdata_free(lnk_csvdata *t)
     memset(t, 0, sizeof *t);
 }
 
-int lnk_csvdata_col(const lnk_csvdata *t, const char *name)
+int study_csvdata_col(const study_csvdata *t, const char *name)
 {
     for (int j = 0; j < t->ncol; j++)
         if (strcmp(t->head[j], name) == 0)
@@ -192,12 +192,12 @@ int lnk_csvdata_col(const lnk_csvdata *t, const char *name)
     return -1;
 }
 
-int lnk_csvdata_num(const lnk_csvdata *t, size_t row, int col, double *v)
+int study_csvdata_num(const study_csvdata *t, size_t row, int col, double *v)
 {
     if (row >= t->nrow || col < 0 || col >= t->ncol)
         return lnk_error(LNK_EINVAL, "%s: no field (row %zu, column %d) in %zu x %d", t->what, row,
                          col, t->nrow, t->ncol);
-    const char *s = lnk_csvdata_str(t, row, col);
+    const char *s = study_csvdata_str(t, row, col);
     char *e;
     errno = 0;
     double x = strtod(s, &e);

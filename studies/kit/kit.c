@@ -416,11 +416,11 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
 {
     csv_begin_(o, path, hdr, n, 1);
     o->resume = 1;
-    lnk_csvdata t;
+    study_csvdata t;
     memset(&t, 0, sizeof t);
     struct stat sb;
     if (stat(path, &sb) == 0) {
-        CK(lnk_csvdata_read(path, &t));
+        CK(study_csvdata_read(path, &t));
         int same = t.ncol == n;
         for (int j = 0; same && j < n; j++)
             same = strcmp(t.head[j], hdr[j]) == 0;
@@ -430,7 +430,7 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
         if (study_R == 0)
             for (size_t i = 0; i < t.nrow; i++) {
                 for (int j = 0; j < n; j++)
-                    CK(lnk_csv_str(&o->c, lnk_csvdata_str(&t, i, j)));
+                    CK(lnk_csv_str(&o->c, study_csvdata_str(&t, i, j)));
                 CK(lnk_csv_end_row(&o->c));
             }
     }
@@ -444,37 +444,21 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
     if (old)
         old->d = t;
     else
-        lnk_csvdata_free(&t);
+        study_csvdata_free(&t);
     return nrow;
 }
 
-/* DIR/density.gp: gnuplot script plotting density.csv (columns norm_pos,
- * t, phi) of Post-LN and Pre-LN on a log axis into density.png. */
-void study_density_gp(const char *dir, const char *title)
+/* DIR/NAME.meta.json as a JSON object, or fail naming it. */
+json_t *study_sidecar(const char *dir, const char *name)
 {
-    char gp[1100];
-    snprintf(gp, sizeof gp, "%s/density.gp", dir);
-    lnk_afile ag;
-    CK(lnk_afile_open(&ag, gp));
-    study_track(&ag);
-    fprintf(ag.f,
-            "# gnuplot script: the Post-LN and Pre-LN Hessian spectral densities (SLQ)\n"
-            "set terminal pngcairo size 900,560 noenhanced\n"
-            "set output 'density.png'\n"
-            "set datafile separator ','\n"
-            "set logscale y\nset yrange [1e-6:*]\nset format y '%%.0e'\n"
-            "set xlabel 'eigenvalue'\nset ylabel 'density (log scale)'\n"
-            "set title '%s'\n"
-            "set key top right\n"
-            "plot 'density.csv' every ::1 using (strcol(1) eq 'post' ? $2 : 1/0):3 with lines "
-            "lw 2 title 'Post-LN', \\\n"
-            "     'density.csv' every ::1 using (strcol(1) eq 'pre' ? $2 : 1/0):3 with lines "
-            "lw 2 title 'Pre-LN'\n",
-            title);
-    study_untrack(&ag);
-    CK(lnk_afile_commit(&ag));
+    char p[1100];
+    snprintf(p, sizeof p, "%s/%s.meta.json", dir, name);
+    json_error_t e;
+    json_t *o = json_load_file(p, 0, &e);
+    if (!o || !json_is_object(o))
+        fail("%s: %s", p, o ? "expected a JSON object" : e.text);
+    return o;
 }
-
 
 /* ------------------------------------------------- reading the rows back */
 
@@ -482,12 +466,12 @@ void study_table_read(study_table *t, const char *dir, const char *name)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    CK(lnk_csvdata_read(path, &t->d));
+    CK(study_csvdata_read(path, &t->d));
 }
 
 int study_table_col(const study_table *t, const char *name)
 {
-    int j = lnk_csvdata_col(&t->d, name);
+    int j = study_csvdata_col(&t->d, name);
     if (j < 0)
         fail("%s: no column '%s'", t->d.what, name);
     return j;
@@ -496,13 +480,13 @@ int study_table_col(const study_table *t, const char *name)
 double study_table_num(const study_table *t, size_t row, int col)
 {
     double v;
-    CK(lnk_csvdata_num(&t->d, row, col, &v));
+    CK(study_csvdata_num(&t->d, row, col, &v));
     return v;
 }
 
 const char *study_table_str(const study_table *t, size_t row, int col)
 {
-    return lnk_csvdata_str(&t->d, row, col);
+    return study_csvdata_str(&t->d, row, col);
 }
 
-void study_table_free(study_table *t) { lnk_csvdata_free(&t->d); }
+void study_table_free(study_table *t) { study_csvdata_free(&t->d); }

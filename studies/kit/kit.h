@@ -5,9 +5,9 @@
  * job.  Call study_start(&argc, &argv, name) first in main (study_init(name)
  * in programs that never run under mpirun).
  * One error path (fail, die, CK), one CSV writer (out_csv: csv_open or
- * csv_sweep, the lnk_csv_* calls on o.c, csv_close with the sidecar), one
- * plotting path (gnuplot scripts written beside their CSV, run by the
- * study scripts).
+ * csv_sweep, the lnk_csv_* calls on o.c, csv_close with the sidecar).  The
+ * programs compute and write rows; their summaries (tables, fits, figures,
+ * claims) are studies/summary's, from the files.
  *
  * Sweeps (make MPI=1; include/lnkit/comm.h; in the default build the job is
  * one process and all of this is trivial).  A study numbers its points
@@ -16,8 +16,7 @@
  * Rows of a sweep CSV (csv_sweep) are kept in memory, grouped by point
  * (csv_point); csv_close gathers them to rank 0, which writes them in point
  * order: the file of a one-process run, byte for byte (timing columns aside).
- * Summaries are computed by rank 0 from the files (study_table), so that
- * nothing else crosses between ranks.  A resumable sweep CSV (csv_resume,
+ * A resumable sweep CSV (csv_resume,
  * grad_norms) keeps the rows of the file it resumes and gathers the new
  * points' rows at every csv_flush, the same way.  Only rank 0
  * creates directories and files and prints progress; after the last gather
@@ -37,7 +36,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "lnkit/lnkit.h"
-#include "analysis.h"
+#include <jansson.h>
+#include "csvread.h"
 
 /* ------------------------------------------------------------ the program */
 /* The program's name for messages, and the best OpenBLAS kernel (lnkit/blas.h:
@@ -147,11 +147,11 @@ void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const cha
                double t0);
 
 /* ------------------------------------------------- reading the rows back
- * A study CSV read whole (lnk_csvdata), for summaries computed from the
- * files a study wrote: columns by name, numbers exactly as written (%.17g
+ * A study CSV read whole (study_csvdata), for a resumed run that reads back
+ * the rows it wrote: columns by name, numbers exactly as written (%.17g
  * round-trips).  Errors fail the study naming the file, row and column. */
 typedef struct {
-    lnk_csvdata d;
+    study_csvdata d;
 } study_table;
 void study_table_read(study_table *t, const char *dir, const char *name);
 int study_table_col(const study_table *t, const char *name);
@@ -175,9 +175,8 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
 void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
                double t0);
 
-/* ---------------------------------------------------------------- plotting */
-/* DIR/density.gp: gnuplot script plotting density.csv (columns norm_pos,
- * t, phi) of Post-LN and Pre-LN on a log axis into density.png. */
-void study_density_gp(const char *dir, const char *title);
+/* DIR/NAME.meta.json (the sidecar of DIR/NAME.csv) as a JSON object, or fail
+ * naming it (a resumed run checks its settings against it).  json_decref it. */
+json_t *study_sidecar(const char *dir, const char *name);
 
 #endif

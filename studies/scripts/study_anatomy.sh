@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The curvature anatomy at initialisation (issue 17): studies/anatomy computes
 # the rows, the lm points and the seq2seq points as two single-threaded
-# processes side by side (OUT/lm/ and OUT/seq2seq/), then
-# studies/anatomy_summary.py makes the tables, the fits, values.csv and the
-# gnuplot scripts in OUT from those files, and gnuplot draws the plots.  Extra
-# arguments go to both study runs.
+# processes side by side (OUT/lm/ and OUT/seq2seq/), then its summary
+# (python3 -m studies.summary anatomy OUT) makes the tables, fits, figures,
+# values.csv and claims.csv in OUT from those files.  Extra arguments go to
+# both study runs.
 #
 #   bash studies/scripts/study_anatomy.sh BUILD_DIR [--full] [ARGS...]
 #
@@ -29,8 +29,8 @@
 # `anatomy --resume`: a run that is killed, or a machine that restarts,
 # continues where it stopped when the same command is started again (every
 # point is checkpointed; a point cut off between its files is computed again).
-# When both lanes are done the summary is made in WORK and the files replace
-# results/anatomy/{lm,seq2seq}/ and the summaries in OUT; WORK is removed.
+# When both lanes are done the rows replace results/anatomy/{lm,seq2seq}/, the
+# summary is made in OUT and WORK is removed.
 set -euo pipefail
 BUILD=${1:-build}
 shift || true
@@ -43,11 +43,8 @@ export OPENBLAS_NUM_THREADS=1
 A=$BUILD/studies/anatomy
 [ -x "$A" ] || { echo "study-anatomy: $A not built (run make all)" >&2; exit 2; }
 
-summarise() { # DIR: the summary and the plots of DIR/lm and DIR/seq2seq
-    "$PY" studies/anatomy_summary.py "$1" lm seq2seq
-    for g in extremes blocknorms js; do
-        if [ -f "$1/$g.gp" ]; then (cd "$1" && gnuplot "$g.gp"); fi
-    done
+summarise() { # DIR: the summary of DIR/lm and DIR/seq2seq (tables, figures, claims)
+    "${PYTHON:-$PY}" -m studies.summary anatomy "$1"
 }
 
 if [ $full -eq 0 ]; then
@@ -66,7 +63,7 @@ if [ $full -eq 0 ]; then
     wait $p2 || rc=$?
     if [ $rc -ne 0 ]; then echo "study-anatomy: a study run failed ($rc)" >&2; exit $rc; fi
     summarise "$out"
-    echo "study-anatomy: done in $(( $(date +%s) - start )) s -> $out/ (summary.md, tables.tex, *.png)"
+    echo "study-anatomy: done in $(( $(date +%s) - start )) s -> $out/ (summary.md, tables, figures)"
     exit 0
 fi
 
@@ -124,12 +121,11 @@ if [ $rc -ne 0 ]; then
     echo "study-anatomy --full: a lane failed ($rc; $WORK/*.log); run the same command again to resume" >&2
     exit $rc
 fi
-summarise "$WORK"
 mkdir -p "$out"
 for part in lm seq2seq; do
     rm -rf "$out/$part"
     cp -r "$WORK/$part" "$out/$part"
 done
-find "$WORK" -maxdepth 1 -type f ! -name '*.log' -exec cp {} "$out/" \;
+summarise "$out"
 rm -rf "$WORK"
 echo "study-anatomy --full: done in $(( $(date +%s) - start )) s -> $out/"

@@ -2,17 +2,15 @@
 # lnkit LayerNorm geometry study: `bash studies/scripts/study_geometry.sh BUILD_DIR` (what
 # `make study-geometry` runs).  Runs BUILD_DIR/studies/ln_geometry in two processes
 # (the random-key heat maps, and the other parts) on the machine's 2 cores, which write
-# the raw CSVs (+ .meta.json) of results/geometry/; then the summarising step
-# BUILD_DIR/studies/ln_geometry_summary (tables, values.csv, claims.csv, the .gp plot
-# scripts; runnable alone on the directory) and gnuplot on every .gp there.  Options
+# the raw CSVs (+ .meta.json) of results/geometry/; then its summary
+# (python3 -m studies.summary geometry: tables, figures, values.csv, claims.csv;
+# runnable alone on the directory).  Options
 # for the study can be passed in LNK_GEOMETRY_ARGS (e.g. "--runs 20 --n-step 3" for a
 # quick run; the default is the full grid).
 set -euo pipefail
 build=${1:?usage: bash studies/scripts/study_geometry.sh BUILD_DIR}
 bin=$build/studies/ln_geometry
 [ -x "$bin" ] || { echo "study_geometry.sh: $bin not found (run make)" >&2; exit 2; }
-command -v gnuplot >/dev/null || { echo "study_geometry.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 2; }
-gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1 || { echo "study_geometry.sh: gnuplot has no pngcairo terminal (apt-get install gnuplot-nox)" >&2; exit 2; }
 out=results/geometry
 text=${LNK_GEOMETRY_TEXT:-data/multi30k/val.en}
 args=${LNK_GEOMETRY_ARGS:-}
@@ -33,14 +31,5 @@ wait $p2 || st=1
 cat "$tmp/rest.log" "$tmp/random.log"
 [ $st -eq 0 ] || { echo "study_geometry.sh: ln_geometry failed (log above)" >&2; exit 2; }
 
-# the summarising step: tables, values.csv, claims.csv and the plot scripts, from the CSVs
-sum=$build/studies/ln_geometry_summary
-[ -x "$sum" ] || { echo "study_geometry.sh: $sum not found (run make)" >&2; exit 2; }
-"$sum" "$out"
-
-# the plots: every .gp the summarising step wrote, run in the results directory
-for gp in "$out"/*.gp; do
-    (cd "$out" && gnuplot "$(basename "$gp")") || { echo "study_geometry.sh: gnuplot $gp failed" >&2; exit 2; }
-done
-
-echo "study_geometry.sh: wrote $out/ (CSV + .meta.json, tables, values.csv, claims.csv, .gp, PNGs) in $(($(date +%s) - start)) s"
+"${PYTHON:-python3}" -m studies.summary geometry "$out"
+echo "study_geometry.sh: wrote $out/ (CSV + .meta.json, tables, figures, values.csv, claims.csv) in $(($(date +%s) - start)) s"

@@ -11,11 +11,9 @@
 # and 6-6 seq2seq, d = 128, Figure 3 a, b).  Hidden-state statistics (CSV
 # NAME_hidden.csv) for depth, width and profile; the other two skip them.
 # Then the raw rows (CSV + .meta.json, with each sweep's wall time) go to
-# results/grad/, and the summarising step,
-# `grad_table --dir results/grad` (it can run alone on the committed rows:
-# tables, slopes, Lemma 2 checks, values.csv and claims.csv for the prose,
-# plot data and the gnuplot scripts *.gp), writes the rest there; each .gp is
-# rendered with `gnuplot NAME.gp` in that directory.
+# results/grad/, and its summary, `python3 -m studies.summary grad` (it can run
+# alone on the committed rows: tables, fits, Lemma 2 checks, figures, values.csv
+# and claims.csv for the prose), writes the rest there.
 #
 # The sweeps run in two lanes of one BLAS thread each (the small matrices of
 # the d = 64 models run slower on two threads than on one): lane 1 the width
@@ -27,14 +25,12 @@
 set -euo pipefail
 BUILD=${1:-build}
 G=$BUILD/studies/grad_norms
-TAB=$BUILD/studies/grad_table
 OUT=${GRAD_OUT:-results/grad}
 WORK=$BUILD/grad-work
 SEEDS=${GRAD_SEEDS:-10}
-for b in "$G" "$TAB"; do
+for b in "$G"; do
     [ -x "$b" ] || { echo "study_grad: $b not built (run make all)" >&2; exit 2; }
 done
-command -v gnuplot >/dev/null || { echo "study_grad: gnuplot not found (make deps)" >&2; exit 2; }
 mkdir -p "$WORK" "$OUT"
 [ -n "$(ls -A "$WORK" 2>/dev/null)" ] && echo "study_grad: resuming the interrupted run in $WORK"
 
@@ -73,13 +69,10 @@ wait $lane2 || st=1
 echo "study_grad: sweeps done in $(elapsed "$T0") s (two lanes in parallel)"
 
 # publish: replace results/grad with the raw rows of this run, then summarise there
-rm -f "$OUT"/*.csv "$OUT"/*.meta.json "$OUT"/*.md "$OUT"/*.tex "$OUT"/*.png "$OUT"/*.gp
+rm -f "$OUT"/*.csv "$OUT"/*.meta.json "$OUT"/*.md "$OUT"/*.tex "$OUT"/*.png "$OUT"/*.pdf
 cp "$WORK"/*.csv "$WORK"/*.meta.json "$OUT"/
 t=$(date +%s.%N)
-"$TAB" --dir "$OUT"
-for gp in "$OUT"/*.gp; do
-    (cd "$OUT" && gnuplot "$(basename "$gp")") || { echo "study_grad: gnuplot $gp failed" >&2; exit 1; }
-done
-echo "study_grad: analysis and plots in $(elapsed "$t") s"
+"${PYTHON:-python3}" -m studies.summary grad "$OUT"
+echo "study_grad: summary in $(elapsed "$t") s"
 rm -rf "$WORK"
-echo "study_grad: results in $OUT/ (total $(elapsed "$T0") s); sweep times in $OUT/sweep_times.md"
+echo "study_grad: results in $OUT/ (total $(elapsed "$T0") s); sweep times in the sidecars"

@@ -9,7 +9,8 @@
 # statistics skipped), one pair of CSVs per vocabulary V and output tying:
 # depth_V<V>_<tied|untied>.csv (L = 2, 4, 8, 16, 32 at d = 64) and
 # width_V<V>_<tied|untied>.csv (d = 32, 64, 128, 256 at L = 4), 3 seeds a point.
-# Summary: studies/grad_factorial (fits.csv, values.csv, claims.csv, factorial.{md,tex}).
+# Summary: python3 -m studies.summary grad_factorial (fits.csv, values.csv, claims.csv,
+# factorial.{md,tex,pdf}, summary.md) from the rows in the output directory.
 #
 # The sweeps run in two lanes of one BLAS thread each (depth, width).  Work
 # happens in BUILD_DIR/grad-factorial-work, which a re-run after an
@@ -23,7 +24,6 @@
 set -euo pipefail
 BUILD=${1:-build}
 G=$BUILD/studies/grad_norms
-SUM=$BUILD/studies/grad_factorial
 OUT=${GF_OUT:-results/grad_factorial}
 WORK=${GF_WORK:-$BUILD/grad-factorial-work}
 SEEDS=${GF_SEEDS:-3}
@@ -34,7 +34,7 @@ L=${GF_L:-4}
 VS=${GF_VS:-64 256}
 TASKS=${GF_TASKS:-cls,lm}
 read -r -a EXTRA <<<"${GF_ARGS:-}"
-for b in "$G" "$SUM"; do
+for b in "$G"; do
     [ -x "$b" ] || { echo "study_grad_factorial: $b not built (run make all)" >&2; exit 2; }
 done
 mkdir -p "$WORK" "$OUT"
@@ -68,10 +68,10 @@ st=0
 wait $l1 || st=1
 wait $l2 || st=1
 [ $st -eq 0 ] || { echo "study_grad_factorial: a sweep failed; re-run to resume" >&2; exit 1; }
-"$SUM" --dir "$WORK"
-# publish: replace the generated files (its section of results/README.md is written by hand)
-rm -f "$OUT"/depth_*.csv "$OUT"/width_*.csv "$OUT"/depth_*.meta.json "$OUT"/width_*.meta.json \
-    "$OUT"/fits.* "$OUT"/values.* "$OUT"/claims.* "$OUT"/factorial.*
-cp "$WORK"/*.csv "$WORK"/*.meta.json "$WORK"/factorial.md "$WORK"/factorial.tex "$OUT"/
+# publish the rows, then summarise them where they are (its section of results/README.md
+# is written by hand)
+rm -f "$OUT"/depth_*.csv "$OUT"/width_*.csv "$OUT"/depth_*.meta.json "$OUT"/width_*.meta.json
+cp "$WORK"/*.csv "$WORK"/*.meta.json "$OUT"/
 rm -rf "$WORK"
+"${PYTHON:-python3}" -m studies.summary grad_factorial "$OUT"
 echo "study_grad_factorial: results in $OUT/ ($(( $(date +%s) - T0 )) s)"

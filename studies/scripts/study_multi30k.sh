@@ -3,7 +3,7 @@
 # gradient norms at initialisation on Multi30k (studies/multi30k_hessian,
 # default = the reduced configuration that fits ~15 minutes on 2 cores:
 # seq2seq 6-6, d = 32, h = 4, d_ff = 64, the first 200 validation pairs,
-# 3 seeds) -> results/multi30k/, then the plots with gnuplot.
+# 3 seeds) -> results/multi30k/, then its summary (python3 -m studies.summary).
 #
 #   bash studies/scripts/study_multi30k.sh [BUILD_DIR] [study options...]
 #
@@ -20,7 +20,6 @@ OUT=${MULTI30K_OUT:-results/multi30k}
 DATA=${LNK_DATA:+$LNK_DATA/multi30k}
 DATA=${DATA:-data/multi30k}
 [ -x "$P" ] || { echo "study_multi30k: $P not built (run make all)" >&2; exit 2; }
-command -v gnuplot >/dev/null || { echo "study_multi30k: gnuplot not found (make deps)" >&2; exit 2; }
 data_args=()
 case " $* " in
 *" --src"*) ;;
@@ -32,9 +31,6 @@ case " $* " in
     ;;
 esac
 start=$(date +%s)
-rm -f "$OUT"/density.gp "$OUT"/grad.gp   # written afresh for the parts that run
 "$P" --out "$OUT" "${data_args[@]}" "$@"
-for g in density grad; do
-    if [ -f "$OUT/$g.gp" ]; then (cd "$OUT" && gnuplot "$g.gp"); fi
-done
-echo "study-multi30k: done in $(( $(date +%s) - start )) s -> $OUT/ (summary.md, density.png, grad.png)"
+"${PYTHON:-python3}" -m studies.summary "$(basename "$OUT")" "$OUT"
+echo "study-multi30k: done in $(( $(date +%s) - start )) s -> $OUT/ (summary.md, density.pdf, grad.pdf)"
