@@ -7,8 +7,9 @@
  * through the group cli_procs() wraps, or "sweep" (a study rank handing over
  * its points, cli_fault).  KIND is "error" (a simulated out of memory or
  * unreadable shard, reported as an error), "exit" (_exit(3) without
- * MPI_Finalize, as a crashed process) or "kill" (SIGKILL, as the kernel's
- * OOM killer).  In other builds cli_procs() is the job's group and
+ * MPI_Finalize, as a crashed process), "kill" (SIGKILL, as the kernel's
+ * OOM killer) or "stop" (SIGSTOP: the rank stays where it is, holding what it
+ * holds, until a test sends SIGCONT or kills it).  In other builds cli_procs() is the job's group and
  * cli_fault() never fires. */
 #include <signal.h>
 #include <stdio.h>
@@ -41,9 +42,10 @@ int cli_fault_set(const char *s)
     int got = sscanf(s, "%d:%31[^:]:%15[^:]:%d%c", &spec.rank, spec.point, spec.kind, &spec.nth,
                      &rest);
     if (got < 3 || got > 4 || spec.rank < 0 || spec.nth < 1 ||
-        (strcmp(spec.kind, "error") && strcmp(spec.kind, "exit") && strcmp(spec.kind, "kill")))
-        return lnk_error(LNK_EINVAL, "'%s': expected RANK:POINT:KIND[:N] with KIND error, exit "
-                         "or kill", s);
+        (strcmp(spec.kind, "error") && strcmp(spec.kind, "exit") && strcmp(spec.kind, "kill") &&
+         strcmp(spec.kind, "stop")))
+        return lnk_error(LNK_EINVAL, "'%s': expected RANK:POINT:KIND[:N] with KIND error, exit, "
+                         "kill or stop", s);
     spec.on = 1;
     return LNK_OK;
 }
@@ -61,6 +63,10 @@ int cli_fault(const char *point)
     if (!strcmp(spec.kind, "kill")) {
         fprintf(stderr, "lnkit: rank %d: LNK_FAULT: killed (SIGKILL) at %s\n", spec.rank, point);
         raise(SIGKILL);
+    }
+    if (!strcmp(spec.kind, "stop")) { /* then on as if nothing happened */
+        raise(SIGSTOP);
+        return 0;
     }
     return 1;
 }
