@@ -33,6 +33,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "front/front.h"
 #include "lnkit/config.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
@@ -498,7 +499,7 @@ int main(int argc, char **argv)
            "median of %d runs after %d warm-ups\n",
            LNK_VERSION, openblas_get_num_threads(), threads > 0 ? "--threads" : "OpenBLAS default",
            repeat, WARMUP);
-    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), lnk_blas_note());
+    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), cli_blas_note());
 
     /* smallest config first and DGEMM last, so that ru_maxrss after a config is
      * (to allocator slack) that config's own peak. */

@@ -39,7 +39,7 @@ static void synth(const char *path, int n, unsigned seed)
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "bench_mpi: cannot write %s\n", path);
-        lnk_comm_abort(2);
+        lnk_comm_abort(2), exit(2);
     }
     unsigned s = seed;
     for (int i = 0; i < n; i++) {

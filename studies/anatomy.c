@@ -216,8 +216,8 @@ static void load_pairs(const opts_t *o, s2s_data *D)
 {
     lnk_corpus c;
     CK(lnk_corpus_read(o->src, o->tgt, &c));
-    study_input(o->src);
-    study_input(o->tgt);
+    study_input_read(o->src, &c.src.digest);
+    study_input_read(o->tgt, &c.tgt.digest);
     if (o->pairs > 0 && o->pairs < c.src.n_lines)
         c.src.n_lines = c.tgt.n_lines = o->pairs;
     lnk_vocab *vs, *vt;
@@ -407,19 +407,51 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
     study_csvdata_free(&t);
 }
 
-/* The settings of this run (extra, the sidecars' JSON) must be those of
+/* The sidecars' own keys: the settings of this run and its counts. */
+static lnk_meta *settings(const opts_t *o, int np, const char *s2s_data, long computed,
+                          long skipped)
+{
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        die();
+    char lm[160];
+    snprintf(lm, sizeof lm, "synthetic lm batch B = %d, T = %d, V = %d, ids uniform in [4, V), "
+             "batch seed 1234", o->B, o->T, o->V);
+    int lm_ref[2] = {o->lm_refL, o->lm_refd}, s2s_ref[2] = {o->s2s_refL, o->s2s_refd};
+    lnk_meta_str(m, "study", "anatomy");
+    lnk_meta_int(m, "points", np);
+    lnk_meta_int(m, "seeds", o->seeds);
+    lnk_meta_int(m, "h", o->h);
+    lnk_meta_str(m, "lm_data", lm);
+    lnk_meta_str(m, "s2s_data", s2s_data);
+    lnk_meta_ints(m, "lm_ref", lm_ref, 2);
+    lnk_meta_ints(m, "s2s_ref", s2s_ref, 2);
+    lnk_meta_real(m, "tol", o->tol);
+    lnk_meta_int(m, "eig_steps", o->eig_steps);
+    lnk_meta_int(m, "probes", o->probes);
+    lnk_meta_int(m, "slq_runs", o->runs);
+    lnk_meta_int(m, "slq_steps", o->steps);
+    lnk_meta_real(m, "sigma_fraction", o->sigma_frac);
+    lnk_meta_int(m, "rng_seed", (long long)o->rng);
+    lnk_meta_str(m, "js_log", "natural");
+    lnk_meta_str(m, "varied", "task, norm_pos, norm, qk_norm, L, d, seed (the key columns)");
+    lnk_meta_bool(m, "resumed", o->resume);
+    lnk_meta_int(m, "points_computed_this_run", computed);
+    lnk_meta_int(m, "points_skipped_this_run", skipped);
+    return m;
+}
+
+/* The settings of this run (extra, the sidecars' keys) must be those of
  * DIR/extremes.meta.json where the CSVs exist. */
-static void check_settings(const char *dir, const char *extra)
+static void check_settings(const char *dir, const lnk_meta *extra)
 {
     char p[1100];
     snprintf(p, sizeof p, "%s/js.csv", dir);
     if (access(p, F_OK) != 0)
         return;
     json_t *old = study_sidecar(dir, "extremes");
-    json_error_t e;
-    json_t *now = json_loads(extra, 0, &e);
-    if (!now)
-        fail("internal: the sidecar's JSON: %s", e.text);
+    CK(lnk_meta_status(extra));
+    const json_t *now = lnk_meta_object(extra);
     static const char *const keys[] = {"h", "lm_data", "s2s_data", "tol", "eig_steps", "probes",
                                        "slq_runs", "slq_steps", "sigma_fraction", "rng_seed",
                                        "lm_ref", "s2s_ref"};
@@ -434,7 +466,6 @@ static void check_settings(const char *dir, const char *extra)
         }
     }
     json_decref(old);
-    json_decref(now);
 }
 
 static void key_row(lnk_csv *c, const point_t *p, size_t n_params)
@@ -710,22 +741,7 @@ int main(int argc, char **argv)
         if (!o.resume || !keyset_has(&done, k))
             todo[ntodo++] = i;
     }
-    char extra[4096];
-#define EXTRA(computed)                                                                           \
-    snprintf(extra, sizeof extra,                                                                 \
-             "{\"study\": \"anatomy\", \"points\": %d, \"seeds\": %d, \"h\": %d, "                     \
-             "\"lm_data\": \"synthetic lm batch B = %d, T = %d, V = %d, ids uniform in [4, V), "     \
-             "batch seed 1234\", \"s2s_data\": \"%s\", \"lm_ref\": [%d, %d], \"s2s_ref\": [%d, %d], " \
-             "\"tol\": %.17g, \"eig_steps\": %d, \"probes\": %d, \"slq_runs\": %d, "                \
-             "\"slq_steps\": %d, \"sigma_fraction\": %.17g, \"rng_seed\": %llu, "                   \
-             "\"js_log\": \"natural\", \"varied\": \"task, norm_pos, norm, qk_norm, L, d, seed "     \
-             "(the key columns)\", \"resumed\": %s, \"points_computed_this_run\": %ld, "            \
-             "\"points_skipped_this_run\": %ld}",                                                 \
-             np, o.seeds, o.h, o.B, o.T, o.V, s2s_data, o.lm_refL, o.lm_refd, o.s2s_refL,        \
-             o.s2s_refd, o.tol, o.eig_steps, o.probes, o.runs, o.steps, o.sigma_frac,            \
-             (unsigned long long)o.rng, o.resume ? "true" : "false", (long)(computed),           \
-             (long)(np - ntodo))
-    EXTRA(0);
+    lnk_meta *extra = settings(&o, np, s2s_data, 0, np - ntodo);
     if (o.resume)
         check_settings(o.out, extra);
     files_t F;
@@ -752,19 +768,21 @@ int main(int argc, char **argv)
         /* --resume: a checkpoint after every round of P points (js.csv last:
          * a point is done when its rows are there) */
         if (o.resume && (j + 1) % study_ranks() == 0 && j + 1 < ntodo) {
-            EXTRA(j + 1);
+            lnk_meta_free(extra);
+            extra = settings(&o, np, s2s_data, j + 1, np - ntodo);
             csv_flush(&F.ext, &base, extra, start, t0);
             csv_flush(&F.mass, &base, extra, start, t0);
             csv_flush(&F.bn, &base, extra, start, t0);
             csv_flush(&F.js, &base, extra, start, t0);
         }
     }
-    EXTRA(ntodo);
-#undef EXTRA
+    lnk_meta_free(extra);
+    extra = settings(&o, np, s2s_data, ntodo, np - ntodo);
     csv_close(&F.ext, &base, extra, start, t0);
     csv_close(&F.mass, &base, extra, start, t0);
     csv_close(&F.bn, &base, extra, start, t0);
     csv_close(&F.js, &base, extra, start, t0);
+    lnk_meta_free(extra);
     if (!o.quiet && study_root())
         fprintf(stderr, "anatomy: %ld points computed, %ld skipped, in %.0f s -> "
                 "%s/{extremes,mass,blocknorms,js}.csv\n", ntodo, (long)np - ntodo,

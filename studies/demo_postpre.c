@@ -137,14 +137,21 @@ int main(int argc, char **argv)
             free(g);
             lnk_model_free(m);
         }
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"demo_postpre\", \"data\": \"synthetic lm batches, ids uniform in "
-             "[4, V), batch seed 1000 + seed\", \"seeds\": %d, \"B\": %d, \"T\": %d, "
-             "\"varied\": \"norm_pos in {post, pre}, seed in 0..%d\"}",
-             seeds, B, T, seeds - 1);
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        die();
+    char varied[64];
+    snprintf(varied, sizeof varied, "norm_pos in {post, pre}, seed in 0..%d", seeds - 1);
+    lnk_meta_str(extra, "study", "demo_postpre");
+    lnk_meta_str(extra, "data",
+                 "synthetic lm batches, ids uniform in [4, V), batch seed 1000 + seed");
+    lnk_meta_int(extra, "seeds", seeds);
+    lnk_meta_int(extra, "B", B);
+    lnk_meta_int(extra, "T", T);
+    lnk_meta_str(extra, "varied", varied);
     csv_close(&fl, &base, extra, start, t0);
     csv_close(&fy, &base, extra, start, t0);
+    lnk_meta_free(extra);
     double wall = lnk_now() - t0;
     if (study_root())
         printf("wrote %s and %s (with .meta.json) in %.2f s\n", p_loss, p_lay, wall);

@@ -641,37 +641,48 @@ typedef struct {
     pbuf buf;              /* run_point's parameter and gradient buffers */
 } sweep;
 
-/* The sidecars' extra JSON (malloc'd). */
-static char *sweep_extra(const sweep *s)
+/* The sidecars' own keys (lnk_meta_free them). */
+static lnk_meta *sweep_extra(const sweep *s)
 {
     const opts *o = s->o;
-    char *extra = NULL, Ls[512] = "", ds[512] = "";
-    for (int i = 0; i < o->nL; i++)
-        snprintf(Ls + strlen(Ls), sizeof Ls - strlen(Ls), "%s%d", i ? ", " : "", o->Ls[i]);
-    for (int i = 0; i < o->nd; i++)
-        snprintf(ds + strlen(ds), sizeof ds - strlen(ds), "%s%d", i ? ", " : "", o->ds[i]);
-    if (asprintf(&extra,
-             "{\"study\": \"grad_norms %s\", \"paper\": \"Xiong et al. 2020, Theorem 1, Lemma 2, "
-             "Figure 3\", \"data\": \"synthetic batches, ids uniform in [4, V), batch b of seed s "
-             "from stream 1000003 (s + 1) + b\", \"Ls\": [%s], \"ds\": [%s], \"L\": %d, \"d\": %d, "
-             "\"seeds\": %d, \"seed0\": %d, \"batches\": %d, \"B\": %d, \"T\": %d, \"V\": %d, "
-             "\"realistic_heads\": %d, \"realistic_ff_mult\": %d, \"label_smoothing_theorem\": "
-             "%.17g, \"label_smoothing_realistic\": %.17g, \"tie_output\": %s, \"bound_eps\": "
-             "%.17g, \"hidden_statistics\": %s, \"points_computed_this_run\": %d, \"points_skipped_this_run\": %d, "
-             "\"config_note\": \"config is the first point computed; every row's key column "
-             "holds its own configuration\"}",
-             sweep_name[o->sweep], Ls, ds, o->L, o->d, o->seeds, o->seed0, o->nb, o->B, o->T,
-             o->V, o->heads, o->ffmult, o->ls_theorem, o->ls_real, o->tie ? "true" : "false",
-             o->beps, o->no_hidden ? "false" : "true", s->computed, s->skipped) < 0)
-        fail("out of memory");
-    return extra;
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        die();
+    char study[64];
+    snprintf(study, sizeof study, "grad_norms %s", sweep_name[o->sweep]);
+    lnk_meta_str(m, "study", study);
+    lnk_meta_str(m, "paper", "Xiong et al. 2020, Theorem 1, Lemma 2, Figure 3");
+    lnk_meta_str(m, "data", "synthetic batches, ids uniform in [4, V), batch b of seed s from "
+                            "stream 1000003 (s + 1) + b");
+    lnk_meta_ints(m, "Ls", o->Ls, (size_t)o->nL);
+    lnk_meta_ints(m, "ds", o->ds, (size_t)o->nd);
+    lnk_meta_int(m, "L", o->L);
+    lnk_meta_int(m, "d", o->d);
+    lnk_meta_int(m, "seeds", o->seeds);
+    lnk_meta_int(m, "seed0", o->seed0);
+    lnk_meta_int(m, "batches", o->nb);
+    lnk_meta_int(m, "B", o->B);
+    lnk_meta_int(m, "T", o->T);
+    lnk_meta_int(m, "V", o->V);
+    lnk_meta_int(m, "realistic_heads", o->heads);
+    lnk_meta_int(m, "realistic_ff_mult", o->ffmult);
+    lnk_meta_real(m, "label_smoothing_theorem", o->ls_theorem);
+    lnk_meta_real(m, "label_smoothing_realistic", o->ls_real);
+    lnk_meta_bool(m, "tie_output", o->tie);
+    lnk_meta_real(m, "bound_eps", o->beps);
+    lnk_meta_bool(m, "hidden_statistics", !o->no_hidden);
+    lnk_meta_int(m, "points_computed_this_run", s->computed);
+    lnk_meta_int(m, "points_skipped_this_run", s->skipped);
+    lnk_meta_str(m, "config_note", "config is the first point computed; every row's key column "
+                                   "holds its own configuration");
+    return m;
 }
 
 /* Collective: the rows of the points done so far to rank 0, which rewrites
  * the CSVs and their sidecars if they have new rows (last: csv_close). */
 static void checkpoint(sweep *s, int last)
 {
-    char *extra = sweep_extra(s);
+    lnk_meta *extra = sweep_extra(s);
     const lnk_config *c = s->have_base ? &s->base : NULL;
     if (last) {
         csv_close(&s->main, c, extra, s->start, s->t0);
@@ -682,7 +693,7 @@ static void checkpoint(sweep *s, int last)
         if (!s->o->no_hidden)
             csv_flush(&s->hid, c, extra, s->start, s->t0);
     }
-    free(extra);
+    lnk_meta_free(extra);
     s->last_ckpt = lnk_now();
 }
 

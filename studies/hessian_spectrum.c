@@ -96,6 +96,7 @@ static void make_batch(const lnk_model *m, const opts_t *o, lnk_batch *b)
     lnk_text t;
     lnk_vocab *v;
     CK(lnk_text_read(o->text, &t));
+    study_input_read(o->text, &t.digest);
     const lnk_text *tx[1] = {&t};
     CK(lnk_vocab_build(tx, 1, 1, o->V, &v));
     CK(lnk_text_lm_batch(&t, v, 0, o->B, o->T, b));
@@ -171,15 +172,25 @@ int main(int argc, char **argv)
             free(th);
             lnk_model_free(m);
         }
-    char extra[1024];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"hessian_spectrum\", \"data\": \"%s\", \"B\": %d, \"T\": %d, "
-             "\"seeds\": %d, \"k\": %d, \"probes\": %d, \"slq_runs\": %d, \"slq_steps\": %d, "
-             "\"block_steps\": %d, \"eig_tol\": %.17g, \"block_tol\": %.17g, "
-             "\"varied\": \"norm_pos in {post, pre}, seed in 0..%d\"}",
-             o.text ? o.text : "synthetic lm batch, ids uniform in [4, V), batch seed 1234", o.B,
-             o.T, S, o.k, o.probes, o.runs, o.steps, o.block_steps, so.eig_tol, so.block_tol,
-             S - 1);
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        die();
+    char varied[64];
+    snprintf(varied, sizeof varied, "norm_pos in {post, pre}, seed in 0..%d", S - 1);
+    lnk_meta_str(extra, "study", "hessian_spectrum");
+    lnk_meta_str(extra, "data", o.text ? o.text : "synthetic lm batch, ids uniform in [4, V), "
+                                                  "batch seed 1234");
+    lnk_meta_int(extra, "B", o.B);
+    lnk_meta_int(extra, "T", o.T);
+    lnk_meta_int(extra, "seeds", S);
+    lnk_meta_int(extra, "k", o.k);
+    lnk_meta_int(extra, "probes", o.probes);
+    lnk_meta_int(extra, "slq_runs", o.runs);
+    lnk_meta_int(extra, "slq_steps", o.steps);
+    lnk_meta_int(extra, "block_steps", o.block_steps);
+    lnk_meta_real(extra, "eig_tol", so.eig_tol);
+    lnk_meta_real(extra, "block_tol", so.block_tol);
+    lnk_meta_str(extra, "varied", varied);
     spec_files_close(&F, &base, extra, start, t0);
     if (study_root() && !o.quiet)
         fprintf(stderr, "hessian_spectrum: wrote %s/{eigs,trace,blocks,slq_nodes}.csv in %.1f s "

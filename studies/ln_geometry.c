@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include "lnkit/geometry.h"
 #include "lnkit/lnkit.h"
+#include "front/front.h"
 #include "lnkit/text.h"
 #include "kit/kit.h"
 
@@ -76,6 +77,17 @@ static void row(out_csv *o, const char *fmt, ...)
     CK(lnk_csv_end_row(&o->c));
 }
 
+/* A part's sidecar keys: the study and the part first (lnk_meta_free them). */
+static lnk_meta *part_meta(const char *part)
+{
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        die();
+    lnk_meta_str(m, "study", "ln_geometry");
+    lnk_meta_str(m, "part", part);
+    return m;
+}
+
 /* ------------------------------------------------ part random: heat maps */
 
 static const lnk_geom_norm heat_norms[4] = {LNK_GEOM_NONE, LNK_GEOM_CENTER, LNK_GEOM_SCALE,
@@ -108,13 +120,20 @@ static void part_random(study *S)
             fprintf(stderr, "  heat map %s / %s done (%.0f s)\n", lnk_geom_keydist_name(ds),
                     lnk_geom_norm_name(heat_norms[k]), lnk_now() - t0);
         }
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"random\", \"runs\": %d, \"n\": \"3..%d step "
-             "%d\", \"d\": \"3..%d\", \"tol\": %g, \"eps\": 0, \"key_seed\": %llu, \"keys\": \"gauss: "
-             "N(0,1) iid; offset: mu + s*z, mu_c ~ N(1,1), s_c = exp(N(0,1)) per set, same z\"}",
-             S->runs, S->nmax, S->nstep, S->dmax, LNK_GEOM_SEL_TOL, (unsigned long long)S->seed);
+    lnk_meta *extra = part_meta("random");
+    char nr[48], dr[24];
+    snprintf(nr, sizeof nr, "3..%d step %d", S->nmax, S->nstep);
+    snprintf(dr, sizeof dr, "3..%d", S->dmax);
+    lnk_meta_int(extra, "runs", S->runs);
+    lnk_meta_str(extra, "n", nr);
+    lnk_meta_str(extra, "d", dr);
+    lnk_meta_real(extra, "tol", LNK_GEOM_SEL_TOL);
+    lnk_meta_int(extra, "eps", 0);
+    lnk_meta_int(extra, "key_seed", (long long)S->seed);
+    lnk_meta_str(extra, "keys", "gauss: N(0,1) iid; offset: mu + s*z, mu_c ~ N(1,1), s_c = "
+                                "exp(N(0,1)) per set, same z");
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     printf("random keys: %d cells x 8, %.0f s\n", nd * nn, lnk_now() - t0);
 }
 
@@ -172,13 +191,13 @@ static void part_ortho(study *S)
             row(&o, "siigggGgig", dname[di], d, m, mean, sdv, ang / m,
                 di == 0 ? gauss_abs_cos(d) : NAN, cc / m, (int)SETS, qsd);
         }
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"ortho\", \"keys_per_d\": %d, \"dists\": "
-             "\"gauss N(0,1); offset mu_c ~ N(1,1), s_c = exp(N(0,1)); offset0 mu_c ~ N(0,1), "
-             "s_c = exp(N(0,1))\", \"key_seed\": %llu}", SETS * N,
-             (unsigned long long)(S->seed + 17));
+    lnk_meta *extra = part_meta("ortho");
+    lnk_meta_int(extra, "keys_per_d", SETS * N);
+    lnk_meta_str(extra, "dists", "gauss N(0,1); offset mu_c ~ N(1,1), s_c = exp(N(0,1)); "
+                                 "offset0 mu_c ~ N(0,1), s_c = exp(N(0,1))");
+    lnk_meta_int(extra, "key_seed", (long long)(S->seed + 17));
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     free(K);
     free(mu);
     printf("orthogonality: done\n");
@@ -243,11 +262,12 @@ static void part_heads(study *S)
             }
         }
     }
-    char extra[256];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": %d, \"eps\": 0, "
-             "\"key_seed\": %llu}", (int)N, (unsigned long long)(S->seed + 5));
+    lnk_meta *extra = part_meta("heads");
+    lnk_meta_int(extra, "keys", (int)N);
+    lnk_meta_int(extra, "eps", 0);
+    lnk_meta_int(extra, "key_seed", (long long)(S->seed + 5));
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     free(X);
     free(Y);
     /* per-head selectability: n = 64 keys, 20 runs, every head */
@@ -287,11 +307,13 @@ static void part_heads(study *S)
                         fr[v], (double)anyc / (RUNS * h));
                 }
             }
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": %d, \"runs\": %d, "
-             "\"eps\": 0, \"key_seed\": %llu}", (int)NK, (int)RUNS,
-             (unsigned long long)(S->seed + 9));
+    extra = part_meta("heads");
+    lnk_meta_int(extra, "keys", (int)NK);
+    lnk_meta_int(extra, "runs", (int)RUNS);
+    lnk_meta_int(extra, "eps", 0);
+    lnk_meta_int(extra, "key_seed", (long long)(S->seed + 9));
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     free(X);
     free(Y);
     free(Sl);
@@ -317,7 +339,7 @@ static int load_text(const study *S, int B, int max_len, dataset *ds)
     lnk_text t;
     lnk_vocab *v;
     CK(lnk_text_read(S->text, &t));
-    study_input(S->text);
+    study_input_read(S->text, &t.digest);
     const lnk_text *tp = &t;
     CK(lnk_vocab_build(&tp, 1, 1, 0, &v));
     CK(lnk_text_lm_batch(&t, v, 0, B, max_len, &ds->lm));
@@ -588,20 +610,25 @@ static void part_model(study *S)
                 for (int iq = 0; iq < 3; iq++)
                     model_variant(&o, &oa, &oc, &dsv[di], cfgs[ic][0], cfgs[ic][1], L, poss[ip],
                                   qks[iq]);
-    char extra[768];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"model\", \"B\": %d, \"synthetic_len\": %d, "
-             "\"text\": \"%s\", \"init\": \"xavier\", \"model_seed\": 0, \"tol\": %g, "
-             "\"synthetic_batch_seed\": %llu, \"varied\": \"data in {synthetic, text}, (d, h) "
-             "in {(8, 4), (64, 4), (512, 8)}, norm_pos in {pre, post}, qk_norm in {none, "
-             "layernorm, rmsnorm}\", \"config_note\": \"config is the first variant; every row "
-             "holds its own (data, norm_pos, d, h, L, qk_norm)\"}",
-             B, LEN, nds > 1 ? S->text : "", LNK_GEOM_SEL_TOL, (unsigned long long)(S->seed + 1000));
+    lnk_meta *extra = part_meta("model");
+    lnk_meta_int(extra, "B", B);
+    lnk_meta_int(extra, "synthetic_len", LEN);
+    lnk_meta_str(extra, "text", nds > 1 ? S->text : "");
+    lnk_meta_str(extra, "init", "xavier");
+    lnk_meta_int(extra, "model_seed", 0);
+    lnk_meta_real(extra, "tol", LNK_GEOM_SEL_TOL);
+    lnk_meta_int(extra, "synthetic_batch_seed", (long long)(S->seed + 1000));
+    lnk_meta_str(extra, "varied", "data in {synthetic, text}, (d, h) in {(8, 4), (64, 4), "
+                                  "(512, 8)}, norm_pos in {pre, post}, qk_norm in {none, "
+                                  "layernorm, rmsnorm}");
+    lnk_meta_str(extra, "config_note", "config is the first variant; every row holds its own "
+                                       "(data, norm_pos, d, h, L, qk_norm)");
     lnk_config base = make_cfg("lm", cfgs[0][0], cfgs[0][1], L, dsv[0].V, poss[0], qks[0]);
     csv_close(&o, &base, extra, NULL, 0);
     csv_close(&oa, &base, extra, NULL, 0);
     csv_close(&oc, &base, extra, NULL, 0);
     lnk_config_clear(&base);
+    lnk_meta_free(extra);
     for (int di = 0; di < nds; di++)
         lnk_batch_free(&dsv[di].lm);
     printf("model activations: done (%d data sets)\n", nds);
@@ -727,22 +754,23 @@ static void part_maps(study *S)
                         row(&om, "iiigi", j, t, u, z[u] / s, show);
                 }
             free(z);
-            char extra[256];
-            snprintf(extra, sizeof extra,
-                     "{\"study\": \"ln_geometry\", \"part\": \"maps\", \"layer\": %d, "
-                     "\"sequence\": %d, \"tokens\": %d}", LAYER, show, showlen);
+            lnk_meta *extra = part_meta("maps");
+            lnk_meta_int(extra, "layer", LAYER);
+            lnk_meta_int(extra, "sequence", show);
+            lnk_meta_int(extra, "tokens", showlen);
             csv_close(&om, &c, extra, NULL, 0);
+            lnk_meta_free(extra);
         }
         lnk_workspace_free(ws);
         free(th);
         lnk_model_free(m);
         if (iv == 2) {
-            char extra[256];
-            snprintf(extra, sizeof extra,
-                     "{\"study\": \"ln_geometry\", \"part\": \"maps\", \"B\": %d, \"data\": "
-                     "\"%s\", \"varied\": \"qk_norm in {none, layernorm, rmsnorm}\"}",
-                     cb.B, have_text ? S->text : "synthetic");
+            lnk_meta *extra = part_meta("maps");
+            lnk_meta_int(extra, "B", cb.B);
+            lnk_meta_str(extra, "data", have_text ? S->text : "synthetic");
+            lnk_meta_str(extra, "varied", "qk_norm in {none, layernorm, rmsnorm}");
             csv_close(&o, &c, extra, NULL, 0);
+            lnk_meta_free(extra);
         }
         lnk_config_clear(&c);
     }
@@ -813,9 +841,10 @@ static void part_counts(study *S)
             (int)blocks, npb, norms, tok, full, head, npb * full, npb * head, norms * full,
             norms * head, attn * 2 * head);
     }
-    csv_close(&o, NULL,
-               "{\"study\": \"ln_geometry\", \"part\": \"counts\", \"unit\": \"(mean, variance) "
-               "pairs; RMSNorm computes one mean square per pair\"}", NULL, 0);
+    lnk_meta *extra = part_meta("counts");
+    lnk_meta_str(extra, "unit", "(mean, variance) pairs; RMSNorm computes one mean square per pair");
+    csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     printf("counts: done\n");
 }
 
@@ -887,13 +916,13 @@ int main(int argc, char **argv)
     make_dir(S.out);
     lnk_set_blas_threads(1);
     /* every seed the parts derive from --rng-seed, in every sidecar */
-    lnk_prov_seed("heatmap_key_seed", S.seed);
-    lnk_prov_seed("heads_stats_key_seed", S.seed + 5);
-    lnk_prov_seed("heads_select_key_seed", S.seed + 9);
-    lnk_prov_seed("orthogonality_key_seed", S.seed + 17);
-    lnk_prov_seed("model_synthetic_batch_seed", S.seed + 1000);
-    lnk_prov_seed("maps_synthetic_batch_seed", S.seed + 2000);
-    lnk_prov_seed("model_init_seed", 0);
+    CK(lnk_prov_seed(cli_prov(), "heatmap_key_seed", S.seed));
+    CK(lnk_prov_seed(cli_prov(), "heads_stats_key_seed", S.seed + 5));
+    CK(lnk_prov_seed(cli_prov(), "heads_select_key_seed", S.seed + 9));
+    CK(lnk_prov_seed(cli_prov(), "orthogonality_key_seed", S.seed + 17));
+    CK(lnk_prov_seed(cli_prov(), "model_synthetic_batch_seed", S.seed + 1000));
+    CK(lnk_prov_seed(cli_prov(), "maps_synthetic_batch_seed", S.seed + 2000));
+    CK(lnk_prov_seed(cli_prov(), "model_init_seed", 0));
     double t0 = lnk_now();
     void (*fn[6])(study *) = {part_random, part_ortho, part_heads, part_model, part_maps,
                               part_counts};

@@ -168,8 +168,8 @@ static void load_data(const opts_t *o, data_t *D)
 {
     lnk_corpus c;
     CK(lnk_corpus_read(o->src, o->tgt, &c));
-    study_input(o->src);
-    study_input(o->tgt);
+    study_input_read(o->src, &c.src.digest);
+    study_input_read(o->tgt, &c.tgt.digest);
     if (o->sentences > 0 && o->sentences < c.src.n_lines) /* a prefix: the texts are freed by */
         c.src.n_lines = c.tgt.n_lines = o->sentences;     /* their pools, not per line */
     lnk_vocab *vs, *vt;
@@ -381,8 +381,8 @@ static const char *pname(int pre) { return pre ? "pre" : "post"; }
  * rank j % P) as the points of sweep CSVs, gathered to rank 0 in job order:
  * eigs, trace, blocks, slq_nodes (the spectral jobs), grad.csv (the gradient
  * jobs) and jobs.csv (each job's loss, products and time). */
-static void write_rows(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
-                       const char *start, double t0)
+static void write_rows(const opts_t *o, sched_t *S, const lnk_config *base,
+                       const lnk_meta *extra, const char *start, double t0)
 {
     spec_files F;
     if (o->do_spec)
@@ -544,22 +544,40 @@ int main(int argc, char **argv)
 
     lnk_config base;
     make_config(&base, &o, &D, 0, o.L, 0);
-    char extra[2048];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"multi30k_hessian\", \"src\": \"%s\", \"tgt\": \"%s\", "
-             "\"sentences\": %d, \"pairs\": %d, \"dropped\": %d, \"max_len\": %d, "
-             "\"min_count\": %d, \"max_vocab\": %d, \"joint_vocab\": %s, \"src_eos\": false, "
-             "\"n_scored\": %zu, \"chunks\": %d, \"max_tokens\": %d, \"padded_tokens\": %zu, "
-             "\"seeds\": %d, \"k\": %d, \"eig_steps\": %d, \"eig_tol\": %g, \"probes\": %d, "
-             "\"slq_runs\": %d, \"slq_steps\": %d, \"block_steps\": %d, \"block_tol\": %g, "
-             "\"grad_seeds\": %d, \"depths\": \"%s\", \"jobs\": %d, "
-             "\"varied\": \"norm_pos in {post, pre}, seed; L for grad.csv\"}",
-             o.src, o.tgt, o.sentences, D.n_pairs, D.n_dropped, o.max_len, o.min_count,
-             o.max_vocab, o.joint ? "true" : "false", D.n_scored, D.n_chunks, o.max_tokens,
-             D.padded, o.seeds, o.k, o.eig_steps, o.eig_tol, o.probes, o.runs, o.steps,
-             o.block_steps, o.block_tol, o.grad_seeds, o.depths_str, o.jobs);
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        die();
+    lnk_meta_str(extra, "study", "multi30k_hessian");
+    lnk_meta_str(extra, "src", o.src);
+    lnk_meta_str(extra, "tgt", o.tgt);
+    lnk_meta_int(extra, "sentences", o.sentences);
+    lnk_meta_int(extra, "pairs", D.n_pairs);
+    lnk_meta_int(extra, "dropped", D.n_dropped);
+    lnk_meta_int(extra, "max_len", o.max_len);
+    lnk_meta_int(extra, "min_count", o.min_count);
+    lnk_meta_int(extra, "max_vocab", o.max_vocab);
+    lnk_meta_bool(extra, "joint_vocab", o.joint);
+    lnk_meta_bool(extra, "src_eos", 0);
+    lnk_meta_int(extra, "n_scored", (long long)D.n_scored);
+    lnk_meta_int(extra, "chunks", D.n_chunks);
+    lnk_meta_int(extra, "max_tokens", o.max_tokens);
+    lnk_meta_int(extra, "padded_tokens", (long long)D.padded);
+    lnk_meta_int(extra, "seeds", o.seeds);
+    lnk_meta_int(extra, "k", o.k);
+    lnk_meta_int(extra, "eig_steps", o.eig_steps);
+    lnk_meta_real(extra, "eig_tol", o.eig_tol);
+    lnk_meta_int(extra, "probes", o.probes);
+    lnk_meta_int(extra, "slq_runs", o.runs);
+    lnk_meta_int(extra, "slq_steps", o.steps);
+    lnk_meta_int(extra, "block_steps", o.block_steps);
+    lnk_meta_real(extra, "block_tol", o.block_tol);
+    lnk_meta_int(extra, "grad_seeds", o.grad_seeds);
+    lnk_meta_str(extra, "depths", o.depths_str);
+    lnk_meta_int(extra, "jobs", o.jobs);
+    lnk_meta_str(extra, "varied", "norm_pos in {post, pre}, seed; L for grad.csv");
     /* MPI: job j ran on rank j % P; the rows of every job to rank 0 */
     write_rows(&o, &S, &base, extra, start, t0);
+    lnk_meta_free(extra);
     if (study_root() && !o.quiet)
         fprintf(stderr, "multi30k_hessian: wrote %s/ in %.0f s (the summary: python3 -m "
                 "studies.summary multi30k %s)\n", o.out, lnk_now() - t0, o.out);

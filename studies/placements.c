@@ -27,6 +27,7 @@
 #include "lnkit/checkpoint.h"
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
+#include "front/front.h"
 #include "placements/place.h"
 
 typedef struct {
@@ -133,8 +134,8 @@ static void load_pairs(const opts_t *o, lnk_config *c, lnk_dataset *ds, char *wh
 {
     lnk_corpus cp;
     CK(lnk_corpus_read(o->src, o->tgt, &cp));
-    study_input(o->src);
-    study_input(o->tgt);
+    study_input_read(o->src, &cp.src.digest);
+    study_input_read(o->tgt, &cp.tgt.digest);
     if (o->pairs > 0 && o->pairs < cp.src.n_lines)
         cp.src.n_lines = cp.tgt.n_lines = o->pairs;
     lnk_vocab *vs, *vt;
@@ -237,8 +238,11 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
         free(cj);
         int rc = lnk_ckpt_id_add(&id, "the configuration (SHA-256)", "%s", hex);
         if (cf->task == LNK_TASK_SEQ2SEQ) {
-            rc = rc ? rc : lnk_ckpt_id_add_file(&id, "--src (SHA-256)", o->src);
-            rc = rc ? rc : lnk_ckpt_id_add_file(&id, "--tgt (SHA-256)", o->tgt);
+            /* the texts as they were read (their digests in the record: not read again) */
+            const lnk_digest *ds = lnk_prov_input_find(cli_prov(), o->src),
+                             *dt = lnk_prov_input_find(cli_prov(), o->tgt);
+            rc = rc ? rc : lnk_ckpt_id_add(&id, "--src (SHA-256)", "%s", ds ? ds->sha256 : "?");
+            rc = rc ? rc : lnk_ckpt_id_add(&id, "--tgt (SHA-256)", "%s", dt ? dt->sha256 : "?");
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--pairs", "%d", o->pairs);
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--max-tokens", "%d", o->max_tokens);
         } else {
@@ -301,8 +305,8 @@ int main(int argc, char **argv)
     size_t np = lnk_model_n_params(m);
     double *th = study_alloc(sizeof(double) * np);
     CK(lnk_model_init_params(m, th));
-    lnk_prov_seed("init", cf.seed);
-    lnk_prov_seed("rng", o.num.rng);
+    CK(lnk_prov_seed(cli_prov(), "init", cf.seed));
+    CK(lnk_prov_seed(cli_prov(), "rng", o.num.rng));
     if (cf.task != LNK_TASK_SEQ2SEQ) {
         lnk_batch b;
         CK(lnk_batch_synthetic(m, o.B, o.T, (uint64_t)o.batch_seed, &b));
@@ -311,7 +315,7 @@ int main(int argc, char **argv)
         snprintf(data, sizeof data, "synthetic %s batch: %d rows of %d tokens, ids uniform in "
                  "[4, V), batch seed %ld, one chunk", lnk_task_name(cf.task), o.B, o.T,
                  (long)o.batch_seed);
-        lnk_prov_seed("batch", (uint64_t)o.batch_seed);
+        CK(lnk_prov_seed(cli_prov(), "batch", (uint64_t)o.batch_seed));
     }
     lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!h)
@@ -350,20 +354,32 @@ int main(int argc, char **argv)
         part_eigs(&c, &o, &cf, &ck, &before);
     double sec = lnk_now() - t0, cpu = (double)clock() / CLOCKS_PER_SEC;
     long prod = lnk_hessian_n_products(h) + before;
-    char extra[4096];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"placements\", \"part\": \"%s\", \"operator\": \"%s\", "
-             "\"data\": \"%s\", \"n_params\": %zu, \"groups\": %d, \"probes\": %d, "
-             "\"trace_probes\": %d, \"cross_probes\": %d, \"eig_steps\": %d, \"tol\": %.17g, "
-             "\"slq_runs\": %d, \"slq_steps\": %d, \"sigma_fraction\": %.17g, "
-             "\"rng_seed\": %llu, \"js_log\": \"natural\", \"products_this_run\": %ld, "
-             "\"products_before\": %ld, \"seconds\": %.3f, \"cpu_seconds\": %.3f, "
-             "\"blas_threads\": %d}",
-             o.part, o.op ? o.op : "", data, np, c.G.n, o.num.probes, o.num.trace_probes,
-             o.num.cross_probes, o.num.eig_steps, o.num.tol, o.num.slq_runs, o.num.slq_steps,
-             o.num.sigma_frac, (unsigned long long)o.num.rng, lnk_hessian_n_products(h),
-             before, sec, cpu, lnk_blas_threads());
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        die();
+    lnk_meta_str(extra, "study", "placements");
+    lnk_meta_str(extra, "part", o.part);
+    lnk_meta_str(extra, "operator", o.op ? o.op : "");
+    lnk_meta_str(extra, "data", data);
+    lnk_meta_int(extra, "n_params", (long long)np);
+    lnk_meta_int(extra, "groups", c.G.n);
+    lnk_meta_int(extra, "probes", o.num.probes);
+    lnk_meta_int(extra, "trace_probes", o.num.trace_probes);
+    lnk_meta_int(extra, "cross_probes", o.num.cross_probes);
+    lnk_meta_int(extra, "eig_steps", o.num.eig_steps);
+    lnk_meta_real(extra, "tol", o.num.tol);
+    lnk_meta_int(extra, "slq_runs", o.num.slq_runs);
+    lnk_meta_int(extra, "slq_steps", o.num.slq_steps);
+    lnk_meta_real(extra, "sigma_fraction", o.num.sigma_frac);
+    lnk_meta_int(extra, "rng_seed", (long long)o.num.rng);
+    lnk_meta_str(extra, "js_log", "natural");
+    lnk_meta_int(extra, "products_this_run", lnk_hessian_n_products(h));
+    lnk_meta_int(extra, "products_before", before);
+    lnk_meta_real(extra, "seconds", sec);
+    lnk_meta_real(extra, "cpu_seconds", cpu);
+    lnk_meta_int(extra, "blas_threads", lnk_blas_threads());
     csv_close(&oc, &cf, extra, start, t0);
+    lnk_meta_free(extra);
     if (ck) {
         CK(lnk_ckpt_remove(ck));
         lnk_ckpt_close(ck);

@@ -60,8 +60,14 @@ void cli_make_config(const cli_model_opts *mo, lnk_config *c);
 /* path with a trailing ".safetensors" (if any) replaced by suffix; malloc'd, dies on OOM. */
 char *cli_sibling_path(const char *path, const char *suffix);
 
-/* Record an input file for the sidecars (path, size, SHA-256) or die. */
-void cli_input(const char *path);
+/* Inputs, each read once (a FIFO or /dev/fd/N too), its size and SHA-256
+ * recorded for the sidecars (cli_prov): weights, batches and vectors
+ * (safetensors.h), whole text files (lnk_read_input; *text malloc'd).  The
+ * library's status (for cli_check under mpirun). */
+int cli_load_weights(const char *path, const lnk_model *m, double *theta);
+int cli_load_batch(const char *path, const lnk_model *m, lnk_batch *b);
+int cli_load_vector(const char *path, const lnk_model *m, double *v, int *layout_kind);
+int cli_read_input(const char *path, size_t max, const char *what, char **text);
 
 
 int cmd_init(int argc, char **argv);
@@ -99,8 +105,8 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
  * by cli_shard; 0 for one file in one process (s->b, s->ws). */
 int cli_dataset(const cli_session *s);
 /* The data set of the files' rows in chunks (one a file in one process, 4 P
- * a file with several ranks), sharded over the job (token-balanced; with the
- * LNK_FAULT hook).  cli_open allocates no workspace then. */
+ * a file with several ranks), sharded over the job (token-balanced; over
+ * cli_procs()).  cli_open allocates no workspace then. */
 void cli_shard(cli_session *s, lnk_dataset *ds);
 /* Rows per chunk of a file of B rows: chunk_rows if set, else the whole file
  * in one process, or 4 P pieces with several ranks (so that the

@@ -27,10 +27,59 @@ int cli_not_converged(int n_bad, int n_req, double worst_rel, double tol, int st
     return CLI_EXIT_NOT_CONVERGED;
 }
 
-void cli_input(const char *path)
+/* A safetensors input read once, its digest recorded (cli_prov). */
+static int st_load(const char *path, lnk_st_file **f)
 {
-    if (lnk_prov_input(path) != LNK_OK)
-        cli_die_lib();
+    int st = lnk_st_read(path, f);
+    if (st == LNK_OK && (st = lnk_prov_input_digest(cli_prov(), path, &(*f)->digest)) != LNK_OK) {
+        lnk_st_free(*f);
+        *f = NULL;
+    }
+    return st;
+}
+
+int cli_load_weights(const char *path, const lnk_model *m, double *theta)
+{
+    lnk_st_file *f;
+    int st = st_load(path, &f);
+    if (st == LNK_OK) {
+        st = lnk_weights_from_st(f, m, theta);
+        lnk_st_free(f);
+    }
+    return st;
+}
+
+int cli_load_batch(const char *path, const lnk_model *m, lnk_batch *b)
+{
+    lnk_st_file *f;
+    int st = st_load(path, &f);
+    if (st == LNK_OK) {
+        st = lnk_batch_from_st(f, m, b);
+        lnk_st_free(f);
+    }
+    return st;
+}
+
+int cli_load_vector(const char *path, const lnk_model *m, double *v, int *layout_kind)
+{
+    lnk_st_file *f;
+    int st = st_load(path, &f);
+    if (st == LNK_OK) {
+        st = lnk_vector_from_st(f, m, v, layout_kind);
+        lnk_st_free(f);
+    }
+    return st;
+}
+
+int cli_read_input(const char *path, size_t max, const char *what, char **text)
+{
+    lnk_digest d;
+    int st = lnk_read_input(path, max, what, text, NULL, &d);
+    if (st == LNK_OK && (st = lnk_prov_input_digest(cli_prov(), path, &d)) != LNK_OK) {
+        free(*text);
+        *text = NULL;
+    }
+    return st;
 }
 
 char *cli_sibling_path(const char *path, const char *suffix)
@@ -48,16 +97,22 @@ char *cli_sibling_path(const char *path, const char *suffix)
 void cli_make_config(const cli_model_opts *mo, lnk_config *c)
 {
     lnk_config_default(c);
-    if (mo->config_path && lnk_config_load_json(c, mo->config_path) != LNK_OK)
-        cli_die_lib();
-    if (mo->config_path)
-        cli_input(mo->config_path);
+    if (mo->config_path) { /* read once, recorded with its digest */
+        char *text;
+        if (cli_read_input(mo->config_path, LNK_CONFIG_LIMIT, "configuration", &text) != LNK_OK)
+            cli_die_lib();
+        int st = lnk_config_parse_json(c, text, mo->config_path);
+        free(text);
+        if (st != LNK_OK)
+            cli_die_lib();
+    }
     for (int i = 0; i < mo->keys.n; i++)
         if (lnk_config_set(c, mo->keys.key[i], mo->keys.val[i]) != LNK_OK)
             cli_die_lib();
     if (lnk_config_finalize(c) != LNK_OK)
         cli_die_lib();
-    lnk_prov_seed("init", c->seed);
+    if (lnk_prov_seed(cli_prov(), "init", c->seed) != LNK_OK)
+        cli_die_lib();
     if (mo->threads > 0)
         lnk_set_blas_threads(mo->threads);
 }
@@ -79,10 +134,10 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
     s->theta = malloc(sizeof(double) * lnk_model_n_params(s->m));
     cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters",
                                             lnk_model_n_params(s->m)));
-    cli_check(lnk_weights_load(weights, s->m, s->theta));
+    cli_check(cli_load_weights(weights, s->m, s->theta));
     if (cli_dataset(s))
         return; /* a data set: cli_shard reads the files */
-    cli_check(lnk_batch_load(batch[0], s->m, &s->b));
+    cli_check(cli_load_batch(batch[0], s->m, &s->b));
     s->ws = lnk_workspace_alloc(s->m, s->b.B, s->b.S, s->b.T, ws_flags);
     if (!s->ws)
         cli_die_lib();
@@ -110,11 +165,11 @@ void cli_shard(cli_session *s, lnk_dataset *ds)
     lnk_dataset_init(ds);
     for (int i = 0; i < s->n_batch; i++) {
         lnk_batch file;
-        cli_check(lnk_batch_load(s->batch[i], s->m, &file));
+        cli_check(cli_load_batch(s->batch[i], s->m, &file));
         cli_check(lnk_dataset_add_rows(ds, s->m, &file, cli_chunk_rows(file.B, 0)));
         lnk_batch_free(&file);
     }
-    cli_check(lnk_dataset_shard(ds, s->m, lnk_comm_faulty(lnk_comm_world())));
+    cli_check(lnk_dataset_shard(ds, s->m, cli_procs()));
 }
 
 void cli_close(cli_session *s)

@@ -178,20 +178,18 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     size_t np = lnk_model_n_params(s->m);
     s->theta = malloc(sizeof(double) * np);
     cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));
-    cli_check(lnk_weights_load(o->weights, s->m, s->theta));
-    /* inputs (path, size, SHA-256) and seeds for the sidecar */
-    cli_input(o->weights);
-    for (int i = 0; i < o->n_batch; i++)
-        cli_input(o->batch[i]);
-    lnk_prov_seed("rng", o->rng_seed);
+    /* inputs read once, recorded (path, size, SHA-256) with the seed for the sidecar */
+    cli_check(cli_load_weights(o->weights, s->m, s->theta));
+    if (lnk_prov_seed(cli_prov(), "rng", o->rng_seed) != LNK_OK)
+        cli_die_lib();
     lnk_dataset_init(&s->ds);
     for (int i = 0; i < o->n_batch; i++) {
         lnk_batch file;
-        cli_check(lnk_batch_load(o->batch[i], s->m, &file));
+        cli_check(cli_load_batch(o->batch[i], s->m, &file));
         cli_check(lnk_dataset_add_rows(&s->ds, s->m, &file, cli_chunk_rows(file.B, o->chunk_rows)));
         lnk_batch_free(&file);
     }
-    cli_check(lnk_dataset_shard(&s->ds, s->m, lnk_comm_faulty(lnk_comm_world())));
+    cli_check(lnk_dataset_shard(&s->ds, s->m, cli_procs()));
     s->chunks = s->ds.chunks;
     s->n_chunks = s->ds.n_total;
     s->n_own = s->ds.n_chunks;
@@ -204,6 +202,11 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     cli_check(lnk_hessian_set_kind(s->h, o->op_kind));
     s->op = lnk_hessian_operator(s->h);
     s->block_n = lnk_hessian_block(s->h)->n;
+    /* the sidecar's record built once before the work: what could make it
+     * fail (the configuration's JSON, memory) shows now, not after hours */
+    char *text = NULL;
+    cli_check(lnk_meta_text(cli_prov(), &s->c, NULL, s->start, 0, &text));
+    free(text);
     cli_setup_done();
     /* what the run works on: the block actually selected, named */
     const lnk_block *b = lnk_hessian_block(s->h);

@@ -102,6 +102,7 @@ void cli_die(const char *fmt, ...)
         fprintf(stderr, "%s: rank %d: %s\n", name, rank, msg);
     }
     lnk_comm_abort(2);
+    exit(2); /* lnk_comm_abort returns in a job of one process */
 }
 
 void cli_die_lib(void) { cli_die("%s", lnk_errmsg()); }

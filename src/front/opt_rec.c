@@ -4,12 +4,21 @@
 #include <string.h>
 #include "front/front.h"
 #include "front/opt_int.h"
+#include "lnkit/provenance.h"
 
 typedef struct {
     lnk_ckpt_id *id;
     json_t *obj;
     int rc;
 } rec;
+
+/* A file of the identity by its SHA-256: the digest recorded when the
+ * program read it (cli_prov: read once), else read here to hash it. */
+static int id_file(lnk_ckpt_id *id, const char *name, const char *path)
+{
+    const lnk_digest *d = cli_prov() ? lnk_prov_input_find(cli_prov(), path) : NULL;
+    return d ? lnk_ckpt_id_add(id, name, "%s", d->sha256) : lnk_ckpt_id_add_file(id, name, path);
+}
 
 static int id_one(const cli_opt *o, void *base, void *ctx)
 {
@@ -28,7 +37,7 @@ static int id_one(const cli_opt *o, void *base, void *ctx)
             const char *v = ((const char *const *)p)[i];
             if (o->flags & CLI_ID_FILE) {
                 snprintf(nm, sizeof nm, "%s file %d (SHA-256)", f, i + 1);
-                r->rc = lnk_ckpt_id_add_file(r->id, nm, v);
+                r->rc = id_file(r->id, nm, v);
             } else {
                 snprintf(nm, sizeof nm, "%s %d", f, i + 1);
                 r->rc = lnk_ckpt_id_add(r->id, nm, "%s", v);
@@ -39,7 +48,7 @@ static int id_one(const cli_opt *o, void *base, void *ctx)
     if (o->flags & CLI_ID_FILE) {
         const char *v = *(const char *const *)p;
         snprintf(nm, sizeof nm, "%s (SHA-256)", f);
-        return r->rc = v ? lnk_ckpt_id_add_file(r->id, nm, v) : LNK_OK;
+        return r->rc = v ? id_file(r->id, nm, v) : LNK_OK;
     }
     const void *d = cli_default_of(p);
     char db[512];

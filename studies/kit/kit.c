@@ -26,9 +26,7 @@ static int study_P = 1, study_R = 0;
  * may re-exec the program, so call it first in main). */
 void study_init(const char *name)
 {
-    cli_set_name(name);
-    if (lnk_blas_setup() != LNK_OK)
-        cli_die_lib();
+    cli_start_env(name); /* settings, BLAS kernel, provenance record (src/front/start.c) */
 }
 
 /* The program's start (front/front.h: the BLAS kernel, the MPI job, the
@@ -89,7 +87,13 @@ void *study_alloc(size_t n)
 /* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
 void study_input(const char *path)
 {
-    if (lnk_prov_input(path) != LNK_OK)
+    if (lnk_prov_input(cli_prov(), path) != LNK_OK)
+        die();
+}
+
+void study_input_read(const char *path, const lnk_digest *d)
+{
+    if (lnk_prov_input_digest(cli_prov(), path, d) != LNK_OK)
         die();
 }
 
@@ -157,10 +161,10 @@ void *srd_array(study_rd *r, size_t n, size_t sz)
     return x;
 }
 
-/* LNK_FAULT="R:sweep:KIND" (tests): rank R fails here. */
+/* LNK_FAULT="R:sweep:KIND" (test builds, src/front/fault.c): rank R fails here. */
 static void study_fault(void)
 {
-    if (lnk_comm_fault("sweep"))
+    if (cli_fault("sweep"))
         fail("cannot hand over its points (simulated by LNK_FAULT)");
 }
 
@@ -315,8 +319,8 @@ static void csv_take(out_csv *o, study_buf *to)
 }
 
 /* Rank 0: the bytes into the temporary file, committed, and the sidecar. */
-static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c, const char *extra,
-                       const char *start, double t0)
+static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c,
+                       const lnk_meta *extra, const char *start, double t0)
 {
     if (b->n && fwrite(b->p, 1, b->n, o->a.f) != b->n)
         fail("%s: write failed: %s", o->path, strerror(errno));
@@ -326,10 +330,11 @@ static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c, cons
         start = o->start;
         t0 = o->t0;
     }
-    CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
+    CK(lnk_meta_write(o->path, cli_prov(), c, extra, start, lnk_now() - t0));
 }
 
-void csv_flush(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0)
+void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0)
 {
     if (!o->resume)
         fail("internal: csv_flush on %s, which is not resumable", o->path);
@@ -353,8 +358,8 @@ static void csv_release(out_csv *o)
     o->mem = NULL, o->buf = NULL, o->seg = NULL;
 }
 
-void csv_close(out_csv *o, const lnk_config *c, const char *extra,
-                             const char *start, double t0)
+void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0)
 {
     if (o->resume) {
         csv_flush(o, c, extra, start, t0);

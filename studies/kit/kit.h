@@ -73,8 +73,11 @@ void study_untrack(lnk_afile *a);
 
 /* malloc(n), or fail ("out of memory"). */
 void *study_alloc(size_t n);
-/* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
+/* Record an input file (path, size, SHA-256) for the sidecars, or fail:
+ * study_input reads it to hash it; study_input_read records the digest its
+ * reader computed as it read it (read once: lnk_text's, lnk_st_file's). */
 void study_input(const char *path);
+void study_input_read(const char *path, const lnk_digest *d);
 /* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
 void make_dir(const char *dir);
 
@@ -137,9 +140,11 @@ void csv_point(out_csv *o, long i);
 /* A number, or an empty field when absent (present 0) or not finite. */
 void csv_num_or_empty(out_csv *o, double v, int present);
 /* Collective for a sweep.  Writes the file and NAME.meta.json (config c,
- * extra JSON, start time, wall time since t0; start NULL: the file's own,
+ * the sidecar's own keys extra (lnkit/io.h; may be NULL), start time, wall
+ * time since t0; start NULL: the file's own,
  * from csv_open to csv_close) on rank 0. */
-void csv_close(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0);
+void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0);
 
 /* ------------------------------------------------- reading the rows back
  * A study CSV read whole (study_csvdata), for a resumed run that reads back
@@ -167,7 +172,8 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
  * rewritten atomically with its sidecar (arguments as csv_close) -- only if
  * there are new rows: a run that adds nothing leaves the file and its sidecar
  * untouched.  csv_close of a resumable CSV is a last csv_flush. */
-void csv_flush(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0);
+void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0);
 
 /* DIR/NAME.meta.json (the sidecar of DIR/NAME.csv) as a JSON object, or fail
  * naming it (a resumed run checks its settings against it).  json_decref it. */

@@ -86,27 +86,32 @@ void spec_point_free(spec_point *p)
 
 /* ------------------------------------------------------------------ rows */
 
+/* The key columns of the files: a point is (norm_pos, seed). */
+static const char *const KEYS[] = {"norm_pos", "seed"};
+static const lnk_csv_keys KEY_NAMES = {2, KEYS, NULL};
+
 void spec_files_open(spec_files *f, const char *dir, int long_blocks, int sweep)
 {
-    static const char *const he[] = {"norm_pos", "seed", "which", "index", "eigenvalue",
-                                     "residual", "converged"};
-    static const char *const ht[] = {"norm_pos", "seed", "method", "probes", "trace", "stderr"};
+    /* the formats of the one writer of each (lnkit/curvature_io.h), after the keys */
+    const char *he[16], *ht[16], *hn[16];
+    int ne = lnk_csv_names(&KEY_NAMES, lnk_cols_eigs, he, 16),
+        nt = lnk_csv_names(&KEY_NAMES, lnk_cols_trace, ht, 16),
+        nn = lnk_csv_names(&KEY_NAMES, lnk_cols_slq_nodes, hn, 16);
     static const char *const hb[] = {"norm_pos", "seed", "block", "layer", "kind",
                                      "top_eigenvalue", "residual", "converged"};
     static const char *const hbl[] = {"norm_pos", "seed",      "block", "side",     "layer",
                                       "kind",     "n_params",  "top_eigenvalue", "residual",
                                       "converged", "steps"};
-    static const char *const hn[] = {"norm_pos", "seed", "run", "index", "node", "weight"};
     void (*open)(out_csv *, const char *, const char *, const char *const *, int) =
         sweep ? csv_sweep : csv_open;
     f->long_blocks = long_blocks;
-    open(&f->eigs, dir, "eigs.csv", he, 7);
-    open(&f->trace, dir, "trace.csv", ht, 6);
+    open(&f->eigs, dir, "eigs.csv", he, ne);
+    open(&f->trace, dir, "trace.csv", ht, nt);
     if (long_blocks)
         open(&f->blocks, dir, "blocks.csv", hbl, 11);
     else
         open(&f->blocks, dir, "blocks.csv", hb, 8);
-    open(&f->nodes, dir, "slq_nodes.csv", hn, 6);
+    open(&f->nodes, dir, "slq_nodes.csv", hn, nn);
 }
 
 void spec_files_point(spec_files *f, long i)
@@ -120,27 +125,13 @@ void spec_files_point(spec_files *f, long i)
 void spec_rows(spec_files *f, const char *pn, int seed, const spec_point *p,
                const spec_block *blk, int nblk)
 {
-    lnk_csv *c = &f->eigs.c;
-    for (int i = 0; i < p->er.k; i++) {
-        int t = i < p->er.n_top;
-        CK(lnk_csv_str(c, pn));
-        CK(lnk_csv_int(c, seed));
-        CK(lnk_csv_str(c, t ? "top" : "bottom"));
-        CK(lnk_csv_int(c, t ? i : i - p->er.n_top));
-        CK(lnk_csv_double(c, p->er.value[i]));
-        CK(lnk_csv_double(c, p->er.residual[i]));
-        CK(lnk_csv_int(c, p->er.converged[i]));
-        CK(lnk_csv_end_row(c));
-    }
-    c = &f->trace.c;
-    CK(lnk_csv_str(c, pn));
-    CK(lnk_csv_int(c, seed));
-    CK(lnk_csv_str(c, lnk_trace_method_name(LNK_TRACE_HUTCHINSON)));
-    CK(lnk_csv_int(c, p->tr.probes));
-    CK(lnk_csv_double(c, p->tr.trace));
-    CK(lnk_csv_double(c, p->tr.std_error));
-    CK(lnk_csv_end_row(c));
-    c = &f->blocks.c;
+    char sd[24];
+    snprintf(sd, sizeof sd, "%d", seed);
+    const char *kv[] = {pn, sd};
+    lnk_csv_keys key = {2, KEYS, kv};
+    CK(lnk_eigs_rows(&f->eigs.c, &key, &p->er));
+    CK(lnk_trace_rows(&f->trace.c, &key, lnk_trace_method_name(LNK_TRACE_HUTCHINSON), &p->tr));
+    lnk_csv *c = &f->blocks.c;
     for (int k = 0; k < nblk; k++) {
         CK(lnk_csv_str(c, pn));
         CK(lnk_csv_int(c, seed));
@@ -158,22 +149,11 @@ void spec_rows(spec_files *f, const char *pn, int seed, const spec_point *p,
             CK(lnk_csv_int(c, p->bsteps[k]));
         CK(lnk_csv_end_row(c));
     }
-    c = &f->nodes.c;
-    const lnk_slq_result *sr = &p->slq;
-    for (int r = 0; r < sr->runs; r++)
-        for (int i = sr->offset[r]; i < sr->offset[r + 1]; i++) {
-            CK(lnk_csv_str(c, pn));
-            CK(lnk_csv_int(c, seed));
-            CK(lnk_csv_int(c, r));
-            CK(lnk_csv_int(c, i - sr->offset[r]));
-            CK(lnk_csv_double(c, sr->node[i]));
-            CK(lnk_csv_double(c, sr->weight[i]));
-            CK(lnk_csv_end_row(c));
-        }
+    CK(lnk_slq_nodes_rows(&f->nodes.c, &key, &p->slq));
 }
 
-void spec_files_close(spec_files *f, const lnk_config *c, const char *extra, const char *start,
-                      double t0)
+void spec_files_close(spec_files *f, const lnk_config *c, const lnk_meta *extra,
+                      const char *start, double t0)
 {
     csv_close(&f->eigs, c, extra, start, t0);
     csv_close(&f->trace, c, extra, start, t0);

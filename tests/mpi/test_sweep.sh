@@ -130,7 +130,7 @@ fault() { # NAME NP SPEC REGEX PROGRAM ARGS... (output directory fdir)
     local try rc left note=
     for try in 1 2; do
         rm -rf fdir && mkdir fdir
-        LNK_FAULT=$spec timeout -s KILL 30 "${MR[@]}" -np "$np" "$MB/studies/$prog" "$@" \
+        LNK_FAULT=$spec timeout -s KILL 30 "${MR[@]}" -np "$np" "$MB/testing/studies/$prog" "$@" \
             >f.out 2>f.err
         rc=$?
         [ $rc -eq 137 ] || break
