@@ -10,8 +10,6 @@
 #include "lnkit/provenance.h"
 #include "lnkit/sha256.h"
 
-static const cli_choice operators[] = {{"hessian", LNK_OP_HESSIAN}, {"ggn", LNK_OP_GGN},
-                                       {"functional", LNK_OP_FUNCTIONAL}, {NULL, 0}};
 const cli_choice cli_lanczos_modes[] = {{"full", LNK_LANCZOS_FULL}, {"light", LNK_LANCZOS_LIGHT},
                                         {NULL, 0}};
 const cli_choice cli_reorths[] = {{"partial", LNK_REORTH_PARTIAL}, {"always", LNK_REORTH_ALWAYS},
@@ -41,7 +39,7 @@ const cli_opt cli_curv_table[] = {
     {0}};
 
 const cli_opt cli_op_table[] = {
-    {.type = CLI_CHOICE, .name = "operator", CLI_AT(T, op_kind), .ref = operators,
+    {.type = CLI_CHOICE, .name = "operator", CLI_AT(T, op_kind), .ref = cli_operators,
      .flags = CLI_ID | CLI_ID_SET | CLI_META,
      .help = "the curvature operator: the loss Hessian H, its Gauss-Newton part G = J^T H_out J "
              "(positive semidefinite), or the functional part F = H - G",
@@ -171,25 +169,12 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     lnk_iso_time(s->start, sizeof s->start);
     s->t0 = lnk_now();
     int P = lnk_comm_size();
-    cli_make_config(&o->mo, &s->c);
-    s->m = lnk_model_alloc(&s->c);
-    if (!s->m)
-        cli_die_lib();
+    cli_load_model(&o->mo, o->weights, &s->c, &s->m, &s->theta);
     size_t np = lnk_model_n_params(s->m);
-    s->theta = malloc(sizeof(double) * np);
-    cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));
-    /* inputs read once, recorded (path, size, SHA-256) with the seed for the sidecar */
-    cli_check(cli_load_weights(o->weights, s->m, s->theta));
+    /* the inputs read once, recorded (path, size, SHA-256) with the seed for the sidecar */
     if (lnk_prov_seed(cli_prov(), "rng", o->rng_seed) != LNK_OK)
         cli_die_lib();
-    lnk_dataset_init(&s->ds);
-    for (int i = 0; i < o->n_batch; i++) {
-        lnk_batch file;
-        cli_check(cli_load_batch(o->batch[i], s->m, &file));
-        cli_check(lnk_dataset_add_rows(&s->ds, s->m, &file, cli_chunk_rows(file.B, o->chunk_rows)));
-        lnk_batch_free(&file);
-    }
-    cli_check(lnk_dataset_shard(&s->ds, s->m, cli_procs()));
+    cli_load_data(&s->ds, s->m, o->batch, o->n_batch, o->chunk_rows);
     s->chunks = s->ds.chunks;
     s->n_chunks = s->ds.n_total;
     s->n_own = s->ds.n_chunks;

@@ -99,4 +99,19 @@ void cli_meta_write(const char *path, const lnk_config *cfg, json_t *extra, cons
 /* malloc(n) or die "out of memory". */
 void *cli_alloc(size_t n);
 
+/* Exit statuses: 0 done (and converged), 2 bad input or a failure, 3 done
+ * but not converged: a command that computes eigenpairs to a tolerance
+ * (eigs; blocks' extremes) writes its full results and sidecar as always
+ * (converged columns, counts in the sidecar), then prints one warning line
+ * (cli_not_converged) and exits 3.  Commands without a convergence test
+ * (trace, density) exit 0. */
+#define CLI_EXIT_NOT_CONVERGED 3
+/* The warning line: n_bad of n_req requested eigenpairs did not converge,
+ * the worst residual relative to max|l| (worst_rel) against tol, the
+ * Lanczos steps used of the limit, and hint (NULL or a short advice).
+ * Rank 0 prints it (cli_warn), even with --quiet; returns CLI_EXIT_NOT_CONVERGED (0 if
+ * n_bad is 0). */
+int cli_not_converged(int n_bad, int n_req, double worst_rel, double tol, int steps,
+                      int max_steps, const char *hint);
+
 #endif

@@ -120,3 +120,15 @@ void *cli_alloc(size_t n)
         cli_die("out of memory (%zu bytes)", n);
     return p;
 }
+
+int cli_not_converged(int n_bad, int n_req, double worst_rel, double tol, int steps,
+                      int max_steps, const char *hint)
+{
+    if (n_bad <= 0)
+        return 0;
+    cli_warn("%d of %d requested eigenpairs did not converge (worst residual %.3g max|l|, "
+             "tolerance %.3g; %d of %d Lanczos steps used)%s%s; the results are written, with "
+             "converged = 0 for them; exit status %d", n_bad, n_req, worst_rel, tol, steps,
+             max_steps, hint ? ": " : "", hint ? hint : "", CLI_EXIT_NOT_CONVERGED);
+    return CLI_EXIT_NOT_CONVERGED;
+}
