@@ -87,7 +87,7 @@ int main(int argc, char **argv)
             c.L = L;
             c.V = V;
             c.seed = (uint64_t)s;
-            CK(lnk_config_finalize(&c));
+            CLI_CK(lnk_config_finalize(&c));
             if (pos == 0 && s == 0)
                 base = c;
             long pt = (long)pos * seeds + s;
@@ -97,26 +97,26 @@ int main(int argc, char **argv)
             csv_point(&fy, pt);
             lnk_model *m = lnk_model_alloc(&c);
             if (!m)
-                die();
+                cli_die_lib();
             size_t np = lnk_model_n_params(m), nsc;
             double *th = malloc(sizeof(double) * np), *g = malloc(sizeof(double) * np), loss;
             lnk_batch b;
-            CK(lnk_model_init_params(m, th));
-            CK(lnk_batch_synthetic(m, B, T, 1000 + (uint64_t)s, &b));
+            CLI_CK(lnk_model_init_params(m, th));
+            CLI_CK(lnk_batch_synthetic(m, B, T, 1000 + (uint64_t)s, &b));
             lnk_workspace *ws = lnk_workspace_alloc(m, B, 0, T + 1, 0);
             if (!ws)
-                die();
-            CK(lnk_model_eval(ws, th, &b, &loss, g, &nsc));
+                cli_die_lib();
+            CLI_CK(lnk_model_eval(ws, th, &b, &loss, g, &nsc));
             double tot = 0;
             for (size_t i = 0; i < np; i++)
                 tot += g[i] * g[i];
             const char *pn = pos ? "pre" : "post";
-            CK(lnk_csv_str(cl, pn));
-            CK(lnk_csv_int(cl, s));
-            CK(lnk_csv_double(cl, loss));
-            CK(lnk_csv_int(cl, (long long)nsc));
-            CK(lnk_csv_double(cl, sqrt(tot)));
-            CK(lnk_csv_end_row(cl));
+            CLI_CK(lnk_csv_str(cl, pn));
+            CLI_CK(lnk_csv_int(cl, s));
+            CLI_CK(lnk_csv_double(cl, loss));
+            CLI_CK(lnk_csv_int(cl, (long long)nsc));
+            CLI_CK(lnk_csv_double(cl, sqrt(tot)));
+            CLI_CK(lnk_csv_end_row(cl));
             const lnk_layout *lay = lnk_model_layout(m);
             for (int l = 0; l < L; l++)
                 for (size_t k = 0; k < sizeof tens / sizeof tens[0]; k++) {
@@ -124,12 +124,12 @@ int main(int argc, char **argv)
                     snprintf(nm, sizeof nm, "dec.%d.%s", l, tens[k]);
                     int i = lnk_layout_find(lay, nm);
                     double gn = lnk_tensor_norm(m, g, i);
-                    CK(lnk_csv_str(cy, pn));
-                    CK(lnk_csv_int(cy, s));
-                    CK(lnk_csv_int(cy, l));
-                    CK(lnk_csv_str(cy, tens[k]));
-                    CK(lnk_csv_double(cy, gn));
-                    CK(lnk_csv_end_row(cy));
+                    CLI_CK(lnk_csv_str(cy, pn));
+                    CLI_CK(lnk_csv_int(cy, s));
+                    CLI_CK(lnk_csv_int(cy, l));
+                    CLI_CK(lnk_csv_str(cy, tens[k]));
+                    CLI_CK(lnk_csv_double(cy, gn));
+                    CLI_CK(lnk_csv_end_row(cy));
                 }
             lnk_workspace_free(ws);
             lnk_batch_free(&b);
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
         }
     lnk_meta *extra = lnk_meta_alloc();
     if (!extra)
-        die();
+        cli_die_lib();
     char varied[64];
     snprintf(varied, sizeof varied, "norm_pos in {post, pre}, seed in 0..%d", seeds - 1);
     lnk_meta_str(extra, "study", "demo_postpre");

@@ -50,7 +50,7 @@ static char *xstrdup(const char *s)
 {
     char *p = strdup(s);
     if (!p)
-        fail("out of memory");
+        cli_die("out of memory");
     return p;
 }
 
@@ -222,7 +222,7 @@ static void make_config(const pconf *p, int seed, lnk_config *c)
 {
     lnk_config_default(c);
     c->task = (lnk_task)p->task;
-    CK(lnk_config_set(c, "norm_pos", pos_name(p->pos)));
+    CLI_CK(lnk_config_set(c, "norm_pos", pos_name(p->pos)));
     c->init = p->setting ? LNK_INIT_XAVIER : LNK_INIT_THEOREM;
     c->d = p->d;
     c->h = p->h;
@@ -232,7 +232,7 @@ static void make_config(const pconf *p, int seed, lnk_config *c)
     c->seed = (uint64_t)seed;
     c->tie_output = p->tie != 0;
     c->label_smoothing = p->ls;
-    CK(lnk_config_finalize(c));
+    CLI_CK(lnk_config_finalize(c));
 }
 
 /* A gradient statistic over the batches: a tensor or a glob group. */
@@ -268,7 +268,7 @@ static void hl_add(hlist *h, int *idx, const char *stack, int layer, const char 
             h->cap = h->cap ? 2 * h->cap : 256;
             h->v = realloc(h->v, sizeof(hsite) * h->cap);
             if (!h->v)
-                fail("out of memory");
+                cli_die("out of memory");
         }
         hsite z = {stack, site, layer, jac != NULL, 0, 0, 0, -INFINITY, 0, 0, 0};
         h->v[h->n++] = z;
@@ -316,13 +316,13 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 {
     const lnk_config *c = lnk_model_config(m);
     int cap = 64, n = 0;
-    item *it = study_alloc(sizeof(item) * cap);
+    item *it = cli_alloc(sizeof(item) * cap);
 #define ADD(st, l, lab, ...)                                                                      \
     do {                                                                                          \
         if (n == cap)                                                                             \
             it = realloc(it, sizeof(item) * (cap *= 2));                                          \
         if (!it)                                                                                  \
-            fail("out of memory");                                                                \
+            cli_die("out of memory");                                                                \
         memset(&it[n], 0, sizeof(item));                                                          \
         snprintf(it[n].stack, sizeof it[n].stack, "%s", st);                                      \
         it[n].layer = l;                                                                          \
@@ -366,12 +366,12 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 #undef ADD
     const lnk_layout *lay = lnk_model_layout(m);
     for (int i = 0; i < n; i++) {
-        it[i].tix = study_alloc(sizeof(int) * lay->n_tensors);
+        it[i].tix = cli_alloc(sizeof(int) * lay->n_tensors);
         for (int t = 0; t < lay->n_tensors; t++)
             if (fnmatch(it[i].pattern, lay->t[t].name, 0) == 0)
                 it[i].tix[it[i].nt++] = t;
         if (it[i].nt == 0)
-            fail("internal: pattern '%s' matches no tensor", it[i].pattern);
+            cli_die("internal: pattern '%s' matches no tensor", it[i].pattern);
     }
     *out = it;
     *nout = n;
@@ -392,24 +392,24 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *b
     make_config(p, seed, &c);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     const lnk_layout *lay = lnk_model_layout(m);
     size_t np = lnk_model_n_params(m);
     if (np > buf->n) {
         free(buf->th);
         free(buf->g);
-        buf->th = study_alloc(sizeof(double) * np);
-        buf->g = study_alloc(sizeof(double) * np);
+        buf->th = cli_alloc(sizeof(double) * np);
+        buf->g = cli_alloc(sizeof(double) * np);
         buf->n = np;
     }
     double *th = buf->th, *g = buf->g;
-    CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_model_init_params(m, th));
     memset(r, 0, sizeof *r);
     make_items(m, profile, &r->it, &r->nit);
     /* running sums of the tensors the items need (only those: the full
      * gradient of a wide model is hundreds of MB) */
     int nt = lay->n_tensors;
-    size_t *soff = study_alloc(sizeof(size_t) * nt), ssz = 0;
+    size_t *soff = cli_alloc(sizeof(size_t) * nt), ssz = 0;
     for (int t = 0; t < nt; t++)
         soff[t] = (size_t)-1;
     for (int i = 0; i < r->nit; i++)
@@ -422,17 +422,17 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *b
         }
     double *sum = calloc(ssz ? ssz : 1, sizeof(double));
     if (!sum)
-        fail("out of memory");
+        cli_die("out of memory");
     int len = p->T, S = c.task == LNK_TASK_LM ? 0 : len, Tst = c.task == LNK_TASK_CLS ? 0 : len + 1;
     lnk_workspace *ws = lnk_workspace_alloc(m, p->B, S, Tst, 0);
     if (!ws)
-        die();
+        cli_die_lib();
     int post = p->pos == 0, has_norm = c.norm != LNK_NORM_NONE;
     for (int b = 0; b < p->nb; b++) {
         lnk_batch bt;
-        CK(lnk_batch_synthetic(m, p->B, len, 1000003ull * ((uint64_t)seed + 1) + (uint64_t)b, &bt));
+        CLI_CK(lnk_batch_synthetic(m, p->B, len, 1000003ull * ((uint64_t)seed + 1) + (uint64_t)b, &bt));
         double loss;
-        CK(lnk_model_eval(ws, th, &bt, &loss, g, NULL));
+        CLI_CK(lnk_model_eval(ws, th, &bt, &loss, g, NULL));
         lnk_batch_free(&bt);
         r->loss += loss / p->nb;
         double tot = 0;
@@ -441,7 +441,7 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *b
         r->gnorm += sqrt(tot) / p->nb;
         for (int i = 0; i < r->nit; i++) {
             double v;
-            CK(lnk_stats_group_norm(m, g, r->it[i].pattern, &v, NULL));
+            CLI_CK(lnk_stats_group_norm(m, g, r->it[i].pattern, &v, NULL));
             r->it[i].sum_norm += v;
         }
         for (int t = 0; t < nt; t++)
@@ -454,7 +454,7 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *b
         if (!hidden)
             continue;
         lnk_stats_hidden_t hs;
-        CK(lnk_stats_hidden(ws, p->beps, &hs));
+        CLI_CK(lnk_stats_hidden(ws, p->beps, &hs));
         int idx = 0;
         if (hs.enc.L)
             hl_stack(&r->hid, &idx, "enc", &hs.enc, post, has_norm);
@@ -506,21 +506,21 @@ static const char *const H_HIDDEN[] = {
 
 static void conf_cells(lnk_csv *r, const pconf *p, int seed)
 {
-    CK(lnk_csv_str(r, p->key));
-    CK(lnk_csv_str(r, set_name(p->setting)));
-    CK(lnk_csv_str(r, lnk_task_name((lnk_task)p->task)));
-    CK(lnk_csv_str(r, pos_name(p->pos)));
-    CK(lnk_csv_int(r, p->L));
-    CK(lnk_csv_int(r, p->d));
-    CK(lnk_csv_int(r, p->h));
-    CK(lnk_csv_int(r, p->dff));
-    CK(lnk_csv_int(r, p->V));
-    CK(lnk_csv_int(r, p->B));
-    CK(lnk_csv_int(r, p->T));
-    CK(lnk_csv_int(r, p->nb));
-    CK(lnk_csv_double(r, p->ls));
-    CK(lnk_csv_int(r, p->tie));
-    CK(lnk_csv_int(r, seed));
+    CLI_CK(lnk_csv_str(r, p->key));
+    CLI_CK(lnk_csv_str(r, set_name(p->setting)));
+    CLI_CK(lnk_csv_str(r, lnk_task_name((lnk_task)p->task)));
+    CLI_CK(lnk_csv_str(r, pos_name(p->pos)));
+    CLI_CK(lnk_csv_int(r, p->L));
+    CLI_CK(lnk_csv_int(r, p->d));
+    CLI_CK(lnk_csv_int(r, p->h));
+    CLI_CK(lnk_csv_int(r, p->dff));
+    CLI_CK(lnk_csv_int(r, p->V));
+    CLI_CK(lnk_csv_int(r, p->B));
+    CLI_CK(lnk_csv_int(r, p->T));
+    CLI_CK(lnk_csv_int(r, p->nb));
+    CLI_CK(lnk_csv_double(r, p->ls));
+    CLI_CK(lnk_csv_int(r, p->tie));
+    CLI_CK(lnk_csv_int(r, seed));
 }
 
 /* Point pt's rows: main (one, or one per item for a profile) and hidden
@@ -532,24 +532,24 @@ static void add_rows(out_csv *main, out_csv *hid, long pt, const pconf *p, int s
     csv_point(main, pt);
     if (!profile) {
         conf_cells(c, p, seed);
-        CK(lnk_csv_double(c, r->loss));
+        CLI_CK(lnk_csv_double(c, r->loss));
         for (int i = 0; i < 2; i++) { /* w2, w1 */
-            CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
-            CK(lnk_csv_double(c, r->it[i].nom));
+            CLI_CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
+            CLI_CK(lnk_csv_double(c, r->it[i].nom));
         }
-        CK(lnk_csv_double(c, r->gnorm));
-        CK(lnk_csv_double(c, r->seconds));
-        CK(lnk_csv_end_row(c));
+        CLI_CK(lnk_csv_double(c, r->gnorm));
+        CLI_CK(lnk_csv_double(c, r->seconds));
+        CLI_CK(lnk_csv_end_row(c));
     } else
         for (int i = 0; i < r->nit; i++) {
             conf_cells(c, p, seed);
-            CK(lnk_csv_double(c, r->loss));
-            CK(lnk_csv_str(c, r->it[i].stack));
-            CK(lnk_csv_int(c, r->it[i].layer));
-            CK(lnk_csv_str(c, r->it[i].label));
-            CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
-            CK(lnk_csv_double(c, r->it[i].nom));
-            CK(lnk_csv_end_row(c));
+            CLI_CK(lnk_csv_double(c, r->loss));
+            CLI_CK(lnk_csv_str(c, r->it[i].stack));
+            CLI_CK(lnk_csv_int(c, r->it[i].layer));
+            CLI_CK(lnk_csv_str(c, r->it[i].label));
+            CLI_CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
+            CLI_CK(lnk_csv_double(c, r->it[i].nom));
+            CLI_CK(lnk_csv_end_row(c));
         }
     if (!hid)
         return;
@@ -557,32 +557,32 @@ static void add_rows(out_csv *main, out_csv *hid, long pt, const pconf *p, int s
     csv_point(hid, pt);
     for (int i = 0; i < r->hid.n; i++) {
         const hsite *s = &r->hid.v[i];
-        CK(lnk_csv_str(c, p->key));
-        CK(lnk_csv_str(c, set_name(p->setting)));
-        CK(lnk_csv_str(c, lnk_task_name((lnk_task)p->task)));
-        CK(lnk_csv_str(c, pos_name(p->pos)));
-        CK(lnk_csv_int(c, p->L));
-        CK(lnk_csv_int(c, p->d));
-        CK(lnk_csv_int(c, p->h));
-        CK(lnk_csv_int(c, p->dff));
-        CK(lnk_csv_int(c, seed));
-        CK(lnk_csv_str(c, s->stack));
-        CK(lnk_csv_int(c, s->layer));
-        CK(lnk_csv_str(c, s->site));
-        CK(lnk_csv_int(c, (long long)s->n));
-        CK(lnk_csv_double(c, s->mean / p->nb));
-        CK(lnk_csv_double(c, s->sd / p->nb));
-        CK(lnk_csv_double(c, s->max));
-        CK(lnk_csv_double(c, s->frac / p->nb));
-        CK(lnk_csv_double(c, p->beps));
+        CLI_CK(lnk_csv_str(c, p->key));
+        CLI_CK(lnk_csv_str(c, set_name(p->setting)));
+        CLI_CK(lnk_csv_str(c, lnk_task_name((lnk_task)p->task)));
+        CLI_CK(lnk_csv_str(c, pos_name(p->pos)));
+        CLI_CK(lnk_csv_int(c, p->L));
+        CLI_CK(lnk_csv_int(c, p->d));
+        CLI_CK(lnk_csv_int(c, p->h));
+        CLI_CK(lnk_csv_int(c, p->dff));
+        CLI_CK(lnk_csv_int(c, seed));
+        CLI_CK(lnk_csv_str(c, s->stack));
+        CLI_CK(lnk_csv_int(c, s->layer));
+        CLI_CK(lnk_csv_str(c, s->site));
+        CLI_CK(lnk_csv_int(c, (long long)s->n));
+        CLI_CK(lnk_csv_double(c, s->mean / p->nb));
+        CLI_CK(lnk_csv_double(c, s->sd / p->nb));
+        CLI_CK(lnk_csv_double(c, s->max));
+        CLI_CK(lnk_csv_double(c, s->frac / p->nb));
+        CLI_CK(lnk_csv_double(c, p->beps));
         if (s->has_jac && isfinite(s->jmax)) {
-            CK(lnk_csv_double(c, s->jmean / p->nb));
-            CK(lnk_csv_double(c, s->jmax));
+            CLI_CK(lnk_csv_double(c, s->jmean / p->nb));
+            CLI_CK(lnk_csv_double(c, s->jmax));
         } else {
-            CK(lnk_csv_str(c, ""));
-            CK(lnk_csv_str(c, ""));
+            CLI_CK(lnk_csv_str(c, ""));
+            CLI_CK(lnk_csv_str(c, ""));
         }
-        CK(lnk_csv_end_row(c));
+        CLI_CK(lnk_csv_end_row(c));
     }
 }
 
@@ -600,7 +600,7 @@ static int cmpstr(const void *a, const void *b)
 static void keys_build(keyset *k, const study_table *t)
 {
     size_t n = t->d.nrow;
-    k->v = study_alloc(sizeof(char *) * (n ? n : 1));
+    k->v = cli_alloc(sizeof(char *) * (n ? n : 1));
     k->n = 0;
     if (!n)
         return;
@@ -608,7 +608,7 @@ static void keys_build(keyset *k, const study_table *t)
     for (size_t i = 0; i < n; i++) {
         char *s = NULL;
         if (asprintf(&s, "%s#%s", study_table_str(t, i, ks), study_table_str(t, i, ss)) < 0)
-            fail("out of memory");
+            cli_die("out of memory");
         k->v[k->n++] = s;
     }
     qsort(k->v, k->n, sizeof(char *), cmpstr);
@@ -647,7 +647,7 @@ static lnk_meta *sweep_extra(const sweep *s)
     const opts *o = s->o;
     lnk_meta *m = lnk_meta_alloc();
     if (!m)
-        die();
+        cli_die_lib();
     char study[64];
     snprintf(study, sizeof study, "grad_norms %s", sweep_name[o->sweep]);
     lnk_meta_str(m, "study", study);
@@ -706,7 +706,7 @@ static void point_done(sweep *s)
     if (s->npend % study_ranks())
         return;
     int now = study_root() && lnk_now() - s->last_ckpt > s->o->checkpoint;
-    CK(lnk_comm_bcast(&now, sizeof now, 0));
+    CLI_CK(lnk_comm_bcast(&now, sizeof now, 0));
     if (now)
         checkpoint(s, 0);
 }
@@ -722,7 +722,7 @@ static void run_conf(sweep *s, const pconf *p, int idx, int total)
     if (!seen) {
         char **c = realloc(s->confs, sizeof(char *) * (size_t)(s->nconf + 1));
         if (!c)
-            fail("out of memory");
+            cli_die("out of memory");
         s->confs = c;
         s->confs[s->nconf++] = xstrdup(p->key);
     }
@@ -790,7 +790,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s", o.out ? o.out : dflt);
     size_t pl = strlen(path);
     if (pl < 5 || strcmp(path + pl - 4, ".csv") != 0)
-        fail("--out '%s': expected a file name ending in .csv", path);
+        cli_die("--out '%s': expected a file name ending in .csv", path);
     snprintf(hpath, sizeof hpath, "%.*s_hidden.csv", (int)(pl - 4), path);
     /* the directory must exist or be creatable */
     char dir[1024];
@@ -829,7 +829,7 @@ int main(int argc, char **argv)
                     int d = o.sweep == SW_WIDTH ? o.ds[v] : o.d;
                     int h = o.settings[si] ? o.heads : 1;
                     if (d % h || d % 2)
-                        fail("d = %d is not a multiple of the heads (%d) or not even", d, h);
+                        cli_die("d = %d is not a multiple of the heads (%d) or not even", d, h);
                     pconf p = make_pconf(&o, o.settings[si], o.tasks[ti], o.pos[pi], L, d);
                     run_conf(&s, &p, ++idx, total);
                 }

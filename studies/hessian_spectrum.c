@@ -84,22 +84,22 @@ static void make_config(lnk_config *c, const opts_t *o, int pre, int seed)
     c->L = o->L;
     c->V = o->V;
     c->seed = (uint64_t)seed;
-    CK(lnk_config_finalize(c));
+    CLI_CK(lnk_config_finalize(c));
 }
 
 static void make_batch(const lnk_model *m, const opts_t *o, lnk_batch *b)
 {
     if (!o->text) {
-        CK(lnk_batch_synthetic(m, o->B, o->T, 1234, b));
+        CLI_CK(lnk_batch_synthetic(m, o->B, o->T, 1234, b));
         return;
     }
     lnk_text t;
     lnk_vocab *v;
-    CK(lnk_text_read(o->text, &t));
+    CLI_CK(lnk_text_read(o->text, &t));
     study_input_read(o->text, &t.digest);
     const lnk_text *tx[1] = {&t};
-    CK(lnk_vocab_build(tx, 1, 1, o->V, &v));
-    CK(lnk_text_lm_batch(&t, v, 0, o->B, o->T, b));
+    CLI_CK(lnk_vocab_build(tx, 1, 1, o->V, &v));
+    CLI_CK(lnk_text_lm_batch(&t, v, 0, o->B, o->T, b));
     lnk_vocab_free(v);
     lnk_text_free(&t);
 }
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
     int nblk = 2 * o.L + 2;
     spec_block *blk = calloc((size_t)nblk, sizeof *blk);
     if (!blk)
-        fail("out of memory");
+        cli_die("out of memory");
     blk[0] = (spec_block){"tgt_emb", "dec", "embedding", -1};
     for (int l = 0; l < o.L; l++) {
         blk[1 + 2 * l] = (spec_block){"", "dec", "attention", l};
@@ -151,9 +151,9 @@ int main(int argc, char **argv)
             spec_files_point(&F, pt);
             lnk_model *m = lnk_model_alloc(&c);
             if (!m)
-                die();
+                cli_die_lib();
             double *th = malloc(sizeof(double) * lnk_model_n_params(m));
-            CK(lnk_model_init_params(m, th));
+            CLI_CK(lnk_model_init_params(m, th));
             lnk_batch b;
             make_batch(m, &o, &b);
             lnk_dataset ds = {&b, 1, 1, 0, lnk_batch_n_scored(m, &b), NULL};
@@ -174,7 +174,7 @@ int main(int argc, char **argv)
         }
     lnk_meta *extra = lnk_meta_alloc();
     if (!extra)
-        die();
+        cli_die_lib();
     char varied[64];
     snprintf(varied, sizeof varied, "norm_pos in {post, pre}, seed in 0..%d", S - 1);
     lnk_meta_str(extra, "study", "hessian_spectrum");

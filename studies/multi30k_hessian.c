@@ -167,19 +167,19 @@ static lnk_dataset dataset_of(const data_t *D)
 static void load_data(const opts_t *o, data_t *D)
 {
     lnk_corpus c;
-    CK(lnk_corpus_read(o->src, o->tgt, &c));
+    CLI_CK(lnk_corpus_read(o->src, o->tgt, &c));
     study_input_read(o->src, &c.src.digest);
     study_input_read(o->tgt, &c.tgt.digest);
     if (o->sentences > 0 && o->sentences < c.src.n_lines) /* a prefix: the texts are freed by */
         c.src.n_lines = c.tgt.n_lines = o->sentences;     /* their pools, not per line */
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&c, o->joint, o->min_count, o->max_vocab, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&c, o->joint, o->min_count, o->max_vocab, &vs, &vt));
     lnk_pairs_opts po;
     lnk_pairs_opts_default(&po);
     po.max_len = o->max_len;
     lnk_pairs p;
-    CK(lnk_pairs_make(&c, vs, vt, &po, &p));
-    CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
+    CLI_CK(lnk_pairs_make(&c, vs, vt, &po, &p));
+    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
     D->V_src = lnk_vocab_size(vs);
     D->V_tgt = lnk_vocab_size(vt);
     D->n_pairs = p.n;
@@ -213,7 +213,7 @@ static void make_config(lnk_config *c, const opts_t *o, const data_t *D, int pre
     c->V_src = D->V_src;
     c->V_tgt = D->V_tgt;
     c->seed = (uint64_t)seed;
-    CK(lnk_config_finalize(c));
+    CLI_CK(lnk_config_finalize(c));
 }
 
 /* ------------------------------------------------------------ blocks */
@@ -295,11 +295,11 @@ static void run_spec(sched_t *S, spec_job *J)
     make_config(&c, o, D, J->pre, o->L, J->seed);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     double *th = malloc(sizeof(double) * lnk_model_n_params(m));
-    CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_model_init_params(m, th));
     lnk_dataset ds = dataset_of(D);
-    CK(lnk_dataset_loss(m, th, &ds, &J->loss, NULL));
+    CLI_CK(lnk_dataset_loss(m, th, &ds, &J->loss, NULL));
     spec_opts so = {o->k, o->eig_tol, o->eig_steps, o->probes, o->runs, o->steps, o->block_tol,
                     o->block_steps};
     spec_run(m, th, &ds, &so, S->blk, S->nblk, (uint64_t)J->seed, &J->P);
@@ -328,12 +328,12 @@ static void run_grad(sched_t *S, grad_job *J)
     make_config(&c, o, S->D, J->pre, J->L, J->seed);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     size_t n = lnk_model_n_params(m);
     double *th = malloc(sizeof(double) * n), *g = malloc(sizeof(double) * n);
-    CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_model_init_params(m, th));
     lnk_dataset ds = dataset_of(S->D);
-    CK(lnk_dataset_loss(m, th, &ds, &J->loss, g));
+    CLI_CK(lnk_dataset_loss(m, th, &ds, &J->loss, g));
     const lnk_layout *lay = lnk_model_layout(m);
     J->w1 = malloc(sizeof(double) * 2 * J->L);
     J->w2 = malloc(sizeof(double) * 2 * J->L);
@@ -399,42 +399,42 @@ static void write_rows(const opts_t *o, sched_t *S, const lnk_config *base,
         if (!study_mine(j))
             continue;
         csv_point(&fj, j);
-        CK(lnk_csv_int(&fj.c, j));
+        CLI_CK(lnk_csv_int(&fj.c, j));
         if (j < S->n_spec) {
             spec_job *J = &S->spec[j];
             spec_files_point(&F, j);
             spec_rows(&F, pname(J->pre), J->seed, &J->P, S->blk, S->nblk);
-            CK(lnk_csv_str(&fj.c, "spectrum"));
-            CK(lnk_csv_str(&fj.c, pname(J->pre)));
-            CK(lnk_csv_int(&fj.c, J->seed));
-            CK(lnk_csv_int(&fj.c, o->L));
-            CK(lnk_csv_double(&fj.c, J->loss));
-            CK(lnk_csv_int(&fj.c, J->P.hvp));
-            CK(lnk_csv_double(&fj.c, J->sec));
+            CLI_CK(lnk_csv_str(&fj.c, "spectrum"));
+            CLI_CK(lnk_csv_str(&fj.c, pname(J->pre)));
+            CLI_CK(lnk_csv_int(&fj.c, J->seed));
+            CLI_CK(lnk_csv_int(&fj.c, o->L));
+            CLI_CK(lnk_csv_double(&fj.c, J->loss));
+            CLI_CK(lnk_csv_int(&fj.c, J->P.hvp));
+            CLI_CK(lnk_csv_double(&fj.c, J->sec));
         } else {
             grad_job *J = &S->grad[j - S->n_spec];
             csv_point(&fg, j);
             for (int s = 0; s < 2; s++)
                 for (int l = 0; l < J->L; l++)
                     for (int w = 0; w < 2; w++) {
-                        CK(lnk_csv_str(&fg.c, pname(J->pre)));
-                        CK(lnk_csv_int(&fg.c, J->seed));
-                        CK(lnk_csv_int(&fg.c, J->L));
-                        CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
-                        CK(lnk_csv_int(&fg.c, l));
-                        CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
-                        CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
-                        CK(lnk_csv_end_row(&fg.c));
+                        CLI_CK(lnk_csv_str(&fg.c, pname(J->pre)));
+                        CLI_CK(lnk_csv_int(&fg.c, J->seed));
+                        CLI_CK(lnk_csv_int(&fg.c, J->L));
+                        CLI_CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
+                        CLI_CK(lnk_csv_int(&fg.c, l));
+                        CLI_CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
+                        CLI_CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
+                        CLI_CK(lnk_csv_end_row(&fg.c));
                     }
-            CK(lnk_csv_str(&fj.c, "grad"));
-            CK(lnk_csv_str(&fj.c, pname(J->pre)));
-            CK(lnk_csv_int(&fj.c, J->seed));
-            CK(lnk_csv_int(&fj.c, J->L));
-            CK(lnk_csv_double(&fj.c, J->loss));
-            CK(lnk_csv_int(&fj.c, 0));
-            CK(lnk_csv_double(&fj.c, J->sec));
+            CLI_CK(lnk_csv_str(&fj.c, "grad"));
+            CLI_CK(lnk_csv_str(&fj.c, pname(J->pre)));
+            CLI_CK(lnk_csv_int(&fj.c, J->seed));
+            CLI_CK(lnk_csv_int(&fj.c, J->L));
+            CLI_CK(lnk_csv_double(&fj.c, J->loss));
+            CLI_CK(lnk_csv_int(&fj.c, 0));
+            CLI_CK(lnk_csv_double(&fj.c, J->sec));
         }
-        CK(lnk_csv_end_row(&fj.c));
+        CLI_CK(lnk_csv_end_row(&fj.c));
     }
     if (o->do_spec)
         spec_files_close(&F, base, extra, start, t0);
@@ -454,7 +454,7 @@ static void make_jobs(const opts_t *o, sched_t *S)
         S->n_spec = 2 * o->seeds;
         S->spec = calloc((size_t)S->n_spec, sizeof *S->spec);
         if (!S->spec)
-            fail("out of memory");
+            cli_die("out of memory");
         for (int j = 0; j < S->n_spec; j++) {
             S->spec[j].pre = j / o->seeds;
             S->spec[j].seed = j % o->seeds;
@@ -472,7 +472,7 @@ static void make_jobs(const opts_t *o, sched_t *S)
         }
         S->grad = calloc((size_t)nL * 2 * o->grad_seeds, sizeof *S->grad);
         if (!S->grad)
-            fail("out of memory");
+            cli_die("out of memory");
         for (int i = 0; i < nL; i++)
             for (int pre = 0; pre < 2; pre++)
                 for (int s = 0; s < o->grad_seeds; s++)
@@ -489,12 +489,12 @@ static void parse_depths(opts_t *o, const char *s)
         char *e;
         long v = strtol(p, &e, 10);
         if (e == p || v < 1 || v > 256 || o->n_depths == 32 || (*e && *e != ','))
-            fail("--depths: expected a list like 6,8,10, got '%s'", s);
+            cli_die("--depths: expected a list like 6,8,10, got '%s'", s);
         o->depths[o->n_depths++] = (int)v;
         p = *e ? e + 1 : e;
     }
     if (o->n_depths == 0)
-        fail("--depths: empty list");
+        cli_die("--depths: empty list");
 }
 
 int main(int argc, char **argv)
@@ -519,7 +519,7 @@ int main(int argc, char **argv)
     double t0 = lnk_now();
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.out);
     if (study_root() && system(cmd) != 0) /* only rank 0 writes files */
-        fail("cannot create '%s'", o.out);
+        cli_die("cannot create '%s'", o.out);
     data_t D;
     load_data(&o, &D);
     if (!o.quiet && study_root())
@@ -538,7 +538,7 @@ int main(int argc, char **argv)
     pthread_t th[64];
     for (int i = 0; i < nth; i++)
         if (pthread_create(&th[i], NULL, worker, &S) != 0)
-            fail("cannot start thread %d", i);
+            cli_die("cannot start thread %d", i);
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
 
@@ -546,7 +546,7 @@ int main(int argc, char **argv)
     make_config(&base, &o, &D, 0, o.L, 0);
     lnk_meta *extra = lnk_meta_alloc();
     if (!extra)
-        die();
+        cli_die_lib();
     lnk_meta_str(extra, "study", "multi30k_hessian");
     lnk_meta_str(extra, "src", o.src);
     lnk_meta_str(extra, "tgt", o.tgt);

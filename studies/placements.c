@@ -28,6 +28,7 @@
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
 #include "front/front.h"
+#include "front/model.h"
 #include "placements/place.h"
 
 typedef struct {
@@ -41,8 +42,6 @@ enum { PART_EXTREMES, PART_ANATOMY, PART_GRAD, PART_COUPLING, PART_SCALE, PART_E
 static const cli_choice part_names[] = {{"extremes", PART_EXTREMES}, {"anatomy", PART_ANATOMY},
                                         {"grad", PART_GRAD}, {"coupling", PART_COUPLING},
                                         {"scale", PART_SCALE}, {"eigs", PART_EIGS}, {NULL, 0}};
-static const cli_choice operators[] = {{"hessian", LNK_OP_HESSIAN}, {"ggn", LNK_OP_GGN},
-                                       {"functional", LNK_OP_FUNCTIONAL}, {NULL, 0}};
 typedef struct {
     opts_t o;
     int part, op;
@@ -57,7 +56,7 @@ static const cli_opt opts[] = {
      .flags = CLI_REQ | CLI_WRITES, .help = "the rows (and FILE.meta.json)"},
     {.type = CLI_CHOICE, .name = "part", CLI_AT(O, part), .ref = part_names, .flags = CLI_REQ,
      .help = "the part of the study to run"},
-    {.type = CLI_CHOICE, .name = "operator", CLI_AT(O, op), .ref = operators,
+    {.type = CLI_CHOICE, .name = "operator", CLI_AT(O, op), .ref = cli_operators,
      .help = "eigs: the curvature operator"},
     INT("rows", "N", o.B, 1, 1 << 20, "lm: rows of the synthetic batch"),
     INT("len", "T", o.T, 1, 1 << 20, "lm: tokens a row"),
@@ -121,7 +120,7 @@ static void parse(int argc, char **argv, opts_t *o, lnk_config *c)
     o->part = part_names[a.part].name;
     o->op = lnk_op_kind_name(a.op);
     for (int i = 0; i < a.keys.n; i++)
-        CK(lnk_config_set(c, a.keys.key[i], a.keys.val[i]));
+        CLI_CK(lnk_config_set(c, a.keys.key[i], a.keys.val[i]));
     size_t L = strlen(o->out);
     if (L < 5 || strcmp(o->out + L - 4, ".csv"))
         cli_die("--out: expected a path ending in .csv, got '%s'", o->out);
@@ -133,20 +132,20 @@ static void parse(int argc, char **argv, opts_t *o, lnk_config *c)
 static void load_pairs(const opts_t *o, lnk_config *c, lnk_dataset *ds, char *what, size_t wn)
 {
     lnk_corpus cp;
-    CK(lnk_corpus_read(o->src, o->tgt, &cp));
+    CLI_CK(lnk_corpus_read(o->src, o->tgt, &cp));
     study_input_read(o->src, &cp.src.digest);
     study_input_read(o->tgt, &cp.tgt.digest);
     if (o->pairs > 0 && o->pairs < cp.src.n_lines)
         cp.src.n_lines = cp.tgt.n_lines = o->pairs;
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&cp, 0, 1, 0, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&cp, 0, 1, 0, &vs, &vt));
     lnk_pairs_opts po;
     lnk_pairs_opts_default(&po);
     lnk_pairs p;
-    CK(lnk_pairs_make(&cp, vs, vt, &po, &p));
+    CLI_CK(lnk_pairs_make(&cp, vs, vt, &po, &p));
     lnk_batch *ch;
     int nch;
-    CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &ch, &nch));
+    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &ch, &nch));
     c->V_src = lnk_vocab_size(vs);
     c->V_tgt = lnk_vocab_size(vt);
     ds->chunks = ch;
@@ -205,7 +204,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
                       long *before)
 {
     lnk_op_kind kind;
-    CK(lnk_op_kind_parse(o->op ? o->op : "hessian", &kind));
+    CLI_CK(lnk_op_kind_parse(o->op ? o->op : "hessian", &kind));
     lnk_operator op = pl_op(c, NULL, kind);
     lnk_eigs_opts eo;
     lnk_eigs_opts_default(&eo);
@@ -227,7 +226,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
         lnk_ckpt_id id = {0};
         char *cj = lnk_config_to_json(cf, 0, NULL, 0);
         if (!cj)
-            fail("out of memory");
+            cli_die("out of memory");
         lnk_sha256 hs;
         unsigned char dg[32];
         char hex[65];
@@ -255,9 +254,9 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--eig-steps", "%d", eo.max_steps);
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--rng-seed", "%llu", (unsigned long long)eo.seed);
         rc = rc ? rc : lnk_ckpt_id_add_build(&id);
-        CK(rc);
+        CLI_CK(rc);
         int m = (size_t)eo.max_steps < op.n ? eo.max_steps : (int)op.n;
-        CK(lnk_ckpt_open(&k.ck, NULL, o->checkpoint, "placements", &id, LNK_CKPT_EIGS, op.n,
+        CLI_CK(lnk_ckpt_open(&k.ck, NULL, o->checkpoint, "placements", &id, LNK_CKPT_EIGS, op.n,
                          (size_t)m + 1, 1));
         lnk_ckpt_id_free(&id);
         k.base = k.last = lnk_ckpt_products(k.ck);
@@ -269,7 +268,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
             fprintf(stderr, "placements: resumed %s from %ld products\n", o->checkpoint, k.base);
     }
     lnk_eigs_result r;
-    CK(lnk_eigs(&op, &eo, &r));
+    CLI_CK(lnk_eigs(&op, &eo, &r));
     for (int i = 0; i < r.k; i++)
         pl_row(c, "eig", lnk_op_kind_name(kind), i < r.n_top ? "top" : "bottom", NULL, NULL,
                r.value[i], NAN, r.residual[i], r.converged[i], r.steps);
@@ -298,29 +297,29 @@ int main(int argc, char **argv)
     char data[1400];
     if (cf.task == LNK_TASK_SEQ2SEQ)
         load_pairs(&o, &cf, &ds, data, sizeof data);
-    CK(lnk_config_finalize(&cf));
+    CLI_CK(lnk_config_finalize(&cf));
     lnk_model *m = lnk_model_alloc(&cf);
     if (!m)
-        die();
+        cli_die_lib();
     size_t np = lnk_model_n_params(m);
-    double *th = study_alloc(sizeof(double) * np);
-    CK(lnk_model_init_params(m, th));
-    CK(lnk_prov_seed(cli_prov(), "init", cf.seed));
-    CK(lnk_prov_seed(cli_prov(), "rng", o.num.rng));
+    double *th = cli_alloc(sizeof(double) * np);
+    CLI_CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_prov_seed(cli_prov(), "init", cf.seed));
+    CLI_CK(lnk_prov_seed(cli_prov(), "rng", o.num.rng));
     if (cf.task != LNK_TASK_SEQ2SEQ) {
         lnk_batch b;
-        CK(lnk_batch_synthetic(m, o.B, o.T, (uint64_t)o.batch_seed, &b));
-        CK(lnk_dataset_add_rows(&ds, m, &b, 0));
+        CLI_CK(lnk_batch_synthetic(m, o.B, o.T, (uint64_t)o.batch_seed, &b));
+        CLI_CK(lnk_dataset_add_rows(&ds, m, &b, 0));
         lnk_batch_free(&b);
         snprintf(data, sizeof data, "synthetic %s batch: %d rows of %d tokens, ids uniform in "
                  "[4, V), batch seed %ld, one chunk", lnk_task_name(cf.task), o.B, o.T,
                  (long)o.batch_seed);
-        CK(lnk_prov_seed(cli_prov(), "batch", (uint64_t)o.batch_seed));
+        CLI_CK(lnk_prov_seed(cli_prov(), "batch", (uint64_t)o.batch_seed));
     }
     lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!h)
-        die();
-    CK(lnk_hessian_set_cache(h, (size_t)o.cache_mb << 20));
+        cli_die_lib();
+    CLI_CK(lnk_hessian_set_cache(h, (size_t)o.cache_mb << 20));
     char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
@@ -356,7 +355,7 @@ int main(int argc, char **argv)
     long prod = lnk_hessian_n_products(h) + before;
     lnk_meta *extra = lnk_meta_alloc();
     if (!extra)
-        die();
+        cli_die_lib();
     lnk_meta_str(extra, "study", "placements");
     lnk_meta_str(extra, "part", o.part);
     lnk_meta_str(extra, "operator", o.op ? o.op : "");
@@ -381,7 +380,7 @@ int main(int argc, char **argv)
     csv_close(&oc, &cf, extra, start, t0);
     lnk_meta_free(extra);
     if (ck) {
-        CK(lnk_ckpt_remove(ck));
+        CLI_CK(lnk_ckpt_remove(ck));
         lnk_ckpt_close(ck);
     }
     if (!o.quiet)
