@@ -5,6 +5,7 @@
 #include "front/front.h"
 #include "front/opt_int.h"
 #include "lnkit/provenance.h"
+#include "io/provenance_json.h" /* the sidecar form of a string the system gave */
 
 typedef struct {
     lnk_ckpt_id *id;
@@ -98,16 +99,35 @@ static int meta_one(const cli_opt *o, void *base, void *ctx)
         }
         break;
     }
-    case CLI_LIST: {
+    case CLI_LIST: { /* names as the system gave them: docs/MODEL.md section 9's form */
         v = json_array();
-        int n = *(const int *)((const char *)base + o->count);
-        for (int i = 0; v && i < n; i++)
-            json_array_append_new(v, json_string(((const char *const *)p)[i]));
+        json_t *hex = json_array();
+        int n = *(const int *)((const char *)base + o->count), raw = 0;
+        for (int i = 0; v && hex && i < n; i++) {
+            const char *t = ((const char *const *)p)[i];
+            json_t *h = lnk_json_os_hex(t);
+            raw |= h && !json_is_null(h);
+            if (json_array_append_new(v, lnk_json_os_text(t)) || json_array_append_new(hex, h))
+                json_decref(v), v = NULL;
+        }
+        char hk[80];
+        snprintf(hk, sizeof hk, "%s_bytes_hex", key);
+        if (v && hex && raw) {
+            if (json_object_set_new(r->obj, key, v) || json_object_set_new(r->obj, hk, hex))
+                r->rc = lnk_error(LNK_ENOMEM, "out of memory for the sidecar");
+            return r->rc;
+        }
+        json_decref(hex);
         break;
     }
     default: {
         char b[64];
         const char *t = cli_opt_text(o, base, b, sizeof b);
+        if (t && o->type == CLI_STR) { /* a path or a pattern: section 9's form */
+            if (lnk_json_set_os(r->obj, key, t))
+                r->rc = lnk_error(LNK_ENOMEM, "out of memory for the sidecar");
+            return r->rc;
+        }
         v = t ? json_string(t) : json_null();
     }
     }
