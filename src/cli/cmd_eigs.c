@@ -112,19 +112,25 @@ static int save(void *ctx, const lnk_eigs_state *st, int must)
 
 /* The rule for pairs that did not converge (cli_not_converged): the worst
  * explicit residual of theirs relative to max|l|, and why they may not have
- * (m: the step limit, --max-steps or the operator's size). */
-static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int m)
+ * (m: the step limit, --max-steps or the operator's size; G's bottom end:
+ * its cluster at 0). */
+static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int m, int op)
 {
-    int bad = 0;
+    int bad = 0, bad_top = 0;
     double worst = 0;
     for (int i = 0; i < r->k; i++)
         if (!r->converged[i]) {
             bad++;
+            bad_top += i < r->n_top;
             worst = fmax(worst, r->scale > 0 ? r->residual[i] / r->scale : r->residual[i]);
         }
     const char *hint = r->stop == LNK_EIGS_TOL
         ? "their residual bounds met the tolerance, the explicit residuals did not: rounding "
           "in double precision is above it (a larger --tol makes the two agree)"
+        : op == LNK_OP_GGN && !bad_top
+        ? "G's bottom eigenvalues are a cluster at 0 (G is positive semidefinite) that Lanczos "
+          "resolves slowly; each bottom value v bounds G's corresponding smallest eigenvalue "
+          "to [0, v]"
         : r->steps >= m ? "the step limit was reached (a larger --max-steps may converge them)"
         : NULL;
     return cli_not_converged(bad, r->k, worst, eo->tol, r->steps, m, hint);
@@ -205,7 +211,7 @@ int cmd_eigs(int argc, char **argv)
         free(cnt);
     }
     if (!cli_root()) {
-        int status = not_converged(&r, &eo, m);
+        int status = not_converged(&r, &eo, m, co->op_kind);
         if (Y != r.vectors)
             free(Y);
         lnk_eigs_result_free(&r);
@@ -244,7 +250,7 @@ int cmd_eigs(int argc, char **argv)
             "||Hv - lv|| <= tol max|l| (tol %g), %.2f s -> %s\n", r.steps,
             r.stop == LNK_EIGS_TOL ? "tol (residual bounds)" : lnk_eigs_stop_name(r.stop), nconv,
             r.k, eo.tol, r.elapsed, cli_is_stdout(out) ? "standard output" : out);
-    int status = not_converged(&r, &eo, m);
+    int status = not_converged(&r, &eo, m, co->op_kind);
     if (Y != r.vectors)
         free(Y);
     lnk_eigs_result_free(&r);
