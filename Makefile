@@ -206,7 +206,8 @@ $(T_BIN): $(call testing,$(CLI_OBJ)) $(T_FRONT) $(T_LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/testing/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(T_KIT) $(T_FRONT) $(T_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(T_KIT) $(T_FRONT) $(T_LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(PARTS) $(T_KIT) $(T_FRONT) $(T_LIB) \
+	    $(LDLIBS) -o $@
 testing: $(T_BIN) $(T_STUDY_BIN)
 
 $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/lnkit/*.h)
@@ -230,15 +231,16 @@ $(KIT): $(KIT_OBJ)
 
 $(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(PARTS) $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
-# The placement study's driver: studies/placements.c and its parts in
-# studies/placements/ (one program).
-PLACE_SRC := $(wildcard studies/placements/*.c)
-$(BUILD)/studies/placements: studies/placements.c $(PLACE_SRC) studies/placements/place.h \
-                             $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(PLACE_SRC) $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
+# A study X is one program: its driver studies/X.c and, when the folder
+# studies/X/ exists, the parts there (compiled with it: PARTS).
+STUDY_DIRS := $(filter $(STUDY_SRC:studies/%.c=%),$(patsubst studies/%/,%,$(dir $(wildcard studies/*/*.c))))
+define study_parts
+$(BUILD)/studies/$(1) $(BUILD)/testing/studies/$(1): $(wildcard studies/$(1)/*.c studies/$(1)/*.h)
+$(BUILD)/studies/$(1) $(BUILD)/testing/studies/$(1): private PARTS := $(wildcard studies/$(1)/*.c)
+endef
+$(foreach s,$(sort $(STUDY_DIRS)),$(eval $(call study_parts,$(s))))
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
