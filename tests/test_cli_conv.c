@@ -419,8 +419,11 @@ static void test_programs(void **s)
     for (char *p = strtok(list, "\n"); p; p = strtok(NULL, "\n")) {
         char path[PATH_MAX + 64], *o, *e;
         snprintf(path, sizeof path, "%s/%.*s", build, (int)strlen(p) - 2, p);
-        if (access(path, X_OK)) /* bench_mpi: only in an MPI build */
+        if (access(path, X_OK)) { /* the studies are built with lnkit; benchmarks by make bench */
+            if (!strncmp(p, "studies/", 8))
+                fail_msg("%s: not built", path);
             continue;
+        }
         const char *prog = strrchr(path, '/') + 1;
         for (int h = 0; h < 2; h++) {
             int rc = tu_run(&o, "'%s' %s 2>&1", path, h ? "-h" : "--help");
@@ -438,7 +441,7 @@ static void test_programs(void **s)
     }
     free(list);
     print_message("      %d studies and benchmarks: --help, -h, an unknown option\n", n);
-    assert_true(n >= 10);
+    assert_true(n >= 7);
 }
 
 int main(void)
