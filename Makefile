@@ -271,7 +271,7 @@ test-fresh-root:
 # values from their values.csv), and every study's summarising step re-run on
 # its committed rows against its committed tables and values
 # (tools/check_summaries.sh); `make quotes` rewrites the marks.
-QUOTED := docs/guide/performance.md results/README.md
+QUOTED := docs/guide/performance.md docs/guide/studies.md results/README.md
 check-results: all
 	python3 tools/quotes.py --check $(QUOTED)
 	PYTHON=$(PYTHON) bash tools/check_summaries.sh $(BUILD)
