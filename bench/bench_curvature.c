@@ -98,17 +98,17 @@ int main(int argc, char **argv)
     double t0 = lnk_now();
     lnk_lanczos *w = lnk_lanczos_alloc(n, M, LNK_LANCZOS_FULL);
     if (!w)
-        die();
+        cli_die_lib();
     /* First touch of the basis (page faults), once per workspace: done here
      * so that the step times below are those of a reused workspace. */
     memset(w->V, 0, ((size_t)M + 1) * n * sizeof(double));
     if (lnk_lanczos_start(w, NULL, 1) != LNK_OK)
-        die();
+        cli_die_lib();
     printf("  allocated, first-touched and started in %.2f s\n", lnk_now() - t0);
     printf("\n  FULL step j   apply (s)   vector work (s)\n");
     for (int j = 1; j <= 10; j++) {
         if (lnk_lanczos_step(w, &op) != LNK_OK)
-            die();
+            cli_die_lib();
         printf("  %11d   %9.4f   %15.4f\n", j, w->last_apply, w->last_orth);
         if (out)
             fprintf(out, "%zu,%d,full_step,%d,%.6g,\n", n, threads, j, w->last_orth);
@@ -179,9 +179,9 @@ int main(int argc, char **argv)
     /* LIGHT: the three-term recurrence only. */
     lnk_lanczos *wl = lnk_lanczos_alloc(n, M, LNK_LANCZOS_LIGHT);
     if (!wl || lnk_lanczos_start(wl, NULL, 1) != LNK_OK)
-        die();
+        cli_die_lib();
     if (lnk_lanczos_run(wl, &op, 10) != LNK_OK)
-        die();
+        cli_die_lib();
     double light = wl->t_orth / wl->steps;
     lnk_lanczos_free(wl);
     if (out) {

@@ -36,11 +36,11 @@ static double product_alone(const lnk_operator *op, const double *x, double *y, 
 {
     double *t = malloc(sizeof(double) * (size_t)repeat);
     if (!t)
-        die();
+        cli_die_lib();
     for (int r = 0; r < repeat; r++) {
         double t0 = lnk_now();
         if (op->apply(op->ctx, x, y))
-            die();
+            cli_die_lib();
         t[r] = lnk_now() - t0;
     }
     double med = median(t, repeat);
@@ -110,21 +110,21 @@ int main(int argc, char **argv)
                            {"norm_pos", pos}};
     for (int i = 0; i < 6; i++)
         if (lnk_config_set(&c, kv[i][0], kv[i][1]))
-            die();
+            cli_die_lib();
     if (lnk_config_finalize(&c))
-        die();
+        cli_die_lib();
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     size_t n = lnk_model_n_params(m);
     double *th = malloc(sizeof(double) * n), *x = malloc(sizeof(double) * n);
     double *y = malloc(sizeof(double) * n);
     lnk_batch b;
     if (!th || !x || !y || lnk_model_init_params(m, th) || lnk_batch_synthetic(m, 16, 32, 1, &b))
-        die();
+        cli_die_lib();
     lnk_hessian *h = lnk_hessian_alloc(m, th, &b, 1, NULL);
     if (!h)
-        die();
+        cli_die_lib();
     lnk_operator op = lnk_hessian_operator(h);
     printf("bench_lanczos: lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 %s-LN, n = %zu, BLAS "
            "threads %d, kernel %s, %s reorthogonalisation, prefault %s\n", pos, n,
@@ -134,11 +134,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++)
         x[i] = (double)((i * 2654435761u) % 2001) / 1000.0 - 1.0;
     if (op.apply(op.ctx, x, y))
-        die();
+        cli_die_lib();
     double alone = product_alone(&op, x, y, repeat);
     lnk_lanczos *w = lnk_lanczos_alloc(n, steps, LNK_LANCZOS_FULL);
     if (!w)
-        die();
+        cli_die_lib();
     w->reorth = reorth;
     w->prefault = prefault;
     double t_pre = lnk_now();
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
         memset(w->V, 0, sizeof(double) * (size_t)(steps + 1) * n); /* rows 0..m */
     t_pre = lnk_now() - t_pre;
     if (lnk_lanczos_start(w, NULL, 0))
-        die();
+        cli_die_lib();
     printf("H v alone (primal pass kept): median %.4f s of %d\n", alone, repeat);
     if (pretouch)
         printf("basis written before the run (--pretouch): %.2f s, not in the steps\n", t_pre);
@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     int tail0 = steps - 20;
     for (int j = 1; j <= steps && !w->done; j++) {
         if (lnk_lanczos_step(w, &op))
-            die();
+            cli_die_lib();
         if (j > tail0)
             tail_apply += w->last_apply, tail_orth += w->last_orth, tail_touch += w->last_touch;
         if (j == 1 || j == 10 || j == 20 || j == 40 || j == steps || j % 80 == 0)

@@ -33,6 +33,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "front/front.h"
 #include "lnkit/config.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
@@ -136,7 +137,7 @@ static double flops_hvp(const size_cfg *s) { return flops_hvp_v(s, 0); }
  * once; a failure (kit: fail) removes its temporary file. */
 static lnk_afile csv_file;
 
-static _Noreturn void die_at(const char *what) { fail("%s: %s", what, lnk_errmsg()); }
+static _Noreturn void die_at(const char *what) { cli_die("%s: %s", what, lnk_errmsg()); }
 
 static double maxrss_mb(void)
 {
@@ -188,8 +189,8 @@ static double other_load(cpu_mark a, double wall)
 static double dgemm_rate(int n)
 {
     size_t nn = (size_t)n * n;
-    double *A = study_alloc(nn * sizeof(double)), *Bm = study_alloc(nn * sizeof(double));
-    double *C = study_alloc(nn * sizeof(double));
+    double *A = cli_alloc(nn * sizeof(double)), *Bm = cli_alloc(nn * sizeof(double));
+    double *C = cli_alloc(nn * sizeof(double));
     for (size_t i = 0; i < nn; i++) {
         A[i] = (double)(i % 17) / 17.0 - 0.5;
         Bm[i] = (double)(i % 13) / 13.0 - 0.5;
@@ -286,9 +287,9 @@ static void bench_one(const size_cfg *s, const variant *var, int repeat, result 
     lnk_config c;
     lnk_model *m = make_model(s, var, &c);
     size_t n = lnk_model_n_params(m);
-    double *th = study_alloc(n * sizeof(double)), *g = study_alloc(n * sizeof(double));
-    double *v = study_alloc(n * sizeof(double)), *hv = study_alloc(n * sizeof(double));
-    double *gv = study_alloc(n * sizeof(double));
+    double *th = cli_alloc(n * sizeof(double)), *g = cli_alloc(n * sizeof(double));
+    double *v = cli_alloc(n * sizeof(double)), *hv = cli_alloc(n * sizeof(double));
+    double *gv = cli_alloc(n * sizeof(double));
     if (lnk_model_init_params(m, th))
         die_at("init");
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -308,7 +309,7 @@ static void bench_one(const size_cfg *s, const variant *var, int repeat, result 
     if (!ws)
         die_at("workspace");
 
-    double *t = study_alloc((size_t)repeat * sizeof(double)), loss = 0;
+    double *t = cli_alloc((size_t)repeat * sizeof(double)), loss = 0;
     double *out[6] = {&res->fwd_s, &res->grad_s, &res->hvp_s, &res->kept_s, &res->ggn_s,
                       &res->fun_s};
     cpu_mark mark = cpu_now();
@@ -390,7 +391,6 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
     lnk_csv_free(&csv);
     if (st)
         die_at("csv");
-    study_untrack(af);
     if (lnk_afile_commit(af))
         die_at("csv");
     cli_stdout_flush();
@@ -490,15 +490,13 @@ int main(int argc, char **argv)
         cli_die("--model: expected a, b or all, got '%s'", which);
     if (csv && lnk_afile_open(&csv_file, cli_out(csv, 0)))
         die_at("-o");
-    if (csv)
-        study_track(&csv_file);
     if (threads > 0)
         openblas_set_num_threads(threads);
     printf("lnkit %s bench_model: lm, layernorm, B=16 T=32; OpenBLAS threads = %d (%s); "
            "median of %d runs after %d warm-ups\n",
            LNK_VERSION, openblas_get_num_threads(), threads > 0 ? "--threads" : "OpenBLAS default",
            repeat, WARMUP);
-    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), lnk_blas_note());
+    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), cli_blas_note());
 
     /* smallest config first and DGEMM last, so that ru_maxrss after a config is
      * (to allocator slack) that config's own peak. */

@@ -39,7 +39,7 @@ static void synth(const char *path, int n, unsigned seed)
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "bench_mpi: cannot write %s\n", path);
-        lnk_comm_abort(2);
+        lnk_comm_abort(2), exit(2);
     }
     unsigned s = seed;
     for (int i = 0; i < n; i++) {
@@ -124,37 +124,37 @@ int main(int argc, char **argv)
         src = sp, tgt = tp, data = "synthetic";
     }
     lnk_corpus c;
-    CK(lnk_corpus_read(src, tgt, &c));
+    CLI_CK(lnk_corpus_read(src, tgt, &c));
     if (!strcmp(data, "synthetic"))
         remove(sp), remove(tp);
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
     lnk_pairs p;
-    CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
+    CLI_CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
     if (pairs > 0 && pairs < p.n)
         p.n = pairs; /* the first N pairs (the arrays keep their size) */
     lnk_batch *chunks;
     int n_chunks;
-    CK(lnk_pairs_batches(&p, (size_t)max_tokens, &chunks, &n_chunks));
+    CLI_CK(lnk_pairs_batches(&p, (size_t)max_tokens, &chunks, &n_chunks));
 
     lnk_config cfg;
-    CK(bench_s2s_config(&cfg, "post", d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
+    CLI_CK(bench_s2s_config(&cfg, "post", d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
     lnk_model *m = lnk_model_alloc(&cfg);
     if (!m)
-        die();
+        cli_die_lib();
     size_t n = lnk_model_n_params(m);
     lnk_dataset ds; /* takes the chunks over; chunks[] stays readable for the balance below */
     lnk_dataset_init(&ds);
-    CK(lnk_dataset_add_chunks(&ds, m, chunks, n_chunks));
+    CLI_CK(lnk_dataset_add_chunks(&ds, m, chunks, n_chunks));
     size_t N = ds.n_scored;
     int *first = malloc(sizeof(int) * ((size_t)P + 1));
     double *th = malloc(sizeof(double) * n);
     if (!first || !th) {
         lnk_error(LNK_ENOMEM, "out of memory (%zu parameters)", n);
-        die();
+        cli_die_lib();
     }
-    CK(lnk_model_init_params(m, th));
-    CK(lnk_shard_chunks(m, chunks, n_chunks, P, first));
+    CLI_CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_shard_chunks(m, chunks, n_chunks, P, first));
     size_t mine_tokens = 0;
     for (int k = first[me]; k < first[me + 1]; k++)
         mine_tokens += lnk_batch_n_scored(m, &chunks[k]);
@@ -172,10 +172,10 @@ int main(int argc, char **argv)
         all_pad += pad;
     }
     double imb_sc = max_sc * P / (double)N, imb_pad = max_pad * P / all_pad;
-    CK(lnk_dataset_shard(&ds, m, lnk_comm_world()));
+    CLI_CK(lnk_dataset_shard(&ds, m, lnk_comm_world()));
     lnk_hessian *hs = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!hs)
-        die();
+        cli_die_lib();
     lnk_operator op = lnk_hessian_operator(hs);
     size_t off, cnt;
     lnk_hessian_slice(hs, &off, &cnt);
@@ -185,42 +185,42 @@ int main(int argc, char **argv)
     size_t *ct = malloc(sizeof(size_t) * 2 * (size_t)P);
     if (!x || !y || !full || !t || !tc || !ct) {
         lnk_error(LNK_ENOMEM, "out of memory");
-        die();
+        cli_die_lib();
     }
     for (size_t i = 0; i < cnt; i++)
         x[i] = ((off + i) * 2654435761u) % 3 ? 1.0 : -1.0;
-    CK(op.apply(op.ctx, x, y)); /* warm-up */
+    CLI_CK(op.apply(op.ctx, x, y)); /* warm-up */
     double b0 = lnk_comm_bytes_sent();
     for (int r = 0; r < repeat; r++) {
-        CK(lnk_comm_barrier());
+        CLI_CK(lnk_comm_barrier());
         double t0 = lnk_now();
-        CK(op.apply(op.ctx, x, y));
-        CK(lnk_comm_barrier());
+        CLI_CK(op.apply(op.ctx, x, y));
+        CLI_CK(lnk_comm_barrier());
         t[r] = lnk_now() - t0;
     }
     double bytes_rank = (lnk_comm_bytes_sent() - b0) / repeat, bytes = bytes_rank;
-    CK(lnk_comm_sum(&bytes, 1));
+    CLI_CK(lnk_comm_sum(&bytes, 1));
     /* the communication of an apply alone */
     lnk_comm_split(n, P, ct, ct + P);
     for (int r = 0; r < repeat; r++) {
-        CK(lnk_comm_barrier());
+        CLI_CK(lnk_comm_barrier());
         double t0 = lnk_now();
-        CK(lnk_comm_allgather(x, full, ct, ct + P));
-        CK(lnk_comm_reduce_scatter(full, y, ct, ct + P));
-        CK(lnk_comm_barrier());
+        CLI_CK(lnk_comm_allgather(x, full, ct, ct + P));
+        CLI_CK(lnk_comm_reduce_scatter(full, y, ct, ct + P));
+        CLI_CK(lnk_comm_barrier());
         tc[r] = lnk_now() - t0;
     }
     double t_hvp = median(t, repeat), t_comm = median(tc, repeat);
     /* Lanczos, FULL reorthogonalisation on slices */
     lnk_lanczos *lz = lnk_lanczos_alloc(cnt, steps, LNK_LANCZOS_FULL);
     if (!lz)
-        die();
-    CK(lnk_lanczos_distribute(lz, op.group));
-    CK(lnk_lanczos_start(lz, NULL, 7));
-    CK(lnk_comm_barrier());
+        cli_die_lib();
+    CLI_CK(lnk_lanczos_distribute(lz, op.group));
+    CLI_CK(lnk_lanczos_start(lz, NULL, 7));
+    CLI_CK(lnk_comm_barrier());
     double t0 = lnk_now();
-    CK(lnk_lanczos_run(lz, &op, steps));
-    CK(lnk_comm_barrier());
+    CLI_CK(lnk_lanczos_run(lz, &op, steps));
+    CLI_CK(lnk_comm_barrier());
     double t_step = (lnk_now() - t0) / lz->steps, t_orth = lz->t_orth / lz->steps;
     double basis_mb = 81.0 * (double)cnt * 8 / 1048576.0;
     if (me == 0) {

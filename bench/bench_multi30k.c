@@ -68,9 +68,9 @@ static int next_size(const char **s, const char *pos, lnk_vocab *vs, lnk_vocab *
     }
     *s = strchr(*s, ';');
     *s = *s ? *s + 1 : NULL;
-    CK(bench_s2s_config(&z->cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
+    CLI_CK(bench_s2s_config(&z->cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
     if (!(z->m = lnk_model_alloc(&z->cfg)))
-        die();
+        cli_die_lib();
     z->n = lnk_model_n_params(z->m);
     z->th = malloc(sizeof(double) * z->n), z->v = malloc(sizeof(double) * z->n);
     z->hv = malloc(sizeof(double) * z->n);
@@ -78,7 +78,7 @@ static int next_size(const char **s, const char *pos, lnk_vocab *vs, lnk_vocab *
         fprintf(stderr, "bench_multi30k: out of memory (%zu parameters)\n", z->n);
         exit(2);
     }
-    CK(lnk_model_init_params(z->m, z->th));
+    CLI_CK(lnk_model_init_params(z->m, z->th));
     for (size_t i = 0; i < z->n; i++)
         z->v[i] = (i * 2654435761u) % 3 ? 1.0 : -1.0;
     snprintf(z->name, sizeof z->name, "%d,%d,%d,%d", d, h, dff, L);
@@ -99,7 +99,7 @@ static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const cha
 {
     lnk_batch *chunks;
     int nc;
-    CK(lnk_pairs_batches(p, max_tokens, &chunks, &nc));
+    CLI_CK(lnk_pairs_batches(p, max_tokens, &chunks, &nc));
     size_t padded = 0;
     for (int i = 0; i < nc; i++)
         padded += lnk_pairs_padded(&chunks[i]);
@@ -114,13 +114,13 @@ static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const cha
     for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
         lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, chunks, nc, NULL);
         if (!hs)
-            die();
+            cli_die_lib();
         if (cache_mb >= 0)
-            CK(lnk_hessian_set_cache(hs, (size_t)cache_mb * 1048576));
+            CLI_CK(lnk_hessian_set_cache(hs, (size_t)cache_mb * 1048576));
         lnk_operator op = lnk_hessian_operator(hs);
         for (int k2 = 1; k2 <= products; k2++) {
             double t0 = lnk_now();
-            CK(op.apply(op.ctx, z.v, z.hv));
+            CLI_CK(op.apply(op.ctx, z.v, z.hv));
             double sec = lnk_now() - t0;
             size_t cb;
             int kept = lnk_hessian_cached_chunks(hs, &cb);
@@ -208,25 +208,25 @@ int main(int argc, char **argv)
     if (threads > 0)
         lnk_set_blas_threads(threads);
     lnk_corpus c;
-    CK(lnk_corpus_read(src, tgt, &c));
+    CLI_CK(lnk_corpus_read(src, tgt, &c));
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
     lnk_pairs p;
-    CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
+    CLI_CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
     if (pairs > p.n)
         pairs = p.n;
     if (all)
         return bench_all(&p, vs, vt, sizes, pos, (size_t)max_tokens, products, cache_mb, csv);
     lnk_batch chunk;
-    CK(lnk_pairs_batch(&p, NULL, pairs, &chunk));
+    CLI_CK(lnk_pairs_batch(&p, NULL, pairs, &chunk));
     /* the whole set cut into length-sorted chunks of `pairs` rows */
     int *order = malloc(sizeof(int) * p.n);
-    CK(lnk_pairs_order(&p, order));
+    CLI_CK(lnk_pairs_order(&p, order));
     size_t padded_all = 0;
     for (int r0 = 0; r0 < p.n; r0 += pairs) {
         int r1 = r0 + pairs < p.n ? r0 + pairs : p.n;
         lnk_batch b;
-        CK(lnk_pairs_batch(&p, order + r0, r1 - r0, &b));
+        CLI_CK(lnk_pairs_batch(&p, order + r0, r1 - r0, &b));
         padded_all += (size_t)b.B * (size_t)(b.S + b.T - 1); /* encoder + decoder positions */
         lnk_batch_free(&b);
     }
@@ -244,16 +244,16 @@ int main(int argc, char **argv)
     for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
         lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, &chunk, 1, NULL);
         if (!hs)
-            die();
+            cli_die_lib();
         /* every product recomputes the chunk's primal pass: the extrapolation to the
          * whole set counts each chunk's full cost */
-        CK(lnk_hessian_set_cache(hs, 0));
+        CLI_CK(lnk_hessian_set_cache(hs, 0));
         lnk_operator op = lnk_hessian_operator(hs);
-        CK(op.apply(op.ctx, z.v, z.hv)); /* warm-up */
+        CLI_CK(op.apply(op.ctx, z.v, z.hv)); /* warm-up */
         double *t = malloc(sizeof(double) * repeat);
         for (int r = 0; r < repeat; r++) {
             double t0 = lnk_now();
-            CK(op.apply(op.ctx, z.v, z.hv));
+            CLI_CK(op.apply(op.ctx, z.v, z.hv));
             t[r] = lnk_now() - t0;
         }
         double med = median(t, repeat);

@@ -4,7 +4,8 @@
  * is one line "lnkit CMD: ..." naming it and exit 2; -o - writes the bytes
  * -o FILE writes, to standard output, with no file named "-"; --json
  * parses; --quiet leaves standard error empty; the man page's OPTIONS are
- * the table's; one option name has one kind of value in every command. */
+ * the table's; one option name has one kind of value in every command; the
+ * feedback of long runs (the block named, time left, G's bottom end). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -269,6 +270,9 @@ static void test_man_pages(void **s)
     if (!slash)
         skip();
     *slash = 0;
+    size_t lm = strlen(man); /* the test build's lnkit (BUILD/testing/bin): BUILD's pages */
+    if (lm > 8 && !strcmp(man + lm - 8, "/testing"))
+        man[lm - 8] = 0;
     snprintf(doc, sizeof doc, "%s/tools/cli_doc", man);
     for (const lnkit_command *c = lnkit_commands; c->name; c++) {
         if (!c->cmd->opts)
@@ -323,12 +327,80 @@ static void test_one_vocabulary(void **s)
         free(args[i]);
 }
 
+/* The line of stderr that contains needle, or fail. */
+static void has(const char *cmd, const char *e, const char *needle)
+{
+    if (!strstr(e, needle))
+        fail_msg("lnkit %s: no '%s' on standard error:\n%s", cmd, needle, e);
+}
+
+/* Feedback on long work (docs/cli.md, Long runs): the header names what the
+ * run works on (the block selected, not the whole model's size); eigs, trace,
+ * density and blocks say how far they are and how long is left; G's bottom
+ * end is announced before the run and, if unconverged, explained after. */
+static void test_long_work(void **s)
+{
+    (void)s;
+    setup();
+    const char *C = "--config ../w.json --weights ../w.safetensors --batch ../b.safetensors";
+    char *o, *e;
+    /* the test model: 1064 parameters in 18 tensors; dec.0.* is 16 of them, 872 */
+    assert_int_equal(run(&o, &e, "eigs %s -k 1 --max-steps 20 -o e.csv", C), 0);
+    has("eigs", e, "lnkit eigs: the whole model: 1064 parameters in 18 tensors;");
+    has("eigs", e, "lnkit eigs: step 1/20");
+    has("eigs", e, "s left)");
+    free(o), free(e);
+    assert_int_equal(run(&o, &e, "eigs %s --block 'dec.0.*' -k 1 --max-steps 20 -o e.csv", C),
+                     0);
+    has("eigs --block", e, "lnkit eigs: block 'dec.0.*' of the 1064 parameters: 872 parameters "
+        "in 16 tensor(s);");
+    assert_null(strstr(e, "18 tensors"));
+    free(o), free(e);
+    assert_int_equal(run(&o, &e, "trace %s --block '*.ffn.*' --probes 4 -o t.csv", C), 0);
+    has("trace", e, "lnkit trace: block '*.ffn.*' of the 1064 parameters: 552 parameters in 4 "
+        "tensor(s);");
+    has("trace", e, "lnkit trace: probe 4/4");
+    has("trace", e, "s left");
+    free(o), free(e);
+    assert_int_equal(run(&o, &e, "density %s --runs 2 --steps 5 -o d.csv", C), 0);
+    has("density", e, "lnkit density: the whole model:");
+    has("density", e, "lnkit density: step 10/10");
+    has("density", e, "s left");
+    free(o), free(e);
+    int st = run(&o, &e, "blocks %s --block '*.ffn.*' --probes 2 --eig-steps 10 --runs 1 "
+                 "--steps 5 -o bl.csv", C);
+    assert_true(st == 0 || st == 3);
+    has("blocks", e, "lnkit blocks: 4 blocks: 4 tensor(s) matched by --block '*.ffn.*'");
+    has("blocks", e, "products (");
+    has("blocks", e, "lnkit blocks: 4/4 dec.0.ffn.b2 (8)");
+    has("blocks", e, "s left");
+    free(o), free(e);
+    /* G (positive semidefinite), both ends: said before the run; the bottom
+     * pairs, if unconverged, explained by it, not by the step limit alone */
+    st = run(&o, &e, "eigs %s --operator ggn --which both -k 1 --max-steps 30 -o g.csv", C);
+    assert_true(st == 0 || st == 3);
+    has("eigs --operator ggn", e, "lnkit eigs: --operator ggn --which both: G is positive "
+        "semidefinite");
+    if (st == 3) {
+        const char *w = strstr(e, "lnkit eigs: warning: ");
+        assert_non_null(w);
+        if (!strstr(w, "G's bottom eigenvalues"))
+            fail_msg("the warning does not explain G's bottom end: %s", w);
+    }
+    free(o), free(e);
+    /* --quiet: nothing but warnings */
+    st = run(&o, &e, "eigs %s --operator ggn --which bottom -k 1 --max-steps 30 -o g.csv -q", C);
+    assert_true(st == 0 || st == 3);
+    assert_int_equal(n_lines(e), st == 3);
+    free(o), free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_lists_the_table), cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_outputs_json_quiet), cmocka_unit_test(test_man_pages),
-        cmocka_unit_test(test_one_vocabulary),
+        cmocka_unit_test(test_one_vocabulary), cmocka_unit_test(test_long_work),
     };
     return cmocka_run_group_tests_name("cli conventions", tests, NULL, NULL);
 }

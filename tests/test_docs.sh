@@ -81,8 +81,12 @@ fi
 
 # 4. every environment variable read is documented in lnkit(1)'s ENVIRONMENT
 env_sec=$(awk '/^\.SH ENVIRONMENT/ {f = 1; next} f && /^\.SH/ {exit} f' man/lnkit.1)
-vars=$(grep -rhoE '(getenv|[^a-z_]env|environ\.get|environ\[)\(? *"[A-Z][A-Z0-9_]+"' \
-           src studies bench python/lnkit --include='*.c' --include='*.h' --include='*.py' |
+# (names passed to getenv/env/os.environ, and whole string literals LNK_*, LNKIT*, OPENBLAS_*,
+# which tables of names hand to such calls)
+vars=$( { grep -rhoE '(getenv|[^a-z_]env|environ\.get|environ\[)\(? *"[A-Z][A-Z0-9_]+"' \
+              src studies bench python/lnkit --include='*.c' --include='*.h' --include='*.py'
+          grep -rhoE '"(LNK_|LNKIT|OPENBLAS_)[A-Z0-9_]*[A-Z0-9]"' \
+              src studies bench python/lnkit --include='*.c' --include='*.h' --include='*.py'; } |
        grep -oE '"[A-Z][A-Z0-9_]+"' | tr -d '"' | sort -u)
 [ -n "$vars" ] || fail "found no environment variable read: the search is broken"
 missing=""

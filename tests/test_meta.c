@@ -21,10 +21,11 @@ static char lnkit[PATH_MAX];
  * with no extra keys. */
 static json_t *c_record(void)
 {
-    lnk_prov_clear();
+    lnk_prov *p = lnk_prov_alloc();
     const char *csv = tu_path("std.csv");
     tu_write_file(csv, "a\n1\n", 4);
-    assert_int_equal(lnk_meta_write(csv, NULL, NULL, "2026-01-01T00:00:00Z", 0.25), LNK_OK);
+    assert_int_equal(lnk_meta_write(csv, p, NULL, NULL, "2026-01-01T00:00:00Z", 0.25), LNK_OK);
+    lnk_prov_free(p);
     return tu_load_json(tu_path("std.meta.json"));
 }
 
@@ -254,6 +255,7 @@ static void test_meta_bad_input(void **state)
         {"-o r.csv --extra-file nothere.json", "nothere.json", "r.meta.json"},
         {"-o r.csv --named-seed rng", "--named-seed: expected NAME=N", "r.meta.json"},
         {"-o r.csv --named-seed rng=-1", "--named-seed: expected NAME=N", "r.meta.json"},
+        {"-o r.csv --named-seed a=1 --named-seed a=2", "given twice", "r.meta.json"},
         {"-o r.csv --config nothere.json", "nothere.json", "r.meta.json"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

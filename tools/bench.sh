@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lnkit benchmark: `bash tools/bench.sh BUILD_DIR` (what `make bench` runs).
 # Runs BUILD_DIR/bench/bench_model on 2 BLAS threads (OpenBLAS on the best
-# kernel: lnk_blas_setup), prints its table and writes results/bench/bench_model.csv
+# kernel: the program's start, src/front/start.c), prints its table and writes results/bench/bench_model.csv
 # and bench_lanczos.csv (temp name then mv: never half written).
 set -euo pipefail
 build=${1:?usage: bash tools/bench.sh BUILD_DIR}

@@ -97,7 +97,6 @@ typedef struct {
     double *phi;         /* density on the common grid */
 } block_row;
 
-
 /* What the three CSVs are written from. */
 typedef struct {
     const block_row *b;
@@ -108,76 +107,45 @@ typedef struct {
     size_t npts;
 } tables;
 
-/* The rows of -o: one per block. */
-static int rows_blocks(lnk_csv *c, const tables *x)
+/* The rows of -o: one per block (lnk_blockstat_rows). */
+static int rows_blocks(lnk_csv *c, const void *ctx)
 {
+    const tables *x = ctx;
+    int st = LNK_OK;
+    for (int i = 0; !st && i < x->nb; i++)
+        st = lnk_blockstat_rows(c, NULL, x->b[i].name, x->b[i].type, x->op, x->probes,
+                                &x->b[i].st);
+    return st;
+}
+
+/* The rows of --pairs: every pair of blocks once (lnk_js_rows). */
+static int rows_pairs(lnk_csv *c, const void *ctx)
+{
+    const tables *x = ctx;
+    const char **names = malloc(sizeof *names * (size_t)(x->nb ? x->nb : 1));
+    if (!names)
+        return lnk_error(LNK_ENOMEM, "out of memory");
+    for (int i = 0; i < x->nb; i++)
+        names[i] = x->b[i].name;
+    int st = lnk_js_rows(c, NULL, names, x->nb, x->js);
+    free(names);
+    return st;
+}
+
+/* --density: the density format with the block as key column */
+static const char *const BLOCK_KEY[] = {"block"};
+static const lnk_csv_keys BLOCK_KEYS = {1, BLOCK_KEY, NULL};
+
+/* The rows of --density: every block's density on the common grid. */
+static int rows_density(lnk_csv *c, const void *ctx)
+{
+    const tables *x = ctx;
     int st = LNK_OK;
     for (int i = 0; !st && i < x->nb; i++) {
-        const lnk_blockstat *s = &x->b[i].st;
-        st = lnk_csv_str(c, x->b[i].name);
-        st = st ? st : lnk_csv_str(c, x->b[i].type);
-        st = st ? st : lnk_csv_int(c, (long long)s->n);
-        st = st ? st : lnk_csv_str(c, x->op);
-        st = st ? st : lnk_csv_int(c, x->probes);
-        const double v[] = {s->frob.frob, s->frob.frob_se, s->frob.frob2, s->frob.frob2_se,
-                            s->top, s->top_residual};
-        for (int k = 0; k < 6 && !st; k++)
-            st = lnk_csv_double(c, v[k]);
-        st = st ? st : lnk_csv_int(c, s->top_converged);
-        st = st ? st : lnk_csv_double(c, s->bottom);
-        st = st ? st : lnk_csv_double(c, s->bottom_residual);
-        st = st ? st : lnk_csv_int(c, s->bottom_converged);
-        st = st ? st : lnk_csv_int(c, s->eig_steps);
-        st = st ? st : lnk_csv_double(c, s->slq.node_min);
-        st = st ? st : lnk_csv_double(c, s->slq.node_max);
-        st = st ? st : lnk_csv_int(c, s->n_applies);
-        st = st ? st : lnk_csv_end_row(c);
+        const char *v[] = {x->b[i].name};
+        lnk_csv_keys k = {1, BLOCK_KEY, v};
+        st = lnk_density_rows(c, &k, x->t, x->b[i].phi, x->npts);
     }
-    return st;
-}
-
-/* The rows of --pairs: every pair of blocks once. */
-static int rows_pairs(lnk_csv *c, const tables *x)
-{
-    int st = LNK_OK;
-    for (int i = 0; !st && i < x->nb; i++)
-        for (int j = i + 1; !st && j < x->nb; j++) {
-            st = lnk_csv_str(c, x->b[i].name);
-            st = st ? st : lnk_csv_str(c, x->b[j].name);
-            st = st ? st : lnk_csv_double(c, x->js[(size_t)i * x->nb + j]);
-            st = st ? st : lnk_csv_end_row(c);
-        }
-    return st;
-}
-
-/* The rows of --density: every block on the common grid. */
-static int rows_density(lnk_csv *c, const tables *x)
-{
-    int st = LNK_OK;
-    for (int i = 0; !st && i < x->nb; i++)
-        for (size_t p = 0; !st && p < x->npts; p++) {
-            st = lnk_csv_str(c, x->b[i].name);
-            st = st ? st : lnk_csv_double(c, x->t[p]);
-            st = st ? st : lnk_csv_double(c, x->b[i].phi[p]);
-            st = st ? st : lnk_csv_end_row(c);
-        }
-    return st;
-}
-
-/* One CSV through lnk_afile (temporary name, renamed on commit). */
-static int write_csv(const char *path, const char *const *hdr, int ncol,
-                     int (*rows)(lnk_csv *, const tables *), const tables *x)
-{
-    lnk_afile af;
-    int st = lnk_afile_open(&af, path);
-    if (st)
-        return st;
-    lnk_csv c;
-    st = lnk_csv_begin(&c, af.f, hdr, ncol);
-    st = st ? st : rows(&c, x);
-    lnk_csv_free(&c);
-    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
-        lnk_afile_abort(&af);
     return st;
 }
 
@@ -223,13 +191,6 @@ static int not_converged(const block_row *b, int nb, double *worst, int *steps)
     }
     return bad;
 }
-
-static const char *const HDR_BLOCKS[] = {
-    "block", "type", "n", "operator", "probes", "frob", "frob_se", "frob2", "frob2_se", "top",
-    "top_residual", "top_converged", "bottom", "bottom_residual", "bottom_converged",
-    "eig_steps", "node_min", "node_max", "applies"};
-static const char *const HDR_PAIRS[] = {"block_a", "block_b", "js_distance"};
-static const char *const HDR_DENSITY[] = {"block", "t", "density"};
 
 int cmd_blocks(int argc, char **argv)
 {
@@ -351,9 +312,11 @@ int cmd_blocks(int argc, char **argv)
         const char *opname = lnk_op_kind_name(co->op_kind);
         cli_outputs_begin(); /* every CSV and sidecar, or none */
         tables x = {b, nb, opname, bo.probes, js, t, npts};
-        if (write_csv(cli_result_path(out, a.json), HDR_BLOCKS, 19, rows_blocks, &x) ||
-            (pairs && write_csv(cli_out(pairs, 0), HDR_PAIRS, 3, rows_pairs, &x) != LNK_OK) ||
-            (dens && write_csv(cli_out(dens, 0), HDR_DENSITY, 3, rows_density, &x) != LNK_OK))
+        if (lnk_csv_write(cli_result_path(out, a.json), NULL, lnk_cols_blockstat, rows_blocks,
+                          &x) != LNK_OK ||
+            (pairs && lnk_csv_write(cli_out(pairs, 0), NULL, lnk_cols_js, rows_pairs, &x)) ||
+            (dens && lnk_csv_write(cli_out(dens, 0), &BLOCK_KEYS, lnk_cols_density,
+                                   rows_density, &x)))
             cli_die_lib();
         json_t *res = json_pack("{s:i, s:i, s:s, s:i, s:f, s:s, s:f, s:I, s:f, s:f, s:f, s:s, "
                                 "s:I, s:i, s:i}", "blocks", nb, "tensor_blocks", sel.n_tensors,

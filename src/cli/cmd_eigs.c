@@ -109,58 +109,28 @@ static int save(void *ctx, const lnk_eigs_state *st, int must)
     return rc;
 }
 
-/* --mass: for eigenpair i and tensor t of the block, the squared norm of the
- * unit eigenvector's entries on t (the block's tensors are concatenated in
- * layout order, lnkit/hessian.h); they sum to 1 over t. */
-static int write_mass(const char *path, const lnk_model *m, const lnk_block *b,
-                      const lnk_eigs_result *r, const double *Y, size_t n)
-{
-    const lnk_layout *lay = lnk_model_layout(m);
-    lnk_afile af;
-    int st = lnk_afile_open(&af, path);
-    if (st)
-        return st;
-    static const char *const hdr[] = {"which", "index", "tensor", "n", "mass"};
-    lnk_csv c;
-    st = lnk_csv_begin(&c, af.f, hdr, 5);
-    for (int i = 0; !st && i < r->k; i++) {
-        int top = i < r->n_top;
-        size_t off = 0;
-        for (int j = 0; !st && j < b->n_tensors; j++) {
-            const lnk_tensor_info *t = &lay->t[b->tensor[j]];
-            double s = 0;
-            for (size_t q = 0; q < t->size; q++)
-                s += Y[(size_t)i * n + off + q] * Y[(size_t)i * n + off + q];
-            off += t->size;
-            st = lnk_csv_str(&c, top ? "top" : "bottom");
-            st = st ? st : lnk_csv_int(&c, top ? i : i - r->n_top);
-            st = st ? st : lnk_csv_str(&c, t->name);
-            st = st ? st : lnk_csv_int(&c, (long long)t->size);
-            st = st ? st : lnk_csv_double(&c, s);
-            st = st ? st : lnk_csv_end_row(&c);
-        }
-    }
-    lnk_csv_free(&c);
-    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
-        lnk_afile_abort(&af);
-    return st;
-}
 
 /* The rule for pairs that did not converge (cli_not_converged): the worst
  * explicit residual of theirs relative to max|l|, and why they may not have
- * (m: the step limit, --max-steps or the operator's size). */
-static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int m)
+ * (m: the step limit, --max-steps or the operator's size; G's bottom end:
+ * its cluster at 0). */
+static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int m, int op)
 {
-    int bad = 0;
+    int bad = 0, bad_top = 0;
     double worst = 0;
     for (int i = 0; i < r->k; i++)
         if (!r->converged[i]) {
             bad++;
+            bad_top += i < r->n_top;
             worst = fmax(worst, r->scale > 0 ? r->residual[i] / r->scale : r->residual[i]);
         }
     const char *hint = r->stop == LNK_EIGS_TOL
         ? "their residual bounds met the tolerance, the explicit residuals did not: rounding "
           "in double precision is above it (a larger --tol makes the two agree)"
+        : op == LNK_OP_GGN && !bad_top
+        ? "G's bottom eigenvalues are a cluster at 0 (G is positive semidefinite) that Lanczos "
+          "resolves slowly; each bottom value v bounds G's corresponding smallest eigenvalue "
+          "to [0, v]"
         : r->steps >= m ? "the step limit was reached (a larger --max-steps may converge them)"
         : NULL;
     return cli_not_converged(bad, r->k, worst, eo->tol, r->steps, m, hint);
@@ -241,7 +211,7 @@ int cmd_eigs(int argc, char **argv)
         free(cnt);
     }
     if (!cli_root()) {
-        int status = not_converged(&r, &eo, m);
+        int status = not_converged(&r, &eo, m, co->op_kind);
         if (Y != r.vectors)
             free(Y);
         lnk_eigs_result_free(&r);
@@ -251,27 +221,11 @@ int cmd_eigs(int argc, char **argv)
     }
     /* the CSV, the vectors and the sidecar appear together or not at all */
     cli_outputs_begin();
-    lnk_afile af;
-    if (lnk_afile_open(&af, cli_result_path(out, a.json)) != LNK_OK)
-        cli_die_lib();
-    static const char *const hdr[] = {"which", "index", "eigenvalue", "residual", "converged"};
-    lnk_csv csv;
-    int st = lnk_csv_begin(&csv, af.f, hdr, 5), nconv = 0;
-    for (int i = 0; !st && i < r.k; i++) {
-        int top = i < r.n_top;
-        st = lnk_csv_str(&csv, top ? "top" : "bottom");
-        st = st ? st : lnk_csv_int(&csv, top ? i : i - r.n_top);
-        st = st ? st : lnk_csv_double(&csv, r.value[i]);
-        st = st ? st : lnk_csv_double(&csv, r.residual[i]);
-        st = st ? st : lnk_csv_int(&csv, r.converged[i]);
-        st = st ? st : lnk_csv_end_row(&csv);
+    int nconv = 0;
+    for (int i = 0; i < r.k; i++)
         nconv += r.converged[i];
-    }
-    lnk_csv_free(&csv);
-    if (st || lnk_afile_commit(&af) != LNK_OK) {
-        lnk_afile_abort(&af);
+    if (lnk_eigs_write(cli_result_path(out, a.json), &r) != LNK_OK)
         cli_die_lib();
-    }
     if (vec) {
         lnk_st_tensor t[2] = {{"values", LNK_DT_F64, 1, {r.k}, (size_t)r.k, r.value},
                               {"vectors", LNK_DT_F64, 2, {r.k, (int64_t)s.block_n},
@@ -280,7 +234,8 @@ int cmd_eigs(int argc, char **argv)
         if (lnk_st_write(vec, t, 2, meta) != LNK_OK)
             cli_die_lib();
     }
-    if (mass && write_mass(mass, s.m, lnk_hessian_block(s.h), &r, Y, s.block_n) != LNK_OK)
+    if (mass && lnk_mass_write(mass, lnk_model_layout(s.m), lnk_hessian_block(s.h), &r, Y,
+                               s.block_n) != LNK_OK)
         cli_die_lib();
     json_t *res = json_pack("{s:i, s:f, s:i, s:s, s:i, s:f}", "reorthogonalisations", r.n_reorth,
                             "reorth_rows_read", r.reorth_rows, "steps", r.steps,
@@ -295,7 +250,7 @@ int cmd_eigs(int argc, char **argv)
             "||Hv - lv|| <= tol max|l| (tol %g), %.2f s -> %s\n", r.steps,
             r.stop == LNK_EIGS_TOL ? "tol (residual bounds)" : lnk_eigs_stop_name(r.stop), nconv,
             r.k, eo.tol, r.elapsed, cli_is_stdout(out) ? "standard output" : out);
-    int status = not_converged(&r, &eo, m);
+    int status = not_converged(&r, &eo, m, co->op_kind);
     if (Y != r.vectors)
         free(Y);
     lnk_eigs_result_free(&r);

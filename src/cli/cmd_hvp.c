@@ -77,7 +77,7 @@ int cmd_hvp(int argc, char **argv)
     if (!v || !hv || !t || (kind == LNK_OP_FUNCTIONAL && !gv))
         cli_die("out of memory");
     int layout;
-    cli_check(lnk_vector_load(vpath, s.m, v, &layout));
+    cli_check(cli_load_vector(vpath, s.m, v, &layout));
     lnk_hessian *h = NULL;
     lnk_dataset ds;
     lnk_dataset_init(&ds);

@@ -194,9 +194,10 @@ int cmd_meta(int argc, char **argv)
     }
 
     /* the record: the other program's command line, inputs, seeds, counts */
-    lnk_prov_clear();
-    lnk_prov_args(argc - dd - 1, argv + dd + 1);
-    lnk_prov_counts(a.threads, a.ranks);
+    lnk_prov *p = cli_prov();
+    if (lnk_prov_args(p, argc - dd - 1, argv + dd + 1) != LNK_OK)
+        cli_die_lib();
+    lnk_prov_counts(p, a.threads, a.ranks);
     lnk_config c, *cfg = NULL;
     if (mo.config_path) {
         need_regular("--config", mo.config_path);
@@ -205,7 +206,7 @@ int cmd_meta(int argc, char **argv)
     }
     for (int i = 0; i < n_in; i++) {
         need_regular("--input", inputs[i]);
-        if (lnk_prov_input(inputs[i]) != LNK_OK)
+        if (lnk_prov_input(p, inputs[i]) != LNK_OK)
             cli_die("--input %s", lnk_errmsg());
     }
     for (int i = 0; i < n_seed; i++) {
@@ -221,15 +222,22 @@ int cmd_meta(int argc, char **argv)
             if (!strncmp(seed_args[j], seed_args[i], (size_t)(eq - seed_args[i]) + 1))
                 cli_die("--named-seed %s: the seed '%s' is given twice (%s and %s); each named "
                         "seed once", seed_args[i], name, seed_args[j], seed_args[i]);
-        lnk_prov_seed(name, v);
+        if (lnk_prov_seed(p, name, v) != LNK_OK)
+            cli_die_lib();
     }
-    if (lnk_meta_write(out, cfg, extra, start, wall) != LNK_OK)
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        cli_die_lib();
+    if (extra)
+        lnk_meta_parse(m, extra, extra_file ? "--extra-file" : "--extra");
+    int st = lnk_meta_write(out, p, cfg, m, start, wall);
+    lnk_meta_free(m);
+    if (st != LNK_OK)
         cli_die("%s", lnk_errmsg());
     cli_say("wrote %s\n", side);
     if (cfg)
         lnk_config_clear(cfg);
     free(extra_text);
     free(side);
-    lnk_prov_clear();
     return 0;
 }

@@ -107,7 +107,7 @@ static int split(char *line, char **f, int max)
 static void read_keys(const char *path, double **K, int *n_out, int *d_out)
 {
     char *buf;
-    if (lnk_read_file(path, &buf, NULL) != LNK_OK)
+    if (cli_read_input(path, lnk_input_limit(), "keys file", &buf) != LNK_OK)
         cli_die_lib();
     int cap = 64, n = 0, d = -1;
     double *k = NULL;
@@ -174,28 +174,14 @@ static void read_keys(const char *path, double **K, int *n_out, int *d_out)
     *d_out = d;
 }
 
-/* The rows: index,selectable. */
-typedef struct {
-    const int *sel;
-    int n;
-} sel_rows;
-
-static int write_rows(const char *path, const sel_rows *r)
+/* The rows index,selectable (lnk_select_fwrite, their one writer) at path. */
+static int write_rows(const char *path, const int *sel, int n)
 {
-    static const char *const hdr[] = {"index", "selectable"};
     lnk_afile af;
     int st = lnk_afile_open(&af, path);
     if (st)
         return st;
-    lnk_csv csv;
-    st = lnk_csv_begin(&csv, af.f, hdr, 2);
-    for (int i = 0; !st && i < r->n; i++) {
-        st = lnk_csv_int(&csv, i);
-        st = st ? st : lnk_csv_int(&csv, r->sel[i]);
-        st = st ? st : lnk_csv_end_row(&csv);
-    }
-    lnk_csv_free(&csv);
-    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
+    if ((st = lnk_select_fwrite(af.f, sel, n)) != LNK_OK || (st = lnk_afile_commit(&af)) != LNK_OK)
         lnk_afile_abort(&af);
     return st;
 }
@@ -214,16 +200,14 @@ int cmd_select(int argc, char **argv)
     double *K;
     int n, d;
     read_keys(a.keys, &K, &n, &d);
-    cli_input(a.keys);
     CLI_CK(lnk_geom_apply(a.norm, K, K, n, d, 1, a.eps));
     int *sel = cli_alloc(sizeof(int) * (size_t)n), n_sel = 0;
     if (lnk_geom_selectable(K, n, d, a.tol, sel, NULL) != LNK_OK)
         cli_die("%s: %s", a.keys, lnk_errmsg());
     for (int i = 0; i < n; i++)
         n_sel += sel[i];
-    sel_rows rows = {sel, n};
     cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
-    CLI_CK(write_rows(cli_result_path(a.out, a.json), &rows));
+    CLI_CK(write_rows(cli_result_path(a.out, a.json), sel, n));
     if (meta) {
         json_t *x = json_pack("{s:s}", "command", "select");
         CLI_CK(cli_opts_meta(opts, &a, 1, x));

@@ -53,20 +53,6 @@ const cli_cmd cmd_trace_decl = {
     .example = "--config CONFIG --weights WEIGHTS --batch BATCH --probes 6 -o OUT",
 };
 
-static int write_csv(FILE *f, const lnk_trace_result *r, const char *method)
-{
-    static const char *const hdr[] = {"method", "probes", "trace", "stderr"};
-    lnk_csv csv;
-    int st = lnk_csv_begin(&csv, f, hdr, 4);
-    st = st ? st : lnk_csv_str(&csv, method);
-    st = st ? st : lnk_csv_int(&csv, r->probes);
-    st = st ? st : lnk_csv_double(&csv, r->trace);
-    st = st ? st : lnk_csv_double(&csv, r->std_error);
-    st = st ? st : lnk_csv_end_row(&csv);
-    lnk_csv_free(&csv);
-    return st;
-}
-
 /* --checkpoint: save the state when due (cli_ckpt_due). */
 static int save(void *ctx, const lnk_trace_state *st, int must)
 {
@@ -125,7 +111,7 @@ int cmd_trace(int argc, char **argv)
         lnk_afile af;
         if (lnk_afile_open(&af, cli_out(out, 0)) != LNK_OK)
             cli_die_lib();
-        if (write_csv(af.f, &r, mname) != LNK_OK || lnk_afile_commit(&af) != LNK_OK) {
+        if (lnk_trace_fwrite(af.f, mname, &r) != LNK_OK || lnk_afile_commit(&af) != LNK_OK) {
             lnk_afile_abort(&af);
             cli_die_lib();
         }

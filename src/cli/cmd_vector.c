@@ -122,10 +122,10 @@ int cmd_vector(int argc, char **argv)
         lnk_batch *b = calloc((size_t)n_batch, sizeof *b);
         if (!theta || !b)
             cli_die("out of memory for %zu parameters", np);
-        if (lnk_weights_load(wpath, m, theta) != LNK_OK)
+        if (cli_load_weights(wpath, m, theta) != LNK_OK)
             cli_die_lib();
         for (int i = 0; i < n_batch; i++)
-            if (lnk_batch_load(bpath[i], m, &b[i]) != LNK_OK)
+            if (cli_load_batch(bpath[i], m, &b[i]) != LNK_OK)
                 cli_die_lib();
         if (lnk_dataset_eval(m, theta, b, n_batch, &loss, v, NULL) != LNK_OK)
             cli_die_lib();

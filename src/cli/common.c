@@ -1,65 +1,34 @@
-/* Shared by the lnkit commands: the model options (the configuration as a
- * file and as flags), the inputs recorded for the sidecars, a session of
- * model, weights and batch. */
+/* Shared by the lnkit commands: the model with its weights, the data set of
+ * the --batch files, a session of model, weights and batch (eval, hvp). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "lnkit/provenance.h"
 
-const cli_opt cli_model_table[] = {
-    {.type = CLI_STR, .name = "config", .arg = "FILE", CLI_AT(cli_model_opts, config_path),
-     .flags = CLI_READS, .help = "configuration file (JSON)"},
-    {.type = CLI_CONFIG, CLI_AT(cli_model_opts, keys)},
-    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(cli_model_opts, threads), .min = 1,
-     .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
-    {0}};
-
-int cli_not_converged(int n_bad, int n_req, double worst_rel, double tol, int steps,
-                      int max_steps, const char *hint)
+void cli_load_model(const cli_model_opts *mo, const char *weights, lnk_config *c, lnk_model **m,
+                    double **theta)
 {
-    if (n_bad <= 0)
-        return 0;
-    cli_warn("%d of %d requested eigenpairs did not converge (worst residual %.3g max|l|, "
-             "tolerance %.3g; %d of %d Lanczos steps used)%s%s; the results are written, with "
-             "converged = 0 for them; exit status %d", n_bad, n_req, worst_rel, tol, steps,
-             max_steps, hint ? ": " : "", hint ? hint : "", CLI_EXIT_NOT_CONVERGED);
-    return CLI_EXIT_NOT_CONVERGED;
+    cli_make_config(mo, c);
+    if (!(*m = lnk_model_alloc(c)))
+        cli_die_lib();
+    size_t np = lnk_model_n_params(*m);
+    *theta = malloc(sizeof(double) * np);
+    cli_check(*theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));
+    cli_check(cli_load_weights(weights, *m, *theta));
 }
 
-void cli_input(const char *path)
+void cli_load_data(lnk_dataset *ds, const lnk_model *m, const char *const *batch, int n_batch,
+                   int chunk_rows)
 {
-    if (lnk_prov_input(path) != LNK_OK)
-        cli_die_lib();
-}
-
-char *cli_sibling_path(const char *path, const char *suffix)
-{
-    size_t L = strlen(path), ls = strlen(".safetensors");
-    size_t base = (L > ls && !strcmp(path + L - ls, ".safetensors")) ? L - ls : L;
-    char *p = malloc(base + strlen(suffix) + 1);
-    if (!p)
-        cli_die("out of memory");
-    memcpy(p, path, base);
-    strcpy(p + base, suffix);
-    return p;
-}
-
-void cli_make_config(const cli_model_opts *mo, lnk_config *c)
-{
-    lnk_config_default(c);
-    if (mo->config_path && lnk_config_load_json(c, mo->config_path) != LNK_OK)
-        cli_die_lib();
-    if (mo->config_path)
-        cli_input(mo->config_path);
-    for (int i = 0; i < mo->keys.n; i++)
-        if (lnk_config_set(c, mo->keys.key[i], mo->keys.val[i]) != LNK_OK)
-            cli_die_lib();
-    if (lnk_config_finalize(c) != LNK_OK)
-        cli_die_lib();
-    lnk_prov_seed("init", c->seed);
-    if (mo->threads > 0)
-        lnk_set_blas_threads(mo->threads);
+    lnk_dataset_init(ds);
+    for (int i = 0; i < n_batch; i++) {
+        lnk_batch file;
+        cli_check(cli_load_batch(batch[i], m, &file));
+        cli_check(lnk_dataset_add_rows(ds, m, &file, cli_chunk_rows(file.B, chunk_rows)));
+        lnk_batch_free(&file);
+    }
+    cli_check(lnk_dataset_shard(ds, m, cli_procs()));
 }
 
 void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
@@ -72,17 +41,10 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
         cli_die("--batch FILE is required (repeat it for a data set of several files)");
     s->batch = batch;
     s->n_batch = n_batch;
-    cli_make_config(mo, &s->c);
-    s->m = lnk_model_alloc(&s->c);
-    if (!s->m)
-        cli_die_lib();
-    s->theta = malloc(sizeof(double) * lnk_model_n_params(s->m));
-    cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters",
-                                            lnk_model_n_params(s->m)));
-    cli_check(lnk_weights_load(weights, s->m, s->theta));
+    cli_load_model(mo, weights, &s->c, &s->m, &s->theta);
     if (cli_dataset(s))
         return; /* a data set: cli_shard reads the files */
-    cli_check(lnk_batch_load(batch[0], s->m, &s->b));
+    cli_check(cli_load_batch(batch[0], s->m, &s->b));
     s->ws = lnk_workspace_alloc(s->m, s->b.B, s->b.S, s->b.T, ws_flags);
     if (!s->ws)
         cli_die_lib();
@@ -107,14 +69,7 @@ int cli_chunk_rows(int B, int chunk_rows)
 
 void cli_shard(cli_session *s, lnk_dataset *ds)
 {
-    lnk_dataset_init(ds);
-    for (int i = 0; i < s->n_batch; i++) {
-        lnk_batch file;
-        cli_check(lnk_batch_load(s->batch[i], s->m, &file));
-        cli_check(lnk_dataset_add_rows(ds, s->m, &file, cli_chunk_rows(file.B, 0)));
-        lnk_batch_free(&file);
-    }
-    cli_check(lnk_dataset_shard(ds, s->m, lnk_comm_faulty(lnk_comm_world())));
+    cli_load_data(ds, s->m, s->batch, s->n_batch, 0);
 }
 
 void cli_close(cli_session *s)

@@ -10,8 +10,6 @@
 #include "lnkit/provenance.h"
 #include "lnkit/sha256.h"
 
-static const cli_choice operators[] = {{"hessian", LNK_OP_HESSIAN}, {"ggn", LNK_OP_GGN},
-                                       {"functional", LNK_OP_FUNCTIONAL}, {NULL, 0}};
 const cli_choice cli_lanczos_modes[] = {{"full", LNK_LANCZOS_FULL}, {"light", LNK_LANCZOS_LIGHT},
                                         {NULL, 0}};
 const cli_choice cli_reorths[] = {{"partial", LNK_REORTH_PARTIAL}, {"always", LNK_REORTH_ALWAYS},
@@ -41,7 +39,7 @@ const cli_opt cli_curv_table[] = {
     {0}};
 
 const cli_opt cli_op_table[] = {
-    {.type = CLI_CHOICE, .name = "operator", CLI_AT(T, op_kind), .ref = operators,
+    {.type = CLI_CHOICE, .name = "operator", CLI_AT(T, op_kind), .ref = cli_operators,
      .flags = CLI_ID | CLI_ID_SET | CLI_META,
      .help = "the curvature operator: the loss Hessian H, its Gauss-Newton part G = J^T H_out J "
              "(positive semidefinite), or the functional part F = H - G",
@@ -171,27 +169,12 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     lnk_iso_time(s->start, sizeof s->start);
     s->t0 = lnk_now();
     int P = lnk_comm_size();
-    cli_make_config(&o->mo, &s->c);
-    s->m = lnk_model_alloc(&s->c);
-    if (!s->m)
-        cli_die_lib();
+    cli_load_model(&o->mo, o->weights, &s->c, &s->m, &s->theta);
     size_t np = lnk_model_n_params(s->m);
-    s->theta = malloc(sizeof(double) * np);
-    cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));
-    cli_check(lnk_weights_load(o->weights, s->m, s->theta));
-    /* inputs (path, size, SHA-256) and seeds for the sidecar */
-    cli_input(o->weights);
-    for (int i = 0; i < o->n_batch; i++)
-        cli_input(o->batch[i]);
-    lnk_prov_seed("rng", o->rng_seed);
-    lnk_dataset_init(&s->ds);
-    for (int i = 0; i < o->n_batch; i++) {
-        lnk_batch file;
-        cli_check(lnk_batch_load(o->batch[i], s->m, &file));
-        cli_check(lnk_dataset_add_rows(&s->ds, s->m, &file, cli_chunk_rows(file.B, o->chunk_rows)));
-        lnk_batch_free(&file);
-    }
-    cli_check(lnk_dataset_shard(&s->ds, s->m, lnk_comm_faulty(lnk_comm_world())));
+    /* the inputs read once, recorded (path, size, SHA-256) with the seed for the sidecar */
+    if (lnk_prov_seed(cli_prov(), "rng", o->rng_seed) != LNK_OK)
+        cli_die_lib();
+    cli_load_data(&s->ds, s->m, o->batch, o->n_batch, o->chunk_rows);
     s->chunks = s->ds.chunks;
     s->n_chunks = s->ds.n_total;
     s->n_own = s->ds.n_chunks;
@@ -204,6 +187,11 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     cli_check(lnk_hessian_set_kind(s->h, o->op_kind));
     s->op = lnk_hessian_operator(s->h);
     s->block_n = lnk_hessian_block(s->h)->n;
+    /* the sidecar's record built once before the work: what could make it
+     * fail (the configuration's JSON, memory) shows now, not after hours */
+    char *text = NULL;
+    cli_check(lnk_meta_text(cli_prov(), &s->c, NULL, s->start, 0, &text));
+    free(text);
     cli_setup_done();
     /* what the run works on: the block actually selected, named */
     const lnk_block *b = lnk_hessian_block(s->h);

@@ -41,7 +41,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(name, "--version")) {
-        char *v = lnk_version_text();
+        char *v = lnk_version_text(cli_blas_note());
         if (!v)
             cli_die("out of memory");
         fputs(v, stdout);

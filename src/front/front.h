@@ -1,6 +1,7 @@
-/* The front end of the programs (lnkit, the studies, the benchmarks): their
- * start and their messages; options are in front/opt.h.  Above the library:
- * the library never prints and never exits, the programs do it here.
+/* The front end of the programs (lnkit, the studies, the benchmarks), above
+ * the library: their start, their provenance record and, in test builds,
+ * the simulated failures of a rank.  The library never reads the
+ * environment, prints, exits or executes a program; the programs do it here.
  *
  * Messages.  Every line a program writes on standard error starts with its
  * name, "lnkit eigs: " for lnkit's commands (cli_parse sets it), the
@@ -19,11 +20,31 @@
 
 #include "lnkit/lnkit.h"
 
-/* First in main: the BLAS kernel (may re-execute the program), the removal
- * of unfinished outputs at exit and on fatal signals, the MPI job, the
- * command line for the sidecars; prog names the program in messages until
- * cli_parse names the command. */
+/* The start of every program (start.c): first thing in main.  The user's
+ * settings from the environment, checked (a bad value: "PROG: message",
+ * exit 2) and passed to the library, which reads none: LNK_MEM_LIMIT_MB
+ * (lnkit/memory.h), LNK_BLAS_KERNEL and OPENBLAS_CORETYPE (lnkit/blas.h:
+ * the program restarts itself on a better OpenBLAS kernel, so nothing may
+ * come before this call); in a test build the test hooks (lnkit/fault.h,
+ * LNK_FAULT below).  Then the clean-up of unfinished outputs
+ * (lnk_output_init), the MPI job (lnk_comm_init) and the program's
+ * provenance record with its command line.  cli_start_env: the settings, the
+ * BLAS kernel and the record only (programs that never run under mpirun). */
 void cli_start(int *argc, char ***argv, const char *prog);
+void cli_start_env(const char *prog);
+/* The program's provenance record (lnkit/provenance.h) for its sidecars,
+ * and the note on its BLAS kernel choice (--version). */
+lnk_prov *cli_prov(void);
+const char *cli_blas_note(void);
+/* The job's processes (lnk_comm_world), wrapped in a test build so that
+ * LNK_FAULT="RANK:POINT:KIND[:N]" fails rank RANK at its N-th "load" or
+ * "hvp" (fault.c); cli_fault(point): 1 if this rank fails at point now
+ * (kinds exit and kill do not return), never outside a test build. */
+const lnk_procs *cli_procs(void);
+int cli_fault(const char *point);
+#ifdef LNK_TESTING
+int cli_fault_set(const char *spec);
+#endif
 
 /* The name messages start with. */
 void cli_set_name(const char *name);
@@ -77,5 +98,20 @@ void cli_meta_write(const char *path, const lnk_config *cfg, json_t *extra, cons
 
 /* malloc(n) or die "out of memory". */
 void *cli_alloc(size_t n);
+
+/* Exit statuses: 0 done (and converged), 2 bad input or a failure, 3 done
+ * but not converged: a command that computes eigenpairs to a tolerance
+ * (eigs; blocks' extremes) writes its full results and sidecar as always
+ * (converged columns, counts in the sidecar), then prints one warning line
+ * (cli_not_converged) and exits 3.  Commands without a convergence test
+ * (trace, density) exit 0. */
+#define CLI_EXIT_NOT_CONVERGED 3
+/* The warning line: n_bad of n_req requested eigenpairs did not converge,
+ * the worst residual relative to max|l| (worst_rel) against tol, the
+ * Lanczos steps used of the limit, and hint (NULL or a short advice).
+ * Rank 0 prints it (cli_warn), even with --quiet; returns CLI_EXIT_NOT_CONVERGED (0 if
+ * n_bad is 0). */
+int cli_not_converged(int n_bad, int n_req, double worst_rel, double tol, int steps,
+                      int max_steps, const char *hint);
 
 #endif

@@ -102,6 +102,7 @@ void cli_die(const char *fmt, ...)
         fprintf(stderr, "%s: rank %d: %s\n", name, rank, msg);
     }
     lnk_comm_abort(2);
+    exit(2); /* lnk_comm_abort returns in a job of one process */
 }
 
 void cli_die_lib(void) { cli_die("%s", lnk_errmsg()); }
@@ -118,4 +119,16 @@ void *cli_alloc(size_t n)
     if (!p)
         cli_die("out of memory (%zu bytes)", n);
     return p;
+}
+
+int cli_not_converged(int n_bad, int n_req, double worst_rel, double tol, int steps,
+                      int max_steps, const char *hint)
+{
+    if (n_bad <= 0)
+        return 0;
+    cli_warn("%d of %d requested eigenpairs did not converge (worst residual %.3g max|l|, "
+             "tolerance %.3g; %d of %d Lanczos steps used)%s%s; the results are written, with "
+             "converged = 0 for them; exit status %d", n_bad, n_req, worst_rel, tol, steps,
+             max_steps, hint ? ": " : "", hint ? hint : "", CLI_EXIT_NOT_CONVERGED);
+    return CLI_EXIT_NOT_CONVERGED;
 }

@@ -53,9 +53,10 @@ static int flatten_into(const cli_opt *t, char *base, cli_flat *f, int n, int ca
 {
     for (; t->type != CLI_END; t++) {
         if (t->type == CLI_GROUP) {
-            if (n < cap) /* the heading, for help */
+            if (n < cap) /* the heading, for help (a group without a table: only that) */
                 f[n++] = (cli_flat){t, base, -1, 1};
-            n = flatten_into(t->ref, base + t->off, f, n, cap);
+            if (t->ref)
+                n = flatten_into(t->ref, base + t->off, f, n, cap);
         } else if (t->type == CLI_CONFIG) {
             config_opts();
             for (int k = 0; k < n_cfg && n < cap; k++)
@@ -82,7 +83,8 @@ int cli_opts_each(const cli_opt *table, void *args, int groups, cli_each_fn *fn,
     for (const cli_opt *t = table; t->type != CLI_END; t++) {
         int rc = 0;
         if (t->type == CLI_GROUP)
-            rc = groups ? cli_opts_each(t->ref, (char *)args + t->off, groups, fn, ctx) : 0;
+            rc = groups && t->ref ? cli_opts_each(t->ref, (char *)args + t->off, groups, fn, ctx)
+                                  : 0;
         else
             rc = fn(t, args, ctx);
         if (rc)
@@ -117,6 +119,20 @@ const char *cli_opt_text(const cli_opt *o, const void *base, char *buf, size_t n
             if (c->value == *(const int *)p)
                 return c->name;
         return "?";
+    case CLI_INTS: case CLI_WORDS: {
+        const cli_ints *l = (const cli_ints *)p;
+        size_t k = 0;
+        buf[0] = 0;
+        for (int i = 0; i < l->n && k < n; i++) {
+            const char *w = NULL;
+            for (const cli_choice *c = o->type == CLI_WORDS ? o->ref : NULL; c && c->name; c++)
+                if (c->value == l->v[i])
+                    w = c->name;
+            k += w ? (size_t)snprintf(buf + k, n - k, "%s%s", i ? "," : "", w)
+                   : (size_t)snprintf(buf + k, n - k, "%s%d", i ? "," : "", l->v[i]);
+        }
+        return buf;
+    }
     default: return NULL;
     }
 }
@@ -131,6 +147,7 @@ static size_t type_size(cli_type t)
     case CLI_REAL: return sizeof(double);
     case CLI_STR: return sizeof(const char *);
     case CLI_CONFIG: return sizeof(cli_config_flags);
+    case CLI_INTS: case CLI_WORDS: return sizeof(cli_ints);
     default: return 0;
     }
 }
@@ -161,6 +178,45 @@ static _Noreturn void bad_value(const cli_opt *o, const char *arg)
 static int in_range(const cli_opt *o, double v)
 {
     return (o->flags & CLI_GT ? v > o->min : v >= o->min) && (!(o->max > o->min) || v <= o->max);
+}
+
+/* "a,b,c" into l: integers in [min, max], or names of o's choices. */
+static void set_list(const cli_opt *o, const char *arg, cli_ints *l)
+{
+    char f[64], item[64];
+    l->n = 0;
+    for (const char *p = arg; *p;) {
+        size_t len = strcspn(p, ",");
+        snprintf(item, sizeof item, "%.*s", (int)len, p);
+        if (l->n == CLI_MAX_INTS)
+            cli_die("%s: at most %d values, got '%s'", cli_opt_flag(o, f, sizeof f),
+                    CLI_MAX_INTS, arg);
+        int ok = 0;
+        if (o->type == CLI_WORDS) {
+            for (const cli_choice *c = o->ref; c->name && !ok; c++)
+                if (!strcmp(c->name, item))
+                    l->v[l->n] = c->value, ok = 1;
+        } else {
+            char *end;
+            errno = 0;
+            long v = strtol(item, &end, 10);
+            ok = !errno && end != item && !*end && in_range(o, (double)v);
+            l->v[l->n] = (int)v;
+        }
+        if (!ok) {
+            char e[128] = "";
+            if (o->type == CLI_INTS)
+                expected(o, e, sizeof e);
+            else
+                for (const cli_choice *c = o->ref; c->name; c++)
+                    snprintf(e + strlen(e), sizeof e - strlen(e), "%s%s", c == o->ref ? "" : ", ",
+                             c->name);
+            cli_die("%s: expected comma-separated %s%s, got '%s'", cli_opt_flag(o, f, sizeof f),
+                    o->type == CLI_INTS ? "values, each " : "names of ", e, arg);
+        }
+        l->n++;
+        p += len + (p[len] == ',');
+    }
 }
 
 static void set_value(const cli_flat *fl, const char *arg)
@@ -223,6 +279,7 @@ static void set_value(const cli_flat *fl, const char *arg)
         return;
     }
     case CLI_CALL: ((cli_call_fn *)o->ref)(cli_opt_flag(o, f, sizeof f), arg, p); return;
+    case CLI_INTS: case CLI_WORDS: set_list(o, arg, (cli_ints *)p); return;
     case CLI_CONFIG: {
         cli_config_flags *c = (cli_config_flags *)p;
         if (c->n == CLI_MAX_CONFIG_FLAGS)

@@ -45,8 +45,10 @@ typedef enum {
     CLI_CHOICE, /* int: the value of one of ref's cli_choice names */
     CLI_LIST,   /* repeatable text: const char *[N] at off, its count (int) at count */
     CLI_CALL,   /* ref: a cli_call_fn that parses the text (dies on a bad one) */
-    CLI_GROUP,  /* ref: another table, whose offsets start at off */
+    CLI_GROUP,  /* ref: another table, whose offsets start at off (NULL: a heading alone) */
     CLI_CONFIG, /* every configuration key as a flag, into a cli_config_flags */
+    CLI_INTS,   /* comma-separated integers in [min, max] (none: ''), into a cli_ints */
+    CLI_WORDS,  /* comma-separated names of ref's choices, their values into a cli_ints */
 } cli_type;
 
 enum {
@@ -87,6 +89,13 @@ typedef struct cli_opt {
 } cli_opt;
 
 #define CLI_AT(T, f) .off = offsetof(T, f), .size = sizeof(((T *)0)->f)
+
+/* A list value (CLI_INTS, CLI_WORDS). */
+#define CLI_MAX_INTS 64
+typedef struct {
+    int n;
+    int v[CLI_MAX_INTS];
+} cli_ints;
 
 /* The configuration keys given as flags, in order (lnk_config_set them in
  * turn after --config: cli_make_config). */

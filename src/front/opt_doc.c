@@ -14,11 +14,13 @@ static const char *arg_text(const cli_opt *o, char *buf, size_t n)
 {
     if (o->type == CLI_FLAG)
         return NULL;
-    if (o->arg || o->type != CLI_CHOICE)
+    if (o->arg || (o->type != CLI_CHOICE && o->type != CLI_WORDS))
         return o->arg;
     size_t len = 0;
     for (const cli_choice *c = o->ref; c->name && len < n; c++)
         len += (size_t)snprintf(buf + len, n - len, "%s%s", c == o->ref ? "" : "|", c->name);
+    if (o->type == CLI_WORDS && len < n) /* a list of them */
+        snprintf(buf + len, n - len, ",...");
     return buf;
 }
 
@@ -32,9 +34,9 @@ static const char *def_text(const cli_opt *o, const void *base, char *buf, size_
     switch (o->type) {
     case CLI_FLAG: case CLI_CALL: case CLI_CONFIG: return NULL;
     case CLI_LIST: return "none";
-    case CLI_STR: {
+    case CLI_STR: case CLI_INTS: case CLI_WORDS: {
         const char *v = cli_opt_text(o, base, buf, n);
-        return v ? v : "none";
+        return v && *v ? v : "none";
     }
     default: return cli_opt_text(o, base, buf, n);
     }
@@ -117,7 +119,7 @@ static void print_opts(const cli_flat *fl, int n, FILE *f)
 {
     for (int i = 0; i < n; i++) {
         const cli_opt *o = fl[i].o;
-        char left[400], ab[160], db[64];
+        char left[400], ab[160], db[512];
         if (fl[i].heading) { /* a group without a heading continues the one before */
             if (o->help)
                 fprintf(f, "\n%s:\n", o->help);
@@ -197,7 +199,7 @@ void cli_doc_roff(const cli_cmd *cmd, const void *args, FILE *f)
     fputs(".SH OPTIONS\n", f);
     for (int i = 0; i < n; i++) {
         const cli_opt *o = fl[i].o;
-        char ab[160], db[64];
+        char ab[160], db[512];
         if (fl[i].heading && !o->help)
             continue;
         if (fl[i].heading) {

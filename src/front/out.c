@@ -73,12 +73,14 @@ void cli_meta_write(const char *path, const lnk_config *cfg, json_t *extra, cons
         json_decref(extra);
         return;
     }
-    char *txt = extra ? json_dumps(extra, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(extra);
-    if (extra && !txt)
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
         cli_die("out of memory for the sidecar of %s", path);
-    int st = lnk_meta_write(path, cfg, txt, start, seconds);
-    free(txt);
+    if (extra)
+        lnk_meta_add_object(m, extra); /* a failure stays in m: lnk_meta_write returns it */
+    json_decref(extra);
+    int st = lnk_meta_write(path, cli_prov(), cfg, m, start, seconds);
+    lnk_meta_free(m);
     CLI_CK(st);
 }
 

@@ -160,7 +160,7 @@ done
 # with ANATOMY_MPI): a run in two parts equals one run of one process, byte for byte
 if [ -x "$SB/studies/anatomy" ] && [ -x "$MB/studies/anatomy" ]; then
     AC=(--lm-d '' --s2s-L '' --s2s-d '' --no-variants --lm-L-ref 2 --lm-d-ref 8 --h 2 --seeds 2
-        --probes 2 --runs 1 --steps 6 --eig-steps 60 --quiet --V 16 --batch 2 --len 4)
+        --probes 2 --runs 1 --steps 6 --eig-steps 60 --quiet --V 16 --rows 2 --len 4)
     "$SB/studies/anatomy" --out an1 --lm-L 1,2,3 "${AC[@]}" 2>an.err &&
         "${MR[@]}" "$MB/studies/anatomy" --out an2 --lm-L 1,2 "${AC[@]}" --resume 2>>an.err &&
         "${MR[@]}" "$MB/studies/anatomy" --out an2 --lm-L 1,2,3 "${AC[@]}" --resume 2>>an.err
