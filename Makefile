@@ -332,10 +332,13 @@ test-readme: all
 	PYTHON=$(PYTHON) bash tests/test_readme.sh $(BUILD)
 
 # The user guide's command reference (docs/guide/commands.md), generated from
-# the option tables by tools/cli_doc, as the man pages' OPTIONS are.
-docs: $(CLI_DOC)
+# the option tables by tools/cli_doc, as the man pages' OPTIONS are, and the
+# study programs' options (docs/guide/study-options.md: their --help).
+docs: $(CLI_DOC) $(STUDY_BIN)
 	$(CLI_DOC) --markdown > docs/guide/commands.md.tmp
 	mv docs/guide/commands.md.tmp docs/guide/commands.md
+	bash tools/study_doc.sh $(BUILD) > docs/guide/study-options.md.tmp
+	mv docs/guide/study-options.md.tmp docs/guide/study-options.md
 # The documents against what they describe: the command reference equals
 # what `make docs` makes, every link of README.md and docs/ resolves, every
 # man page renders without a warning, lnkit(1) names every environment

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The documents against what they describe (make test-docs, part of make test):
-#  1. docs/guide/commands.md is what `make docs` (tools/cli_doc --markdown, from the
-#     option tables) makes now: an option added, renamed or given a new default
-#     without `make docs` fails here;
+#  1. docs/guide/commands.md and study-options.md are what `make docs` (tools/cli_doc
+#     --markdown from the option tables; tools/study_doc.sh from the study programs'
+#     --help) makes now: an option added, renamed or given a new default without
+#     `make docs` fails here, and so does a study program missing from the reference;
 #  2. every relative link of README.md and docs/**/*.md resolves: the file exists and,
 #     for FILE#anchor, FILE has a heading of that anchor (GitHub's rule);
 #  3. every man page renders (man -l, groff warnings on) without a warning;
@@ -27,6 +28,16 @@ fi
 n_cmd=$(grep -c '^## lnkit ' docs/guide/commands.md)
 n_help=$(bin/lnkit --help | awk '/^Commands:/ {f = 1; next} f && /^$/ {exit} f' | wc -l)
 [ "$n_cmd" = "$n_help" ] || fail "commands.md has $n_cmd commands, lnkit --help lists $n_help"
+
+# ... and the study programs' reference (their --help), one section for every studies/*.c
+bash tools/study_doc.sh "$BUILD" > "$T/study-options.md" || fail "tools/study_doc.sh failed"
+if ! cmp -s "$T/study-options.md" docs/guide/study-options.md; then
+    diff -u docs/guide/study-options.md "$T/study-options.md" | head -n 20 >&2
+    fail "docs/guide/study-options.md differs from the programs' --help: run make docs"
+fi
+have=$(sed -n 's/^## //p' docs/guide/study-options.md | sort | tr '\n' ' ')
+want=$(ls studies/*.c | xargs -n1 basename | sed 's/\.c$//' | sort | tr '\n' ' ')
+[ "$have" = "$want" ] || fail "study-options.md documents '$have', studies/ has '$want'"
 
 # 2. links
 "$PY" - README.md docs/*.md docs/guide/*.md <<'PY' || fail "links (above)"
@@ -94,5 +105,5 @@ for v in $vars; do
     grep -q "^\.B $v\$" <<<"$env_sec" || missing="$missing $v"
 done
 [ -z "$missing" ] || fail "man/lnkit.1 ENVIRONMENT does not describe:$missing"
-echo "test-docs: passed: commands.md = the option tables ($n_cmd commands); $man_ok;" \
+echo "test-docs: passed: commands.md = the option tables ($n_cmd commands), study-options.md = the $(wc -w <<<"$have") studies' --help; $man_ok;" \
      "ENVIRONMENT names all $(wc -w <<<"$vars") variables read ($(echo $vars))"
