@@ -186,11 +186,11 @@ $(CMDS): $(CMDS_OBJ)
 $(BIN): $(BUILD)/src/cli/main.o $(CMDS) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(BUILD)/src/cli/main.o $(CMDS) $(FRONT) $(LIB) $(LDLIBS) -o $@
+	@if [ "$(BUILD)" = build ]; then mkdir -p bin && ln -sf ../$@ bin/lnkit; fi
 
 $(T_CMDS): $(call testing,$(CMDS_OBJ))
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
-	@if [ "$(BUILD)" = build ]; then mkdir -p bin && ln -sf ../$@ bin/lnkit; fi
 
 # The test build's archives and programs (see T_SRC above).
 $(T_LIB): $(call testing,$(LIB_OBJ))

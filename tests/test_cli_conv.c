@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "testutil.h"
 #include "cli/cli.h"
 #include "front/opt_int.h"
@@ -395,12 +396,58 @@ static void test_long_work(void **s)
     free(o), free(e);
 }
 
+/* The studies and the benchmarks follow the same conventions (their option
+ * tables, parsed by the same front end): --help and -h print a usage with
+ * their options and -q/--quiet, exit 0; an unknown option or a bad value is
+ * one line "PROG: ..." naming it, exit 2. */
+static void test_programs(void **s)
+{
+    (void)s;
+    char build[PATH_MAX];
+    snprintf(build, sizeof build, "%s", tu_lnkit());
+    char *slash = strstr(build, "/bin/lnkit");
+    if (!slash)
+        skip();
+    *slash = 0;
+    size_t lb = strlen(build);
+    if (lb > 8 && !strcmp(build + lb - 8, "/testing"))
+        build[lb - 8] = 0;
+    /* the programs of the sources (studies/NAME.c, bench/NAME.c) as built */
+    char *list;
+    assert_int_equal(tu_run(&list, "cd '%s/..' && ls studies/*.c bench/*.c", build), 0);
+    int n = 0;
+    for (char *p = strtok(list, "\n"); p; p = strtok(NULL, "\n")) {
+        char path[PATH_MAX + 64], *o, *e;
+        snprintf(path, sizeof path, "%s/%.*s", build, (int)strlen(p) - 2, p);
+        if (access(path, X_OK)) /* bench_mpi: only in an MPI build */
+            continue;
+        const char *prog = strrchr(path, '/') + 1;
+        for (int h = 0; h < 2; h++) {
+            int rc = tu_run(&o, "'%s' %s 2>&1", path, h ? "-h" : "--help");
+            if (rc || strncmp(o, "usage: ", 7) || !strstr(o, "-q, --quiet"))
+                fail_msg("%s %s: exit %d:\n%s", prog, h ? "-h" : "--help", rc, o);
+            free(o);
+        }
+        int rc = tu_run(&e, "'%s' --no-such-option 1 2>&1 >/dev/null", path);
+        char want[128];
+        snprintf(want, sizeof want, "%s: unknown option '--no-such-option'", prog);
+        if (rc != 2 || n_lines(e) != 1 || strncmp(e, want, strlen(want)))
+            fail_msg("%s --no-such-option: exit %d, '%s'", prog, rc, e);
+        free(e);
+        n++;
+    }
+    free(list);
+    print_message("      %d studies and benchmarks: --help, -h, an unknown option\n", n);
+    assert_true(n >= 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_lists_the_table), cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_outputs_json_quiet), cmocka_unit_test(test_man_pages),
         cmocka_unit_test(test_one_vocabulary), cmocka_unit_test(test_long_work),
+        cmocka_unit_test(test_programs),
     };
     return cmocka_run_group_tests_name("cli conventions", tests, NULL, NULL);
 }
