@@ -130,14 +130,24 @@ static void test_bad_input(void **state)
     lnk_lanczos_free(w);
 }
 
-static void test_callbacks_and_errors(void **state)
+/* The operator of the callback tests: spectrum cos(0.37 i), rotated (seed 51). */
+static double *callback_matrix(int n)
 {
-    (void)state;
-    int n = 200;
     double *lam = malloc((size_t)n * sizeof(double));
     for (int i = 0; i < n; i++)
         lam[i] = cos(0.37 * i);
     double *A = tc_spectral_matrix(n, lam, 51, NULL);
+    free(lam);
+    return A;
+}
+
+/* eigs: progress and cancel, the step limit, an operator's error passed
+ * through by eigs, trace and SLQ. */
+static void test_callbacks_and_errors(void **state)
+{
+    (void)state;
+    int n = 200;
+    double *A = callback_matrix(n);
     tc_dense_op d = {n, A, 0, 0};
     lnk_operator op = tc_dense_operator(&d);
     lnk_eigs_opts o;
@@ -185,7 +195,22 @@ static void test_callbacks_and_errors(void **state)
     lnk_slq_opts_default(&so);
     assert_int_equal(lnk_slq(&op, &so, &sr), LNK_ENONFINITE);
     assert_null(sr.node);
-    d.fail_at = 0;
+    free(A);
+}
+
+/* SLQ and trace: seeds, runs, progress, cancelling, the CSV writers. */
+static void test_callbacks_slq_trace(void **state)
+{
+    (void)state;
+    int n = 200;
+    double *A = callback_matrix(n);
+    tc_dense_op d = {n, A, 0, 0};
+    lnk_operator op = tc_dense_operator(&d);
+    lnk_trace_opts to;
+    lnk_trace_result tr;
+    lnk_trace_opts_default(&to);
+    lnk_slq_opts so;
+    lnk_slq_opts_default(&so);
     /* same seed, same result; another seed, another start */
     lnk_slq_result a, b, c;
     so.runs = 2;
@@ -252,7 +277,7 @@ static void test_callbacks_and_errors(void **state)
     free(txt);
     lnk_slq_result_free(&a), lnk_slq_result_free(&b), lnk_slq_result_free(&c);
     lnk_slq_result_free(&one);
-    free(A), free(lam);
+    free(A);
 }
 
 /* ------------------------------------------- distributed vectors (groups)
@@ -475,6 +500,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_callbacks_and_errors),
+        cmocka_unit_test(test_callbacks_slq_trace),
         cmocka_unit_test(test_group_simulated),
         cmocka_unit_test(test_group_disagreement),
     };

@@ -191,6 +191,76 @@ static double *tensor_of(lnk_model *m, double *th, const char *name)
     return th + lay->t[i].offset;
 }
 
+/* keys = X Wk, queries = X Wq (bias 0 at init) for the R rows of X (width d),
+ * against K and Q; the keys recomputed into Kx. */
+static void check_projections(const double *X, const double *wk, const double *wq,
+                              const double *K, const double *Q, double *Kx, int R, int d)
+{
+    for (int r = 0; r < R; r++)
+        for (int o = 0; o < d; o++) {
+            double sk = 0, sq = 0;
+            for (int i = 0; i < d; i++) {
+                sk += X[r * d + i] * wk[i * d + o];
+                sq += X[r * d + i] * wq[i * d + o];
+            }
+            assert_true(fabs(sk - K[r * d + o]) < 1e-12);
+            assert_true(fabs(sq - Q[r * d + o]) < 1e-12);
+            Kx[r * d + o] = sk;
+        }
+}
+
+/* Head j's statistics a against maps recomputed from the qk-normed queries QQ
+ * and keys KQ (B rows of Tq positions, the first len[b] real; width d, dk a
+ * head), causal and padding masks applied here. */
+static void check_head_stats(const lnk_geom_attn_stat *a, const double *QQ, const double *KQ,
+                             const int *len, int B, int Tq, int d, int dk, int j,
+                             const char *what, int iu)
+{
+    double es = 0, emin = INFINITY, cm = 0, cmax = 0, lmax = -INFINITY;
+    int rows = 0;
+    for (int b = 0; b < B; b++) {
+        double col[Tq + 1];
+        memset(col, 0, sizeof col);
+        int nr = 0, lb = len[b] < Tq ? len[b] : Tq;
+        for (int t = 0; t < lb; t++) {
+            double z[Tq + 1], mx = -INFINITY, s = 0;
+            for (int u = 0; u <= t; u++) {
+                z[u] = 0;
+                for (int e = 0; e < dk; e++)
+                    z[u] += QQ[(b * Tq + t) * d + j * dk + e] *
+                            KQ[(b * Tq + u) * d + j * dk + e];
+                z[u] /= sqrt((double)dk);
+                mx = fmax(mx, z[u]);
+            }
+            lmax = fmax(lmax, mx);
+            for (int u = 0; u <= t; u++)
+                s += exp(z[u] - mx);
+            double ent = 0;
+            for (int u = 0; u <= t; u++) {
+                double p = exp(z[u] - mx) / s;
+                ent -= p * log(p);
+                col[u] += p;
+            }
+            es += ent;
+            emin = fmin(emin, ent);
+            nr++;
+        }
+        rows += nr;
+        double mc = 0;
+        for (int u = 0; u < Tq; u++)
+            mc = fmax(mc, col[u] / nr);
+        cm += mc / B;
+        cmax = fmax(cmax, mc);
+    }
+    if (!(fabs(a->ent_mean - es / rows) < 1e-12))
+        fail_msg("%s unit %d head %d: entropy %.17g, recomputed %.17g", what, iu, j,
+                 a->ent_mean, es / rows);
+    assert_true(fabs(a->ent_min - emin) < 1e-12);
+    assert_true(fabs(a->col_mass - cm) < 1e-12);
+    assert_true(fabs(a->col_mass_max - cmax) < 1e-12);
+    assert_true(fabs(a->logit_max - lmax) < 1e-12);
+}
+
 /* The stages of lnk_geom_unit_rows chain as the model computes them, and the model's
  * attention statistics equal those of maps recomputed from its (qk-normed) queries and
  * keys, causal and padding masks applied here. */
@@ -263,17 +333,7 @@ static void test_model_rows_and_attn(void **state)
                     const double *wk = tensor_of(m, th, name);
                     snprintf(name, sizeof name, "dec.%d.attn.wq", iu);
                     const double *wq = tensor_of(m, th, name);
-                    for (int r = 0; r < R; r++)
-                        for (int o = 0; o < d; o++) {
-                            double sk = 0, sq = 0;
-                            for (int i = 0; i < d; i++) {
-                                sk += xout[r * d + i] * wk[i * d + o];
-                                sq += xout[r * d + i] * wq[i * d + o];
-                            }
-                            assert_true(fabs(sk - K[r * d + o]) < 1e-12);
-                            assert_true(fabs(sq - Q[r * d + o]) < 1e-12);
-                            Kx[r * d + o] = sk;
-                        }
+                    check_projections(xout, wk, wq, K, Q, Kx, R, d);
                     /* qk-normed keys: per-head norm of the keys */
                     lnk_geom_norm qn = iq == 0 ? LNK_GEOM_NONE
                                                : iq == 1 ? LNK_GEOM_LAYERNORM : LNK_GEOM_RMSNORM;
@@ -281,52 +341,13 @@ static void test_model_rows_and_attn(void **state)
                     for (int i = 0; i < R * d; i++)
                         assert_true(fabs(Kn[i] - KQ[i]) <= 1e-11 * (1 + fabs(KQ[i])));
                     /* maps recomputed from QQ, KQ */
+                    char what[96];
+                    snprintf(what, sizeof what, "%s %s %s", pos[ip], qk[iq], nm[in]);
                     for (int j = 0; j < h; j++) {
-                        double es = 0, emin = INFINITY, cm = 0, cmax = 0, lmax = -INFINITY;
-                        int rows = 0;
-                        for (int b = 0; b < B; b++) {
-                            double col[T] = {0};
-                            int nr = 0, lb = len[b] < Tq ? len[b] : Tq;
-                            for (int t = 0; t < lb; t++) {
-                                double z[T], mx = -INFINITY, s = 0;
-                                for (int u = 0; u <= t; u++) {
-                                    z[u] = 0;
-                                    for (int e = 0; e < dk; e++)
-                                        z[u] += QQ[(b * Tq + t) * d + j * dk + e] *
-                                                KQ[(b * Tq + u) * d + j * dk + e];
-                                    z[u] /= sqrt((double)dk);
-                                    mx = fmax(mx, z[u]);
-                                }
-                                lmax = fmax(lmax, mx);
-                                for (int u = 0; u <= t; u++)
-                                    s += exp(z[u] - mx);
-                                double ent = 0;
-                                for (int u = 0; u <= t; u++) {
-                                    double p = exp(z[u] - mx) / s;
-                                    ent -= p * log(p);
-                                    col[u] += p;
-                                }
-                                es += ent;
-                                emin = fmin(emin, ent);
-                                nr++;
-                            }
-                            rows += nr;
-                            double mc = 0;
-                            for (int u = 0; u < Tq; u++)
-                                mc = fmax(mc, col[u] / nr);
-                            cm += mc / B;
-                            cmax = fmax(cmax, mc);
-                        }
                         const lnk_geom_attn_stat *a = &as[iu * h + j];
                         assert_int_equal(a->head, j);
                         assert_int_equal(a->u.unit, us[iu].unit);
-                        if (!(fabs(a->ent_mean - es / rows) < 1e-12))
-                            fail_msg("%s %s %s unit %d head %d: entropy %.17g, recomputed %.17g",
-                                     pos[ip], qk[iq], nm[in], iu, j, a->ent_mean, es / rows);
-                        assert_true(fabs(a->ent_min - emin) < 1e-12);
-                        assert_true(fabs(a->col_mass - cm) < 1e-12);
-                        assert_true(fabs(a->col_mass_max - cmax) < 1e-12);
-                        assert_true(fabs(a->logit_max - lmax) < 1e-12);
+                        check_head_stats(a, QQ, KQ, len, B, Tq, d, dk, j, what, iu);
                     }
                 }
                 free(as);

@@ -250,8 +250,9 @@ static void test_lanczos_light_vs_full(void **state)
     free(lam);
 }
 
-/* Test 5: n smaller than m, and repeated eigenvalues exposed by breakdowns. */
-static void test_small_n_and_breakdown(void **state)
+/* Test 5: n smaller than m, and repeated eigenvalues exposed by breakdowns
+ * (here and in the two tests below). */
+static void test_small_n(void **state)
 {
     (void)state;
     /* n = 7 with a double eigenvalue: the Krylov space of a random vector is
@@ -309,16 +310,21 @@ static void test_small_n_and_breakdown(void **state)
     assert_int_equal(sr.offset[sr.runs], sr.runs);
     assert_true(sr.node[0] == -2.5 && fabs(sr.weight[0] - 1) < 1e-15);
     lnk_slq_result_free(&sr);
+}
 
-    /* Three distinct values, each 100 times: breakdown after 3 steps.  Full
-     * mode with restarts runs all n = 300 steps (99 restarts), keeps the
-     * basis orthonormal and recovers the multiplicities. */
+/* Three distinct values, each 100 times: breakdown after 3 steps.  Full
+ * mode with restarts runs all n = 300 steps (99 restarts), keeps the
+ * basis orthonormal and recovers the multiplicities. */
+static void test_breakdown_restart(void **state)
+{
+    (void)state;
     int n = 300;
     double *d3 = malloc((size_t)n * sizeof(double));
     for (int i = 0; i < n; i++)
         d3[i] = 1 + i % 3;
     tc_diag_op g3 = {n, d3};
     lnk_operator op3 = tc_diag_operator(&g3);
+    double *theta = malloc((size_t)n * sizeof(double));
     lnk_lanczos *w = lnk_lanczos_alloc((size_t)n, n, LNK_LANCZOS_FULL);
     assert_int_equal(lnk_lanczos_start(w, NULL, 9), LNK_OK);
     assert_int_equal(lnk_lanczos_run(w, &op3, n), LNK_OK);
@@ -326,7 +332,6 @@ static void test_small_n_and_breakdown(void **state)
     assert_true(w->done && w->invariant);
     assert_int_equal(w->n_restarts, 99);
     assert_true(w->beta[2] == 0);
-    double *theta = malloc((size_t)n * sizeof(double));
     assert_int_equal(lnk_lanczos_ritz(w, theta, NULL), LNK_OK);
     for (int i = 0; i < n; i++)
         if (fabs(theta[i] - (1 + i / 100)) > 1e-12)
@@ -340,10 +345,22 @@ static void test_small_n_and_breakdown(void **state)
     assert_true(worst < 1e-13);
     free(G);
     lnk_lanczos_free(w);
+    free(theta), free(d3);
+}
 
-    /* The same with STOP (what SLQ does) from a known vector: 3 steps, nodes
-     * 1, 2, 3 with weights = the start vector's mass on each eigenspace. */
-    w = lnk_lanczos_alloc((size_t)n, 80, LNK_LANCZOS_FULL);
+/* The same with STOP (what SLQ does) from a known vector: 3 steps, nodes
+ * 1, 2, 3 with weights = the start vector's mass on each eigenspace. */
+static void test_breakdown_stop(void **state)
+{
+    (void)state;
+    int n = 300;
+    double *d3 = malloc((size_t)n * sizeof(double));
+    for (int i = 0; i < n; i++)
+        d3[i] = 1 + i % 3;
+    tc_diag_op g3 = {n, d3};
+    lnk_operator op3 = tc_diag_operator(&g3);
+    double *theta = malloc((size_t)n * sizeof(double));
+    lnk_lanczos *w = lnk_lanczos_alloc((size_t)n, 80, LNK_LANCZOS_FULL);
     w->on_breakdown = LNK_BREAKDOWN_STOP;
     double *v = malloc((size_t)n * sizeof(double));
     tu_randn(v, (size_t)n, 4);
@@ -364,6 +381,9 @@ static void test_small_n_and_breakdown(void **state)
     }
     lnk_lanczos_free(w);
     /* lnk_slq: every run ends invariant after 3 steps. */
+    lnk_slq_opts so;
+    lnk_slq_opts_default(&so);
+    lnk_slq_result sr;
     assert_int_equal(lnk_slq(&op3, &so, &sr), LNK_OK);
     for (int v2 = 0; v2 < sr.runs; v2++) {
         assert_int_equal(sr.steps[v2], 3);
@@ -385,7 +405,9 @@ int main(void)
         cmocka_unit_test(test_lanczos_full_diag),
         cmocka_unit_test(test_lanczos_prefault),
         cmocka_unit_test(test_lanczos_light_vs_full),
-        cmocka_unit_test(test_small_n_and_breakdown),
+        cmocka_unit_test(test_small_n),
+        cmocka_unit_test(test_breakdown_restart),
+        cmocka_unit_test(test_breakdown_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
