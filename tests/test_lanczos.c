@@ -312,6 +312,15 @@ static void test_small_n(void **state)
     lnk_slq_result_free(&sr);
 }
 
+/* 1, 2, 3, 1, 2, 3, ...: three distinct values, each n/3 times. */
+static double *three_values(int n)
+{
+    double *d = malloc((size_t)n * sizeof(double));
+    for (int i = 0; i < n; i++)
+        d[i] = 1 + i % 3;
+    return d;
+}
+
 /* Three distinct values, each 100 times: breakdown after 3 steps.  Full
  * mode with restarts runs all n = 300 steps (99 restarts), keeps the
  * basis orthonormal and recovers the multiplicities. */
@@ -319,9 +328,7 @@ static void test_breakdown_restart(void **state)
 {
     (void)state;
     int n = 300;
-    double *d3 = malloc((size_t)n * sizeof(double));
-    for (int i = 0; i < n; i++)
-        d3[i] = 1 + i % 3;
+    double *d3 = three_values(n);
     tc_diag_op g3 = {n, d3};
     lnk_operator op3 = tc_diag_operator(&g3);
     double *theta = malloc((size_t)n * sizeof(double));
@@ -354,9 +361,7 @@ static void test_breakdown_stop(void **state)
 {
     (void)state;
     int n = 300;
-    double *d3 = malloc((size_t)n * sizeof(double));
-    for (int i = 0; i < n; i++)
-        d3[i] = 1 + i % 3;
+    double *d3 = three_values(n);
     tc_diag_op g3 = {n, d3};
     lnk_operator op3 = tc_diag_operator(&g3);
     double *theta = malloc((size_t)n * sizeof(double));
