@@ -39,15 +39,18 @@ endif
 
 LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-CLI_SRC  := $(wildcard src/cli/*.c)
-CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
-# The front end (src/front/: every program's start -- settings from the
-# environment, the BLAS kernel restart, MPI, the provenance record -- and the
-# simulated rank failures of test builds), above the library: lnkit, the
-# studies, the benchmarks and the tests link it.
+# The front end (src/front/: start, messages, options declared once), above
+# the library: lnkit, the studies, the benchmarks and the tests link it.
 FRONT_SRC:= $(wildcard src/front/*.c)
 FRONT_OBJ:= $(FRONT_SRC:%.c=$(BUILD)/%.o)
 FRONT    := $(BUILD)/libfront.a
+# lnkit's commands (src/cli/); all but main.c also make an archive that
+# tools/cli_doc (their man pages' OPTIONS) and the tests link.
+CLI_SRC  := $(wildcard src/cli/*.c)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CMDS_OBJ := $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJ))
+CMDS     := $(BUILD)/libcmds.a
+CLI_DOC  := $(BUILD)/tools/cli_doc
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # The tests' shared helpers: testutil.c, and tests/testutil_TOPIC.c for the
@@ -84,6 +87,7 @@ testing   = $(foreach o,$(1),$(if $(filter $(o:$(BUILD)/%.o=%.c),$(T_SRC)),$(o:$
 T_OBJ    := $(T_SRC:%.c=$(BUILD)/testing/%.o)
 T_LIB    := $(BUILD)/testing/liblnkit.a
 T_FRONT  := $(BUILD)/testing/libfront.a
+T_CMDS   := $(BUILD)/testing/libcmds.a
 T_KIT    := $(BUILD)/testing/studies/libkit.a
 T_BIN    := $(BUILD)/testing/bin/lnkit
 # (the studies whose failing ranks the MPI tests simulate: not the placement study)
@@ -166,20 +170,28 @@ $(BUILD)/$(SONAME): $(SOLIB)
 $(BUILD)/liblnkit.so: $(BUILD)/$(SONAME)
 	ln -sf $(notdir $<) $@
 
-# Man pages: options that several commands share are fragments
-# (man/NAME.roff) put in place of the lines '.\" @INCLUDE NAME@'.
-$(BUILD)/man/%.1: man/%.1 $(wildcard man/*.roff) tools/manpage.awk
+# Man pages: the OPTIONS section of lnkit-CMD(1) is generated from the
+# command's option table (tools/cli_doc CMD) in place of '.\" @OPTIONS@'.
+$(BUILD)/man/%.1: man/%.1 tools/manpage.awk $(CLI_DOC)
 	@mkdir -p $(dir $@)
-	awk -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
+	awk -v doc=$(CLI_DOC) -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
 
 $(FRONT): $(FRONT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN): $(CLI_OBJ) $(FRONT) $(LIB)
+$(CMDS): $(CMDS_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(BUILD)/src/cli/main.o $(CMDS) $(FRONT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(BUILD)/src/cli/main.o $(CMDS) $(FRONT) $(LIB) $(LDLIBS) -o $@
 	@if [ "$(BUILD)" = build ]; then mkdir -p bin && ln -sf ../$@ bin/lnkit; fi
+
+$(T_CMDS): $(call testing,$(CMDS_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
 
 # The test build's archives and programs (see T_SRC above).
 $(T_LIB): $(call testing,$(LIB_OBJ))
@@ -203,12 +215,16 @@ $(TEST_UTIL): $(BUILD)/tests/%.o: tests/%.c $(wildcard tests/testutil*.h include
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_FRONT) $(T_LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_CMDS) $(T_FRONT) $(T_LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(TEST_KIT) $(T_FRONT) \
-	    $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(TEST_KIT) $(T_CMDS) \
+	    $(T_FRONT) $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
 $(KIT_TESTS): TEST_KIT = $(T_KIT)
 $(KIT_TESTS): $(T_KIT)
+
+$(CLI_DOC): tools/cli_doc.c $(CMDS) $(FRONT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(CMDS) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 $(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)

@@ -155,6 +155,7 @@ static void test_callbacks_and_errors(void **state)
     lnk_eigs_opts_default(&o);
     o.k_top = 2;
     o.k_bottom = 2;
+    o.tol = 1e-10; /* 8 steps must not reach it (the default is 1e-6) */
     /* progress and cancel */
     int calls = 0;
     o.progress = cancel_at_5;

@@ -102,6 +102,7 @@ static void test_eigs_vs_dsyevr(void **state)
         o.max_steps = n;
         o.mode = mode;
         o.seed = 1;
+        o.tol = 1e-10; /* the accuracy asserted below (the default is 1e-6) */
         lnk_eigs_result r;
         assert_int_equal(lnk_eigs(&op, &o, &r), LNK_OK);
         assert_int_equal(r.k, 10);

@@ -23,9 +23,9 @@ LIMIT=${LIMIT:-60}
 # --- inputs: a seq2seq and an lm model, batches, a vector, texts, vocabularies, keys
 {
     "$L" init --task seq2seq --d 8 --h 2 --L 1 --V 14 --seed 3 -o s.safetensors &&
-    "$L" batch --synthetic --config s.json --batch 4 --len 5 --seed 1 -o sb.safetensors &&
+    "$L" batch --synthetic --config s.json --rows 4 --len 5 --rng-seed 1 -o sb.safetensors &&
     "$L" init --d 8 --h 2 --L 1 --V 20 --seed 4 -o m.safetensors &&
-    "$L" batch --synthetic --config m.json --batch 3 --len 6 --seed 2 -o mb.safetensors &&
+    "$L" batch --synthetic --config m.json --rows 3 --len 6 --rng-seed 2 -o mb.safetensors &&
     "$L" vector --config m.json --random --rng-seed 7 -o v.safetensors &&
     printf 'a b c d\nb c d e f\nc d a\n' > text.txt &&
     printf 'x y z\ny z w v\nz x\n' > tgt.txt &&
@@ -42,7 +42,7 @@ M=(--config m.json --weights m.safetensors --batch mb.safetensors)
 CASES=(
   "init|--config|w.safetensors w.json|init --config m.json -o w.safetensors --config-out w.json"
   "params|--config|-|params --config m.json"
-  "batch|--config|o.safetensors|batch --synthetic --config m.json --batch 2 --len 4 -o o.safetensors"
+  "batch|--config|o.safetensors|batch --synthetic --config m.json --rows 2 --len 4 -o o.safetensors"
   "batch text|--text --vocab-in|o.safetensors|batch --text text.txt --vocab-in text.vocab -o o.safetensors --vocab-out o.vocab"
   "batch s2s|--src --tgt --vocab-src --vocab-tgt|o.safetensors|batch --src text.txt --tgt tgt.txt --vocab-src pb.src.vocab --vocab-tgt pb.tgt.vocab -o o.safetensors"
   "eval|--config --weights --batch|-|eval ${M[*]}"

@@ -394,9 +394,9 @@ static void test_cli_sidecar(void **state)
     mkdir(dir, 0777);
     const char *L = tu_lnkit();
     int st = tu_run(&out, "cd '%s' && '%s' init --d 8 --L 1 --V 12 -o w.safetensors --quiet && "
-                    "'%s' batch --synthetic --config w.json --batch 3 --len 5 -o b1.safetensors "
-                    "--quiet && '%s' batch --synthetic --config w.json --batch 2 --len 4 "
-                    "--seed 5 -o b2.safetensors --quiet && '%s' eigs --config w.json --weights "
+                    "'%s' batch --synthetic --config w.json --rows 3 --len 5 -o b1.safetensors "
+                    "--quiet && '%s' batch --synthetic --config w.json --rows 2 --len 4 "
+                    "--rng-seed 5 -o b2.safetensors --quiet && '%s' eigs --config w.json --weights "
                     "w.safetensors --batch b1.safetensors --batch=b2.safetensors -k 2 "
                     "--rng-seed 4 --threads 1 --quiet -o e.csv",
                     dir, L, L, L, L);
@@ -455,7 +455,7 @@ static void test_cli_odd_names(void **state)
     mkdir(dir, 0777);
     const char *L = tu_lnkit();
     assert_int_equal(tu_run(&out, "cd '%s' && '%s' init --d 8 --L 1 --V 12 -o w.safetensors --quiet "
-                            "&& '%s' batch --synthetic --config w.json --batch 3 --len 5 -o "
+                            "&& '%s' batch --synthetic --config w.json --rows 3 --len 5 -o "
                             "b.safetensors --quiet && printf '1,0\\n0,1\\n-1,0\\n' > k.csv",
                             dir, L, L), 0);
     free(out);

@@ -139,7 +139,7 @@ static void test_device_outputs(void **s)
     const char *cmds[] = {"eigs MODEL -k 2 --quiet --vectors null -o null",
                           "trace MODEL --probes 4 --quiet -o null",
                           "density MODEL --runs 1 --steps 5 --sigma 0.1 --quiet --nodes null -o null",
-                          "batch --synthetic --vocab 6 -o null",
+                          "batch --synthetic --V 6 -o null",
                           "init --d 4 --h 2 --L 1 --V 6 -o null"};
     for (int i = 0; i < 5; i++) {
         char cmd[4096];
@@ -186,8 +186,8 @@ static void test_fifo_outputs(void **s)
     assert_int_equal(file_kind(fifo), 'p');
     tr_assert_entries(d, "f got.csv ", "eigs -o FIFO");
     /* a reader that goes away: the writer ends (SIGPIPE or EPIPE), the FIFO stays */
-    st = tu_run(&out, "cd '%s' && (head -c 1 f > /dev/null &) && '%s' batch --synthetic --vocab 6 "
-                "--batch 2000 --len 50 -o f", d, tu_lnkit());
+    st = tu_run(&out, "cd '%s' && (head -c 1 f > /dev/null &) && '%s' batch --synthetic --V 6 "
+                "--rows 2000 --len 50 -o f", d, tu_lnkit());
     assert_true(st != 0);
     free(out);
     assert_int_equal(file_kind(fifo), 'p');

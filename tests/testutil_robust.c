@@ -23,7 +23,7 @@ void tr_setup_model(void)
     mkdir(d, 0755);
     char *out;
     int st = tu_run(&out, "cd '%s' && '%s' init --d 4 --h 2 --L 1 --V 6 --d-ff 4 -o w.safetensors && "
-                    "'%s' batch --synthetic --vocab 6 --batch 2 --len 5 -o b.safetensors", d,
+                    "'%s' batch --synthetic --V 6 --rows 2 --len 5 -o b.safetensors", d,
                     tu_lnkit(), tu_lnkit());
     if (st)
         fail_msg("setup: %s", out);
@@ -70,13 +70,15 @@ void tr_assert_entries(const char *dir, const char *want, const char *what)
     free(e);
 }
 
-/* stderr must be exactly one line starting "lnkit: " and containing word. */
+/* stderr must be exactly one line starting "lnkit CMD: " (or "lnkit: " before
+ * a command is known) and containing word. */
 void tr_assert_one_line(const char *err, const char *word, const char *what)
 {
-    size_t n = strlen(err);
-    if (strncmp(err, "lnkit: ", 7) || n == 0 || err[n - 1] != '\n' || strchr(err, '\n') != err + n - 1 ||
+    size_t n = strlen(err), cmd = strncmp(err, "lnkit ", 6) ? 0 : strspn(err + 6, "abcdefghijklmnopqrstuvwxyz");
+    int prefix = !strncmp(err, "lnkit: ", 7) || (cmd && !strncmp(err + 6 + cmd, ": ", 2));
+    if (!prefix || n == 0 || err[n - 1] != '\n' || strchr(err, '\n') != err + n - 1 ||
         (word && !strstr(err, word)))
-        fail_msg("%s: expected one line 'lnkit: ...%s...', got '%s'", what, word ? word : "", err);
+        fail_msg("%s: expected one line 'lnkit CMD: ...%s...', got '%s'", what, word ? word : "", err);
     for (const char *p = err; *p; p++)
         if ((unsigned char)*p < 0x20 && *p != '\n')
             fail_msg("%s: control character 0x%02x in the message '%s'", what, *p, err);

@@ -18,7 +18,8 @@ char *tr_entries(const char *dir);
 int tr_has_temp(const char *dir);
 /* Fail unless the folder's entries are want. */
 void tr_assert_entries(const char *dir, const char *want, const char *what);
-/* stderr must be exactly one line starting "lnkit: " and containing word. */
+/* stderr must be exactly one line starting "lnkit CMD: " (or "lnkit: " before
+ * a command is known) and containing word. */
 void tr_assert_one_line(const char *err, const char *word, const char *what);
 /* cmd with MODEL replaced by the model flags, @CFG, @W, @B by the model's
  * files (quoted), LNKIT by the program and @/ by the test's folder. */

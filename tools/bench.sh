@@ -13,7 +13,7 @@ start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 secs() { echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}'; }
 tmp=$(mktemp "$out/.bench_model.csv.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
-"$bin" --threads 2 --csv "$tmp"
+"$bin" --threads 2 -o "$tmp"
 chmod 644 "$tmp"
 mv "$tmp" "$out/bench_model.csv"
 trap - EXIT
@@ -30,8 +30,8 @@ echo "bench.sh: wrote $out/bench_model.csv"
 tl=$(mktemp "$out/.bench_lanczos.csv.XXXXXX")
 t2=$(mktemp "$out/.bench_lanczos.csv.XXXXXX")
 trap 'rm -f "$tl" "$t2"' EXIT
-"$build/bench/bench_lanczos" --threads 2 --steps 80 --csv "$tl"
-"$build/bench/bench_lanczos" --threads 2 --steps 80 --pretouch --csv "$t2"
+"$build/bench/bench_lanczos" --threads 2 --steps 80 -o "$tl"
+"$build/bench/bench_lanczos" --threads 2 --steps 80 --pretouch -o "$t2"
 tail -n +2 "$t2" >> "$tl"
 rm -f "$t2"
 chmod 644 "$tl"

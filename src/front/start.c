@@ -18,7 +18,6 @@
 #include "lnkit/fault.h"
 #include "lnkit/memory.h"
 
-static const char *prog_name = "lnkit";
 static lnk_prov *prov;
 static char blas_note[256];
 
@@ -35,7 +34,7 @@ static _Noreturn __attribute__((format(printf, 1, 2))) void start_die(const char
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     lnk_error(LNK_EINVAL, "%s", msg);
-    fprintf(stderr, "%s: %s\n", prog_name, lnk_errmsg());
+    fprintf(stderr, "%s: %s\n", cli_name(), lnk_errmsg());
     exit(2);
 }
 
@@ -173,7 +172,7 @@ static void test_hooks(void)
 
 void cli_start_env(const char *prog)
 {
-    prog_name = prog;
+    cli_set_name(prog); /* messages before cli_parse names the command */
     mem_limit();
     test_hooks();
     blas_start();
@@ -191,4 +190,8 @@ void cli_start(int *argc, char ***argv, const char *prog)
     /* the command line, exactly, for the sidecars */
     if (lnk_prov_args(prov, *argc, *argv) != LNK_OK)
         start_die("%s", lnk_errmsg());
+    atexit(lnk_comm_finalize);
+    /* under mpirun only rank 0 speaks on standard output (help, CSV, JSON) */
+    if (lnk_comm_rank() != 0 && !freopen("/dev/null", "w", stdout))
+        exit(2);
 }

@@ -10,7 +10,7 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
     memset(p, 0, sizeof *p);
     lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, ds, NULL);
     if (!h)
-        die();
+        cli_die_lib();
     p->ws_bytes = lnk_hessian_workspace_bytes(h);
     lnk_operator op = lnk_hessian_operator(h);
     double t = lnk_now();
@@ -20,14 +20,14 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
     eo.tol = o->eig_tol;
     eo.max_steps = o->eig_steps;
     eo.seed = seed;
-    CK(lnk_eigs(&op, &eo, &p->er));
+    CLI_CK(lnk_eigs(&op, &eo, &p->er));
     p->sec_eigs = lnk_now() - t;
     t = lnk_now();
     lnk_trace_opts to;
     lnk_trace_opts_default(&to);
     to.probes = o->probes;
     to.seed = seed;
-    CK(lnk_trace(&op, &to, &p->tr));
+    CLI_CK(lnk_trace(&op, &to, &p->tr));
     p->sec_trace = lnk_now() - t;
     t = lnk_now();
     lnk_slq_opts so;
@@ -35,7 +35,7 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
     so.runs = o->runs;
     so.steps = o->steps;
     so.seed = seed;
-    CK(lnk_slq(&op, &so, &p->slq));
+    CLI_CK(lnk_slq(&op, &so, &p->slq));
     p->sec_slq = lnk_now() - t;
     p->hvp = lnk_hessian_n_products(h);
     lnk_hessian_free(h);
@@ -46,11 +46,11 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
     p->bsteps = calloc((size_t)nblk + 1, sizeof(int));
     p->bn = calloc((size_t)nblk + 1, sizeof(size_t));
     if (!p->btop || !p->bres || !p->bconv || !p->bsteps || !p->bn)
-        fail("out of memory");
+        cli_die("out of memory");
     for (int k = 0; k < nblk; k++) {
         lnk_hessian *hb = lnk_hessian_alloc_dataset(m, th, ds, blk[k].pat);
         if (!hb)
-            die();
+            cli_die_lib();
         lnk_operator bop = lnk_hessian_operator(hb);
         lnk_eigs_opts bo;
         lnk_eigs_opts_default(&bo);
@@ -59,7 +59,7 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
         bo.max_steps = o->block_steps;
         bo.seed = seed;
         lnk_eigs_result br;
-        CK(lnk_eigs(&bop, &bo, &br));
+        CLI_CK(lnk_eigs(&bop, &bo, &br));
         p->btop[k] = br.value[0];
         p->bres[k] = br.residual[0];
         p->bconv[k] = br.converged[0];
@@ -129,27 +129,27 @@ void spec_rows(spec_files *f, const char *pn, int seed, const spec_point *p,
     snprintf(sd, sizeof sd, "%d", seed);
     const char *kv[] = {pn, sd};
     lnk_csv_keys key = {2, KEYS, kv};
-    CK(lnk_eigs_rows(&f->eigs.c, &key, &p->er));
-    CK(lnk_trace_rows(&f->trace.c, &key, lnk_trace_method_name(LNK_TRACE_HUTCHINSON), &p->tr));
+    CLI_CK(lnk_eigs_rows(&f->eigs.c, &key, &p->er));
+    CLI_CK(lnk_trace_rows(&f->trace.c, &key, lnk_trace_method_name(LNK_TRACE_HUTCHINSON), &p->tr));
     lnk_csv *c = &f->blocks.c;
     for (int k = 0; k < nblk; k++) {
-        CK(lnk_csv_str(c, pn));
-        CK(lnk_csv_int(c, seed));
-        CK(lnk_csv_str(c, blk[k].pat));
+        CLI_CK(lnk_csv_str(c, pn));
+        CLI_CK(lnk_csv_int(c, seed));
+        CLI_CK(lnk_csv_str(c, blk[k].pat));
         if (f->long_blocks)
-            CK(lnk_csv_str(c, blk[k].side));
-        CK(lnk_csv_int(c, blk[k].layer));
-        CK(lnk_csv_str(c, blk[k].kind));
+            CLI_CK(lnk_csv_str(c, blk[k].side));
+        CLI_CK(lnk_csv_int(c, blk[k].layer));
+        CLI_CK(lnk_csv_str(c, blk[k].kind));
         if (f->long_blocks)
-            CK(lnk_csv_int(c, (long long)p->bn[k]));
-        CK(lnk_csv_double(c, p->btop[k]));
-        CK(lnk_csv_double(c, p->bres[k]));
-        CK(lnk_csv_int(c, p->bconv[k]));
+            CLI_CK(lnk_csv_int(c, (long long)p->bn[k]));
+        CLI_CK(lnk_csv_double(c, p->btop[k]));
+        CLI_CK(lnk_csv_double(c, p->bres[k]));
+        CLI_CK(lnk_csv_int(c, p->bconv[k]));
         if (f->long_blocks)
-            CK(lnk_csv_int(c, p->bsteps[k]));
-        CK(lnk_csv_end_row(c));
+            CLI_CK(lnk_csv_int(c, p->bsteps[k]));
+        CLI_CK(lnk_csv_end_row(c));
     }
-    CK(lnk_slq_nodes_rows(&f->nodes.c, &key, &p->slq));
+    CLI_CK(lnk_slq_nodes_rows(&f->nodes.c, &key, &p->slq));
 }
 
 void spec_files_close(spec_files *f, const lnk_config *c, const lnk_meta *extra,

@@ -105,7 +105,7 @@ class Run:
         for p in ([self.script] if self.script else []) + list(inputs):
             cmd += ["--input", p]
         for k, v in (seeds or {}).items():
-            cmd += ["--seed", f"{k}={int(v)}"]
+            cmd += ["--named-seed", f"{k}={int(v)}"]
         cmd += ["--"] + self.argv
         r = subprocess.run(cmd, input=json.dumps(os_form(ext)), capture_output=True, text=True)
         if r.returncode != 0:

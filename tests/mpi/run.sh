@@ -30,10 +30,10 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 
 # --- data: a seq2seq model (one batch of 12 rows) and an lm model (two batch files)
 run "$S" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s2s.safetensors || exit 1
-run "$S" batch --synthetic --config s2s.json --batch 12 --len 7 --seed 1 -o s2s_b.safetensors || exit 1
+run "$S" batch --synthetic --config s2s.json --rows 12 --len 7 --rng-seed 1 -o s2s_b.safetensors || exit 1
 run "$S" init --task lm --norm-pos pre --d 16 --h 4 --L 2 --V 48 --seed 5 -o lm.safetensors || exit 1
-run "$S" batch --synthetic --config lm.json --batch 9 --len 10 --seed 2 -o lm_b1.safetensors || exit 1
-run "$S" batch --synthetic --config lm.json --batch 5 --len 6 --seed 4 -o lm_b2.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --rows 9 --len 10 --rng-seed 2 -o lm_b1.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --rows 5 --len 6 --rng-seed 4 -o lm_b2.safetensors || exit 1
 C2=(--config s2s.json --weights s2s.safetensors --batch s2s_b.safetensors)
 CL=(--config lm.json --weights lm.safetensors --batch lm_b1.safetensors --batch lm_b2.safetensors
     --chunk 3 --block '*.attn.*,*emb')
@@ -149,9 +149,9 @@ fault() { # NAME SPEC EXPECT_REGEX [noq: mpirun without -q]
         bad "$name: exit $rc, files left: '$left', stderr ($lines lines): $(cat fdir.err)"
     fi
 }
-fault "rank 1 runs out of memory in its 3rd H v" 1:hvp:error:3 '^lnkit: rank 1: out of memory'
-fault "rank 2 cannot load its shard" 2:load:error '^lnkit: rank 2: cannot load its shard'
-fault "rank 0 fails in its 2nd H v" 0:hvp:error:2 '^lnkit: rank 0: out of memory'
+fault "rank 1 runs out of memory in its 3rd H v" 1:hvp:error:3 '^lnkit eigs: rank 1: out of memory'
+fault "rank 2 cannot load its shard" 2:load:error '^lnkit eigs: rank 2: cannot load its shard'
+fault "rank 0 fails in its 2nd H v" 0:hvp:error:2 '^lnkit eigs: rank 0: out of memory'
 fault "rank 1 exits without finalize" 1:hvp:exit:2 'rank 1'
 # without -q mpirun itself names the dead rank and the signal
 fault "rank 1 is killed (SIGKILL)" 1:hvp:kill:4 'process rank 1 .*signal 9' noq

@@ -18,7 +18,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 . "$(cd "$(dirname "$0")" && pwd)/../harness.sh"
 
 "$M" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s.safetensors >/dev/null 2>&1 &&
-"$M" batch --synthetic --config s.json --batch 16 --len 8 --seed 1 -o b.safetensors >/dev/null 2>&1 ||
+"$M" batch --synthetic --config s.json --rows 16 --len 8 --rng-seed 1 -o b.safetensors >/dev/null 2>&1 ||
     { bad "set-up"; echo "tests: $pass passed, $fail failed, 0 skipped"; exit 1; }
 C=(--config s.json --weights s.safetensors --batch b.safetensors --chunk 2)
 # name | exit status (eigs --tol 0: not converged, 3) | arguments
