@@ -213,7 +213,6 @@ int cmd_blocks(int argc, char **argv)
         cli_die("--no-tensors without --group leaves no block");
     bo.seed = co->rng_seed;
     cli_curv_out outs[3] = {{out, "-o", 1}, {pairs, "--pairs", 1}, {dens, "--density", 1}};
-    cli_curv_check_outputs("blocks", co, outs, 3);
     /* the model, the data set and the operator once; then the operator is
      * restricted to each block in turn (lnk_hessian_set_block: the kept
      * primal passes serve every block).  --block selects the per-tensor
@@ -221,7 +220,7 @@ int cmd_blocks(int argc, char **argv)
     const char *tensor_pat = co->block;
     co->block = NULL;
     cli_curv s;
-    cli_curv_open(&s, co);
+    cli_curv_open(&s, co, "blocks", opts, &a, outs, 3);
     co->block = tensor_pat;
     const lnk_layout *lay = lnk_model_layout(s.m);
     lnk_block sel = {0};
@@ -327,9 +326,9 @@ int cmd_blocks(int argc, char **argv)
                                 "max_integral_error", worst, "js_log", "natural",
                                 "block_products", (json_int_t)products, "extremes", 2 * nb,
                                 "converged", 2 * nb - n_bad);
-        cli_curv_meta(&s, co, out, "blocks", opts, &a, json_incref(res));
-        cli_curv_meta(&s, co, pairs, "blocks", opts, &a, json_incref(res));
-        cli_curv_meta(&s, co, dens, "blocks", opts, &a, res);
+        cli_curv_meta(&s, out, json_incref(res));
+        cli_curv_meta(&s, pairs, json_incref(res));
+        cli_curv_meta(&s, dens, res);
         cli_outputs_commit();
         cli_result_json();
         cli_say("%d blocks (%s), %ld products, sigma %.6g, %zu grid points, %.2f s -> %s\n", nb,

@@ -79,10 +79,7 @@ int cmd_params(int argc, char **argv)
     const char *block = a.block;
     int csv = a.csv, json = a.json;
     lnk_config c;
-    cli_make_config(&a.mo, &c);
-    lnk_model *m = lnk_model_alloc(&c);
-    if (!m)
-        cli_die_lib();
+    lnk_model *m = cli_model_new(&a.mo, &c);
     const lnk_layout *lay = lnk_model_layout(m);
     lnk_block sel;
     if (lnk_block_select(m, block, &sel) != LNK_OK)
@@ -130,12 +127,7 @@ int cmd_params(int argc, char **argv)
         }
         json_object_set_new(o, "tensors", ts);
         json_object_set_new(o, "groups", gs);
-        char *txt = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (!txt)
-            cli_die("out of memory");
-        puts(txt);
-        free(txt);
-        json_decref(o);
+        cli_json_print(o);
     } else if (csv) {
         static const char *const hdr[] = {"kind", "name", "shape", "count", "offset"};
         lnk_csv f;
