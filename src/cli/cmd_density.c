@@ -126,10 +126,10 @@ int cmd_density(int argc, char **argv)
         cli_die_lib();
     if (nodes && lnk_slq_write_nodes(&r, cli_out(nodes, 0)) != LNK_OK)
         cli_die_lib();
-    cli_curv_meta(&s, out, json_pack("{s:f, s:s, s:f, s:I, s:f, s:f, s:f}", "sigma", sigma, "sigma_option",
-                            sigma_option, "sigma_value", sigma_value, "grid_points",
-                            (json_int_t)np, "integral", integral, "node_min", r.node_min,
-                            "node_max", r.node_max));
+    cli_curv_meta(&s, out, json_pack("{s:f, s:s, s:f, s:I, s:f, s:f, s:f}", "sigma", sigma,
+                                     "sigma_option", sigma_option, "sigma_value", sigma_value,
+                                     "grid_points", (json_int_t)np, "integral", integral,
+                                     "node_min", r.node_min, "node_max", r.node_max));
     cli_outputs_commit();
     cli_result_json();
     cli_ckpt_done(&s);

@@ -236,9 +236,9 @@ void cli_curv_meta(cli_curv *s, const char *path, json_t *results)
     }
     const cli_curv_opts *o = s->o;
     json_t *x = json_pack("{s:s}", "command", s->cmd);
-    int bad = !x || cli_opts_meta(s->own, s->args, 0, x) || cli_opts_meta(cli_data_table, o, 0, x) ||
-              cli_opts_meta(cli_curv_table, o, 0, x) || cli_opts_meta(cli_op_table, o, 0, x) ||
-              cli_opts_meta(cli_ckpt_table, o, 0, x);
+    int bad = !x || cli_opts_meta(s->own, s->args, 0, x) ||
+              cli_opts_meta(cli_data_table, o, 0, x) || cli_opts_meta(cli_curv_table, o, 0, x) ||
+              cli_opts_meta(cli_op_table, o, 0, x) || cli_opts_meta(cli_ckpt_table, o, 0, x);
     /* a resume elsewhere (--resume-anywhere) is recorded with what changed */
     json_t *run = json_pack("{s:I, s:i, s:I, s:I, s:I, s:I, s:s, s:i}",
                             "block_size", (json_int_t)s->block_n, "chunks", s->n_chunks,
