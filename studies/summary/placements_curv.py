@@ -1,0 +1,211 @@
+"""The placement study's extremes (part 1), Multi30k runs (part 6) and one-factor
+variations (studies/summary/placements.py): each placement's extremes of H, G, F and
+traces over the seeds, its ratio to Pre-LN paired by seed, power-law exponents in L
+(d = 64) and in d (L = 6), from the per-seed values (stats.py)."""
+import dataclasses
+
+import matplotlib.pyplot as plt
+
+from . import plots
+from . import stats as S
+from .placements_data import (DEPTHS, NAME, PLACEMENTS, STYLE, VAR_NAME, VARIATIONS, WIDTHS,
+                              gmean, js0, power_fit, ratio, signed, txt, xiong)
+
+REF = ("base", 6, 64)
+
+
+def eigf(op, which):
+    return lambda pt: pt.eig(op, which)
+
+
+def tracef(op):
+    return lambda pt: pt.get("trace", op)
+
+
+MEASURES = (("H_top", "top of H", eigf("hessian", "top")),
+            ("H_bottom", "|bottom of H|", eigf("hessian", "bottom")),
+            ("G_top", "top of G", eigf("ggn", "top")),
+            ("F_top", "top of F", eigf("functional", "top")),
+            ("F_bottom", "|bottom of F|", eigf("functional", "bottom")),
+            ("tr_H", "tr H", tracef("hessian")), ("tr_G", "tr G", tracef("ggn")),
+            ("tr_F", "tr F", tracef("functional")))
+
+
+def key(p, L, d, var="base", x=1.0):
+    return (var, p, L, d, x)
+
+
+def sratio(a, b):
+    """Paired ratio of two signed series (of one sign each, the same): (Est or None, text)."""
+    (x, sx), (y, sy) = signed(a), signed(b)
+    if not x or not y:
+        return None, "-"
+    if sx == 0 or sy != sx:
+        return None, "signs differ"
+    e = ratio(x, y)
+    return e, txt(e)
+
+
+def sgm(a):
+    """Signed geometric mean over seeds [95% CI] (text) of a series of one sign."""
+    x, sg = signed(a)
+    e = gmean(x) if sg else None
+    if e is None:
+        return "-" if not a else "signs differ"
+    if sg < 0:
+        e = dataclasses.replace(e, value=-e.value, lo=-e.hi, hi=-e.lo, log=False)
+    return S.ci(e)
+
+
+def sfit(pairs):
+    """Power law of |y| over [(x, signed series)] where every value has one sign."""
+    sg = {signed(v)[1] for _, v in pairs if v}
+    if len(sg) != 1 or 0 in sg:
+        return None
+    return power_fit([(x, signed(v)[0]) for x, v in pairs])
+
+
+def how(D, part, keys, n):
+    """The claim's method: the seeds used, and those present but left out (an
+    eigenvalue that did not converge)."""
+    both = set.intersection(*(set(D.pts(part, k)) for k in keys))
+    return (f"{n} seeds paired by seed; {len(both) - n} of the {len(both)} present in both "
+            "left out as unconverged")
+
+
+def extremes(out, cl, D):
+    """Part 1: the reference table, the exponent table, the figures, the claims; returns
+    the ranking's entries."""
+    file = "extremes/*.csv"
+    ref = {m: {p: D.series("extremes", key(p, 6, 64), f) for p in PLACEMENTS}
+           for m, _, f in MEASURES}
+    rows = []
+    for p in PLACEMENTS:
+        row = [NAME[p], len(D.pts("extremes", key(p, 6, 64)))]
+        for m, lab, _ in MEASURES:
+            if p == "pre":
+                row.append(sgm(ref[m]["pre"]))
+                out.value(f"ref.pre.{m}", row[-1])
+                continue
+            e, t = sratio(ref[m][p], ref[m]["pre"])
+            row.append(t)
+            if m in ("H_top", "H_bottom"):
+                cl.ratio(f"ref.{p}.{m}", f"{lab}, {NAME[p]} / Pre-LN (lm, L = 6, d = 64)", e,
+                         file, how(D, "extremes", [key(p, 6, 64), key("pre", 6, 64)],
+                                   e.n if e else 0))
+            else:
+                out.value(f"ref.{p}.{m}", t)
+        rows.append(row)
+    for name, ms, what in (("extremes_ref", MEASURES[:5], "Extremes"),
+                           ("traces_ref", MEASURES[5:], "Hutchinson traces")):
+        out.table(name, f"{what} at L = 6, d = 64: Pre-LN's geometric mean over seeds [95% CI]"
+                  " (traces signed), and every other placement's ratio to Pre-LN (geometric "
+                  "mean of the per-seed ratios [95% CI]; of |values|); seeds: present; "
+                  "unconverged eigenvalues left out (table unconverged)",
+                  ["placement", "seeds"] + [lab for _, lab, _ in ms],
+                  [r[:2] + [r[2 + MEASURES.index(m)] for m in ms] for r in rows], wide=True)
+    fits = {}
+    rows = []
+    for p in PLACEMENTS:
+        for xn, pts in (("L", [(L, key(p, L, 64)) for L in DEPTHS]),
+                        ("d", [(d, key(p, 6, d)) for d in WIDTHS])):
+            row = [NAME[p], "L (d = 64)" if xn == "L" else "d (L = 6)"]
+            for m, lab, f in MEASURES:
+                fit = sfit([(x, D.series("extremes", k, f)) for x, k in pts])
+                fits[(p, xn, m)] = fit
+                row.append(txt(fit.slope) if fit else "-")
+                if not (xn == "L" and m == "H_top"):
+                    out.value(f"exp{xn}.{p}.{m}", row[-1])
+            rows.append(row)
+        cl.fit(f"expL.{p}.H_top", f"{NAME[p]}: top of H against depth L (d = 64)",
+               fits[(p, "L", "H_top")], file, "L")
+    for name, ms, what in (("extremes_exponents", MEASURES[:5], "the extremes"),
+                           ("traces_exponents", MEASURES[5:], "the traces (|tr|, where every "
+                            "value has one sign)")):
+        out.table(name, f"Power-law exponents of {what} in depth L = 1-24 at d = 64 and in "
+                  "width d = 32-256 at L = 6: fits to the per-seed values, 95% CI (effective "
+                  "exponents over the points present)", ["placement", "against"] +
+                  [lab for _, lab, _ in ms],
+                  [r[:2] + [r[2 + MEASURES.index(m)] for m in ms] for r in rows], wide=True)
+    for xn, xs, lab in (("L", DEPTHS, "depth L (d = 64)"), ("d", WIDTHS, "width d (L = 6)")):
+        fig, ax = plt.subplots(2, 2, figsize=(6.8, 5.0), layout="constrained")
+        for a, (m, ml, f) in zip(ax.flat, [MEASURES[i] for i in (0, 1, 2, 4)]):
+            for p in PLACEMENTS:
+                ks = [(x, key(p, x, 64) if xn == "L" else key(p, 6, x)) for x in xs]
+                v = [(x, D.series("extremes", k, f)) for x, k in ks]
+                v = [(x, s) for x, s in v if s]
+                if v:
+                    plots.seeds(a, [x for x, _ in v], [list(s.values()) for _, s in v],
+                                label=NAME[p], color=STYLE[p][0], marker=STYLE[p][1])
+            plots.log_axes(a, xs)
+            a.set_xlabel(lab)
+            a.set_ylabel(ml)
+        plots.legend(ax.flat[0], ncol=2)
+        out.figure(f"extremes_{xn}", f"Top and |bottom| eigenvalues of H, the top of G and "
+                   f"the |bottom| of F against {lab}, every placement. {plots.CAPTION}.", fig)
+    return [("seeds", "top of H", "L = 6, d = 64", ref["H_top"]),
+            ("seeds", "|bottom of H|", "L = 6, d = 64", ref["H_bottom"]),
+            ("seeds", "top of G", "L = 6, d = 64", ref["G_top"]),
+            ("seeds", "|bottom of F|", "L = 6, d = 64", ref["F_bottom"]),
+            ("fit", "exponent of the top of H in L", "d = 64, L = 1-24",
+             {p: fits[(p, "L", "H_top")] for p in PLACEMENTS})]
+
+
+M30K = (("H_top", "top of H", "hessian", "top"), ("H_bottom", "|bottom of H|", "hessian",
+                                                   "bottom"),
+        ("G_top", "top of G", "ggn", "top"), ("F_top", "top of F", "functional", "top"),
+        ("F_bottom", "|bottom of F|", "functional", "bottom"))
+
+
+def m30k(out, cl, D):
+    """Part 6: the Multi30k 6-6 model on all pairs, every placement's extremes and its
+    ratio to Pre-LN."""
+    v = {(m, p): D.series("m30k", (p, op), eigf(op, w)) for m, _, op, w in M30K
+         for p in PLACEMENTS}
+    rows = []
+    for p in PLACEMENTS:
+        row = [NAME[p]]
+        for m, lab, op, _ in M30K:
+            if p == "pre":
+                row.append(sgm(v[(m, p)]))
+                continue
+            e = ratio(v[(m, p)], v[(m, "pre")])
+            row.append(txt(e))
+            if m in ("H_top", "H_bottom"):
+                cl.ratio(f"m30k.{p}.{m}", f"Multi30k 6-6 (all pairs, d = 64): {lab}, {NAME[p]} "
+                         "/ Pre-LN", e, "m30k/*.csv",
+                         how(D, "m30k", [(p, op), ("pre", op)], e.n if e else 0))
+            else:
+                out.value(f"m30k.{p}.{m}", row[-1])
+        rows.append(row + [len(D.pts("m30k", (p, "hessian")))])
+    out.table("m30k", "Multi30k 6-6 encoder-decoder (d = 64, h = 1, all 1014 validation pairs) "
+              "at initialisation: Pre-LN's extremes (geometric mean over seeds [95% CI]) and "
+              "every other placement's ratio to Pre-LN (paired by seed [95% CI]); seeds: the "
+              "runs of H present", ["placement"] + [lab for _, lab, _, _ in M30K] + ["seeds"],
+              rows)
+    return [("seeds", "top of H", "Multi30k 6-6", {p: v[("H_top", p)] for p in PLACEMENTS}),
+            ("seeds", "|bottom of H|", "Multi30k 6-6",
+             {p: v[("H_bottom", p)] for p in PLACEMENTS})]
+
+
+def variations(out, D):
+    """One factor at a time at L = 6 and 12: each measure with the factor over the core
+    grid's value at the same seed."""
+    M = (("H_top", "top of H", "extremes", eigf("hessian", "top")),
+         ("H_bottom", "|bottom of H|", "extremes", eigf("hessian", "bottom")),
+         ("grad", "last ||dL/dW2||_F", "grad", xiong), ("JS0", "JS0 (scaled)", "anatomy", js0()))
+    rows = []
+    for var in VARIATIONS:
+        for L in (6, 12):
+            for mid, lab, part, f in M:
+                row = [VAR_NAME[var], L, lab]
+                for p in PLACEMENTS:
+                    e = ratio(D.series(part, key(p, L, 64, var), f),
+                              D.series(part, key(p, L, 64), f))
+                    row.append(txt(e))
+                    out.value(f"var.{var}.L{L}.{mid}.{p}", row[-1])
+                rows.append(row)
+    out.table("variations", "One factor at a time (d = 64): each measure with the factor over "
+              "the same placement's with LayerNorm, ReLU, sinusoidal positions and biases (the "
+              "core grid), paired by seed [95% CI]", ["factor", "L", "measure"] +
+              [NAME[p] for p in PLACEMENTS], rows, "lrl" + "r" * len(PLACEMENTS))

@@ -1,0 +1,147 @@
+"""The placement study's summary (studies/summary/placements.py) on made-up rows whose
+answers are worked out by hand here: a paired ratio to Pre-LN with an unconverged seed
+left out, depth exponents of the gradient against Theorem 1's lines, the status and time
+of each part from the sidecars, a partial grid (parts without points say so), and a bad
+sidecar as one line with exit status 2.
+
+    BUILD=build python3 -m pytest tests/summary/test_placements_summary.py
+"""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("BUILD", "build")
+ENV = dict(os.environ, LNKIT=os.environ.get("LNKIT") or os.path.join(ROOT, BUILD, "bin",
+                                                                        "lnkit"))
+HEAD = ["measure", "operator", "which", "block", "kind", "layer", "n", "block_b", "value", "se",
+        "residual", "converged", "steps"]
+T1, T7 = 12.7062047, 2.36462425   # Student's t, 97.5%, 1 and 7 dof
+
+
+def point(d, part, p, L, seed, rows, wall=10.0, dm=64, x=1.0, norm="layernorm"):
+    """One point's CSV and sidecar (the driver's columns and keys)."""
+    os.makedirs(os.path.join(d, part), exist_ok=True)
+    tag = f"{p}_{norm}_relu_sinusoidal_b1_L{L}_d{dm}_s{seed}"
+    with open(os.path.join(d, part, tag + ".csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(HEAD)
+        w.writerows([r + [""] * (len(HEAD) - len(r)) for r in rows])
+    meta = {"config": {"task": "lm", "init": "xavier", "V": 64, "h": 4, "d": dm, "d_ff": 4 * dm,
+                       "L": L, "seed": seed, "norm_pos": p, "norm": norm, "activation": "relu",
+                       "pos": "sinusoidal", "bias": True, "input_scale": x},
+            "part": part, "data": "synthetic lm batch (made up)", "eig_steps": 400, "tol": 1e-6,
+            "probes": 16, "trace_probes": 128, "cross_probes": 8, "slq_runs": 2,
+            "slq_steps": 24, "sigma_fraction": 0.01, "wall_seconds": wall,
+            "cpu_seconds": wall / 2}
+    with open(os.path.join(d, part, tag + ".meta.json"), "w") as f:
+        json.dump(meta, f)
+
+
+def run(d, ok=True):
+    r = subprocess.run([sys.executable, "-m", "studies.summary", "placements", str(d)],
+                       cwd=ROOT, env=ENV, capture_output=True, text=True)
+    assert (r.returncode == 0) == ok, r.stderr
+    return r
+
+
+def table(d, name):
+    with open(os.path.join(d, name), newline="") as f:
+        return {r[list(r)[0]]: r for r in csv.DictReader(f)}
+
+
+def est(text):
+    return [float(t) for t in text.replace("[", " ").replace("]", " ").replace(",", " ").split()]
+
+
+def near(got, want, rel=5e-3):
+    return len(got) == len(want) and all(abs(g - w) <= rel * abs(w) + 1e-9
+                                         for g, w in zip(got, want))
+
+
+def grad_rows(L, v):
+    return [["loss", "", "", "", "", "", "", "", "4.2"],
+            ["grad", "", "", f"dec.{L - 1}.FFN2", "FFN2", L - 1, 16384, "", repr(v)]]
+
+
+def make(d):
+    # Gradients: Post-LN a_s L^0, Pre-LN a_s L^(-1/2), ln a_s = -0.05, 0, 0.05 at
+    # L = 1, 2, 4: the slope is exact, the residuals are the seed offsets.
+    for s, la in enumerate((-0.05, 0.0, 0.05)):
+        for L in (1, 2, 4):
+            point(d, "grad", "post", L, s, grad_rows(L, 0.8 * math.exp(la)), wall=900.0)
+            point(d, "grad", "pre", L, s, grad_rows(L, 0.5 * math.exp(la) * L ** -0.5),
+                  wall=900.0)
+    # Extremes at L = 6: Post/Pre top ratios 2 and 8 at seeds 0 and 1; seed 2's Pre-LN top
+    # did not converge.
+    top = {("post", 0): 2.0, ("pre", 0): 1.0, ("post", 1): 16.0, ("pre", 1): 2.0,
+           ("post", 2): 9.0, ("pre", 2): 3.0}
+    for (p, s), v in top.items():
+        conv = 0 if (p, s) == ("pre", 2) else 1
+        point(d, "extremes", p, 6, s, [
+            ["g_rank_bound", "ggn", "", "", "", "", "", "", "8064"],
+            ["eig", "hessian", "top", "", "", "", "", "", repr(v), "", "1e-9", conv, 30],
+            ["eig", "hessian", "bottom", "", "", "", "", "", repr(-v / 2), "", "1e-9", 1, 30],
+            ["trace", "hessian", "", "", "", "", "", "", "5.0", "0.5", "", "", 128]])
+
+
+def test_ratio_exponents_status(tmp_path):
+    d = str(tmp_path)
+    make(d)
+    run(d)
+    c = table(d, "claims.csv")
+    v = table(d, "values.csv")
+    # ratio: per-seed 2 and 8 -> geometric mean 4, log sd sqrt(2) ln 2, se ln 2, 1 dof
+    lo, hi = math.exp(math.log(4) - T1 * math.log(2)), math.exp(math.log(4) + T1 * math.log(2))
+    assert near(est(c["ref.post.H_top"]["value"]), [4.0, lo, hi])
+    assert c["ref.post.H_top"]["verdict"] == "not resolved at this precision"
+    assert c["ref.post.H_top"]["method"].startswith("2 seeds paired by seed; 1 of the 3")
+    # |bottom| ratios 2, 8, 3 (all converged): 3 seeds
+    lb = [math.log(2), math.log(8), math.log(3)]
+    m, sd = sum(lb) / 3, math.sqrt(sum((x - sum(lb) / 3) ** 2 for x in lb) / 2)
+    h = 4.30265273 * sd / math.sqrt(3)
+    assert near(est(c["ref.post.H_bottom"]["value"]), [math.exp(m), math.exp(m - h),
+                                                       math.exp(m + h)])
+    # exponents: slope exact; s^2 = RSS / (N - 2) = 3 (2 x 0.05^2) / 7, Sxx = 6 (ln 2)^2
+    se = math.sqrt(3 * 2 * 0.05 ** 2 / 7 / (6 * math.log(2) ** 2))
+    for p, b in (("post", 0.0), ("pre", -0.5)):
+        got = est(c[f"grad.{p}.L"]["value"])
+        assert abs(got[0] - b) < 1e-3 and abs(got[2] - got[1] - 2 * T7 * se) < 2e-3, got
+    assert c["grad.post.L"]["verdict"] == "flat"
+    assert c["grad.pre.L"]["verdict"] == "shrinks"
+    assert c["grad.pre.L_half"]["verdict"] == "equal to -1/2"
+    assert v["grad.flat"]["value"] == "Post-LN" and v["grad.shrinks"]["value"] == "Pre-LN"
+    # status and time: 18 of 198 grad points, 18 x 900 s = 4.5 h
+    assert v["status.core.grad"]["value"] == "18 of 198"
+    assert v["status.core.extremes"]["value"] == "6 of 198"
+    assert v["time.core.grad"]["value"] == "4.50"
+    assert v["conv.extremes"]["value"] == "11 of 12" and v["conv.unconverged"]["value"] == "1"
+    # parts without points: values the prose quotes say so; no claim is made
+    assert v["m30k.post.H_top"]["value"] == "not yet run"
+    assert v["coupling.post.od.verdict"]["value"] == "not yet run"
+    assert not [k for k in c if k.startswith(("m30k.", "coupling.", "VQ."))]
+    with open(os.path.join(d, "report.json")) as f:
+        rep = json.load(f)
+    assert len(rep["raw"]) == 24 and "status" in [t[0] for t in rep["tables"]]
+
+
+def test_unfinished_and_bad_input(tmp_path):
+    d = str(tmp_path)
+    make(d)
+    # a CSV without its sidecar (being written) is not read; a .tmp. file neither
+    open(os.path.join(d, "grad", "post_layernorm_relu_sinusoidal_b1_L8_d64_s0.csv"),
+         "w").write("measure\n")
+    open(os.path.join(d, "grad", "x.csv.tmp.abc123"), "w").write("junk")
+    run(d)
+    assert table(d, "values.csv")["status.incomplete"]["value"] == "1"
+    # a sidecar naming another part: one line, status 2
+    meta = os.path.join(d, "grad", "post_layernorm_relu_sinusoidal_b1_L1_d64_s0.meta.json")
+    j = json.load(open(meta))
+    j["part"] = "anatomy"
+    json.dump(j, open(meta, "w"))
+    r = run(d, ok=False)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "sidecar part 'anatomy', expected 'grad'" in r.stderr
