@@ -7,6 +7,7 @@ import math
 from collections import defaultdict
 
 import matplotlib.pyplot as plt
+from matplotlib import ticker
 
 from . import plots
 from . import stats as S
@@ -139,6 +140,7 @@ def layer_figure(out, D):
             g = [math.exp(sum(map(math.log, per[l])) / len(per[l])) for l in ls]
             out.value(f"layers.{p}.{k}", f"{S.num(g[0], 2)} -> {S.num(g[-1], 2)}")
         plots.log_axes(a, xlog=False)
+        a.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
         a.set_title(NAME[p])
         a.set_xlabel("layer")
     ax[0][0].set_ylabel("||H_bb||_F")

@@ -134,6 +134,8 @@ OPN = {"H": "hessian", "G": "ggn", "F": "functional"}
 
 
 def block_f(op, blk, src=None):
+    """||A_bb||_F of the group blk (None: every group's together), or with src the cross
+    norm ||A_(blk, src)||_F of the first layer's kinds blk and src."""
     def f(pt):
         if blk is None:
             v = [float(r["value"]) for r in pt.where("frob", operator=OPN[op])]
@@ -185,7 +187,7 @@ def ormaniec(out, cl, D):
     rows = []
     for op, blk, src, b, whose in THEIRS:
         name = f"{op}_{blk}{src or blk}"
-        f = block_f(op, blk, src)
+        f = block_f(op, blk, src) if src else block_f(op, f"dec.0.{blk}")
         low = sigma_fit(D, "nonorm", "pre", 1, f, top=1.0)
         full = sigma_fit(D, "nonorm", "pre", 1, f)
         pre = sigma_fit(D, "base", "pre", 1, f)
@@ -200,8 +202,8 @@ def ormaniec(out, cl, D):
                      txt(full.slope) if full else "-", txt(pre.slope) if pre else "-"])
     r = None
     for x in SCALES:
-        fv = D.series("scale", key("pre", 1, var="nonorm", x=x), block_f("F", "V"))
-        hv = D.series("scale", key("pre", 1, var="nonorm", x=x), block_f("H", "V"))
+        fv = D.series("scale", key("pre", 1, var="nonorm", x=x), block_f("F", "dec.0.V"))
+        hv = D.series("scale", key("pre", 1, var="nonorm", x=x), block_f("H", "dec.0.V"))
         r = max([fv[s] / hv[s] for s in fv if s in hv] + ([r] if r is not None else []),
                 default=None)
     out.value("ormaniec.F_VV", "-" if r is None else S.num(r, 2))
@@ -221,8 +223,8 @@ def ormaniec(out, cl, D):
 
 def scale_figure(out, D):
     fig, ax = plots.figure(3, 2.6, 2.6)
-    panels = ((ax[0], 1, "H", "Q", "||H_QQ||_F, first layer, L = 1"),
-              (ax[1], 1, "H", "V", "||H_VV||_F, first layer, L = 1"),
+    panels = ((ax[0], 1, "H", "dec.0.Q", "||H_QQ||_F, first layer, L = 1"),
+              (ax[1], 1, "H", "dec.0.V", "||H_VV||_F, first layer, L = 1"),
               (ax[2], 6, "H", None, "all blocks' ||H_bb||_F, L = 6"))
     for a, L, op, blk, lab in panels:
         sets = [("base", p, NAME[p], STYLE[p]) for p in PLACEMENTS]
@@ -235,10 +237,18 @@ def scale_figure(out, D):
             if v:
                 plots.seeds(a, [x for x, _ in v], [list(s.values()) for _, s in v],
                             label=name, color=c, marker=m)
+            if var == "nonorm" and v:   # Ormaniec et al.'s small-sigma exponent, its shape
+                b = 5 if blk.endswith("Q") else 2
+                x0, y0 = v[0][0], gmean(v[0][1]).value
+                xs = np.geomspace(min(SCALES), max(SCALES), 20)
+                a.plot(xs, y0 * (xs / x0) ** b, ":", color="black", lw=0.8,
+                       label=f"sigma^{b} (Ormaniec et al.)")
         plots.log_axes(a, SCALES)
         a.set_xlabel("input scale sigma")
         a.set_title(lab, fontsize=7)
     plots.legend(ax[0], ncol=2, fontsize=6)
     out.figure("scale", "Block norms of H against the input scale sigma (d = 64): the first "
-               "layer's query and value blocks at L = 1 (black: no norms), and all blocks "
-               f"together at L = 6. {plots.CAPTION}.", fig)
+               "layer's query and value blocks at L = 1 (black: no norms; dotted: Ormaniec et "
+               "al.'s small-sigma exponent for one self-attention layer, sigma^5 and sigma^2, "
+               "drawn through the smallest sigma), and all blocks together at L = 6. "
+               f"{plots.CAPTION}.", fig)
