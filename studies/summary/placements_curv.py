@@ -117,8 +117,11 @@ def extremes(out, cl, D):
                 if not (xn == "L" and m == "H_top"):
                     out.value(f"exp{xn}.{p}.{m}", row[-1])
             rows.append(row)
-        cl.fit(f"expL.{p}.H_top", f"{NAME[p]}: top of H against depth L (d = 64)",
-               fits[(p, "L", "H_top")], file, "L")
+        f = fits[(p, "L", "H_top")]
+        have = sum(len(D.pts("extremes", key(p, L, 64))) for L in DEPTHS)
+        cl.fit(f"expL.{p}.H_top", f"{NAME[p]}: top of H against depth L (d = 64; "
+               f"{have - (f.n_obs if f else 0)} of {have} seeds left out as unconverged)", f,
+               file, "L")
     for name, ms, what in (("extremes_exponents", MEASURES[:5], "the extremes"),
                            ("traces_exponents", MEASURES[5:], "the traces (|tr|, where every "
                             "value has one sign)")):
@@ -127,6 +130,7 @@ def extremes(out, cl, D):
                   "exponents over the points present)", ["placement", "against"] +
                   [lab for _, lab, _ in ms],
                   [r[:2] + [r[2 + MEASURES.index(m)] for m in ms] for r in rows], wide=True)
+    ratio_exponents(out, D)
     for xn, xs, lab in (("L", DEPTHS, "depth L (d = 64)"), ("d", WIDTHS, "width d (L = 6)")):
         fig, ax = plt.subplots(2, 2, figsize=(6.8, 5.0), layout="constrained")
         for a, (m, ml, f) in zip(ax.flat, [MEASURES[i] for i in (0, 1, 2, 4)]):
@@ -149,6 +153,32 @@ def extremes(out, cl, D):
             ("seeds", "|bottom of F|", "L = 6, d = 64", ref["F_bottom"]),
             ("fit", "exponent of the top of H in L", "d = 64, L = 1-24",
              {p: fits[(p, "L", "H_top")] for p in PLACEMENTS})]
+
+
+def ratio_exponents(out, D):
+    """Exponents of each placement's ratio to Pre-LN (the per-seed ratios) in L and d."""
+    ms = [MEASURES[i] for i in (0, 1, 2, 4)]
+    rows = []
+    for p in PLACEMENTS:
+        if p == "pre":
+            continue
+        for xn, pts in (("L", [(L, (L, 64)) for L in DEPTHS]),
+                        ("d", [(d, (6, d)) for d in WIDTHS])):
+            row = [NAME[p], "L (d = 64)" if xn == "L" else "d (L = 6)"]
+            for m, _, f in ms:
+                per = []
+                for x, (L, d) in pts:
+                    a = D.series("extremes", key(p, L, d), f)
+                    b = D.series("extremes", key("pre", L, d), f)
+                    per.append((x, {s: a[s] / b[s] for s in a if s in b}))
+                fit = power_fit(per)
+                row.append(txt(fit.slope) if fit else "-")
+                out.value(f"ratio_exp{xn}.{p}.{m}", row[-1])
+            rows.append(row)
+    out.table("ratio_exponents", "Exponents of each placement's ratio to Pre-LN (per-seed "
+              "ratios, paired by seed) in depth L = 1-24 (d = 64) and width d = 32-256 (L = 6): "
+              "fits to the per-seed ratios, 95% CI", ["placement", "against"] +
+              [lab for _, lab, _ in ms], rows, wide=True)
 
 
 M30K = (("H_top", "top of H", "hessian", "top"), ("H_bottom", "|bottom of H|", "hessian",
