@@ -22,6 +22,14 @@ from .writer import HERE, Summary, SummaryError
 MODULES = ("placements_data", "placements_curv", "placements_blocks", "placements_scale")
 
 
+class Wide(Summary):
+    """Every table shrunk to the line where it is wider (writer.table_tex's wide)."""
+
+    def table(self, *a, **k):
+        k.setdefault("wide", True)
+        return super().table(*a, **k)
+
+
 class Claims:
     """writer.Summary's claims where the data exist; otherwise the values the prose
     quotes, saying why there is no number yet."""
@@ -148,7 +156,7 @@ def rank_fit_row(label, where, fits):
 
 def summarise(study, d):
     D = Data(d)
-    out = Summary(study, d, "The placement study: curvature and gradients of every "
+    out = Wide(study, d, "The placement study: curvature and gradients of every "
                   "normalisation placement at initialisation (issue 34)", setting(D),
                   "make study-placements", D.raw, "placements")
     out.inputs[3:3] = [os.path.relpath(os.path.join(HERE, m + ".py")) for m in MODULES]

@@ -88,7 +88,8 @@ def table_md(head, rows, align):
 def table_tex(head, rows, align, caption, label, source, wide=False):
     """A booktabs table float (longtable past 40 rows), ready to \\input; source
     (STUDY/NAME) goes to \\lnksource, which prints nothing unless defined (the
-    report prints it).  Past 7 columns, or wide, it is scaled to the line's width."""
+    report prints it).  Past 7 columns it is scaled to the line's width; wide: shrunk to
+    it where wider, whatever its columns."""
     body = [" & ".join(_tex(h) for h in head) + r" \\", r"\midrule"]
     body += [" & ".join(_tex(c) for c in r) + r" \\" for r in rows]
     cap = r"\caption{" + _tex(caption) + r"}\label{" + label + "}"
@@ -99,7 +100,10 @@ def table_tex(head, rows, align, caption, label, source, wide=False):
                          + body + [r"\bottomrule", r"\end{longtable}}", src]) + "\n"
     tab = [r"\begin{tabular}{" + align + "}", r"\toprule"] + body + [r"\bottomrule",
                                                                     r"\end{tabular}"]
-    if len(head) > 7 or wide:
+    if wide:   # shrunk to the line where wider, never enlarged
+        tab = [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%"] + tab + \
+            ["}"]
+    elif len(head) > 7:
         tab = [r"\resizebox{\linewidth}{!}{%"] + tab + ["}"]
     return "\n".join([r"\begin{table}[htbp]", r"\centering\small"] + tab + [cap, src,
                       r"\end{table}"]) + "\n"
