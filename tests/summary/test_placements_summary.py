@@ -145,3 +145,32 @@ def test_unfinished_and_bad_input(tmp_path):
     r = run(d, ok=False)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "sidecar part 'anatomy', expected 'grad'" in r.stderr
+
+
+def test_coupling_and_ranking_by_hand():
+    # Three groups: a, b in layer 0, emb outside; ||H_xy||_F as below (symmetric).
+    from studies.summary import placements, placements_blocks
+    from studies.summary.placements_data import Pt
+    F = {("a", "a"): 1.0, ("b", "b"): 2.0, ("emb", "emb"): 2.0, ("a", "b"): 1.0,
+         ("b", "a"): 1.0, ("a", "emb"): 0.5, ("emb", "a"): 0.5, ("b", "emb"): 0.0,
+         ("emb", "b"): 0.0}
+    lay = {"a": "0", "b": "0", "emb": ""}
+    rows = [dict(zip(HEAD, ["cross", "hessian", "", x, "k", lay[x], "1", y, repr(v), "", "", "",
+                            "8"])) for (x, y), v in F.items()]
+    for g, top, bot in (("a", 3.0, -1.0), ("b", 4.0, -2.0), ("emb", 1.0, -0.5)):
+        rows += [dict(zip(HEAD, ["block_eig", "hessian", w, g, "k", lay[g], "1", "", repr(v),
+                                 "", "1e-9", "1", "10"])) for w, v in (("top", top),
+                                                                       ("bottom", bot))]
+    rows += [dict(zip(HEAD, ["eig", "hessian", w, "", "", "", "", "", repr(v), "", "1e-9", "1",
+                             "20"])) for w, v in (("top", 5.0), ("bottom", -4.0))]
+    c = placements_blocks.coupling_of(Pt("x.csv", rows, {}))
+    # diag 1 + 4 + 4 = 9; within 2 x 1 = 2; outside 2 x 0.25 = 0.5; total 11.5
+    assert abs(c["share"] - 2.5 / 11.5) < 1e-12 and abs(c["within"] - 2 / 11.5) < 1e-12
+    assert abs(c["outside"] - 0.5 / 11.5) < 1e-12 and c["across"] == 0
+    assert abs(c["od"] - math.sqrt(2.5 / 9)) < 1e-12
+    assert abs(c["top"] - 4 / 5) < 1e-12 and abs(c["bottom"] - 2 / 4) < 1e-12
+    # ranking: B / A = 2 and 2.2 (resolved: '<'), C / B = 1.1 and 0.95 (not: '~')
+    row = placements.rank_row("m", "here", {"pre": {0: 1.0, 1: 1.0}, "post": {0: 2.0, 1: 2.2},
+                                            "peri": {0: 2.2, 1: 2.09}})
+    assert row[2].startswith("Pre-LN (1") and row[3].startswith("< Post-LN")
+    assert row[4].startswith("~ Peri-LN") and row[5:] == ["", "", ""]
