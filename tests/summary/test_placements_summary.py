@@ -174,3 +174,39 @@ def test_coupling_and_ranking_by_hand():
                                             "peri": {0: 2.2, 1: 2.09}})
     assert row[2].startswith("Pre-LN (1") and row[3].startswith("< Post-LN")
     assert row[4].startswith("~ Peri-LN") and row[5:] == ["", "", ""]
+
+
+def test_ormaniec_exponents(tmp_path):
+    # One layer without norms: ||H_QQ|| = a_s sigma^5, ||G_QQ|| = a_s sigma^6, ||F_QQ|| =
+    # a_s sigma^5, ||H_VV|| = ||G_VV|| = a_s sigma^2, F_VV = 0, ||G_VQ|| = a_s sigma^4;
+    # ln a_s = -0.05, 0.05: every exponent exact, within 0.5 of theirs.
+    d = str(tmp_path)
+    make(d)
+    for s, la in enumerate((-0.05, 0.05)):
+        for x in (0.25, 0.5, 1.0, 2.0, 4.0):
+            a = math.exp(la)
+            fr = [("hessian", "dec.0.Q", a * x ** 5), ("ggn", "dec.0.Q", a * x ** 6),
+                  ("functional", "dec.0.Q", a * x ** 5), ("hessian", "dec.0.V", a * x ** 2),
+                  ("ggn", "dec.0.V", a * x ** 2), ("functional", "dec.0.V", 0.0)]
+            rows = [["frob", op, "", b, b[-1], 0, 4096, "", repr(v), "0", "", "", 16]
+                    for op, b, v in fr]
+            rows.append(["cross", "ggn", "", "dec.0.V", "V", 0, 4096, "dec.0.Q",
+                         repr(a * x ** 4), "0", "", "", 8])
+            os.makedirs(os.path.join(d, "scale"), exist_ok=True)
+            point(d, "scale", "pre", 1, s, rows, x=x, norm="none")
+            os.replace(os.path.join(d, "scale", f"pre_none_relu_sinusoidal_b1_L1_d64_s{s}.csv"),
+                       os.path.join(d, "scale", f"nonorm_x{x}_s{s}.csv"))
+            os.replace(os.path.join(d, "scale",
+                                    f"pre_none_relu_sinusoidal_b1_L1_d64_s{s}.meta.json"),
+                       os.path.join(d, "scale", f"nonorm_x{x}_s{s}.meta.json"))
+    run(d)
+    c = table(d, "claims.csv")
+    for name, b in (("H_QQ", 5), ("G_QQ", 6), ("F_QQ", 5), ("H_VV", 2), ("G_VV", 2)):
+        got = est(c[f"ormaniec.{name}"]["value"])
+        assert abs(got[0] - b) < 1e-3 and got[2] - got[1] < 0.5, (name, got)
+        assert c[f"ormaniec.{name}"]["verdict"] == f"equal to {b}"
+    assert table(d, "values.csv")["ormaniec.F_VV"]["value"] == "0"
+    with open(os.path.join(d, "ormaniec.md")) as f:
+        gvq = [r for r in f if r.startswith("| G_VQ")][0]
+    assert gvq.split("|")[3].strip().startswith("4.00")
+    assert table(d, "values.csv")["status.scale.scale"]["value"] == "10 of 195"
