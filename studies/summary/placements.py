@@ -16,7 +16,7 @@ from . import placements_blocks as B
 from . import placements_curv as C
 from . import placements_scale as G
 from . import stats as S
-from .placements_data import NAME, PARTS, STAGES, Data, gmean, ratio
+from .placements_data import BASES, NAME, PARTS, STAGES, Data, gmean, ratio
 from .writer import HERE, Summary, SummaryError
 
 MODULES = ("placements_data", "placements_curv", "placements_blocks", "placements_scale")
@@ -36,6 +36,7 @@ class Claims:
 
     def __init__(self, out):
         self.out = out
+        self.flags = []   # fits one point carries (placements_data.ftxt)
 
     def absent(self, cid, why="not yet run", fit=False):
         self.out.value(cid, why)
@@ -81,40 +82,58 @@ def setting(D):
 
 def status(out, D):
     rows, outside = D.status()
-    tot = [0, 0, 0.0, 0.0]
+    left = D.remaining()
+    tot = [0, 0, 0.0, 0.0, 0, 0.0, 0]
     tab = []
     for st in STAGES:
         for s, part, got, n, wall, cpu, big, resumed in rows:
             if s != st:
                 continue
+            nl, secs, bases = left.get((st, part), (0, 0.0, {}))
+            none = bases.get(None, 0)
+            basis = ", ".join(f"{b} {bases[b]}" for b in BASES if bases.get(b)) + \
+                (f"{', ' if len(bases) > 1 else ''}none yet {none}" if none else "")
             out.value(f"status.{st}.{part}", f"{got} of {n}")
-            out.value(f"time.{st}.{part}", S.num(wall / 3600))
-            tab.append([st, part, f"{got} of {n}", S.num(wall / 3600), S.num(cpu / 3600),
-                        S.num(big / 60) if got else "-", resumed])
-            tot = [tot[0] + got, tot[1] + n, tot[2] + wall, tot[3] + cpu]
+            out.value(f"time.{st}.{part}", S.num(cpu / 3600))
+            out.value(f"time.{st}.{part}.wall", S.num(wall / 3600))
+            out.value(f"left.{st}.{part}", str(nl))
+            out.value(f"left.{st}.{part}.cpu_h", S.num(secs / 3600) if nl > none else "-")
+            out.value(f"left.{st}.{part}.unknown", str(none))
+            tab.append([st, part, f"{got} of {n}", S.num(cpu / 3600), S.num(wall / 3600),
+                        S.num(big / 60) if got else "-", nl,
+                        (S.num(secs / 3600) if nl > none else "-") + ("+" if none and
+                                                                      nl > none else ""),
+                        basis or "-"])
+            tot = [tot[0] + got, tot[1] + n, tot[2] + wall, tot[3] + cpu, tot[4] + nl,
+                   tot[5] + secs, tot[6] + none]
     out.value("status.total", f"{tot[0]} of {tot[1]}")
     out.value("time.total", f"{tot[2] / 3600:.1f}")
     out.value("time.total_cpu", f"{tot[3] / 3600:.1f}")
     out.value("status.outside_grid", str(outside))
     out.value("status.incomplete", str(D.orphans))
-    secs, n, unknown = D.remaining()
-    out.value("status.left_h", S.num(secs / 3600))
-    out.value("status.left_points", str(n))
-    out.value("status.left_unknown", str(unknown))
-    tab.append(["all", "", f"{tot[0]} of {tot[1]}", S.num(tot[2] / 3600),
-                S.num(tot[3] / 3600), "", ""])
-    tab.append(["still to run", "", f"{tot[1] - tot[0]}", f"{S.num(secs / 3600)} (est.)", "",
-                "", ""])
-    out.table("status", "Points present of those the runner's stages make, and their time on "
-              "this machine's 2 cores (shared with other work; the runner runs 2 points at a "
-              "time, one BLAS thread each, under nice): the sum of the sidecars' wall and CPU "
-              "times in hours, the longest point in minutes; resumed: Multi30k runs continued "
-              "from a checkpoint (their sidecar's time is the last session's); still to run: the "
-              "wall time of the missing points, each estimated by the mean of the present "
-              "points of its key (other seeds) or else of its part and size, for the "
-              f"{n} points with such a basis ({unknown} without one yet), one point at a time",
-              ["stage", "part", "present", "wall h", "CPU h", "longest min", "resumed"], tab,
-              "llrrrrr")
+    out.value("status.resumed", str(sum(r[7] for r in rows)))
+    out.value("status.left_points", str(tot[4]))
+    out.value("status.left_cpu_h", f"{tot[5] / 3600:.1f}")
+    out.value("status.left_2cores_h", f"{tot[5] / 3600 / 2:.1f}")
+    out.value("status.left_unknown", str(tot[6]))
+    tab.append(["all", "", f"{tot[0]} of {tot[1]}", S.num(tot[3] / 3600),
+                S.num(tot[2] / 3600), "", tot[4],
+                S.num(tot[5] / 3600) + ("+" if tot[6] else ""), ""])
+    out.table("status", "Points done of those the runner's stages plan, and their time on this "
+              "machine's 2 cores (shared with other work; the runner runs 2 points at a time, "
+              "one BLAS thread each, under nice): the sums of the sidecars' CPU and wall times "
+              "in hours (the wall sum counts two points running at once twice), the longest "
+              "point's wall time in minutes; left: the points still to run, and the CPU hours "
+              "they need, each point estimated from (basis, points so estimated): seeds, the "
+              "mean CPU time of its own other seeds; size, of its part's points of the same "
+              "L, d and factor; core size, of its part's core-grid points at that L and d; "
+              "products, the Hessian products its part makes (from the driver's settings) "
+              "times the CPU seconds a product took in the extremes at that size; none yet: "
+              "no basis until a point of its kind finishes ('+': more than the sum shown). "
+              "Multi30k runs resumed from a checkpoint count the last session's time only "
+              f"({out.values['status.resumed']} so far)",
+              ["stage", "part", "done", "CPU h", "wall h", "longest min", "left",
+               "CPU h left", "basis"], tab, "llrrrrrrl")
     conv = []
     for part in PARTS:
         ok, n, bad = D.conv[part]
@@ -125,6 +144,15 @@ def status(out, D):
               "the tolerance at the step limit): reported here, left out of every ratio, "
               "fit and ranking", ["file", "operator", "which", "block", "residual", "steps"],
               conv or [["none", "", "", "", "", ""]], "llllrr")
+
+
+def loo_table(out, flags):
+    out.value("loo.count", str(len(flags)))
+    out.table("loo", "Exponents that one point carries: leaving that depth, width or scale out "
+              "(all its seeds) moves the exponent outside its 95% interval; the exponent with "
+              "every point present, and without that one (marked ' *' in their tables)",
+              ["measure", "placement", "in", "exponent [95% CI]", "without", "exponent"],
+              flags or [["none", "", "", "", "", ""]], "llllrr")
 
 
 def rank_row(label, where, per):
@@ -170,12 +198,20 @@ def summarise(study, d):
     G.scale(out, cl, D)
     rank += C.m30k(out, cl, D)
     C.variations(out, D)
-    rows = [rank_fit_row(*r[1:]) if r[0] == "fit" else rank_row(*r[1:]) for r in rank]
+    loo_table(out, cl.flags)
+    rows = []
+    for kind, label, where, per in rank:
+        r = rank_fit_row(label, where, per) if kind == "fit" else rank_row(label, where, per)
+        n = sorted({len(v) for v in per.values() if v}) if kind != "fit" else []
+        seeds = "" if not n else f"; {n[0]}" if len(n) == 1 else f"; {n[0]}-{n[-1]}"
+        seeds += " seed" + ("s" if n and n[-1] > 1 else "") if n else ""
+        rows.append([label, where + seeds, " ".join(c for c in r[2:] if c)])
     out.table("ranking", "The placements ranked on each measure, smallest first (geometric "
               "means over seeds in brackets; exponents for fits): '<' where the paired ratio "
               "of a placement and the one before it (or the difference of their exponents) "
               "excludes 1 (0) at 95%, '~' where it does not (not resolved at this precision); "
-              "a placement without points yet is not ranked",
-              ["measure", "setting", "1st", "2nd", "3rd", "4th", "5th", "6th"], rows,
-              "llllllll")
+              "a placement without points yet is not ranked; seeds: those present",
+              ["measure", "setting", "order, smallest first"], rows,
+              "".join(r">{\raggedright\arraybackslash}p{%s\linewidth}" % w
+                      for w in ("0.22", "0.18", "0.5")))
     out.close()

@@ -14,6 +14,7 @@ from . import stats as S
 from .placements_data import (DEPTHS, NAME, PLACEMENTS, STYLE, gmean, js0, mean, ratio, txt)
 
 KINDS = ("Q", "K", "V", "O", "FFN1", "FFN2", "norm", "bias", "emb", "final", "out")
+HUTCH = "Hutchinson estimates (their se in the rows; nothing to converge)"
 PLOT_KINDS = ("Q", "K", "V", "O", "FFN1", "FFN2")
 KIND_STYLE = dict(zip(PLOT_KINDS, ("tab:green", "tab:olive", "tab:purple", "tab:pink",
                                    "tab:orange", "tab:red")))
@@ -72,7 +73,7 @@ def anatomy(out, cl, D):
         e = ratio(kn["V"], kn["Q"])
         cl.ratio(f"VQ.{p}", f"{NAME[p]} (L = 6, d = 64): ||H_VV||_F over ||H_QQ||_F, every "
                  "layer's blocks together (Ormaniec et al.: value blocks far larger)", e,
-                 "anatomy/*.csv", f"{e.n if e else 0} seeds, paired (the same model)")
+                 "anatomy/*.csv", f"{e.n if e else 0} seeds, paired (the same model); {HUTCH}")
         rows.append(row + [txt(e)])
     out.table("blocknorms", "||H_bb||_F by tensor kind at L = 6, d = 64 (the root sum of "
               "squares over the layers' blocks; Hutchinson), geometric mean over seeds [95% "
@@ -87,7 +88,9 @@ def anatomy(out, cl, D):
         e = ratio(js[p], js["pre"]) if p != "pre" else None
         if p != "pre":
             cl.ratio(f"js0.{p}", f"JS0 of the block spectra (scaled), {NAME[p]} / Pre-LN (L = "
-                     "6, d = 64)", e, "anatomy/*.csv", f"{e.n if e else 0} seeds, paired")
+                     "6, d = 64)", e, "anatomy/*.csv",
+                     f"{e.n if e else 0} seeds, paired; SLQ spectra (Lanczos at a fixed number "
+                     "of steps: nothing to converge)")
         out.value(f"js0.{p}.scaled", txt(mean(js[p])))
         out.value(f"js0.{p}.raw", txt(mean(raw)))
         rows.append([NAME[p], len(js[p]), txt(mean(raw)), txt(mean(js[p])),
@@ -104,21 +107,22 @@ def anatomy(out, cl, D):
 
 
 def mass_table(out, D):
-    rows = []
+    """One table a vector (top, bottom): a row a tensor kind, a column a placement."""
     for which in ("top", "bottom"):
-        for p in PLACEMENTS:
-            m = per_kind(D, "extremes", key(p), mass_of(which))
-            cells = []
-            for k in KINDS:
-                e = mean(m[k]) if m[k] else None
-                cells.append("-" if e is None else S.pm(e.value, e.sd) if e.n > 1 else
-                             S.num(e.value))
-                out.value(f"mass.{which}.{p}.{k}", cells[-1])
-            rows.append([which, NAME[p], len(m["Q"])] + cells)
-    out.table("mass", "Mass of H's top and bottom eigenvectors on each tensor kind (the "
-              "squared entries summed over the kind's tensors in every layer; they sum to 1) "
-              "at L = 6, d = 64: mean ± sd over the seeds whose eigenvalue converged",
-              ["vector", "placement", "seeds"] + list(KINDS), rows, "llr" + "r" * len(KINDS))
+        m = {p: per_kind(D, "extremes", key(p), mass_of(which)) for p in PLACEMENTS}
+        rows = [["seeds"] + [len(m[p]["Q"]) for p in PLACEMENTS]]
+        for k in KINDS:
+            row = [k]
+            for p in PLACEMENTS:
+                e = mean(m[p][k]) if m[p][k] else None
+                row.append("-" if e is None else S.pm(e.value, e.sd) if e.n > 1 else
+                           S.num(e.value))
+                out.value(f"mass.{which}.{p}.{k}", row[-1])
+            rows.append(row)
+        out.table(f"mass_{which}", f"Mass of H's {which} eigenvector on each tensor kind (the "
+                  "squared entries summed over the kind's tensors in every layer; a column sums "
+                  "to 1) at L = 6, d = 64: mean ± sd over the seeds whose eigenvalue converged "
+                  "(seeds: their number)", ["kind"] + [NAME[p] for p in PLACEMENTS], rows)
 
 
 def layer_figure(out, D):
@@ -170,6 +174,8 @@ def js_pairs(out, D):
 
 
 def js_figure(out, D):
+    if not D.P["anatomy"]:   # no figure without points
+        return
     fig, ax = plots.figure(1, 3.6, 2.8)
     for p in PLACEMENTS:
         v = [(L, D.series("anatomy", key(p, L), js0())) for L in DEPTHS]
@@ -222,7 +228,7 @@ def coupling(out, cl, D):
         e = gmean(col["od"])
         cl.ratio(f"coupling.{p}.od", f"{NAME[p]} (L = 6, d = 64): ||H_off||_F / ||H_diag||_F "
                  "over the blocks of each layer's tensors", e, "coupling/*.csv",
-                 f"{len(col['od'])} seeds; Hutchinson per block pair")
+                 f"{len(col['od'])} seeds; {HUTCH}")
         e2 = gmean(col["top"])
         cl.ratio(f"coupling.{p}.top", f"{NAME[p]} (L = 6, d = 64): top of the block-diagonal "
                  "approximation over the full Hessian's top", e2, "coupling/*.csv",

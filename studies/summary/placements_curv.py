@@ -8,8 +8,9 @@ import matplotlib.pyplot as plt
 
 from . import plots
 from . import stats as S
-from .placements_data import (DEPTHS, NAME, PLACEMENTS, STYLE, VAR_NAME, VARIATIONS, WIDTHS,
-                              gmean, js0, power_fit, ratio, signed, txt, xiong)
+from .placements_data import (DEPTHS, LOO_NOTE, NAME, PLACEMENTS, SEEDS, STYLE, VAR_NAME,
+                              VARIATIONS, WIDTHS, design_leverage, ftxt, gmean, js0,
+                              power_fit, ratio, signed, txt, xiong)
 
 REF = ("base", 6, 64)
 
@@ -104,33 +105,26 @@ def extremes(out, cl, D):
                   "unconverged eigenvalues left out (table unconverged)",
                   ["placement", "seeds"] + [lab for _, lab, _ in ms],
                   [r[:2] + [r[2 + MEASURES.index(m)] for m in ms] for r in rows], wide=True)
-    fits = {}
-    rows = []
+    fits, flags = {}, cl.flags
+    rows = {"L": [], "d": []}
     for p in PLACEMENTS:
         for xn, pts in (("L", [(L, key(p, L, 64)) for L in DEPTHS]),
                         ("d", [(d, key(p, 6, d)) for d in WIDTHS])):
-            row = [NAME[p], "L (d = 64)" if xn == "L" else "d (L = 6)"]
+            row = [NAME[p]]
             for m, lab, f in MEASURES:
                 fit = sfit([(x, D.series("extremes", k, f)) for x, k in pts])
                 fits[(p, xn, m)] = fit
-                row.append(txt(fit.slope) if fit else "-")
+                row.append(ftxt(fit, flags, [lab, NAME[p], xn]))
                 if not (xn == "L" and m == "H_top"):
                     out.value(f"exp{xn}.{p}.{m}", row[-1])
-            rows.append(row)
+            rows[xn].append(row)
         f = fits[(p, "L", "H_top")]
         have = sum(len(D.pts("extremes", key(p, L, 64))) for L in DEPTHS)
-        cl.fit(f"expL.{p}.H_top", f"{NAME[p]}: top of H against depth L (d = 64; "
-               f"{have - (f.n_obs if f else 0)} of {have} seeds left out as unconverged)", f,
-               file, "L")
-    for name, ms, what in (("extremes_exponents", MEASURES[:5], "the extremes"),
-                           ("traces_exponents", MEASURES[5:], "the traces (|tr|, where every "
-                            "value has one sign)")):
-        out.table(name, f"Power-law exponents of {what} in depth L = 1-24 at d = 64 and in "
-                  "width d = 32-256 at L = 6: fits to the per-seed values, 95% CI (effective "
-                  "exponents over the points present)", ["placement", "against"] +
-                  [lab for _, lab, _ in ms],
-                  [r[:2] + [r[2 + MEASURES.index(m)] for m in ms] for r in rows], wide=True)
-    ratio_exponents(out, D)
+        cl.fit(f"expL.{p}.H_top", f"{NAME[p]}: top of H against depth L (d = 64, L = 1-24; "
+               f"the {have} of {SEEDS * len(DEPTHS)} planned seed-points present, "
+               f"{have - (f.n_obs if f else 0)} left out as unconverged)", f, file, "L")
+    exponent_tables(out, rows)
+    ratio_exponents(out, D, flags)
     for xn, xs, lab in (("L", DEPTHS, "depth L (d = 64)"), ("d", WIDTHS, "width d (L = 6)")):
         fig, ax = plt.subplots(2, 2, figsize=(6.8, 5.0), layout="constrained")
         for a, (m, ml, f) in zip(ax.flat, [MEASURES[i] for i in (0, 1, 2, 4)]):
@@ -155,30 +149,48 @@ def extremes(out, cl, D):
              {p: fits[(p, "L", "H_top")] for p in PLACEMENTS})]
 
 
-def ratio_exponents(out, D):
+LEV = {"L": design_leverage("L", DEPTHS), "d": design_leverage("d", WIDTHS)}
+AGAINST = {"L": "depth L = 1-24 at d = 64", "d": "width d = 32-256 at L = 6"}
+
+
+def exponent_tables(out, rows):
+    """The extremes' and traces' exponents, one table each for L and d."""
+    for xn in ("L", "d"):
+        for name, ms, what in (("extremes", MEASURES[:5], "the extremes"),
+                               ("traces", MEASURES[5:], "the traces (|tr|, where every value "
+                                "has one sign)")):
+            out.table(f"{name}_exponents_{xn}", f"Power-law exponents of {what} in "
+                      f"{AGAINST[xn]}: fits to the per-seed values, 95% CI (effective exponents "
+                      f"over the points present); leverage with every seed present: "
+                      f"{LEV[xn]}; {LOO_NOTE}", ["placement"] + [lab for _, lab, _ in ms],
+                      [r[:1] + [r[1 + MEASURES.index(m)] for m in ms] for r in rows[xn]],
+                      wide=True)
+
+
+def ratio_exponents(out, D, flags):
     """Exponents of each placement's ratio to Pre-LN (the per-seed ratios) in L and d."""
     ms = [MEASURES[i] for i in (0, 1, 2, 4)]
-    rows = []
+    rows = {"L": [], "d": []}
     for p in PLACEMENTS:
         if p == "pre":
             continue
         for xn, pts in (("L", [(L, (L, 64)) for L in DEPTHS]),
                         ("d", [(d, (6, d)) for d in WIDTHS])):
-            row = [NAME[p], "L (d = 64)" if xn == "L" else "d (L = 6)"]
-            for m, _, f in ms:
+            row = [NAME[p]]
+            for m, lab, f in ms:
                 per = []
                 for x, (L, d) in pts:
                     a = D.series("extremes", key(p, L, d), f)
                     b = D.series("extremes", key("pre", L, d), f)
                     per.append((x, {s: a[s] / b[s] for s in a if s in b}))
-                fit = power_fit(per)
-                row.append(txt(fit.slope) if fit else "-")
+                row.append(ftxt(power_fit(per), flags, [f"{lab} / Pre-LN", NAME[p], xn]))
                 out.value(f"ratio_exp{xn}.{p}.{m}", row[-1])
-            rows.append(row)
-    out.table("ratio_exponents", "Exponents of each placement's ratio to Pre-LN (per-seed "
-              "ratios, paired by seed) in depth L = 1-24 (d = 64) and width d = 32-256 (L = 6): "
-              "fits to the per-seed ratios, 95% CI", ["placement", "against"] +
-              [lab for _, lab, _ in ms], rows, wide=True)
+            rows[xn].append(row)
+    for xn in ("L", "d"):
+        out.table(f"ratio_exponents_{xn}", "Exponents of each placement's ratio to Pre-LN "
+                  f"(per-seed ratios, paired by seed) in {AGAINST[xn]}: fits to the per-seed "
+                  f"ratios, 95% CI; leverage: {LEV[xn]}; {LOO_NOTE}",
+                  ["placement"] + [lab for _, lab, _ in ms], rows[xn], wide=True)
 
 
 M30K = (("H_top", "top of H", "hessian", "top"), ("H_bottom", "|bottom of H|", "hessian",

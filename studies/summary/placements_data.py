@@ -88,6 +88,10 @@ class Pt:
     def cpu(self):
         return float(self.meta.get("cpu_seconds") or 0)
 
+    @property
+    def products(self):
+        return float(self.meta.get("products_this_run") or 0)
+
 
 def point_key(part, meta, where):
     c = meta.get("config")
@@ -141,7 +145,7 @@ class Data:
                     c[0] += 1
                 else:
                     c[2].append((pt.name, r["operator"], r["which"], r["block"],
-                                 r["residual"], r["steps"]))
+                                 S.num(fnum(r, "residual", pt.name), 2), r["steps"]))
 
     def pts(self, part, key):
         return self.P[part].get(key, {})
@@ -194,28 +198,78 @@ class Data:
 
 
     def remaining(self):
-        """The wall seconds of the points still to come, each estimated by the mean of the
-        present points of its key (other seeds), else of its part and size (the same L, d,
-        factor; any placement and scale; a Multi30k run: the same operator): (seconds, points
-        estimated, points without a basis yet)."""
-        by_key, by_size = defaultdict(list), defaultdict(list)
+        """The CPU seconds the missing points need, each estimated from the first basis
+        that exists (BASES): {(stage, part): [points left, CPU seconds, {basis: points}]}
+        (basis None: no estimate yet)."""
+        by_key, by_size, per_prod, shape = defaultdict(list), defaultdict(list), {}, {}
         for part in PARTS:
             for k, v in self.P[part].items():
                 for pt in v.values():
-                    by_key[(part, k)].append(pt.wall)
-                    by_size[(part, k[1] if part == "m30k" else k[0] + str(k[2:4]))].append(
-                        pt.wall)
-        secs, n, unknown = 0.0, 0, 0
-        for _, part, k, s in self.expected():
+                    by_key[(part, k)].append(pt.cpu)
+                    if part != "m30k":
+                        by_size[(part, k[0], k[2], k[3])].append(pt.cpu)
+        for k, v in self.P["extremes"].items():   # the product model's inputs, per size
+            pts = [pt for pt in v.values() if pt.products > 0]
+            if pts:
+                sz = (k[0], k[2], k[3])
+                per_prod.setdefault(sz, []).extend(pt.cpu / pt.products for pt in pts)
+                shape[sz] = pts[0]
+        out = defaultdict(lambda: [0, 0.0, defaultdict(int)])
+        for st, part, k, s in self.expected():
             if s in self.P[part].get(k, {}):
                 continue
-            w = by_key.get((part, k)) or \
-                by_size.get((part, k[1] if part == "m30k" else k[0] + str(k[2:4])))
-            if w:
-                secs, n = secs + sum(w) / len(w), n + 1
-            else:
-                unknown += 1
-        return secs, n, unknown
+            cpu, basis = estimate(part, k, by_key, by_size, per_prod, shape)
+            o = out[(st, part)]
+            o[0] += 1
+            o[1] += cpu or 0.0
+            o[2][basis] += 1
+        return out
+
+
+# What a missing point's time is estimated from, in this order: "seeds": the mean CPU time
+# of its own key's present points (other seeds); "size": of its part's points of the same
+# factor, L and d (any placement, scale); "core size": of the core grid's points of its part
+# at that L and d (a factor's points before any of them ran); "products": the Hessian
+# products the part makes (from the driver's settings, PRODUCTS) times the CPU seconds a
+# product took in the extremes at that size.
+BASES = ("seeds", "size", "core size", "products")
+WEIGHT_KINDS = {"Q", "K", "V", "O", "FFN1", "FFN2", "FFN3", "XQ", "XK", "XV", "XO", "emb",
+                "out"}
+
+
+def products(part, pt):
+    """The Hessian products one point of part makes at the size of extremes point pt:
+    anatomy, a Frobenius norm a group (probes) and an SLQ spectrum a weight block (runs x
+    steps); scale, a Frobenius norm a group for each of H, G, F and a cross norm from each of
+    the first layer's Q, K, V, O (cross probes) for each; None for the other parts."""
+    m = pt.meta
+    g, probes = int(m.get("groups") or 0), int(m.get("probes") or 0)
+    if part == "anatomy":
+        nw = sum(1 for r in pt.where("mass", operator="hessian", which="top")
+                 if r["kind"] in WEIGHT_KINDS)
+        return g * probes + nw * int(m.get("slq_runs") or 0) * int(m.get("slq_steps") or 0)
+    if part == "scale":
+        return 3 * g * probes + 3 * 4 * int(m.get("cross_probes") or 0)
+    return None
+
+
+def estimate(part, k, by_key, by_size, per_prod, shape):
+    """(CPU seconds, basis) of one missing point, or (None, None)."""
+    cands = [("seeds", by_key.get((part, k)))]
+    if part != "m30k":
+        cands += [("size", by_size.get((part, k[0], k[2], k[3]))),
+                  ("core size", by_size.get((part, "base", k[2], k[3])))]
+    for basis, v in cands:
+        if v:
+            return sum(v) / len(v), basis
+    if part == "m30k":
+        return None, None
+    for sz in ((k[0], k[2], k[3]), ("base", k[2], k[3])):
+        if sz in per_prod:
+            n = products(part, shape[sz])
+            if n:
+                return n * sum(per_prod[sz]) / len(per_prod[sz]), "products"
+    return None, None
 
 
 # ------------------------------------------------------------------ statistics helpers
@@ -260,8 +314,47 @@ def power_fit(pairs):
 
 
 def txt(e):
-    """An Est as 'value [lo, hi]', or '-' (no data)."""
-    return "-" if e is None else S.ci(e)
+    """An Est as 'value [lo, hi]', 'value (1 seed)', or '-' (no data)."""
+    if e is None:
+        return "-"
+    return f"{S.num(e.value)} (1 seed)" if e.n == 1 else S.ci(e)
+
+
+def carried(f):
+    """(point, slope without it) where leaving that one point (all its seeds) out moves the
+    slope outside the fit's 95% interval (the point that moves it most); else None."""
+    ok = [(abs(v - f.slope.value), p, v) for p, v in zip(f.points, f.loo) if v == v]
+    if not ok:
+        return None
+    _, p, v = max(ok)
+    return None if f.slope.lo <= v <= f.slope.hi else (p, v)
+
+
+def ftxt(f, flags=None, what=()):
+    """A fit's slope as txt(), marked ' *' where one point carries it (carried); the mark's
+    row [what..., slope, point, slope without it] goes to flags."""
+    if f is None:
+        return "-"
+    t, c = txt(f.slope), carried(f)
+    if c is None:
+        return t
+    if flags is not None:
+        flags.append(list(what) + [t, f"{c[0]:g}", S.num(c[1])])
+    return t + " *"
+
+
+def design_leverage(name, xs):
+    """Each point's leverage in a log-log fit over xs with the same seeds at every point
+    (1/k + (ln x - mean)^2 / Sxx; they sum to 2): 'L = 1: 0.53, 2: 0.28, ...'."""
+    lx = [math.log(x) for x in xs]
+    m = sum(lx) / len(lx)
+    sxx = sum((v - m) ** 2 for v in lx)
+    return f"{name} = " + ", ".join(f"{x:g}: {1 / len(xs) + (v - m) ** 2 / sxx:.2f}"
+                                     for x, v in zip(xs, lx))
+
+
+LOO_NOTE = ("' *': one point carries the fit (leaving it out, all its seeds, moves the "
+            "exponent outside the interval; table loo)")
 
 
 def nseeds(*ds):

@@ -12,14 +12,24 @@ import numpy as np
 
 from . import plots
 from . import stats as S
-from .placements_data import (DEPTHS, NAME, PLACEMENTS, SCALES, STYLE, WIDTHS, gmean,
-                              power_fit, txt, xiong)
+from .placements_data import (DEPTHS, LOO_NOTE, NAME, PLACEMENTS, SCALES, SEEDS, STYLE,
+                              WIDTHS, design_leverage, ftxt, gmean, power_fit, txt, xiong)
 
 HALF = ("shallower than -1/2", "steeper than -1/2", "equal to -1/2")
 
 
 def key(p, L, d=64, var="base", x=1.0):
     return (var, p, L, d, x)
+
+
+def loo_range(f, xn):
+    """'lo to hi (x)': the leave-one-out exponents' range and the point that moves it most."""
+    ok = [(abs(v - f.slope.value), p, v) for p, v in zip(f.points, f.loo) if v == v] if f \
+        else []
+    if not ok:
+        return "-"
+    vs = [v for _, _, v in ok]
+    return f"{S.num(min(vs))} to {S.num(max(vs))} ({xn} = {max(ok)[1]:g})"
 
 
 def names(ps):
@@ -31,40 +41,48 @@ def grad(out, cl, D):
     ds = np.array(WIDTHS, float)
     bound = float(np.polyfit(np.log(ds), np.log(ds * np.sqrt(np.log(ds))), 1)[0])
     out.value("grad.bound_slope", f"{bound:.2f}")
-    rows, fits, words = [], {}, {}
+    rows, rows_d, fits, words = [], [], {}, {}
     for p in PLACEMENTS:
         fL = power_fit([(L, D.series("grad", key(p, L), xiong)) for L in DEPTHS])
         fd = power_fit([(d, D.series("grad", key(p, 6, d), xiong)) for d in WIDTHS])
         fits[p] = fL
+        nL = sum(len(D.pts("grad", key(p, L))) for L in DEPTHS)
         words[p] = cl.fit(f"grad.{p}.L", f"{NAME[p]}: last layer's ||dL/dW2||_F against depth "
-                          "L (lm, d = 64; Theorem 1: Post-LN flat, Pre-LN L^(-1/2))", fL,
-                          "grad/*.csv", "L")
+                          f"L (lm, d = 64, L = 1-24; {nL} of {SEEDS * len(DEPTHS)} planned "
+                          "seed-points; exact gradients, nothing to converge; Theorem 1: "
+                          "Post-LN flat, Pre-LN L^(-1/2))", fL, "grad/*.csv", "L")
         half = S.verdict(fL.slope, -0.5, 0.1, *HALF) if fL else "-"
         wd = S.verdict(fd.slope, bound, 0.1, "above the bound's", "below the bound's",
                        "equal to the bound's") if fd else "-"
         if p == "pre":
-            cl.fit("grad.pre.L_half", "Pre-LN: the depth exponent against Theorem 1's -1/2",
+            cl.fit("grad.pre.L_half", "Pre-LN: the depth exponent against Theorem 1's -1/2 "
+                   f"(d = 64, L = 1-24; {nL} of {SEEDS * len(DEPTHS)} planned seed-points)",
                    fL, "grad/*.csv", "L", null=-0.5, words=HALF)
         out.value(f"grad.{p}.d", txt(fd.slope) if fd else "-")
         out.value(f"grad.{p}.d.verdict", wd)
-        loo = [v for v in fL.loo if v == v] if fL else []
-        rows.append([NAME[p], txt(fL.slope) if fL else "-", words[p] or "-", half,
-                     S.num(fL.chi2dof, 2) if fL else "-",
-                     f"{S.num(min(loo))} to {S.num(max(loo))}" if loo else "-",
-                     txt(fd.slope) if fd else "-", wd])
+        rows.append([NAME[p], ftxt(fL, cl.flags, ["last ||dL/dW2||_F", NAME[p], "L"]),
+                     words[p] or "-", half, S.num(fL.chi2dof, 2) if fL else "-",
+                     loo_range(fL, "L")])
+        rows_d.append([NAME[p], ftxt(fd, cl.flags, ["last ||dL/dW2||_F", NAME[p], "d"]), wd,
+                       S.num(fd.chi2dof, 2) if fd else "-", loo_range(fd, "d")])
     for w in ("flat", "shrinks", "grows"):
         out.value(f"grad.{w}", names(p for p in PLACEMENTS if words[p] and
                                      words[p].split(",")[0] == w))
     out.value("grad.unresolved", names(p for p in PLACEMENTS if words[p] == S.UNRESOLVED))
-    out.table("grad_fits", "Xiong et al.'s Theorem 1 quantity, the last layer's "
-              "||dL/dW2||_F at initialisation (lm): its exponent in depth L = 1-24 (d = 64) "
-              "with 95% CI, the verdict against 0 (depth-independent within |b| < 0.1) and "
-              f"against Pre-LN's -1/2, and its exponent in width d = 32-256 (L = 6) against "
-              f"the bound d sqrt(ln d) (log-log slope {bound:.2f} over these widths); fits to "
-              "the per-seed values; leave one out: the exponent in L with one depth (all its "
-              "seeds) left out, its range", ["placement", "exponent in L", "against 0",
-                                      "against -1/2", "χ²/dof", "leave one out",
-                                      "exponent in d", "against the bound"], rows)
+    out.table("grad_fits_L", "Xiong et al.'s Theorem 1 quantity, the last layer's "
+              "||dL/dW2||_F at initialisation (lm): its exponent in depth L = 1-24 (d = 64), "
+              "95% CI, fits to the per-seed values; the verdict against 0 (depth-independent "
+              "within |b| < 0.1) and against Pre-LN's -1/2 (within 0.1); leave one out: the "
+              "range of the exponent with one depth (all its seeds) left out, and the depth "
+              f"that moves it most; leverage: {design_leverage('L', DEPTHS)}; {LOO_NOTE}",
+              ["placement", "exponent in L", "against 0", "against -1/2", "χ²/dof",
+               "leave one out"], rows)
+    out.table("grad_fits_d", "The same quantity's exponent in width d = 32-256 (L = 6), 95% "
+              "CI, against the bound d sqrt(ln d) (its log-log slope over these widths, "
+              f"{bound:.2f}, within 0.1); leave one out as in grad_fits_L; leverage: "
+              f"{design_leverage('d', WIDTHS)}; {LOO_NOTE}",
+              ["placement", "exponent in d", "against the bound", "χ²/dof", "leave one out"],
+              rows_d)
     rows = []
     for xn, xs in (("L", DEPTHS), ("d", WIDTHS)):
         for x in xs:
@@ -166,19 +184,21 @@ def scale(out, cl, D):
                     row.append("0 (rounding)")
                     continue
                 fit = sigma_fit(D, var, p, L, block_f(op, blk))
-                row.append(txt(fit.slope) if fit else "-")
+                row.append(ftxt(fit, cl.flags, [f"||{op}_bb||_F, {bn}", f"{lab}, L = {L}",
+                                                "sigma"]))
                 out.value(f"scale.{op}.{var}.{p}.L{L}.{bn}", row[-1])
             rows.append(row)
         out.table(f"scale_{op}", f"Exponents b of ||{op}_bb||_F ~ sigma^b against the input "
                   f"scale sigma = {', '.join(f'{x:g}' for x in SCALES)} (d = 64): the first "
                   "layer's blocks, the embeddings, the output, and all blocks together (the "
                   "root sum of squares of every group's block); fits to the per-seed values, "
-                  "95% CI; 0 (rounding): the block is zero to rounding (below 1e-12 of H's)",
+                  "95% CI; 0 (rounding): the block is zero to rounding (below 1e-12 of H's); "
+                  f"leverage: {design_leverage('sigma', SCALES)}; {LOO_NOTE}",
                   ["setting", "L"] + [b for b, _ in BLOCKS], rows, "lr" + "r" * len(BLOCKS))
     for p in PLACEMENTS:
         cl.fit(f"scale.{p}.all", f"{NAME[p]} (L = 6, d = 64): all blocks' ||H_bb||_F against "
-               "the input scale sigma = 1/4-4", sigma_fit(D, "base", p, 6, block_f("H", None)),
-               "scale/*.csv", "sigma")
+               "the input scale sigma = 1/4-4 (Hutchinson estimates; nothing to converge)",
+               sigma_fit(D, "base", p, 6, block_f("H", None)), "scale/*.csv", "sigma")
     ormaniec(out, cl, D)
     scale_figure(out, D)
 
@@ -193,8 +213,8 @@ def ormaniec(out, cl, D):
         pre = sigma_fit(D, "base", "pre", 1, f)
         if whose == "theirs" and (op, blk) != ("F", "V"):
             cl.fit(f"ormaniec.{name}", f"One layer, no norms: ||{name}||_F against sigma <= 1 "
-                   f"(Ormaniec et al.: sigma^{b})", low, "scale/*.csv", "sigma", null=b,
-                   margin=0.5, words=(f"steeper than {b}", f"shallower than {b}",
+                   f"(Ormaniec et al.: sigma^{b}; Hutchinson estimates)", low, "scale/*.csv",
+                   "sigma", null=b, margin=0.5, words=(f"steeper than {b}", f"shallower than {b}",
                                       f"equal to {b}"))
         word = S.verdict(low.slope, b, 0.5, f"steeper than {b}", f"shallower than {b}",
                          f"equal to {b}") if low else "-"
@@ -222,6 +242,8 @@ def ormaniec(out, cl, D):
 
 
 def scale_figure(out, D):
+    if not D.P["scale"]:   # no figure without points
+        return
     fig, ax = plots.figure(3, 2.6, 2.6)
     panels = ((ax[0], 1, "H", "dec.0.Q", "||H_QQ||_F, first layer, L = 1"),
               (ax[1], 1, "H", "dec.0.V", "||H_VV||_F, first layer, L = 1"),

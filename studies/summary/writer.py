@@ -18,6 +18,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 
 from . import sidecar
 from . import stats as S
@@ -77,10 +78,16 @@ def _tex(s):
     return s
 
 
+def columns(align):
+    """The columns of a LaTeX column spec: 'l', 'r', 'c' or 'p{width}' (left in Markdown),
+    each perhaps after '>{declarations}' (the array package's)."""
+    return re.findall(r"(?:>\{[^}]*\})?(?:[lcr]|p\{[^}]*\})", align)
+
+
 def table_md(head, rows, align):
     esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
     out = ["| " + " | ".join(esc(h) for h in head) + " |",
-           "|" + "|".join(":--" if a == "l" else "--:" for a in align) + "|"]
+           "|" + "|".join("--:" if a[-1] == "r" else ":--" for a in columns(align)) + "|"]
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(out) + "\n"
 

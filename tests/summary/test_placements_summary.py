@@ -22,7 +22,7 @@ HEAD = ["measure", "operator", "which", "block", "kind", "layer", "n", "block_b"
 T1, T7 = 12.7062047, 2.36462425   # Student's t, 97.5%, 1 and 7 dof
 
 
-def point(d, part, p, L, seed, rows, wall=10.0, dm=64, x=1.0, norm="layernorm"):
+def point(d, part, p, L, seed, rows, wall=10.0, dm=64, x=1.0, norm="layernorm", extra=None):
     """One point's CSV and sidecar (the driver's columns and keys)."""
     os.makedirs(os.path.join(d, part), exist_ok=True)
     tag = f"{p}_{norm}_relu_sinusoidal_b1_L{L}_d{dm}_s{seed}"
@@ -36,7 +36,7 @@ def point(d, part, p, L, seed, rows, wall=10.0, dm=64, x=1.0, norm="layernorm"):
             "part": part, "data": "synthetic lm batch (made up)", "eig_steps": 400, "tol": 1e-6,
             "probes": 16, "trace_probes": 128, "cross_probes": 8, "slq_runs": 2,
             "slq_steps": 24, "sigma_fraction": 0.01, "wall_seconds": wall,
-            "cpu_seconds": wall / 2}
+            "cpu_seconds": wall / 2, **(extra or {})}
     with open(os.path.join(d, part, tag + ".meta.json"), "w") as f:
         json.dump(meta, f)
 
@@ -85,7 +85,8 @@ def make(d):
             ["g_rank_bound", "ggn", "", "", "", "", "", "", "8064"],
             ["eig", "hessian", "top", "", "", "", "", "", repr(v), "", "1e-9", conv, 30],
             ["eig", "hessian", "bottom", "", "", "", "", "", repr(-v / 2), "", "1e-9", 1, 30],
-            ["trace", "hessian", "", "", "", "", "", "", "5.0", "0.5", "", "", 128]])
+            ["trace", "hessian", "", "", "", "", "", "", "5.0", "0.5", "", "", 128]],
+              extra={"groups": 51, "products_this_run": 100})
 
 
 def test_ratio_exponents_status(tmp_path):
@@ -114,10 +115,20 @@ def test_ratio_exponents_status(tmp_path):
     assert c["grad.pre.L"]["verdict"] == "shrinks"
     assert c["grad.pre.L_half"]["verdict"] == "equal to -1/2"
     assert v["grad.flat"]["value"] == "Post-LN" and v["grad.shrinks"]["value"] == "Pre-LN"
-    # status and time: 18 of 198 grad points, 18 x 900 s = 4.5 h
+    # status and time: 18 of 198 grad points, 18 x 450 CPU s = 2.25 h (wall 900 s each)
     assert v["status.core.grad"]["value"] == "18 of 198"
     assert v["status.core.extremes"]["value"] == "6 of 198"
-    assert v["time.core.grad"]["value"] == "4.50"
+    assert v["time.core.grad"]["value"] == "2.25"
+    assert v["time.core.grad.wall"]["value"] == "4.50"
+    # what is left: grad at L = 1, 2, 4 for the 4 other placements from the same size
+    # (36 x 450 s = 4.5 h); the other 8 sizes (144 points) have no basis yet
+    assert v["left.core.grad"]["value"] == "180"
+    assert v["left.core.grad.cpu_h"]["value"] == "4.50"
+    assert v["left.core.grad.unknown"]["value"] == "144"
+    # anatomy at L = 6, d = 64 from the products: 51 groups x 16 probes (no weight block's
+    # mass rows here) x 5 CPU s / 100 products = 40.8 s a point, 18 points; 180 without
+    assert v["left.core.anatomy.cpu_h"]["value"] == "0.204"
+    assert v["left.core.anatomy.unknown"]["value"] == "180"
     assert v["conv.extremes"]["value"] == "11 of 12" and v["conv.unconverged"]["value"] == "1"
     # parts without points: values the prose quotes say so; no claim is made
     assert v["m30k.post.H_top"]["value"] == "not yet run"
@@ -210,3 +221,20 @@ def test_ormaniec_exponents(tmp_path):
         gvq = [r for r in f if r.startswith("| G_VQ")][0]
     assert gvq.split("|")[3].strip().startswith("4.00")
     assert table(d, "values.csv")["status.scale.scale"]["value"] == "10 of 195"
+
+
+def test_leverage_and_one_point_fits():
+    # leverage of ln x over 1, 2, 4 with equal seeds: 1/3 + (ln x - ln 2)^2 / (2 (ln 2)^2)
+    from studies.summary import stats as S
+    from studies.summary.placements_data import carried, design_leverage, ftxt
+    assert design_leverage("L", (1, 2, 4)) == "L = 1: 0.83, 2: 0.33, 4: 0.83"
+    # slope 1 +- t(10) 0.1; without x = 4 it is 1.6, outside [0.777, 1.223]: carried by 4
+    f = S.Fit(S._est(1.0, 0.1, 10, 12), 0.0, math.nan, (1.0, 2.0, 4.0), (4, 4, 4),
+              (0.83, 0.33, 0.83), (1.05, 0.98, 1.6), "seed scatter")
+    assert carried(f) == (4.0, 1.6)
+    flags = []
+    assert ftxt(f, flags, ["m", "Post-LN", "L"]).endswith(" *")
+    assert flags == [["m", "Post-LN", "L", S.ci(f.slope), "4", "1.60"]]
+    # within the interval: not carried, no mark
+    g = S.Fit(f.slope, 0.0, math.nan, f.points, f.n_at, f.leverage, (1.05, 0.98, 1.2), "")
+    assert carried(g) is None and not ftxt(g, flags).endswith("*") and len(flags) == 1
