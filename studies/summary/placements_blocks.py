@@ -11,7 +11,8 @@ from matplotlib import ticker
 
 from . import plots
 from . import stats as S
-from .placements_data import (DEPTHS, NAME, PLACEMENTS, STYLE, gmean, js0, mean, ratio, txt)
+from .placements_data import (DEPTHS, NAME, PLACEMENTS, STYLE, gmean, js0, mean, ratio,
+                              transpose, txt)
 
 KINDS = ("Q", "K", "V", "O", "FFN1", "FFN2", "norm", "bias", "emb", "final", "out")
 HUTCH = "Hutchinson estimates (their se in the rows; nothing to converge)"
@@ -78,7 +79,7 @@ def anatomy(out, cl, D):
     out.table("blocknorms", "||H_bb||_F by tensor kind at L = 6, d = 64 (the root sum of "
               "squares over the layers' blocks; Hutchinson), geometric mean over seeds [95% "
               "CI], and the value over query ratio (paired by seed)",
-              ["placement", "seeds"] + list(KINDS) + ["V/Q"], rows)
+              *transpose("kind", ["placement", "seeds"] + list(KINDS) + ["V/Q"], rows))
     mass_table(out, D)
     layer_figure(out, D)
     js = {p: D.series("anatomy", key(p), js0()) for p in PLACEMENTS}
@@ -245,7 +246,10 @@ def coupling(out, cl, D):
               "layers; with emb, final or out), mean over seeds [95% CI]; ||H_off||_F / "
               "||H_diag||_F and the block-diagonal approximation's extremes over the full "
               "Hessian's (top; |bottom|), geometric means [95% CI]",
-              ["placement", "seeds", "off share", "within", "across", "outside",
-               "off/diag", "top bd/full", "|bottom| bd/full"], rows)
+              *transpose("measure", ["placement", "seeds", "off-diagonal share",
+                                     "of it, within a layer", "of it, between layers",
+                                     "of it, with emb, final, out", "||H_off||_F / ||H_diag||_F",
+                                     "top, block-diagonal / full",
+                                     "|bottom|, block-diagonal / full"], rows))
     return [("seeds", "||H_off||_F / ||H_diag||_F", "L = 6, d = 64", od),
             ("seeds", "block-diagonal top / full top", "L = 6, d = 64", bt)]

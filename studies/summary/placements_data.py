@@ -357,6 +357,13 @@ LOO_NOTE = ("' *': one point carries the fit (leaving it out, all its seeds, mov
             "exponent outside the interval; table loo)")
 
 
+def transpose(first, head, rows):
+    """A table with a row a placement as one with a column a placement: (head, rows); the
+    old columns' names (head[1:]) become the rows' first cells."""
+    return [first] + [r[0] for r in rows], [[h] + [r[i] for r in rows]
+                                            for i, h in enumerate(head[1:], 1)]
+
+
 def nseeds(*ds):
     return min((len(d) for d in ds), default=0)
 

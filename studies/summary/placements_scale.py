@@ -171,36 +171,39 @@ def sigma_fit(D, var, p, L, f, top=max(SCALES)):
 
 def scale(out, cl, D):
     """Part 5: exponents in sigma per placement, L and operator; Ormaniec et al.'s."""
-    settings = [(NAME[p], "base", p, L) for L in (1, 6) for p in PLACEMENTS] + \
-        [("no norms", "nonorm", "pre", 1)]
     for op in ("H", "G", "F"):
-        rows = []
-        for lab, var, p, L in settings:
-            row = [lab, L]
-            for bn, blk in BLOCKS:
-                h = D.series("scale", key(p, L, var=var, x=1.0), block_f("H", blk))
-                v = D.series("scale", key(p, L, var=var, x=1.0), block_f(op, blk))
-                if op != "H" and v and h and max(v.values()) < 1e-12 * max(h.values()):
-                    row.append("0 (rounding)")
-                    continue
-                fit = sigma_fit(D, var, p, L, block_f(op, blk))
-                row.append(ftxt(fit, cl.flags, [f"||{op}_bb||_F, {bn}", f"{lab}, L = {L}",
-                                                "sigma"]))
-                out.value(f"scale.{op}.{var}.{p}.L{L}.{bn}", row[-1])
-            rows.append(row)
-        out.table(f"scale_{op}", f"Exponents b of ||{op}_bb||_F ~ sigma^b against the input "
-                  f"scale sigma = {', '.join(f'{x:g}' for x in SCALES)} (d = 64): the first "
-                  "layer's blocks, the embeddings, the output, and all blocks together (the "
-                  "root sum of squares of every group's block); fits to the per-seed values, "
-                  "95% CI; 0 (rounding): the block is zero to rounding (below 1e-12 of H's); "
-                  f"leverage: {design_leverage('sigma', SCALES)}; {LOO_NOTE}",
-                  ["setting", "L"] + [b for b, _ in BLOCKS], rows, "lr" + "r" * len(BLOCKS))
+        for L in (1, 6):
+            sets = [(NAME[p], "base", p) for p in PLACEMENTS] + \
+                ([("no norms", "nonorm", "pre")] if L == 1 else [])
+            rows = [[bn] + [scale_cell(out, cl, D, op, bn, blk, lab, var, p, L)
+                            for lab, var, p in sets] for bn, blk in BLOCKS]
+            out.table(f"scale_{op}_L{L}", f"Exponents b of ||{op}_bb||_F ~ sigma^b against the "
+                      f"input scale sigma = {', '.join(f'{x:g}' for x in SCALES)} at L = {L}, "
+                      "d = 64: the first layer's blocks, the embeddings, the output, and all "
+                      "blocks together (the root sum of squares of every group's block); fits "
+                      "to the per-seed values, 95% CI; 0 (rounding): the block is zero to "
+                      "rounding (below 1e-12 of H's); leverage: "
+                      f"{design_leverage('sigma', SCALES)}; {LOO_NOTE}",
+                      ["block"] + [lab for lab, _, _ in sets], rows)
     for p in PLACEMENTS:
         cl.fit(f"scale.{p}.all", f"{NAME[p]} (L = 6, d = 64): all blocks' ||H_bb||_F against "
                "the input scale sigma = 1/4-4 (Hutchinson estimates; nothing to converge)",
                sigma_fit(D, "base", p, 6, block_f("H", None)), "scale/*.csv", "sigma")
     ormaniec(out, cl, D)
     scale_figure(out, D)
+
+
+def scale_cell(out, cl, D, op, bn, blk, lab, var, p, L):
+    """One block's exponent in sigma (text), its value for the prose and its one-point mark."""
+    h = D.series("scale", key(p, L, var=var, x=1.0), block_f("H", blk))
+    v = D.series("scale", key(p, L, var=var, x=1.0), block_f(op, blk))
+    if op != "H" and v and h and max(v.values()) < 1e-12 * max(h.values()):
+        t = "0 (rounding)"
+    else:
+        t = ftxt(sigma_fit(D, var, p, L, block_f(op, blk)), cl.flags,
+                 [f"||{op}_bb||_F, {bn}", f"{lab}, L = {L}", "sigma"])
+    out.value(f"scale.{op}.{var}.{p}.L{L}.{bn}", t)
+    return t
 
 
 def ormaniec(out, cl, D):
