@@ -229,7 +229,7 @@ def ormaniec(out, cl, D):
         hv = D.series("scale", key("pre", 1, var="nonorm", x=x), block_f("H", "dec.0.V"))
         r = max([fv[s] / hv[s] for s in fv if s in hv] + ([r] if r is not None else []),
                 default=None)
-    out.value("ormaniec.F_VV", "-" if r is None else S.num(r, 2))
+    out.value("ormaniec.F_VV", "not yet run" if r is None else S.num(r, 2))
     rows.append(["F_VV", "zero (theirs)", "-", "-", "-", "-"])
     out.table("ormaniec", "One layer without norms (lm, d = 64, h = 4, ReLU FFN, biases): "
               "exponents of the self-attention blocks' norms in the input scale sigma, against "
