@@ -242,14 +242,13 @@ def coupling(out, cl, D):
                                                gmean(col[m])))
     out.table("coupling", "Coupling at L = 6, d = 64, the blocks being each layer's tensor "
               "groups (Q, K, V, O, FFN1, FFN2, norm, bias) and emb, final, out: the share of "
-              "||H||_F^2 off the block diagonal (all of it; within one layer; between "
-              "layers; with emb, final or out), mean over seeds [95% CI]; ||H_off||_F / "
-              "||H_diag||_F and the block-diagonal approximation's extremes over the full "
-              "Hessian's (top; |bottom|), geometric means [95% CI]",
-              *transpose("measure", ["placement", "seeds", "off-diagonal share",
-                                     "of it, within a layer", "of it, between layers",
-                                     "of it, with emb, final, out", "||H_off||_F / ||H_diag||_F",
-                                     "top, block-diagonal / full",
-                                     "|bottom|, block-diagonal / full"], rows))
+              "||H||_F^2 off the block diagonal (off share: all of it; of which within a "
+              "layer, between layers, with emb, final or out), mean over seeds [95% CI]; "
+              "off / diag: ||H_off||_F / ||H_diag||_F; bd / full: the block-diagonal "
+              "approximation's extremes over the full Hessian's (top; |bottom|); geometric "
+              "means [95% CI]",
+              *transpose("measure", ["placement", "seeds", "off share", "within a layer",
+                                     "between layers", "with emb/final/out", "off / diag",
+                                     "top: bd / full", "|bottom|: bd / full"], rows))
     return [("seeds", "||H_off||_F / ||H_diag||_F", "L = 6, d = 64", od),
             ("seeds", "block-diagonal top / full top", "L = 6, d = 64", bt)]
