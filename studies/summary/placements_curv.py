@@ -97,12 +97,14 @@ def extremes(out, cl, D):
             else:
                 out.value(f"ref.{p}.{m}", t)
         rows.append(row)
-    for name, ms, what in (("extremes_ref", MEASURES[:5], "Extremes"),
-                           ("traces_ref", MEASURES[5:], "Hutchinson traces")):
+    for name, ms, what, note in (
+            ("extremes_ref", MEASURES[:5], "Lanczos extremes", "of |values|; unconverged "
+             "eigenvalues left out (table unconverged)"),
+            ("traces_ref", MEASURES[5:], "Hutchinson traces", "Pre-LN's signed; 'signs "
+             "differ': the seeds' traces have both signs, no ratio")):
         out.table(name, f"{what} at L = 6, d = 64: Pre-LN's geometric mean over seeds [95% CI]"
-                  " (traces signed), and every other placement's ratio to Pre-LN (geometric "
-                  "mean of the per-seed ratios [95% CI]; of |values|); seeds: present; "
-                  "unconverged eigenvalues left out (table unconverged)",
+                  ", and every other placement's ratio to Pre-LN (geometric mean of the "
+                  f"per-seed ratios [95% CI]); {note}; seeds: present",
                   ["placement", "seeds"] + [lab for _, lab, _ in ms],
                   [r[:2] + [r[2 + MEASURES.index(m)] for m in ms] for r in rows], wide=True)
     fits, flags = {}, cl.flags
