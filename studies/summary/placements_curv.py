@@ -112,7 +112,8 @@ def extremes(out, cl, D):
     for p in PLACEMENTS:
         for xn, pts in (("L", [(L, key(p, L, 64)) for L in DEPTHS]),
                         ("d", [(d, key(p, 6, d)) for d in WIDTHS])):
-            row = [NAME[p]]
+            row = [NAME[p], f"{sum(len(D.pts('extremes', k)) for _, k in pts)} of "
+                   f"{SEEDS * len(pts)}"]
             for m, lab, f in MEASURES:
                 fit = sfit([(x, D.series("extremes", k, f)) for x, k in pts])
                 fits[(p, xn, m)] = fit
@@ -164,8 +165,10 @@ def exponent_tables(out, rows):
             out.table(f"{name}_exponents_{xn}", f"Power-law exponents of {what} in "
                       f"{AGAINST[xn]}: fits to the per-seed values, 95% CI (effective exponents "
                       f"over the points present); leverage with every seed present: "
-                      f"{LEV[xn]}; {LOO_NOTE}", ["placement"] + [lab for _, lab, _ in ms],
-                      [r[:1] + [r[1 + MEASURES.index(m)] for m in ms] for r in rows[xn]],
+                      f"{LEV[xn]}; {LOO_NOTE}; seed-points: those present of those "
+                      "planned (an unconverged eigenvalue is left out of its fit)",
+                      ["placement", "seed-points"] + [lab for _, lab, _ in ms],
+                      [r[:2] + [r[2 + MEASURES.index(m)] for m in ms] for r in rows[xn]],
                       wide=True)
 
 
@@ -178,7 +181,9 @@ def ratio_exponents(out, D, flags):
             continue
         for xn, pts in (("L", [(L, (L, 64)) for L in DEPTHS]),
                         ("d", [(d, (6, d)) for d in WIDTHS])):
-            row = [NAME[p]]
+            both = sum(len(set(D.pts("extremes", key(p, L, d))) &
+                           set(D.pts("extremes", key("pre", L, d)))) for _, (L, d) in pts)
+            row = [NAME[p], f"{both} of {SEEDS * len(pts)}"]
             for m, lab, f in ms:
                 per = []
                 for x, (L, d) in pts:
@@ -191,8 +196,10 @@ def ratio_exponents(out, D, flags):
     for xn in ("L", "d"):
         out.table(f"ratio_exponents_{xn}", "Exponents of each placement's ratio to Pre-LN "
                   f"(per-seed ratios, paired by seed) in {AGAINST[xn]}: fits to the per-seed "
-                  f"ratios, 95% CI; leverage: {LEV[xn]}; {LOO_NOTE}",
-                  ["placement"] + [lab for _, lab, _ in ms], rows[xn], wide=True)
+                  f"ratios, 95% CI; leverage: {LEV[xn]}; {LOO_NOTE}; seed-points: those "
+                  "with both placements present, of those planned",
+                  ["placement", "seed-points"] + [lab for _, lab, _ in ms], rows[xn],
+                  wide=True)
 
 
 M30K = (("H_top", "top of H", "hessian", "top"), ("H_bottom", "|bottom of H|", "hessian",

@@ -175,15 +175,17 @@ def scale(out, cl, D):
         for L in (1, 6):
             sets = [(NAME[p], "base", p) for p in PLACEMENTS] + \
                 ([("no norms", "nonorm", "pre")] if L == 1 else [])
-            rows = [[bn] + [scale_cell(out, cl, D, op, bn, blk, lab, var, p, L)
-                            for lab, var, p in sets] for bn, blk in BLOCKS]
+            rows = [["seed-points"] + [present(D, var, p, L) for _, var, p in sets]]
+            rows += [[bn] + [scale_cell(out, cl, D, op, bn, blk, lab, var, p, L)
+                             for lab, var, p in sets] for bn, blk in BLOCKS]
             out.table(f"scale_{op}_L{L}", f"Exponents b of ||{op}_bb||_F ~ sigma^b against the "
                       f"input scale sigma = {', '.join(f'{x:g}' for x in SCALES)} at L = {L}, "
                       "d = 64: the first layer's blocks, the embeddings, the output, and all "
                       "blocks together (the root sum of squares of every group's block); fits "
                       "to the per-seed values, 95% CI; 0 (rounding): the block is zero to "
                       "rounding (below 1e-12 of H's); leverage: "
-                      f"{design_leverage('sigma', SCALES)}; {LOO_NOTE}",
+                      f"{design_leverage('sigma', SCALES)}; {LOO_NOTE}; seed-points: the "
+                      "(sigma, seed) points present of those planned",
                       ["block"] + [lab for lab, _, _ in sets], rows)
     for p in PLACEMENTS:
         cl.fit(f"scale.{p}.all", f"{NAME[p]} (L = 6, d = 64): all blocks' ||H_bb||_F against "
@@ -191,6 +193,12 @@ def scale(out, cl, D):
                sigma_fit(D, "base", p, 6, block_f("H", None)), "scale/*.csv", "sigma")
     ormaniec(out, cl, D)
     scale_figure(out, D)
+
+
+def present(D, var, p, L):
+    """'n of N': the (sigma, seed) points present of those planned."""
+    n = sum(len(D.pts("scale", key(p, L, var=var, x=x))) for x in SCALES)
+    return f"{n} of {SEEDS * len(SCALES)}"
 
 
 def scale_cell(out, cl, D, op, bn, blk, lab, var, p, L):
