@@ -39,8 +39,18 @@ endif
 
 LIB_SRC  := $(wildcard src/core/*.c src/layers/*.c src/model/*.c src/io/*.c src/curvature/*.c src/geometry/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The front end (src/front/: start, messages, options declared once), above
+# the library: lnkit, the studies, the benchmarks and the tests link it.
+FRONT_SRC:= $(wildcard src/front/*.c)
+FRONT_OBJ:= $(FRONT_SRC:%.c=$(BUILD)/%.o)
+FRONT    := $(BUILD)/libfront.a
+# lnkit's commands (src/cli/); all but main.c also make an archive that
+# tools/cli_doc (their man pages' OPTIONS) and the tests link.
 CLI_SRC  := $(wildcard src/cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CMDS_OBJ := $(filter-out $(BUILD)/src/cli/main.o,$(CLI_OBJ))
+CMDS     := $(BUILD)/libcmds.a
+CLI_DOC  := $(BUILD)/tools/cli_doc
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL:= $(BUILD)/tests/testutil.o
@@ -64,13 +74,29 @@ SONAME   := liblnkit.so.$(SOVER)
 SOLIB    := $(BUILD)/liblnkit.so.$(VERSION)
 MAN_SRC  := $(wildcard man/*.1)
 MAN_OUT  := $(MAN_SRC:man/%=$(BUILD)/man/%)
+# Test builds (include/lnkit/fault.h): the sources that mention LNK_TESTING
+# (fault points, the test hooks' reading) are compiled a second time with
+# -DLNK_TESTING into $(BUILD)/testing/; the test programs, and the lnkit and
+# studies that the tests run ($(BUILD)/testing/bin/lnkit,
+# $(BUILD)/testing/studies/), link those objects in place of the plain ones.
+# What `make` builds and `make install` installs has no fault injection.
+T_SRC    := $(shell grep -l LNK_TESTING $(LIB_SRC) $(FRONT_SRC) $(CLI_SRC) $(KIT_SRC))
+testing   = $(foreach o,$(1),$(if $(filter $(o:$(BUILD)/%.o=%.c),$(T_SRC)),$(o:$(BUILD)/%=$(BUILD)/testing/%),$(o)))
+T_OBJ    := $(T_SRC:%.c=$(BUILD)/testing/%.o)
+T_LIB    := $(BUILD)/testing/liblnkit.a
+T_FRONT  := $(BUILD)/testing/libfront.a
+T_CMDS   := $(BUILD)/testing/libcmds.a
+T_KIT    := $(BUILD)/testing/studies/libkit.a
+T_BIN    := $(BUILD)/testing/bin/lnkit
+# (the studies whose failing ranks the MPI tests simulate: not the placement study)
+T_STUDY_BIN := $(filter-out %/placements,$(STUDY_SRC:studies/%.c=$(BUILD)/testing/studies/%))
 
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
         fuzz fuzz-build test-python bench-python \
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
         FORCE check-results quotes report test-summary test-placements \
         results study-grad study-geometry study-hessian study-multi30k study-demo \
-        study-grad-factorial study-anatomy study-anatomy-quick study-placements
+        study-grad-factorial study-anatomy study-anatomy-quick study-placements testing
 all: $(LIB) $(BUILD)/liblnkit.so $(BIN) $(STUDY_BIN) $(MAN_OUT)
 
 deps:
@@ -95,7 +121,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(FRONT_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(KIT_OBJ:.o=.d) $(T_OBJ:.o=.d)
+
+$(BUILD)/testing/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DLNK_TESTING -MMD -MP -c $< -o $@
 
 # Library objects are position-independent: the same objects make the static
 # and the shared library.
@@ -106,7 +136,7 @@ $(LIB_OBJ): CFLAGS += -fPIC
 $(BUILD)/gen/cflags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) $(CFLAGS) pic-lib' > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-$(LIB_OBJ) $(CLI_OBJ) $(KIT_OBJ): $(BUILD)/gen/cflags
+$(LIB_OBJ) $(FRONT_OBJ) $(CLI_OBJ) $(KIT_OBJ) $(T_OBJ): $(BUILD)/gen/cflags
 
 # The commit the library is built from (sidecars, --version): rewritten only
 # when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
@@ -138,46 +168,81 @@ $(BUILD)/$(SONAME): $(SOLIB)
 $(BUILD)/liblnkit.so: $(BUILD)/$(SONAME)
 	ln -sf $(notdir $<) $@
 
-# Man pages: options that several commands share are fragments
-# (man/NAME.roff) put in place of the lines '.\" @INCLUDE NAME@'.
-$(BUILD)/man/%.1: man/%.1 $(wildcard man/*.roff) tools/manpage.awk
+# Man pages: the OPTIONS section of lnkit-CMD(1) is generated from the
+# command's option table (tools/cli_doc CMD) in place of '.\" @OPTIONS@'.
+$(BUILD)/man/%.1: man/%.1 tools/manpage.awk $(CLI_DOC)
 	@mkdir -p $(dir $@)
-	awk -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
+	awk -v doc=$(CLI_DOC) -f tools/manpage.awk $< > $@.tmp && mv $@.tmp $@
 
-$(BIN): $(CLI_OBJ) $(LIB)
+$(FRONT): $(FRONT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+	rm -f $@ && ar rcs $@ $^
+
+$(CMDS): $(CMDS_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(BUILD)/src/cli/main.o $(CMDS) $(FRONT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(BUILD)/src/cli/main.o $(CMDS) $(FRONT) $(LIB) $(LDLIBS) -o $@
 	@if [ "$(BUILD)" = build ]; then mkdir -p bin && ln -sf ../$@ bin/lnkit; fi
+
+$(T_CMDS): $(call testing,$(CMDS_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# The test build's archives and programs (see T_SRC above).
+$(T_LIB): $(call testing,$(LIB_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(T_FRONT): $(call testing,$(FRONT_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(T_KIT): $(call testing,$(KIT_OBJ))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(T_BIN): $(call testing,$(CLI_OBJ)) $(T_FRONT) $(T_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/testing/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(T_KIT) $(T_FRONT) $(T_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(T_KIT) $(T_FRONT) $(T_LIB) $(LDLIBS) -o $@
+testing: $(T_BIN) $(T_STUDY_BIN)
 
 $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/lnkit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_CMDS) $(T_FRONT) $(T_LIB) tests/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(TEST_KIT) $(LIB) $(CMOCKA) $(LDLIBS) -o $@
-$(KIT_TESTS): TEST_KIT = $(KIT)
-$(KIT_TESTS): $(KIT)
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(TEST_KIT) $(T_CMDS) \
+	    $(T_FRONT) $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
+$(KIT_TESTS): TEST_KIT = $(T_KIT)
+$(KIT_TESTS): $(T_KIT)
+
+$(CLI_DOC): tools/cli_doc.c $(CMDS) $(FRONT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(CMDS) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 $(KIT): $(KIT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+$(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 # The placement study's driver: studies/placements.c and its parts in
 # studies/placements/ (one program).
 PLACE_SRC := $(wildcard studies/placements/*.c)
 $(BUILD)/studies/placements: studies/placements.c $(PLACE_SRC) studies/placements/place.h \
-                             $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+                             $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(PLACE_SRC) $(KIT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(PLACE_SRC) $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
-$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(LIB)
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 # The test suite: every tests/test_*.c is a cmocka program; tools/runtests.sh
 # runs them all (with bin/lnkit on hand for the CLI tests) and prints the totals.
@@ -269,7 +334,7 @@ test-readme: all
 MPI_BUILD ?= build-mpi
 test-mpi:
 	@if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then \
-	    $(MAKE) all && $(MAKE) MPI=1 BUILD=$(MPI_BUILD) all && \
+	    $(MAKE) all testing && $(MAKE) MPI=1 BUILD=$(MPI_BUILD) all testing && \
 	    bash tests/mpi/run.sh $(BUILD) $(MPI_BUILD); \
 	else echo "test-mpi: SKIPPED: mpicc/mpirun not found (make deps-test installs OpenMPI)"; fi
 
@@ -278,8 +343,8 @@ bench-mpi: all
 	bash tools/bench_mpi.sh build build-mpi
 	$(MAKE) quotes
 
-run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN)
-	LNK_BIN=$(abspath $(BIN)) bash tools/runtests.sh $(TEST_BIN)
+run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN) $(T_BIN)
+	LNK_BIN=$(abspath $(T_BIN)) bash tools/runtests.sh $(TEST_BIN)
 
 check: test
 
@@ -292,7 +357,8 @@ check-asan: deps-test
 
 # Fuzzing (not part of make test): a libFuzzer target for every reader
 # (tests/fuzz/fuzz_*.c: safetensors and the model-aware loaders, config JSON,
-# text, vocabulary, parallel corpus, CSV), built with clang under ASan + UBSan
+# text, vocabulary, parallel corpus, CSV) and for the sidecar writer (path
+# bytes in, the JSON parsed back), built with clang under ASan + UBSan
 # into build-fuzz/, each run FUZZ_SECONDS from the seed corpus
 # tests/fuzz/seeds/TARGET/ (valid and malformed files; the corpus it grows
 # stays in build-fuzz/).  Prints executions and findings per target; fails if
@@ -307,8 +373,8 @@ fuzz:
 fuzz-build:
 	$(MAKE) FUZZ=1 BUILD=build-fuzz OPT=-O1 $(FUZZ_BIN)
 
-build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(LIB)
-	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(LIB) $(LDLIBS) -o $@
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(KIT) $(FRONT) $(LIB)
+	$(CC) $(CFLAGS) -Istudies -fsanitize=fuzzer $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
 bench: all $(BENCH_BIN)
 	bash tools/bench.sh $(BUILD)

@@ -1,11 +1,14 @@
 /* Shared helpers of the benchmarks: medians of timings and the Multi30k
- * seq2seq configuration (bench_multi30k, bench_mpi).  Errors, flags and
- * outputs: the study kit (kit/kit.h: study_init, fail, die, CK). */
+ * seq2seq configuration (bench_multi30k, bench_mpi).  Start, messages and
+ * options: the front end (front/front.h, front/opt.h); outputs: the study
+ * kit (kit/kit.h). */
 #ifndef LNK_BENCH_H
 #define LNK_BENCH_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include "front/front.h"
+#include "front/opt.h"
 #include "lnkit/lnkit.h"
 #include "kit/kit.h"
 

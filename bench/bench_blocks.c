@@ -39,19 +39,33 @@ static double gemm_time(int M, int K, int N, int reps, double *A, double *B, dou
     return median(t, reps);
 }
 
+typedef struct {
+    int threads, repeat;
+} args_t;
+
+static const cli_opt opts[] = {
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
+     .max = 1024, .help = "BLAS threads"},
+    {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1, .max = 16,
+     .help = "timed runs of each GEMM (their median is reported)"},
+    {0}};
+
+static void defaults(void *p) { *(args_t *)p = (args_t){2, 7}; }
+
+static const cli_cmd cmd = {
+    .name = "bench_blocks",
+    .usage = "[--threads N] [--repeat N]",
+    .about = "The GEMMs of a product at configurations (a) and (b): the time of one, and the\n"
+             "gain of stacking k of them into one GEMM.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
 int main(int argc, char **argv)
 {
-    study_init("bench_blocks"); /* the best OpenBLAS kernel (may re-exec) */
-    int threads = 2, reps = 7;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--threads"))
-            threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--repeat"))
-            reps = atoi(argv[i + 1]);
-    }
-    if (reps < 1 || reps > 16)
-        reps = 7;
-    lnk_set_blas_threads(threads);
+    cli_start(&argc, &argv, "bench_blocks");
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    int reps = a.repeat;
+    lnk_set_blas_threads(a.threads);
     const int R = 512;
     for (int cfg = 0; cfg < 2; cfg++) {
         int d = cfg ? 256 : 128, f = 4 * d, V = cfg ? 4000 : 1000, L = 6;

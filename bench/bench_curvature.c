@@ -3,7 +3,7 @@
  * (y_i = d_i x_i: its apply costs next to nothing, so what is timed is the
  * Lanczos vector work that comes on top of every H v).
  *
- * usage: bench_curvature [--n N] [--steps M] [--threads T] [--csv FILE]
+ * usage: bench_curvature [--n N] [--steps M] [--threads T] [-o FILE]
  *
  * Prints:
  *  - memory of the basis for M steps (FULL: (M+1) n doubles; LIGHT: 4 n);
@@ -46,50 +46,51 @@ static int diag_apply(void *ctx, const double *x, double *y)
 }
 
 
+typedef struct {
+    double n;
+    int steps, threads;
+    const char *out;
+} args_t;
+
+static const cli_opt opts[] = {
+    {.type = CLI_REAL, .name = "n", .arg = "N", CLI_AT(args_t, n), .min = 100, .max = 1e10,
+     .help = "the operator's size (6.8e6: config (b)'s parameters)"},
+    {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(args_t, steps), .min = 10,
+     .max = 100000, .help = "Lanczos steps of the run"},
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
+     .max = 1024, .help = "BLAS threads"},
+    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
+     .flags = CLI_WRITES, .help = "also write the times as CSV; -: standard output"},
+    {0}};
+
+static void defaults(void *p) { *(args_t *)p = (args_t){6800000, 80, 2, NULL}; }
+
+static const cli_cmd cmd = {
+    .name = "bench_curvature",
+    .usage = "[--n N] [--steps M] [--threads N] [-o FILE]",
+    .about = "The operator-independent cost of Lanczos (its vector work) on a diagonal operator\n"
+             "of config (b)'s size: full steps, the reorthogonalisation kernel, light steps.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
 int main(int argc, char **argv)
 {
-    study_init("bench_curvature"); /* the best OpenBLAS kernel (may re-exec) */
-    size_t n = 6800000;
-    int M = 80, threads = 2;
-    const char *csv = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--n") && i + 1 < argc)
-            n = (size_t)strtod(argv[++i], NULL);
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-            M = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
-            csv = argv[++i];
-        else {
-            fprintf(stderr, "usage: bench_curvature [--n N] [--steps M] [--threads T] [--csv FILE]\n");
-            return 2;
-        }
-    }
-    if (n < 100 || M < 10) {
-        fprintf(stderr, "bench_curvature: need --n >= 100 and --steps >= 10\n");
-        return 2;
-    }
+    cli_start(&argc, &argv, "bench_curvature");
+    args_t arg;
+    cli_parse(&cmd, &arg, argc, argv);
+    size_t n = (size_t)arg.n;
+    int M = arg.steps, threads = arg.threads;
     lnk_set_blas_threads(threads);
     printf("bench_curvature: n = %zu, M = %d steps, %d BLAS threads\n", n, M, lnk_blas_threads());
     printf("  basis memory: FULL %.3f GB ((M+1) n doubles), LIGHT %.3f GB (4 n doubles)\n",
            lnk_lanczos_bytes(n, M, LNK_LANCZOS_FULL) / 1e9,
            lnk_lanczos_bytes(n, M, LNK_LANCZOS_LIGHT) / 1e9);
 
-    diag_op g = {n, malloc(n * sizeof(double))};
-    if (!g.d) {
-        fprintf(stderr, "bench_curvature: cannot allocate %zu doubles\n", n);
-        return 2;
-    }
+    diag_op g = {n, cli_alloc(n * sizeof(double))};
     for (size_t i = 0; i < n; i++)
         g.d[i] = 1.0 + (double)(i % 1000) / 1000.0 + (i % 9973 == 0 ? 5.0 : 0.0);
     lnk_operator op = {n, &g, diag_apply, NULL};
 
-    FILE *out = NULL;
-    if (csv && !(out = fopen(csv, "w"))) {
-        fprintf(stderr, "bench_curvature: cannot open %s\n", csv);
-        return 2;
-    }
+    FILE *out = arg.out ? cli_fopen(arg.out, "w") : NULL;
     if (out)
         fprintf(out, "n,threads,what,j,seconds,gb_per_s\n");
 
@@ -97,17 +98,17 @@ int main(int argc, char **argv)
     double t0 = lnk_now();
     lnk_lanczos *w = lnk_lanczos_alloc(n, M, LNK_LANCZOS_FULL);
     if (!w)
-        die();
+        cli_die_lib();
     /* First touch of the basis (page faults), once per workspace: done here
      * so that the step times below are those of a reused workspace. */
     memset(w->V, 0, ((size_t)M + 1) * n * sizeof(double));
     if (lnk_lanczos_start(w, NULL, 1) != LNK_OK)
-        die();
+        cli_die_lib();
     printf("  allocated, first-touched and started in %.2f s\n", lnk_now() - t0);
     printf("\n  FULL step j   apply (s)   vector work (s)\n");
     for (int j = 1; j <= 10; j++) {
         if (lnk_lanczos_step(w, &op) != LNK_OK)
-            die();
+            cli_die_lib();
         printf("  %11d   %9.4f   %15.4f\n", j, w->last_apply, w->last_orth);
         if (out)
             fprintf(out, "%zu,%d,full_step,%d,%.6g,\n", n, threads, j, w->last_orth);
@@ -116,11 +117,7 @@ int main(int argc, char **argv)
     for (int r = 11; r <= M; r++)
         memcpy(w->V + (size_t)r * n, w->V + (size_t)(r % 10) * n, n * sizeof(double));
 
-    double *x = malloc(n * sizeof(double)), *h = malloc(2 * ((size_t)M + 1) * sizeof(double));
-    if (!x || !h) {
-        fprintf(stderr, "bench_curvature: cannot allocate a vector of %zu\n", n);
-        return 2;
-    }
+    double *x = cli_alloc(n * sizeof(double)), *h = cli_alloc(2 * ((size_t)M + 1) * sizeof(double));
     int js[4] = {M / 8, M / 4, M / 2, M}; /* 10, 20, 40, 80 at the default */
     double tj[4];
     printf("\n  reorthogonalisation at step j (2 x CGS = 4 dgemv over j x n)\n");
@@ -182,15 +179,15 @@ int main(int argc, char **argv)
     /* LIGHT: the three-term recurrence only. */
     lnk_lanczos *wl = lnk_lanczos_alloc(n, M, LNK_LANCZOS_LIGHT);
     if (!wl || lnk_lanczos_start(wl, NULL, 1) != LNK_OK)
-        die();
+        cli_die_lib();
     if (lnk_lanczos_run(wl, &op, 10) != LNK_OK)
-        die();
+        cli_die_lib();
     double light = wl->t_orth / wl->steps;
     lnk_lanczos_free(wl);
     if (out) {
         fprintf(out, "%zu,%d,light_step,0,%.6g,\n", n, threads, light);
         fprintf(out, "%zu,%d,full_run_vector_work,%d,%.6g,\n", n, threads, M, total);
-        fclose(out);
+        cli_fclose(out, arg.out);
     }
     printf("\n  LIGHT step vector work: %.4f s\n", light);
     printf("  FULL %d-step run, vector work (fit %.4f + %.5f j s): %.1f s;  LIGHT: %.1f s\n", M,

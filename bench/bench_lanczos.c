@@ -22,7 +22,7 @@
  *
  * usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre]
  *                      [--reorth partial|always] [--prefault ahead|step|none]
- *                      [--repeat R] [--pretouch] [--csv FILE] */
+ *                      [--repeat R] [--pretouch] [-o FILE] */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,11 +36,11 @@ static double product_alone(const lnk_operator *op, const double *x, double *y, 
 {
     double *t = malloc(sizeof(double) * (size_t)repeat);
     if (!t)
-        die();
+        cli_die_lib();
     for (int r = 0; r < repeat; r++) {
         double t0 = lnk_now();
         if (op->apply(op->ctx, x, y))
-            die();
+            cli_die_lib();
         t[r] = lnk_now() - t0;
     }
     double med = median(t, repeat);
@@ -48,75 +48,83 @@ static double product_alone(const lnk_operator *op, const double *x, double *y, 
     return med;
 }
 
+typedef struct {
+    int threads, steps, repeat, reorth, prefault, pretouch, norm_pos;
+    const char *out;
+} args_t;
+
+static const cli_choice reorths[] = {{"partial", LNK_REORTH_PARTIAL},
+                                     {"always", LNK_REORTH_ALWAYS}, {NULL, 0}};
+static const cli_choice prefaults[] = {{"ahead", LNK_PREFAULT_AHEAD}, {"step", LNK_PREFAULT_STEP},
+                                       {"none", LNK_PREFAULT_NONE}, {NULL, 0}};
+static const cli_choice positions[] = {{"post", 0}, {"pre", 1}, {NULL, 0}};
+
+static const cli_opt opts[] = {
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
+     .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
+    {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(args_t, steps), .min = 21,
+     .max = 100000, .help = "Lanczos steps"},
+    {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1,
+     .max = 1000, .help = "products timed alone (their median is the reference)"},
+    {.type = CLI_CHOICE, .name = "norm-pos", CLI_AT(args_t, norm_pos), .ref = positions,
+     .help = "Post-LN or Pre-LN blocks"},
+    {.type = CLI_CHOICE, .name = "reorth", CLI_AT(args_t, reorth), .ref = reorths,
+     .help = "reorthogonalise when the basis loses semi-orthogonality, or at every step"},
+    {.type = CLI_CHOICE, .name = "prefault", CLI_AT(args_t, prefault), .ref = prefaults,
+     .help = "when new basis rows are faulted in: a helper thread ahead, before each product, "
+             "or by the product's first write"},
+    {.type = CLI_FLAG, .name = "pretouch", CLI_AT(args_t, pretouch),
+     .help = "write the whole basis before the first step (timed apart)"},
+    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
+     .flags = CLI_WRITES, .help = "also write the results as one CSV row; -: standard output"},
+    {0}};
+
+static void defaults(void *p)
+{
+    *(args_t *)p = (args_t){.steps = 80, .repeat = 5, .reorth = LNK_REORTH_PARTIAL,
+                            .prefault = LNK_PREFAULT_AHEAD};
+}
+
+static const cli_cmd cmd = {
+    .name = "bench_lanczos",
+    .usage = "[--threads N] [--steps M] [--norm-pos post|pre] [--reorth partial|always]\n"
+             "[--prefault ahead|step|none] [--repeat N] [--pretouch] [-o FILE]",
+    .about = "Lanczos steps on the Hessian of config (b) against the product alone: the steps'\n"
+             "time split into H v and vector work, and the mean of the last 20 steps over the\n"
+             "product alone (target <= 1.15).",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
 int main(int argc, char **argv)
 {
-    study_init("bench_lanczos"); /* the best OpenBLAS kernel (may re-exec) */
-    int threads = 0, steps = 80, repeat = 5, reorth = LNK_REORTH_PARTIAL;
-    int prefault = LNK_PREFAULT_AHEAD, pretouch = 0;
-    const char *pf_name[] = {"ahead", "step", "none"};
-    const char *pos = "post", *csv = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && !strcmp(argv[i], "--threads"))
-            threads = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--steps"))
-            steps = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--repeat"))
-            repeat = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--norm-pos"))
-            pos = argv[++i];
-        else if (!strcmp(argv[i], "--pretouch"))
-            pretouch = 1;
-        else if (i + 1 < argc && !strcmp(argv[i], "--csv"))
-            csv = argv[++i];
-        else if (i + 1 < argc && !strcmp(argv[i], "--prefault")) {
-            i++;
-            for (prefault = 0; prefault < 3 && strcmp(argv[i], pf_name[prefault]); prefault++)
-                ;
-            if (prefault == 3) {
-                fprintf(stderr, "bench_lanczos: --prefault: expected ahead, step or none\n");
-                return 2;
-            }
-        } else if (i + 1 < argc && !strcmp(argv[i], "--reorth")) {
-            i++;
-            if (strcmp(argv[i], "partial") && strcmp(argv[i], "always")) {
-                fprintf(stderr, "bench_lanczos: --reorth: expected partial or always\n");
-                return 2;
-            }
-            reorth = strcmp(argv[i], "partial") ? LNK_REORTH_ALWAYS : LNK_REORTH_PARTIAL;
-        } else {
-            fprintf(stderr, "usage: bench_lanczos [--threads N] [--steps M] [--norm-pos post|pre] "
-                            "[--reorth partial|always] [--prefault ahead|step|none] "
-                            "[--repeat R] [--pretouch] [--csv FILE]\n");
-            return 2;
-        }
-    }
-    if (steps < 21 || threads < 0 || repeat < 1) {
-        fprintf(stderr, "bench_lanczos: --steps must be >= 21, --repeat >= 1, --threads >= 0\n");
-        return 2;
-    }
-    if (threads)
-        lnk_set_blas_threads(threads);
+    cli_start(&argc, &argv, "bench_lanczos");
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    int steps = a.steps, repeat = a.repeat, reorth = a.reorth, prefault = a.prefault;
+    int pretouch = a.pretouch;
+    const char *pf_name[] = {"ahead", "step", "none"}, *pos = a.norm_pos ? "pre" : "post";
+    if (a.threads)
+        lnk_set_blas_threads(a.threads);
     lnk_config c;
     lnk_config_default(&c);
     const char *kv[][2] = {{"d", "256"}, {"h", "4"}, {"L", "6"}, {"d_ff", "1024"}, {"V", "4000"},
                            {"norm_pos", pos}};
     for (int i = 0; i < 6; i++)
         if (lnk_config_set(&c, kv[i][0], kv[i][1]))
-            die();
+            cli_die_lib();
     if (lnk_config_finalize(&c))
-        die();
+        cli_die_lib();
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     size_t n = lnk_model_n_params(m);
     double *th = malloc(sizeof(double) * n), *x = malloc(sizeof(double) * n);
     double *y = malloc(sizeof(double) * n);
     lnk_batch b;
     if (!th || !x || !y || lnk_model_init_params(m, th) || lnk_batch_synthetic(m, 16, 32, 1, &b))
-        die();
+        cli_die_lib();
     lnk_hessian *h = lnk_hessian_alloc(m, th, &b, 1, NULL);
     if (!h)
-        die();
+        cli_die_lib();
     lnk_operator op = lnk_hessian_operator(h);
     printf("bench_lanczos: lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 %s-LN, n = %zu, BLAS "
            "threads %d, kernel %s, %s reorthogonalisation, prefault %s\n", pos, n,
@@ -126,11 +134,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++)
         x[i] = (double)((i * 2654435761u) % 2001) / 1000.0 - 1.0;
     if (op.apply(op.ctx, x, y))
-        die();
+        cli_die_lib();
     double alone = product_alone(&op, x, y, repeat);
     lnk_lanczos *w = lnk_lanczos_alloc(n, steps, LNK_LANCZOS_FULL);
     if (!w)
-        die();
+        cli_die_lib();
     w->reorth = reorth;
     w->prefault = prefault;
     double t_pre = lnk_now();
@@ -138,7 +146,7 @@ int main(int argc, char **argv)
         memset(w->V, 0, sizeof(double) * (size_t)(steps + 1) * n); /* rows 0..m */
     t_pre = lnk_now() - t_pre;
     if (lnk_lanczos_start(w, NULL, 0))
-        die();
+        cli_die_lib();
     printf("H v alone (primal pass kept): median %.4f s of %d\n", alone, repeat);
     if (pretouch)
         printf("basis written before the run (--pretouch): %.2f s, not in the steps\n", t_pre);
@@ -150,7 +158,7 @@ int main(int argc, char **argv)
     int tail0 = steps - 20;
     for (int j = 1; j <= steps && !w->done; j++) {
         if (lnk_lanczos_step(w, &op))
-            die();
+            cli_die_lib();
         if (j > tail0)
             tail_apply += w->last_apply, tail_orth += w->last_orth, tail_touch += w->last_touch;
         if (j == 1 || j == 10 || j == 20 || j == 40 || j == steps || j % 80 == 0)
@@ -173,12 +181,8 @@ int main(int argc, char **argv)
            "faulting in new basis rows outside the product (a helper thread does it during "
            "the product; this is what it left)\n", tail0 + 1, steps, step_tail,
            step_tail / alone, apply_tail, apply_tail / alone, tail_orth / 20, tail_touch / 20);
-    if (csv) {
-        FILE *f = fopen(csv, "w");
-        if (!f) {
-            fprintf(stderr, "bench_lanczos: cannot write %s\n", csv);
-            return 2;
-        }
+    if (a.out) {
+        FILE *f = cli_fopen(a.out, "w");
         fprintf(f, "reorth,threads,kernel,steps,hv_alone_s,tail_step_s,tail_hv_s,tail_vector_s,"
                    "tail_first_touch_s,step_over_hv,n_reorth,reorth_rows,total_s,prefault,pretouch,"
                    "pretouch_s\n");
@@ -187,7 +191,7 @@ int main(int argc, char **argv)
                 lnk_blas_kernel(), w->steps, alone, step_tail, apply_tail, tail_orth / 20,
                 tail_touch / 20, step_tail / alone, w->n_reorth, w->reorth_rows, tot,
                 pf_name[prefault], pretouch, pretouch ? t_pre : 0.0);
-        fclose(f);
+        cli_fclose(f, a.out);
     }
     lnk_lanczos_free(w);
     lnk_hessian_free(h);

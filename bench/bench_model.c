@@ -5,8 +5,8 @@
  * positions, bias-free blocks (same d, d_ff; forward, gradient and H v, the
  * median of --variant-repeat runs, 7 by default).
  *
- * usage: bench_model [--threads N] [--repeat N] [--variant-repeat N]
- *                    [--config a|b|all] [--csv FILE]
+ * usage: bench_model [--threads N] [--repeat N] [--variant-repeat N] [--model a|b|all]
+ *                    [-o FILE]
  *
  *   a: d=128 h=4 L=6 d_ff=512  V=1000 B=16 T=32
  *   b: d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32
@@ -33,6 +33,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "front/front.h"
 #include "lnkit/config.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
@@ -132,21 +133,11 @@ static double flops_hvp(const size_cfg *s) { return flops_hvp_v(s, 0); }
 
 /* ---------------------------------------------------------------- helpers */
 
-/* The --csv file, opened before the (long) runs so that a bad path fails at
+/* The -o file, opened before the (long) runs so that a bad path fails at
  * once; a failure (kit: fail) removes its temporary file. */
 static lnk_afile csv_file;
 
-static _Noreturn void die_at(const char *what) { fail("%s: %s", what, lnk_errmsg()); }
-
-static void usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "bench_model: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: bench_model [--threads N] [--repeat N] [--config a|b|all] [--csv FILE]\n");
-    exit(2);
-}
-
-
+static _Noreturn void die_at(const char *what) { cli_die("%s: %s", what, lnk_errmsg()); }
 
 static double maxrss_mb(void)
 {
@@ -192,25 +183,14 @@ static double other_load(cpu_mark a, double wall)
     return x < 0 ? 0 : x;
 }
 
-static int parse_pos_int(const char *opt, const char *s)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < 1 || v > 100000) {
-        fprintf(stderr, "bench_model: %s: expected an integer >= 1, got \"%s\"\n", opt, s);
-        exit(2);
-    }
-    return (int)v;
-}
-
 /* ------------------------------------------------------------------ DGEMM */
 
 /* Median GFLOP/s of C = A B with n x n x n doubles. */
 static double dgemm_rate(int n)
 {
     size_t nn = (size_t)n * n;
-    double *A = study_alloc(nn * sizeof(double)), *Bm = study_alloc(nn * sizeof(double));
-    double *C = study_alloc(nn * sizeof(double));
+    double *A = cli_alloc(nn * sizeof(double)), *Bm = cli_alloc(nn * sizeof(double));
+    double *C = cli_alloc(nn * sizeof(double));
     for (size_t i = 0; i < nn; i++) {
         A[i] = (double)(i % 17) / 17.0 - 0.5;
         Bm[i] = (double)(i % 13) / 13.0 - 0.5;
@@ -307,9 +287,9 @@ static void bench_one(const size_cfg *s, const variant *var, int repeat, result 
     lnk_config c;
     lnk_model *m = make_model(s, var, &c);
     size_t n = lnk_model_n_params(m);
-    double *th = study_alloc(n * sizeof(double)), *g = study_alloc(n * sizeof(double));
-    double *v = study_alloc(n * sizeof(double)), *hv = study_alloc(n * sizeof(double));
-    double *gv = study_alloc(n * sizeof(double));
+    double *th = cli_alloc(n * sizeof(double)), *g = cli_alloc(n * sizeof(double));
+    double *v = cli_alloc(n * sizeof(double)), *hv = cli_alloc(n * sizeof(double));
+    double *gv = cli_alloc(n * sizeof(double));
     if (lnk_model_init_params(m, th))
         die_at("init");
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -329,7 +309,7 @@ static void bench_one(const size_cfg *s, const variant *var, int repeat, result 
     if (!ws)
         die_at("workspace");
 
-    double *t = study_alloc((size_t)repeat * sizeof(double)), loss = 0;
+    double *t = cli_alloc((size_t)repeat * sizeof(double)), loss = 0;
     double *out[6] = {&res->fwd_s, &res->grad_s, &res->hvp_s, &res->kept_s, &res->ggn_s,
                       &res->fun_s};
     cpu_mark mark = cpu_now();
@@ -411,9 +391,9 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
     lnk_csv_free(&csv);
     if (st)
         die_at("csv");
-    study_untrack(af);
     if (lnk_afile_commit(af))
         die_at("csv");
+    cli_stdout_flush();
 }
 
 static void print_table(const result *r, int nr, double dgemm)
@@ -470,55 +450,53 @@ static void print_table(const result *r, int nr, double dgemm)
                parts_ok ? "met" : "MISSED");
 }
 
+typedef struct {
+    int threads, repeat, variant_repeat;
+    const char *model, *out;
+} args_t;
+
+static const cli_opt opts[] = {
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
+     .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
+    {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1,
+     .max = 100000, .help = "timed runs per measure after 2 warm-ups (their median is reported)"},
+    {.type = CLI_INT, .name = "variant-repeat", .arg = "N", CLI_AT(args_t, variant_repeat),
+     .min = 1, .max = 100000, .help = "the same for the rows of the placements and parts on b"},
+    {.type = CLI_STR, .name = "model", .arg = "a|b|all", CLI_AT(args_t, model),
+     .help = "the configurations: a (d=128, V=1000), b (d=256, V=4000; with the placements' "
+             "and parts' rows) or both"},
+    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
+     .flags = CLI_WRITES, .help = "also write the results as CSV (atomically); -: standard output"},
+    {0}};
+
+static void defaults(void *p) { *(args_t *)p = (args_t){0, 10, 7, "all", NULL}; }
+
+static const cli_cmd cmd = {
+    .name = "bench_model",
+    .usage = "[--threads N] [--repeat N] [--variant-repeat N] [--model a|b|all] [-o FILE]",
+    .about = "Loss, gradient and Hessian-vector product (lm, LayerNorm, Post-LN and Pre-LN) on\n"
+             "configs (a) and (b), against the machine's DGEMM rate; on (b) also a row per\n"
+             "placement and block part of docs/MODEL.md sections 2-3.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
 int main(int argc, char **argv)
 {
-    study_init("bench_model"); /* the best OpenBLAS kernel (may re-exec) */
-    int threads = 0, repeat = 10, vrepeat = 7;
-    const char *which = "all", *csv = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: bench_model [--threads N] [--repeat N] [--variant-repeat N]\n"
-                   "                   [--config a|b|all] [--csv FILE]\n"
-                   "  --threads N   OpenBLAS threads (default: OpenBLAS's own default)\n"
-                   "  --repeat N    timed runs per measure, median reported (default 10; "
-                   "after %d warm-ups)\n"
-                   "  --variant-repeat N  the same for the rows of the placements and parts on b "
-                   "(default 7)\n"
-                   "  --config C    a, b or all (default all; the parts' rows come with b)\n"
-                   "  --csv FILE    also write the results as CSV (atomically)\n",
-                   WARMUP);
-            return 0;
-        }
-        if (i + 1 >= argc)
-            usage_error("%s: missing value", a);
-        const char *val = argv[++i];
-        if (!strcmp(a, "--threads"))
-            threads = parse_pos_int(a, val);
-        else if (!strcmp(a, "--repeat"))
-            repeat = parse_pos_int(a, val);
-        else if (!strcmp(a, "--variant-repeat"))
-            vrepeat = parse_pos_int(a, val);
-        else if (!strcmp(a, "--config")) {
-            if (strcmp(val, "a") && strcmp(val, "b") && strcmp(val, "all"))
-                usage_error("--config: expected a, b or all, got \"%s\"", val);
-            which = val;
-        } else if (!strcmp(a, "--csv"))
-            csv = val;
-        else
-            usage_error("unknown option %s", a);
-    }
-    if (csv && lnk_afile_open(&csv_file, csv))
-        die_at("--csv");
-    if (csv)
-        study_track(&csv_file);
+    cli_start(&argc, &argv, "bench_model");
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    int threads = a.threads, repeat = a.repeat, vrepeat = a.variant_repeat;
+    const char *which = a.model, *csv = a.out;
+    if (strcmp(which, "a") && strcmp(which, "b") && strcmp(which, "all"))
+        cli_die("--model: expected a, b or all, got '%s'", which);
+    if (csv && lnk_afile_open(&csv_file, cli_out(csv, 0)))
+        die_at("-o");
     if (threads > 0)
         openblas_set_num_threads(threads);
     printf("lnkit %s bench_model: lm, layernorm, B=16 T=32; OpenBLAS threads = %d (%s); "
            "median of %d runs after %d warm-ups\n",
            LNK_VERSION, openblas_get_num_threads(), threads > 0 ? "--threads" : "OpenBLAS default",
            repeat, WARMUP);
-    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), lnk_blas_note());
+    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), cli_blas_note());
 
     /* smallest config first and DGEMM last, so that ru_maxrss after a config is
      * (to allocator slack) that config's own peak. */
@@ -532,7 +510,7 @@ int main(int argc, char **argv)
                s->name, s->d, s->h, s->L, s->d_ff, s->V, s->B, s->T, flops_fwd(s) / 1e9,
                flops_grad(s) / 1e9, flops_hvp(s) / 1e9);
         for (int p = 0; p < 2; p++) {
-            fprintf(stderr, "bench_model: running %s %s ...\n", s->name, BASE[p].label);
+            cli_say("running %s %s ...\n", s->name, BASE[p].label);
             bench_one(s, &BASE[p], repeat, &res[nr++]);
         }
         if (strcmp(s->name, "b"))
@@ -540,7 +518,7 @@ int main(int argc, char **argv)
         printf("  %s, SwiGLU: GFLOP fwd %.3f hvp %.3f (the other parts: as above)\n", s->name,
                flops_fwd_v(s, 1) / 1e9, flops_hvp_v(s, 1) / 1e9);
         for (int p = 0; p < N_PARTS; p++) {
-            fprintf(stderr, "bench_model: running %s %s ...\n", s->name, PARTS[p].label);
+            cli_say("running %s %s ...\n", s->name, PARTS[p].label);
             bench_one(s, &PARTS[p], vrepeat, &res[nr++]);
         }
     }

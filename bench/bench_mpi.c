@@ -1,9 +1,9 @@
 /* Data-parallel H v and Lanczos over MPI ranks (make bench-mpi runs it with
  * 1 rank x 2 threads and 2 ranks x 1 thread through tools/bench_mpi.sh).
  *
- * usage: [mpirun -np P] bench_mpi [--src F] [--tgt F] [--pairs N]
+ * usage: [mpirun -np P] bench_mpi [--src F] [--tgt F] [--rows N]
  *            [--size D,H,DFF[,L]] [--max-tokens N] [--repeat N] [--steps N]
- *            [--threads N] [--csv FILE]
+ *            [--threads N] [-o FILE]
  *
  * The 6-6 seq2seq model on Multi30k (default data/multi30k/
  * val.{de,en}, all pairs; synthetic pairs if the files are absent), Post-LN,
@@ -20,7 +20,7 @@
  *   basis_MB the Lanczos basis per rank for 80 steps (81 n / P doubles);
  *   imbalance the largest shard over the mean, in scored tokens and in
  *            padded positions (B (S + T) of its chunks: what is computed).
- * One line of CSV per run (rank 0) to --csv (appended) and a table line on
+ * One line of CSV per run (rank 0) to -o (appended) and a table line on
  * stdout. */
 #include <math.h>
 #include <stdio.h>
@@ -39,7 +39,7 @@ static void synth(const char *path, int n, unsigned seed)
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "bench_mpi: cannot write %s\n", path);
-        lnk_comm_abort(2);
+        lnk_comm_abort(2), exit(2);
     }
     unsigned s = seed;
     for (int i = 0; i < n; i++) {
@@ -54,59 +54,62 @@ static void synth(const char *path, int n, unsigned seed)
     fclose(f);
 }
 
+typedef struct {
+    const char *src, *tgt, *size, *out;
+    int rows, repeat, steps, threads;
+    long max_tokens;
+} args_t;
+
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(args_t, src), .flags = CLI_READS,
+     .help = "source text (synthetic pairs when it is absent)"},
+    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(args_t, tgt), .flags = CLI_READS,
+     .help = "target text"},
+    {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(args_t, rows), .min = 0, .max = 1 << 24,
+     .help = "sentence pairs used, 0: all"},
+    {.type = CLI_STR, .name = "size", .arg = "D,H,DFF[,L]", CLI_AT(args_t, size),
+     .help = "width, heads, feed-forward width and depth of the seq2seq model"},
+    {.type = CLI_LONG, .name = "max-tokens", .arg = "N", CLI_AT(args_t, max_tokens), .min = 16,
+     .max = 1L << 40, .help = "padded tokens per chunk at most"},
+    {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1,
+     .max = 100000, .help = "timed products after a warm-up (their median is reported)"},
+    {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(args_t, steps), .min = 2,
+     .max = 100000, .help = "Lanczos steps timed"},
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
+     .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
+    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
+     .flags = CLI_WRITES, .help = "append a CSV row of the run; -: standard output"},
+    {0}};
+
+static void defaults(void *p)
+{
+    *(args_t *)p = (args_t){.src = "data/multi30k/val.de", .tgt = "data/multi30k/val.en",
+                            .size = "64,4,256,6", .repeat = 5, .steps = 20, .max_tokens = 2048};
+}
+
+static const cli_cmd cmd = {
+    .name = "bench_mpi",
+    .usage = "[--src F] [--tgt F] [--rows N] [--size D,H,DFF[,L]] [--max-tokens N]\n"
+             "[--repeat N] [--steps M] [--threads N] [-o FILE]   (under mpirun -np P)",
+    .about = "Data-parallel H v and Lanczos over the ranks of an MPI job: the 6-6 seq2seq model\n"
+             "on Multi30k, the data set in length-sorted chunks sharded by scored tokens.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
 int main(int argc, char **argv)
 {
-    study_start(&argc, &argv, "bench_mpi"); /* best OpenBLAS kernel, MPI job (kit/kit.h) */
+    cli_start(&argc, &argv, "bench_mpi");
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
     int P = lnk_comm_size(), me = lnk_comm_rank();
-    const char *src = "data/multi30k/val.de", *tgt = "data/multi30k/val.en";
-    const char *size = "64,4,256,6", *csv = NULL;
-    int pairs = 0, repeat = 5, steps = 20, threads = 0;
-    long max_tokens = 2048;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            if (me == 0)
-                printf("usage: [mpirun -np P] bench_mpi [--src F] [--tgt F] [--pairs N] "
-                       "[--size D,H,DFF[,L]]\n                 [--max-tokens N] [--repeat N] "
-                       "[--steps N] [--threads N] [--csv FILE]\n");
-            lnk_comm_finalize();
-            return 0;
-        }
-        if (!v) {
-            if (me == 0)
-                fprintf(stderr, "bench_mpi: option '%s' needs a value\n", a);
-            lnk_comm_abort(2);
-        }
-        i++;
-        if (!strcmp(a, "--src")) src = v;
-        else if (!strcmp(a, "--tgt")) tgt = v;
-        else if (!strcmp(a, "--pairs")) pairs = atoi(v);
-        else if (!strcmp(a, "--size")) size = v;
-        else if (!strcmp(a, "--max-tokens")) max_tokens = atol(v);
-        else if (!strcmp(a, "--repeat")) repeat = atoi(v);
-        else if (!strcmp(a, "--steps")) steps = atoi(v);
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--csv")) csv = v;
-        else {
-            if (me == 0)
-                fprintf(stderr, "bench_mpi: unknown option '%s'\n", a);
-            lnk_comm_abort(2);
-        }
-    }
-    if (repeat < 1 || steps < 2 || max_tokens < 16 || pairs < 0) {
-        if (me == 0)
-            fprintf(stderr, "bench_mpi: --repeat >= 1, --steps >= 2, --max-tokens >= 16, "
-                            "--pairs >= 0 expected\n");
-        lnk_comm_abort(2);
-    }
+    const char *src = a.src, *tgt = a.tgt, *size = a.size, *csv = a.out;
+    int pairs = a.rows, repeat = a.repeat, steps = a.steps, threads = a.threads;
+    long max_tokens = a.max_tokens;
     if (threads > 0)
         lnk_set_blas_threads(threads);
     int d, h, dff, L = 6;
-    if (sscanf(size, "%d,%d,%d,%d", &d, &h, &dff, &L) < 3) {
-        if (me == 0)
-            fprintf(stderr, "bench_mpi: --size: expected D,H,DFF[,L], got '%s'\n", size);
-        lnk_comm_abort(2);
-    }
+    if (sscanf(size, "%d,%d,%d,%d", &d, &h, &dff, &L) < 3)
+        cli_die("--size: expected D,H,DFF[,L], got '%s'", size);
     char sp[64], tp[64];
     const char *data = "multi30k";
     FILE *probe = fopen(src, "r");
@@ -121,37 +124,37 @@ int main(int argc, char **argv)
         src = sp, tgt = tp, data = "synthetic";
     }
     lnk_corpus c;
-    CK(lnk_corpus_read(src, tgt, &c));
+    CLI_CK(lnk_corpus_read(src, tgt, &c));
     if (!strcmp(data, "synthetic"))
         remove(sp), remove(tp);
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
     lnk_pairs p;
-    CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
+    CLI_CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
     if (pairs > 0 && pairs < p.n)
         p.n = pairs; /* the first N pairs (the arrays keep their size) */
     lnk_batch *chunks;
     int n_chunks;
-    CK(lnk_pairs_batches(&p, (size_t)max_tokens, &chunks, &n_chunks));
+    CLI_CK(lnk_pairs_batches(&p, (size_t)max_tokens, &chunks, &n_chunks));
 
     lnk_config cfg;
-    CK(bench_s2s_config(&cfg, "post", d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
+    CLI_CK(bench_s2s_config(&cfg, "post", d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
     lnk_model *m = lnk_model_alloc(&cfg);
     if (!m)
-        die();
+        cli_die_lib();
     size_t n = lnk_model_n_params(m);
     lnk_dataset ds; /* takes the chunks over; chunks[] stays readable for the balance below */
     lnk_dataset_init(&ds);
-    CK(lnk_dataset_add_chunks(&ds, m, chunks, n_chunks));
+    CLI_CK(lnk_dataset_add_chunks(&ds, m, chunks, n_chunks));
     size_t N = ds.n_scored;
     int *first = malloc(sizeof(int) * ((size_t)P + 1));
     double *th = malloc(sizeof(double) * n);
     if (!first || !th) {
         lnk_error(LNK_ENOMEM, "out of memory (%zu parameters)", n);
-        die();
+        cli_die_lib();
     }
-    CK(lnk_model_init_params(m, th));
-    CK(lnk_shard_chunks(m, chunks, n_chunks, P, first));
+    CLI_CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_shard_chunks(m, chunks, n_chunks, P, first));
     size_t mine_tokens = 0;
     for (int k = first[me]; k < first[me + 1]; k++)
         mine_tokens += lnk_batch_n_scored(m, &chunks[k]);
@@ -169,10 +172,10 @@ int main(int argc, char **argv)
         all_pad += pad;
     }
     double imb_sc = max_sc * P / (double)N, imb_pad = max_pad * P / all_pad;
-    CK(lnk_dataset_shard(&ds, m, lnk_comm_world()));
+    CLI_CK(lnk_dataset_shard(&ds, m, lnk_comm_world()));
     lnk_hessian *hs = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!hs)
-        die();
+        cli_die_lib();
     lnk_operator op = lnk_hessian_operator(hs);
     size_t off, cnt;
     lnk_hessian_slice(hs, &off, &cnt);
@@ -182,42 +185,42 @@ int main(int argc, char **argv)
     size_t *ct = malloc(sizeof(size_t) * 2 * (size_t)P);
     if (!x || !y || !full || !t || !tc || !ct) {
         lnk_error(LNK_ENOMEM, "out of memory");
-        die();
+        cli_die_lib();
     }
     for (size_t i = 0; i < cnt; i++)
         x[i] = ((off + i) * 2654435761u) % 3 ? 1.0 : -1.0;
-    CK(op.apply(op.ctx, x, y)); /* warm-up */
+    CLI_CK(op.apply(op.ctx, x, y)); /* warm-up */
     double b0 = lnk_comm_bytes_sent();
     for (int r = 0; r < repeat; r++) {
-        CK(lnk_comm_barrier());
+        CLI_CK(lnk_comm_barrier());
         double t0 = lnk_now();
-        CK(op.apply(op.ctx, x, y));
-        CK(lnk_comm_barrier());
+        CLI_CK(op.apply(op.ctx, x, y));
+        CLI_CK(lnk_comm_barrier());
         t[r] = lnk_now() - t0;
     }
     double bytes_rank = (lnk_comm_bytes_sent() - b0) / repeat, bytes = bytes_rank;
-    CK(lnk_comm_sum(&bytes, 1));
+    CLI_CK(lnk_comm_sum(&bytes, 1));
     /* the communication of an apply alone */
     lnk_comm_split(n, P, ct, ct + P);
     for (int r = 0; r < repeat; r++) {
-        CK(lnk_comm_barrier());
+        CLI_CK(lnk_comm_barrier());
         double t0 = lnk_now();
-        CK(lnk_comm_allgather(x, full, ct, ct + P));
-        CK(lnk_comm_reduce_scatter(full, y, ct, ct + P));
-        CK(lnk_comm_barrier());
+        CLI_CK(lnk_comm_allgather(x, full, ct, ct + P));
+        CLI_CK(lnk_comm_reduce_scatter(full, y, ct, ct + P));
+        CLI_CK(lnk_comm_barrier());
         tc[r] = lnk_now() - t0;
     }
     double t_hvp = median(t, repeat), t_comm = median(tc, repeat);
     /* Lanczos, FULL reorthogonalisation on slices */
     lnk_lanczos *lz = lnk_lanczos_alloc(cnt, steps, LNK_LANCZOS_FULL);
     if (!lz)
-        die();
-    CK(lnk_lanczos_distribute(lz, op.group));
-    CK(lnk_lanczos_start(lz, NULL, 7));
-    CK(lnk_comm_barrier());
+        cli_die_lib();
+    CLI_CK(lnk_lanczos_distribute(lz, op.group));
+    CLI_CK(lnk_lanczos_start(lz, NULL, 7));
+    CLI_CK(lnk_comm_barrier());
     double t0 = lnk_now();
-    CK(lnk_lanczos_run(lz, &op, steps));
-    CK(lnk_comm_barrier());
+    CLI_CK(lnk_lanczos_run(lz, &op, steps));
+    CLI_CK(lnk_comm_barrier());
     double t_step = (lnk_now() - t0) / lz->steps, t_orth = lz->t_orth / lz->steps;
     double basis_mb = 81.0 * (double)cnt * 8 / 1048576.0;
     if (me == 0) {
@@ -231,15 +234,11 @@ int main(int argc, char **argv)
                lnk_blas_threads(), t_hvp, t_comm, bytes / 1e6, bytes_rank / 1e6, t_step, t_orth,
                basis_mb, imb_pad);
         if (csv) {
-            FILE *f = fopen(csv, "a");
-            if (!f) {
-                fprintf(stderr, "bench_mpi: cannot append to %s\n", csv);
-                lnk_comm_abort(2);
-            }
+            FILE *f = cli_fopen(csv, "a");
             fprintf(f, "%s,%d,%zu,%d,%d,%d,%zu,%d,%d,%.6f,%.6f,%.0f,%.6f,%.6f,%.3f,%.4f,%.4f\n",
                     data, p.n, N, n_chunks, d, dff, n, P, lnk_blas_threads(), t_hvp, t_comm, bytes,
                     t_step, t_orth, basis_mb, imb_sc, imb_pad);
-            fclose(f);
+            cli_fclose(f, csv);
         }
     }
     lnk_lanczos_free(lz);

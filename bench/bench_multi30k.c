@@ -2,19 +2,19 @@
  * Multi30k (the reference experiment of issue 6), measured on one chunk and
  * extrapolated to the whole data set.
  *
- * usage: bench_multi30k [--src F] [--tgt F] [--pairs N] [--repeat N]
+ * usage: bench_multi30k [--src F] [--tgt F] [--rows N] [--repeat N]
  *                       [--sizes D,H,DFF[,L];...] [--norm-pos post|pre] [--threads N]
- *        bench_multi30k --all [--max-tokens N] [--products K] [--cache-mb MB] [--csv F] ...
+ *        bench_multi30k --all [--max-tokens N] [--products K] [--cache-mb MB] [-o F] ...
  *
  * --all: no extrapolation: the data-set Hessian of every pair, in
  * length-sorted chunks of at most --max-tokens padded tokens (default 512,
  * the Multi30k study's), and K (default 2) products H v over all of them,
  * each timed: the first runs every chunk's primal pass (and keeps those the
- * cache budget holds), the later ones reuse the kept passes.  With --csv, a
+ * cache budget holds), the later ones reuse the kept passes.  With -o, a
  * row per (size, product).
  *
  * Defaults: data/multi30k/val.{de,en}, separate vocabularies (min
- * count 1), N = 32 pairs (the first 32 lines of the files), sizes
+ * count 1), N = 32 pairs (--rows: the first 32 lines of the files), sizes
  * "512,8,2048;512,4,1024" (6-6: Vaswani base and Xiong's IWSLT setting),
  * Post-LN, Xavier init, 1 warm-up and --repeat 2 timed products.
  *
@@ -68,9 +68,9 @@ static int next_size(const char **s, const char *pos, lnk_vocab *vs, lnk_vocab *
     }
     *s = strchr(*s, ';');
     *s = *s ? *s + 1 : NULL;
-    CK(bench_s2s_config(&z->cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
+    CLI_CK(bench_s2s_config(&z->cfg, pos, d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
     if (!(z->m = lnk_model_alloc(&z->cfg)))
-        die();
+        cli_die_lib();
     z->n = lnk_model_n_params(z->m);
     z->th = malloc(sizeof(double) * z->n), z->v = malloc(sizeof(double) * z->n);
     z->hv = malloc(sizeof(double) * z->n);
@@ -78,7 +78,7 @@ static int next_size(const char **s, const char *pos, lnk_vocab *vs, lnk_vocab *
         fprintf(stderr, "bench_multi30k: out of memory (%zu parameters)\n", z->n);
         exit(2);
     }
-    CK(lnk_model_init_params(z->m, z->th));
+    CLI_CK(lnk_model_init_params(z->m, z->th));
     for (size_t i = 0; i < z->n; i++)
         z->v[i] = (i * 2654435761u) % 3 ? 1.0 : -1.0;
     snprintf(z->name, sizeof z->name, "%d,%d,%d,%d", d, h, dff, L);
@@ -99,15 +99,11 @@ static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const cha
 {
     lnk_batch *chunks;
     int nc;
-    CK(lnk_pairs_batches(p, max_tokens, &chunks, &nc));
+    CLI_CK(lnk_pairs_batches(p, max_tokens, &chunks, &nc));
     size_t padded = 0;
     for (int i = 0; i < nc; i++)
         padded += lnk_pairs_padded(&chunks[i]);
-    FILE *f = NULL;
-    if (csv && !(f = fopen(csv, "w"))) {
-        fprintf(stderr, "bench_multi30k: cannot write %s\n", csv);
-        return 2;
-    }
+    FILE *f = csv ? cli_fopen(csv, "w") : NULL;
     if (f)
         fprintf(f, "size,n_params,pairs,chunks,max_tokens,padded_tokens,scored,product,seconds,"
                    "cached_chunks,cache_mb,workspace_mb,maxrss_mb,threads,kernel\n");
@@ -118,13 +114,13 @@ static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const cha
     for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
         lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, chunks, nc, NULL);
         if (!hs)
-            die();
+            cli_die_lib();
         if (cache_mb >= 0)
-            CK(lnk_hessian_set_cache(hs, (size_t)cache_mb * 1048576));
+            CLI_CK(lnk_hessian_set_cache(hs, (size_t)cache_mb * 1048576));
         lnk_operator op = lnk_hessian_operator(hs);
         for (int k2 = 1; k2 <= products; k2++) {
             double t0 = lnk_now();
-            CK(op.apply(op.ctx, z.v, z.hv));
+            CLI_CK(op.apply(op.ctx, z.v, z.hv));
             double sec = lnk_now() - t0;
             size_t cb;
             int kept = lnk_hessian_cached_chunks(hs, &cb);
@@ -142,81 +138,95 @@ static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const cha
         size_free(&z);
     }
     if (f)
-        fclose(f);
+        cli_fclose(f, csv);
     lnk_batches_free(chunks, nc);
     return 0;
 }
 
+typedef struct {
+    const char *src, *tgt, *sizes, *out;
+    int rows, repeat, threads, all, products, norm_pos;
+    long max_tokens, cache_mb;
+} args_t;
+
+static const cli_choice positions[] = {{"post", 0}, {"pre", 1}, {NULL, 0}};
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(args_t, src), .flags = CLI_READS,
+     .help = "source text"},
+    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(args_t, tgt), .flags = CLI_READS,
+     .help = "target text"},
+    {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(args_t, rows), .min = 1, .max = 1 << 24,
+     .help = "sentence pairs in the chunk timed (the first N lines)"},
+    {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1,
+     .max = 100000, .help = "timed products after a warm-up (their median is reported)"},
+    {.type = CLI_STR, .name = "sizes", .arg = "D,H,DFF[,L];...", CLI_AT(args_t, sizes),
+     .help = "the seq2seq models: width, heads, feed-forward width and depth, ';' between"},
+    {.type = CLI_CHOICE, .name = "norm-pos", CLI_AT(args_t, norm_pos), .ref = positions,
+     .help = "Post-LN or Pre-LN blocks"},
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
+     .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
+    {.type = CLI_FLAG, .name = "all", CLI_AT(args_t, all),
+     .help = "no extrapolation: products over every pair, in chunks of at most --max-tokens"},
+    {.type = CLI_LONG, .name = "max-tokens", .arg = "N", CLI_AT(args_t, max_tokens), .min = 1,
+     .max = 1L << 40, .help = "--all: padded tokens per chunk at most"},
+    {.type = CLI_INT, .name = "products", .arg = "K", CLI_AT(args_t, products), .min = 1,
+     .max = 100000, .help = "--all: products timed, each over all chunks"},
+    {.type = CLI_LONG, .name = "cache-mb", .arg = "MB", CLI_AT(args_t, cache_mb), .min = 0,
+     .max = 1L << 40, .help = "--all: memory for keeping the chunks' primal passes",
+     .def = "half the available memory"},
+    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
+     .flags = CLI_WRITES, .help = "--all: also write a CSV row per size and product; -: standard "
+     "output"},
+    {0}};
+
+static void defaults(void *p)
+{
+    *(args_t *)p = (args_t){.src = "data/multi30k/val.de", .tgt = "data/multi30k/val.en",
+                            .sizes = "512,8,2048;512,4,1024", .rows = 32, .repeat = 2,
+                            .products = 2, .max_tokens = 512, .cache_mb = -1};
+}
+
+static const cli_cmd cmd = {
+    .name = "bench_multi30k",
+    .usage = "[--src F] [--tgt F] [--rows N] [--repeat N] [--sizes D,H,DFF[,L];...]\n"
+             "[--norm-pos post|pre] [--threads N]\n"
+             "--all [--max-tokens N] [--products K] [--cache-mb MB] [-o FILE] ...",
+    .about = "Memory and time of one H v of the seq2seq model on Multi30k: on one chunk,\n"
+             "extrapolated to the whole data set; with --all, over every pair.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
 int main(int argc, char **argv)
 {
-    study_init("bench_multi30k");
-    const char *src = "data/multi30k/val.de", *tgt = "data/multi30k/val.en";
-    const char *sizes = "512,8,2048;512,4,1024", *pos = "post";
-    int pairs = 32, repeat = 2, threads = 0, all = 0, products = 2;
-    long max_tokens = 512, cache_mb = -1;
-    const char *csv = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: bench_multi30k [--src F] [--tgt F] [--pairs N] [--repeat N]\n"
-                   "                      [--sizes D,H,DFF[,L];...] [--norm-pos post|pre] "
-                   "[--threads N]\n"
-                   "       bench_multi30k --all [--max-tokens N] [--products K] [--cache-mb MB] "
-                   "[--csv F] ...\n");
-            return 0;
-        }
-        if (!strcmp(a, "--all")) {
-            all = 1;
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "bench_multi30k: option '%s' needs a value\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--src")) src = v;
-        else if (!strcmp(a, "--tgt")) tgt = v;
-        else if (!strcmp(a, "--pairs")) pairs = atoi(v);
-        else if (!strcmp(a, "--repeat")) repeat = atoi(v);
-        else if (!strcmp(a, "--sizes")) sizes = v;
-        else if (!strcmp(a, "--norm-pos")) pos = v;
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--max-tokens")) max_tokens = atol(v);
-        else if (!strcmp(a, "--products")) products = atoi(v);
-        else if (!strcmp(a, "--cache-mb")) cache_mb = atol(v);
-        else if (!strcmp(a, "--csv")) csv = v;
-        else {
-            fprintf(stderr, "bench_multi30k: unknown option '%s'\n", a);
-            return 2;
-        }
-    }
-    if (pairs < 1 || repeat < 1 || products < 1 || max_tokens < 1) {
-        fprintf(stderr, "bench_multi30k: --pairs, --repeat, --products and --max-tokens must be "
-                "at least 1\n");
-        return 2;
-    }
+    cli_start(&argc, &argv, "bench_multi30k");
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    const char *src = a.src, *tgt = a.tgt, *sizes = a.sizes, *pos = a.norm_pos ? "pre" : "post";
+    const char *csv = a.out;
+    int pairs = a.rows, repeat = a.repeat, threads = a.threads, all = a.all,
+        products = a.products;
+    long max_tokens = a.max_tokens, cache_mb = a.cache_mb;
     if (threads > 0)
         lnk_set_blas_threads(threads);
     lnk_corpus c;
-    CK(lnk_corpus_read(src, tgt, &c));
+    CLI_CK(lnk_corpus_read(src, tgt, &c));
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
     lnk_pairs p;
-    CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
+    CLI_CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
     if (pairs > p.n)
         pairs = p.n;
     if (all)
         return bench_all(&p, vs, vt, sizes, pos, (size_t)max_tokens, products, cache_mb, csv);
     lnk_batch chunk;
-    CK(lnk_pairs_batch(&p, NULL, pairs, &chunk));
+    CLI_CK(lnk_pairs_batch(&p, NULL, pairs, &chunk));
     /* the whole set cut into length-sorted chunks of `pairs` rows */
     int *order = malloc(sizeof(int) * p.n);
-    CK(lnk_pairs_order(&p, order));
+    CLI_CK(lnk_pairs_order(&p, order));
     size_t padded_all = 0;
     for (int r0 = 0; r0 < p.n; r0 += pairs) {
         int r1 = r0 + pairs < p.n ? r0 + pairs : p.n;
         lnk_batch b;
-        CK(lnk_pairs_batch(&p, order + r0, r1 - r0, &b));
+        CLI_CK(lnk_pairs_batch(&p, order + r0, r1 - r0, &b));
         padded_all += (size_t)b.B * (size_t)(b.S + b.T - 1); /* encoder + decoder positions */
         lnk_batch_free(&b);
     }
@@ -234,16 +244,16 @@ int main(int argc, char **argv)
     for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
         lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, &chunk, 1, NULL);
         if (!hs)
-            die();
+            cli_die_lib();
         /* every product recomputes the chunk's primal pass: the extrapolation to the
          * whole set counts each chunk's full cost */
-        CK(lnk_hessian_set_cache(hs, 0));
+        CLI_CK(lnk_hessian_set_cache(hs, 0));
         lnk_operator op = lnk_hessian_operator(hs);
-        CK(op.apply(op.ctx, z.v, z.hv)); /* warm-up */
+        CLI_CK(op.apply(op.ctx, z.v, z.hv)); /* warm-up */
         double *t = malloc(sizeof(double) * repeat);
         for (int r = 0; r < repeat; r++) {
             double t0 = lnk_now();
-            CK(op.apply(op.ctx, z.v, z.hv));
+            CLI_CK(op.apply(op.ctx, z.v, z.hv));
             t[r] = lnk_now() - t0;
         }
         double med = median(t, repeat);

@@ -192,8 +192,8 @@ def main():
         run([lnkit, "init", "--d", str(s["d"]), "--h", str(s["h"]), "--L", str(s["L"]),
              "--d-ff", str(s["d_ff"]), "--V", str(s["V"]), "--norm-pos", "post", "--seed", "0",
              "-o", "w.safetensors"], cwd=work)
-        run([lnkit, "batch", "--synthetic", "--vocab", str(s["V"]), "--batch", str(s["B"]),
-             "--len", str(s["T"]), "--seed", "1", "-o", "b.safetensors"], cwd=work)
+        run([lnkit, "batch", "--synthetic", "--V", str(s["V"]), "--rows", str(s["B"]),
+             "--len", str(s["T"]), "--rng-seed", "1", "-o", "b.safetensors"], cwd=work)
         files = ["--config", "w.json", "--weights", "w.safetensors", "--batch", "b.safetensors"]
         ver, kernel = lnkit_version(lnkit)
         print(f"bench_peer: config (b) lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 Post-LN, "
@@ -254,7 +254,7 @@ def main():
                   flush=True)
             mcsv = os.path.join(work, "m30k.csv")
             run([m30k, "--all", "--sizes", "512,8,2048", "--products", "2", "--threads",
-                 str(a.threads), "--csv", mcsv,
+                 str(a.threads), "-o", mcsv,
                  "--src", os.path.join(ROOT, "data", "multi30k", "val.de"),
                  "--tgt", os.path.join(ROOT, "data", "multi30k", "val.en")])
             with open(mcsv, newline="") as f:

@@ -52,7 +52,7 @@ def main():
 
     cli("init", "--d", 256, "--h", 4, "--L", 6, "--d-ff", 1024, "--V", 4000, "--norm-pos", "post",
         "--seed", 0, "-o", p("w.safetensors"), "--quiet")
-    cli("batch", "--synthetic", "--config", p("w.json"), "--batch", 16, "--len", 32, "--seed", 1,
+    cli("batch", "--synthetic", "--config", p("w.json"), "--rows", 16, "--len", 32, "--rng-seed", 1,
         "-o", p("b.safetensors"), "--quiet")
     cli("vector", "--config", p("w.json"), "--random", "--rng-seed", 1, "--flat",
         "-o", p("v.safetensors"), "--quiet")

@@ -41,7 +41,6 @@
  * (h, the data, tol, Lanczos steps, probes, SLQ runs and steps, sigma
  * fraction, rng seed) must be those of OUT/extremes.meta.json, else the run
  * fails naming the first that differs: rows of two settings never mix. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,49 +73,89 @@ typedef struct {
     int task, pre, norm, qk, L, d, seed;
 } point_t;
 
-static void usage(void)
+typedef struct {
+    opts_t o;
+    cli_ints lm_L, lm_d, s2s_L, s2s_d;
+    int no_variants;
+} args_t;
+
+#define O args_t
+#define INTS(nm, f, lo, hi, h) {.type = CLI_INTS, .name = nm, .arg = "LIST", CLI_AT(O, f), \
+                                .min = lo, .max = hi, .help = h}
+#define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
+                                  .min = lo, .max = hi, .help = h}
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(O, o.out), .flags = CLI_WRITES,
+     .help = "output directory"},
+    INTS("lm-L", lm_L, 1, 256, "lm depths at d = --lm-d-ref ('': none)"),
+    INTS("lm-d", lm_d, 2, 4096, "lm widths at L = --lm-L-ref ('': none)"),
+    INT("lm-L-ref", "N", o.lm_refL, 1, 256, "the lm reference point's depth"),
+    INT("lm-d-ref", "N", o.lm_refd, 2, 4096, "the lm reference point's width"),
+    INTS("s2s-L", s2s_L, 1, 256, "seq2seq depths, L_enc = L_dec ('': none)"),
+    INTS("s2s-d", s2s_d, 2, 4096, "seq2seq widths at L = --s2s-L-ref ('': none)"),
+    INT("s2s-L-ref", "N", o.s2s_refL, 1, 256, "the seq2seq reference point's depth"),
+    INT("s2s-d-ref", "N", o.s2s_refd, 2, 4096, "the seq2seq reference point's width"),
+    {.type = CLI_FLAG, .name = "no-variants", CLI_AT(O, no_variants),
+     .help = "no RMSNorm or qk_norm points (lm reference only)"},
+    INT("h", "N", o.h, 1, 256, "heads"),
+    INT("V", "N", o.V, 5, 1 << 24, "lm: vocabulary"),
+    INT("rows", "N", o.B, 1, 1 << 20, "lm: rows of the synthetic batch"),
+    INT("len", "T", o.T, 1, 1 << 20, "lm: positions per row"),
+    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(O, o.src), .flags = CLI_READS,
+     .help = "seq2seq: source text"},
+    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(O, o.tgt), .flags = CLI_READS,
+     .help = "seq2seq: target text"},
+    INT("s2s-rows", "N", o.pairs, 1, 1 << 24, "seq2seq: the first N sentence pairs"),
+    INT("seeds", "N", o.seeds, 1, 1000, "initialisation seeds 0..N-1"),
+    INT("probes", "N", o.probes, 2, 1 << 20, "Hutchinson probes per block norm"),
+    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(O, o.tol), .max = 1,
+     .help = "residual tolerance of the extremes, relative to max|l|"},
+    INT("eig-steps", "M", o.eig_steps, 2, 100000, "Lanczos step limit of the extremes"),
+    INT("runs", "N", o.runs, 1, 10000, "SLQ start vectors per kind block"),
+    INT("steps", "M", o.steps, 2, 100000, "SLQ Lanczos steps per run"),
+    {.type = CLI_REAL, .name = "sigma-fraction", .arg = "F", CLI_AT(O, o.sigma_frac),
+     .min = 1e-9, .max = 1, .help = "the JS densities' kernel width over the common node range"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(O, o.rng), .max = 0x7fffffff,
+     .help = "seed of the Lanczos start vectors and probes"},
+    {.type = CLI_FLAG, .name = "resume", CLI_AT(O, o.resume),
+     .help = "continue the CSVs in --out: skip their points, append the others (the settings "
+             "must be the same)"},
+    {0}};
+#undef INT
+#undef INTS
+#undef O
+
+static void defaults(void *p)
 {
-    printf("usage: anatomy [options]\n"
-           "  --out DIR           output directory                       (results/anatomy)\n"
-           "  --lm-L LIST         lm depths at d = --lm-d-ref            (1,2,4,8)\n"
-           "  --lm-d LIST         lm widths at L = --lm-L-ref            (16,32,64)\n"
-           "  --lm-L-ref N --lm-d-ref N   the lm reference point         (4, 32)\n"
-           "  --s2s-L LIST        seq2seq depths (L_enc = L_dec)         (1,2,4,6)\n"
-           "  --s2s-d LIST        seq2seq widths at L = --s2s-L-ref      (8,16,32)\n"
-           "  --s2s-L-ref N --s2s-d-ref N  the seq2seq reference point   (2, 16)\n"
-           "                      (an empty LIST, '', leaves that sweep out)\n"
-           "  --no-variants       no RMSNorm / qk_norm points (lm reference only)\n"
-           "  --h N               heads                                  (4)\n"
-           "  --V N --batch B --len T   lm: vocabulary, synthetic batch  (64, 4, 16)\n"
-           "  --src F --tgt F     seq2seq text   (data/multi30k/val.de, val.en)\n"
-           "  --pairs N           seq2seq: the first N pairs             (12)\n"
-           "  --seeds N           initialisation seeds 0..N-1            (3)\n"
-           "  --probes N          Hutchinson probes per block norm       (6)\n"
-           "  --tol T --eig-steps M   extremes: residual tolerance\n"
-           "                      (relative to max|l|), Lanczos steps    (1e-6, 300)\n"
-           "  --runs N --steps M  SLQ per kind block                     (2, 24)\n"
-           "  --sigma-fraction F  JS kernel width / common node range    (0.01)\n"
-           "  --rng-seed N        Lanczos / probe streams                (0)\n"
-           "  --resume            continue the CSVs in --out: skip the points in them,\n"
-           "                      append the others (the settings must be the same)\n"
-           "  --quiet             no progress on stderr\n");
+    args_t *a = p;
+    a->o = (opts_t){.out = "results/anatomy", .src = "data/multi30k/val.de",
+                    .tgt = "data/multi30k/val.en", .h = 4, .V = 64, .B = 4, .T = 16, .seeds = 3,
+                    .pairs = 12, .max_tokens = 1 << 20, .lm_refL = 4, .lm_refd = 32,
+                    .s2s_refL = 2, .s2s_refd = 16, .variants = 1, .probes = 6, .eig_steps = 300,
+                    .runs = 2, .steps = 24, .tol = 1e-6, .sigma_frac = 0.01, .rng = 0};
+    a->lm_L = (cli_ints){4, {1, 2, 4, 8}};
+    a->lm_d = (cli_ints){3, {16, 32, 64}};
+    a->s2s_L = (cli_ints){4, {1, 2, 4, 6}};
+    a->s2s_d = (cli_ints){3, {8, 16, 32}};
 }
 
-static void parse_list(const char *name, const char *s, ilist *l, int lo, int hi)
+static const cli_cmd cmd = {
+    .name = "anatomy",
+    .usage = "[--out DIR] [--lm-L LIST] [--lm-d LIST] [--s2s-L LIST] [--s2s-d LIST] [--seeds N]\n"
+             "[--resume] ...",
+    .about = "The curvature's anatomy against depth and width: the extremes of H, G and F with\n"
+             "their eigenvectors' mass per tensor, block norms and JS distances, per point\n"
+             "(task, norm position, norm, depth, width, seed).  The summary: python3 -m\n"
+             "studies.summary anatomy DIR.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
+
+/* A list option into the study's list (at most MAXLIST values). */
+static void copy_list(const char *name, const cli_ints *from, ilist *to)
 {
-    l->n = 0;
-    const char *p = s;
-    while (*p) {
-        if (l->n == MAXLIST)
-            fail("--%s: at most %d values", name, MAXLIST);
-        char *e;
-        long v = strtol(p, &e, 10);
-        if (e == p || v < lo || v > hi || (*e && *e != ','))
-            fail("--%s: expected comma-separated integers in [%d, %d], got '%s'", name, lo, hi,
-                 s);
-        l->v[l->n++] = (int)v;
-        p = *e ? e + 1 : e;
-    }
+    if (from->n > MAXLIST)
+        cli_die("--%s: at most %d values, got %d", name, MAXLIST, from->n);
+    to->n = from->n;
+    memcpy(to->v, from->v, sizeof(int) * (size_t)from->n);
 }
 
 /* ------------------------------------------------------------ the points */
@@ -136,7 +175,7 @@ static int make_points(const opts_t *o, point_t **out)
     int cap = 2 * o->seeds * (o->lm_L.n + o->lm_d.n + o->s2s_L.n + o->s2s_d.n + 4) + 8;
     point_t *P = calloc((size_t)cap, sizeof *P);
     if (!P)
-        fail("out of memory");
+        cli_die("out of memory");
     int n = 0;
     for (int task = 0; task < 2; task++) {
         const ilist *Ls = task ? &o->s2s_L : &o->lm_L, *ds = task ? &o->s2s_d : &o->lm_d;
@@ -176,18 +215,18 @@ typedef struct {
 static void load_pairs(const opts_t *o, s2s_data *D)
 {
     lnk_corpus c;
-    CK(lnk_corpus_read(o->src, o->tgt, &c));
-    study_input(o->src);
-    study_input(o->tgt);
+    CLI_CK(lnk_corpus_read(o->src, o->tgt, &c));
+    study_input_read(o->src, &c.src.digest);
+    study_input_read(o->tgt, &c.tgt.digest);
     if (o->pairs > 0 && o->pairs < c.src.n_lines)
         c.src.n_lines = c.tgt.n_lines = o->pairs;
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
     lnk_pairs_opts po;
     lnk_pairs_opts_default(&po);
     lnk_pairs p;
-    CK(lnk_pairs_make(&c, vs, vt, &po, &p));
-    CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
+    CLI_CK(lnk_pairs_make(&c, vs, vt, &po, &p));
+    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
     D->V_src = lnk_vocab_size(vs);
     D->V_tgt = lnk_vocab_size(vt);
     D->n_pairs = p.n;
@@ -215,7 +254,7 @@ static void make_config(lnk_config *c, const opts_t *o, const s2s_data *D, const
         c->V_tgt = D->V_tgt;
     }
     c->seed = (uint64_t)p->seed;
-    CK(lnk_config_finalize(c));
+    CLI_CK(lnk_config_finalize(c));
 }
 
 /* ------------------------------------------------------------ blocks */
@@ -318,8 +357,8 @@ static void done_points(const char *dir, keyset *s)
     if (access(p, F_OK) != 0)
         return;
     study_csvdata t;
-    CK(study_csvdata_read(p, &t));
-    s->k = study_alloc(sizeof *s->k * (t.nrow + 1));
+    CLI_CK(study_csvdata_read(p, &t));
+    s->k = cli_alloc(sizeof *s->k * (t.nrow + 1));
     for (size_t r = 0; r < t.nrow; r++) {
         char k[96];
         row_key(&t, r, k, sizeof k);
@@ -338,7 +377,7 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
     if (!study_root() || access(p, F_OK) != 0)
         return;
     study_csvdata t;
-    CK(study_csvdata_read(p, &t));
+    CLI_CK(study_csvdata_read(p, &t));
     size_t drop = 0;
     char k[96];
     for (size_t r = 0; r < t.nrow; r++) {
@@ -348,39 +387,69 @@ static void drop_partial(const char *dir, const char *name, const keyset *done)
     if (drop) {
         lnk_afile a;
         lnk_csv c;
-        CK(lnk_afile_open(&a, p));
-        study_track(&a);
-        CK(lnk_csv_begin(&c, a.f, (const char *const *)t.head, t.ncol));
+        CLI_CK(lnk_afile_open(&a, p));
+        CLI_CK(lnk_csv_begin(&c, a.f, (const char *const *)t.head, t.ncol));
         for (size_t r = 0; r < t.nrow; r++) {
             row_key(&t, r, k, sizeof k);
             if (!keyset_has(done, k))
                 continue;
             for (int j = 0; j < t.ncol; j++)
-                CK(lnk_csv_str(&c, study_csvdata_str(&t, r, j)));
-            CK(lnk_csv_end_row(&c));
+                CLI_CK(lnk_csv_str(&c, study_csvdata_str(&t, r, j)));
+            CLI_CK(lnk_csv_end_row(&c));
         }
         lnk_csv_free(&c);
-        study_untrack(&a);
-        CK(lnk_afile_commit(&a));
+        CLI_CK(lnk_afile_commit(&a));
         fprintf(stderr, "anatomy: %s: dropped %zu rows of points not in js.csv (a run cut off "
                 "between its files); they are computed again\n", p, drop);
     }
     study_csvdata_free(&t);
 }
 
-/* The settings of this run (extra, the sidecars' JSON) must be those of
+/* The sidecars' own keys: the settings of this run and its counts. */
+static lnk_meta *settings(const opts_t *o, int np, const char *s2s_data, long computed,
+                          long skipped)
+{
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        cli_die_lib();
+    char lm[160];
+    snprintf(lm, sizeof lm, "synthetic lm batch B = %d, T = %d, V = %d, ids uniform in [4, V), "
+             "batch seed 1234", o->B, o->T, o->V);
+    int lm_ref[2] = {o->lm_refL, o->lm_refd}, s2s_ref[2] = {o->s2s_refL, o->s2s_refd};
+    lnk_meta_str(m, "study", "anatomy");
+    lnk_meta_int(m, "points", np);
+    lnk_meta_int(m, "seeds", o->seeds);
+    lnk_meta_int(m, "h", o->h);
+    lnk_meta_str(m, "lm_data", lm);
+    lnk_meta_str(m, "s2s_data", s2s_data);
+    lnk_meta_ints(m, "lm_ref", lm_ref, 2);
+    lnk_meta_ints(m, "s2s_ref", s2s_ref, 2);
+    lnk_meta_real(m, "tol", o->tol);
+    lnk_meta_int(m, "eig_steps", o->eig_steps);
+    lnk_meta_int(m, "probes", o->probes);
+    lnk_meta_int(m, "slq_runs", o->runs);
+    lnk_meta_int(m, "slq_steps", o->steps);
+    lnk_meta_real(m, "sigma_fraction", o->sigma_frac);
+    lnk_meta_int(m, "rng_seed", (long long)o->rng);
+    lnk_meta_str(m, "js_log", "natural");
+    lnk_meta_str(m, "varied", "task, norm_pos, norm, qk_norm, L, d, seed (the key columns)");
+    lnk_meta_bool(m, "resumed", o->resume);
+    lnk_meta_int(m, "points_computed_this_run", computed);
+    lnk_meta_int(m, "points_skipped_this_run", skipped);
+    return m;
+}
+
+/* The settings of this run (extra, the sidecars' keys) must be those of
  * DIR/extremes.meta.json where the CSVs exist. */
-static void check_settings(const char *dir, const char *extra)
+static void check_settings(const char *dir, const lnk_meta *extra)
 {
     char p[1100];
     snprintf(p, sizeof p, "%s/js.csv", dir);
     if (access(p, F_OK) != 0)
         return;
     json_t *old = study_sidecar(dir, "extremes");
-    json_error_t e;
-    json_t *now = json_loads(extra, 0, &e);
-    if (!now)
-        fail("internal: the sidecar's JSON: %s", e.text);
+    CLI_CK(lnk_meta_status(extra));
+    const json_t *now = lnk_meta_object(extra);
     static const char *const keys[] = {"h", "lm_data", "s2s_data", "tol", "eig_steps", "probes",
                                        "slq_runs", "slq_steps", "sigma_fraction", "rng_seed",
                                        "lm_ref", "s2s_ref"};
@@ -389,25 +458,24 @@ static void check_settings(const char *dir, const char *extra)
         if (!a || !json_equal(a, b)) {
             char *ta = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL,
                  *tb = json_dumps(b, JSON_ENCODE_ANY);
-            fail("--resume: %s/extremes.meta.json has %s = %s, this run %s; resume with the "
+            cli_die("--resume: %s/extremes.meta.json has %s = %s, this run %s; resume with the "
                  "same settings or choose another --out", dir, keys[i], ta ? ta : "(none)",
                  tb ? tb : "?");
         }
     }
     json_decref(old);
-    json_decref(now);
 }
 
 static void key_row(lnk_csv *c, const point_t *p, size_t n_params)
 {
-    CK(lnk_csv_str(c, lnk_task_name((lnk_task)p->task)));
-    CK(lnk_csv_str(c, p->pre ? "pre" : "post"));
-    CK(lnk_csv_str(c, lnk_norm_type_name((lnk_norm_type)p->norm)));
-    CK(lnk_csv_str(c, lnk_norm_type_name((lnk_norm_type)p->qk)));
-    CK(lnk_csv_int(c, p->L));
-    CK(lnk_csv_int(c, p->d));
-    CK(lnk_csv_int(c, p->seed));
-    CK(lnk_csv_int(c, (long long)n_params));
+    CLI_CK(lnk_csv_str(c, lnk_task_name((lnk_task)p->task)));
+    CLI_CK(lnk_csv_str(c, p->pre ? "pre" : "post"));
+    CLI_CK(lnk_csv_str(c, lnk_norm_type_name((lnk_norm_type)p->norm)));
+    CLI_CK(lnk_csv_str(c, lnk_norm_type_name((lnk_norm_type)p->qk)));
+    CLI_CK(lnk_csv_int(c, p->L));
+    CLI_CK(lnk_csv_int(c, p->d));
+    CLI_CK(lnk_csv_int(c, p->seed));
+    CLI_CK(lnk_csv_int(c, (long long)n_params));
 }
 
 /* ------------------------------------------------------------ one point */
@@ -420,7 +488,7 @@ static void point_extremes(const opts_t *o, const point_t *p, lnk_hessian *h, si
 {
     /* extremes of H, G, F and their eigenvectors' mass per tensor */
     for (int k = 0; k < 3; k++) {
-        CK(lnk_hessian_set_kind(h, OPS[k]));
+        CLI_CK(lnk_hessian_set_kind(h, OPS[k]));
         lnk_operator op = lnk_hessian_operator(h);
         lnk_eigs_opts eo;
         lnk_eigs_opts_default(&eo);
@@ -430,20 +498,20 @@ static void point_extremes(const opts_t *o, const point_t *p, lnk_hessian *h, si
         eo.vectors = 1;
         eo.seed = o->rng;
         lnk_eigs_result r;
-        CK(lnk_eigs(&op, &eo, &r));
+        CLI_CK(lnk_eigs(&op, &eo, &r));
         const char *opn = lnk_op_kind_name(OPS[k]);
         for (int i = 0; i < r.k; i++) {
             const char *which = i < r.n_top ? "top" : "bottom";
             lnk_csv *e = &F->ext.c;
             key_row(e, p, np);
-            CK(lnk_csv_str(e, opn));
-            CK(lnk_csv_str(e, which));
-            CK(lnk_csv_double(e, r.value[i]));
-            CK(lnk_csv_double(e, r.residual[i]));
-            CK(lnk_csv_int(e, r.converged[i]));
-            CK(lnk_csv_int(e, r.steps));
-            CK(lnk_csv_double(e, r.scale));
-            CK(lnk_csv_end_row(e));
+            CLI_CK(lnk_csv_str(e, opn));
+            CLI_CK(lnk_csv_str(e, which));
+            CLI_CK(lnk_csv_double(e, r.value[i]));
+            CLI_CK(lnk_csv_double(e, r.residual[i]));
+            CLI_CK(lnk_csv_int(e, r.converged[i]));
+            CLI_CK(lnk_csv_int(e, r.steps));
+            CLI_CK(lnk_csv_double(e, r.scale));
+            CLI_CK(lnk_csv_end_row(e));
             const double *v = r.vectors + (size_t)i * np;
             for (int t = 0; t < lay->n_tensors; t++) {
                 double s = 0;
@@ -451,11 +519,11 @@ static void point_extremes(const opts_t *o, const point_t *p, lnk_hessian *h, si
                     s += v[lay->t[t].offset + q] * v[lay->t[t].offset + q];
                 lnk_csv *mc = &F->mass.c;
                 key_row(mc, p, np);
-                CK(lnk_csv_str(mc, opn));
-                CK(lnk_csv_str(mc, which));
-                CK(lnk_csv_str(mc, lay->t[t].name));
-                CK(lnk_csv_double(mc, s));
-                CK(lnk_csv_end_row(mc));
+                CLI_CK(lnk_csv_str(mc, opn));
+                CLI_CK(lnk_csv_str(mc, which));
+                CLI_CK(lnk_csv_str(mc, lay->t[t].name));
+                CLI_CK(lnk_csv_double(mc, s));
+                CLI_CK(lnk_csv_end_row(mc));
             }
         }
         lnk_eigs_result_free(&r);
@@ -474,23 +542,23 @@ static void point_blocknorms(const opts_t *o, const point_t *p, lnk_hessian *h, 
         for (int l = 0; l < p->L; l++) {
             char pat[64];
             snprintf(pat, sizeof pat, "%s.%d.%s.%s", K[k].side, l, K[k].sub, K[k].w);
-            CK(lnk_hessian_set_block(h, pat));
+            CLI_CK(lnk_hessian_set_block(h, pat));
             for (int q = 0; q < 3; q++) {
-                CK(lnk_hessian_set_kind(h, OPS[q]));
+                CLI_CK(lnk_hessian_set_kind(h, OPS[q]));
                 lnk_operator op = lnk_hessian_operator(h);
                 lnk_frob_result fr;
-                CK(lnk_frobenius(&op, o->probes, o->rng, &fr));
+                CLI_CK(lnk_frobenius(&op, o->probes, o->rng, &fr));
                 lnk_csv *bc = &F->bn.c;
                 key_row(bc, p, np);
-                CK(lnk_csv_str(bc, pat));
-                CK(lnk_csv_str(bc, K[k].side));
-                CK(lnk_csv_int(bc, l));
-                CK(lnk_csv_str(bc, K[k].kind));
-                CK(lnk_csv_int(bc, (long long)op.n));
-                CK(lnk_csv_str(bc, lnk_op_kind_name(OPS[q])));
-                CK(lnk_csv_double(bc, fr.frob));
-                CK(lnk_csv_double(bc, fr.frob_se));
-                CK(lnk_csv_end_row(bc));
+                CLI_CK(lnk_csv_str(bc, pat));
+                CLI_CK(lnk_csv_str(bc, K[k].side));
+                CLI_CK(lnk_csv_int(bc, l));
+                CLI_CK(lnk_csv_str(bc, K[k].kind));
+                CLI_CK(lnk_csv_int(bc, (long long)op.n));
+                CLI_CK(lnk_csv_str(bc, lnk_op_kind_name(OPS[q])));
+                CLI_CK(lnk_csv_double(bc, fr.frob));
+                CLI_CK(lnk_csv_double(bc, fr.frob_se));
+                CLI_CK(lnk_csv_end_row(bc));
             }
         }
 
@@ -504,8 +572,8 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
     const wkind *K = s2s ? S2S_KINDS : LM_KINDS;
     int nk = s2s ? (int)(sizeof S2S_KINDS / sizeof *K) : (int)(sizeof LM_KINDS / sizeof *K);
     int nj = nk + (s2s ? 3 : 2);
-    char (*jn)[64] = study_alloc(sizeof *jn * (size_t)nj);
-    lnk_slq_result *sr = study_alloc(sizeof *sr * (size_t)nj);
+    char (*jn)[64] = cli_alloc(sizeof *jn * (size_t)nj);
+    lnk_slq_result *sr = cli_alloc(sizeof *sr * (size_t)nj);
     int a = 0;
     snprintf(jn[a++], 64, s2s ? "src_emb" : "tgt_emb");
     if (s2s)
@@ -513,17 +581,17 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
     for (int k = 0; k < nk; k++)
         snprintf(jn[a++], 64, "%s.*.%s.%s", K[k].side, K[k].sub, K[k].w);
     snprintf(jn[a++], 64, "out.w");
-    CK(lnk_hessian_set_kind(h, LNK_OP_HESSIAN));
+    CLI_CK(lnk_hessian_set_kind(h, LNK_OP_HESSIAN));
     double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < nj; i++) {
-        CK(lnk_hessian_set_block(h, jn[i]));
+        CLI_CK(lnk_hessian_set_block(h, jn[i]));
         lnk_operator op = lnk_hessian_operator(h);
         lnk_slq_opts so;
         lnk_slq_opts_default(&so);
         so.runs = o->runs;
         so.steps = o->steps;
         so.seed = o->rng;
-        CK(lnk_slq(&op, &so, &sr[i]));
+        CLI_CK(lnk_slq(&op, &so, &sr[i]));
         lo = fmin(lo, sr[i].node_min);
         hi = fmax(hi, sr[i].node_max);
     }
@@ -531,8 +599,8 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
      * fraction of the common node range), then between the densities of the
      * spectra each divided by its block's largest |node| (shapes only, in
      * [-1, 1]; Zhang et al. compare block spectra normalised by their scale) */
-    double *js = study_alloc(sizeof(double) * 2 * (size_t)nj * (size_t)nj), sig[2];
-    const lnk_slq_result **rp = study_alloc(sizeof *rp * (size_t)nj);
+    double *js = cli_alloc(sizeof(double) * 2 * (size_t)nj * (size_t)nj), sig[2];
+    const lnk_slq_result **rp = cli_alloc(sizeof *rp * (size_t)nj);
     for (int i = 0; i < nj; i++)
         rp[i] = &sr[i];
     for (int pass = 0; pass < 2; pass++) {
@@ -541,7 +609,7 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
             for (int i = 0; i < nj; i++) {
                 double sc = fmax(fabs(sr[i].node_min), fabs(sr[i].node_max));
                 if (!(sc > 0))
-                    fail("block %s: every SLQ node is 0", jn[i]);
+                    cli_die("block %s: every SLQ node is 0", jn[i]);
                 for (int q = 0; q < sr[i].offset[sr[i].runs]; q++)
                     sr[i].node[q] /= sc;
                 sr[i].node_min /= sc;
@@ -552,14 +620,14 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
         }
         double *t;
         size_t npts;
-        CK(lnk_sigma_from_fraction(o->sigma_frac, lo, hi, &sig[pass]));
-        CK(lnk_slq_grid_common(rp, nj, sig[pass], LNK_SLQ_PAD, 4, 5000000, &t, &npts));
-        double *phi = study_alloc(sizeof(double) * npts * (size_t)nj);
+        CLI_CK(lnk_sigma_from_fraction(o->sigma_frac, lo, hi, &sig[pass]));
+        CLI_CK(lnk_slq_grid_common(rp, nj, sig[pass], LNK_SLQ_PAD, 4, 5000000, &t, &npts));
+        double *phi = cli_alloc(sizeof(double) * npts * (size_t)nj);
         for (int i = 0; i < nj; i++)
-            CK(lnk_slq_density(&sr[i], sig[pass], t, npts, phi + (size_t)i * npts));
+            CLI_CK(lnk_slq_density(&sr[i], sig[pass], t, npts, phi + (size_t)i * npts));
         for (int i = 0; i < nj; i++)
             for (int j = i + 1; j < nj; j++)
-                CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts,
+                CLI_CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts,
                                    &js[((size_t)pass * nj + i) * nj + j]));
         free(phi);
         free(t);
@@ -568,13 +636,13 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
         for (int j = i + 1; j < nj; j++) {
             lnk_csv *jc = &F->js.c;
             key_row(jc, p, np);
-            CK(lnk_csv_str(jc, jn[i]));
-            CK(lnk_csv_str(jc, jn[j]));
-            CK(lnk_csv_double(jc, js[(size_t)i * nj + j]));
-            CK(lnk_csv_double(jc, sig[0]));
-            CK(lnk_csv_double(jc, js[((size_t)nj + i) * nj + j]));
-            CK(lnk_csv_double(jc, sig[1]));
-            CK(lnk_csv_end_row(jc));
+            CLI_CK(lnk_csv_str(jc, jn[i]));
+            CLI_CK(lnk_csv_str(jc, jn[j]));
+            CLI_CK(lnk_csv_double(jc, js[(size_t)i * nj + j]));
+            CLI_CK(lnk_csv_double(jc, sig[0]));
+            CLI_CK(lnk_csv_double(jc, js[((size_t)nj + i) * nj + j]));
+            CLI_CK(lnk_csv_double(jc, sig[1]));
+            CLI_CK(lnk_csv_end_row(jc));
         }
     for (int i = 0; i < nj; i++)
         lnk_slq_result_free(&sr[i]);
@@ -590,21 +658,21 @@ static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, file
     make_config(&c, o, D, p);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     size_t np = lnk_model_n_params(m);
     const lnk_layout *lay = lnk_model_layout(m);
-    double *th = study_alloc(sizeof(double) * np);
-    CK(lnk_model_init_params(m, th));
+    double *th = cli_alloc(sizeof(double) * np);
+    CLI_CK(lnk_model_init_params(m, th));
     lnk_batch b = {0};
     lnk_dataset ds;
     if (p->task == LNK_TASK_LM) {
-        CK(lnk_batch_synthetic(m, o->B, o->T, 1234, &b));
+        CLI_CK(lnk_batch_synthetic(m, o->B, o->T, 1234, &b));
         ds = (lnk_dataset){&b, 1, 1, 0, lnk_batch_n_scored(m, &b), NULL};
     } else
         ds = (lnk_dataset){D->chunks, D->n_chunks, D->n_chunks, 0, D->n_scored, NULL};
     lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!h)
-        die();
+        cli_die_lib();
 
     point_extremes(o, p, h, np, F, lay);
     point_blocknorms(o, p, h, np, F);
@@ -620,73 +688,23 @@ static void run_point(const opts_t *o, const point_t *p, const s2s_data *D, file
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "anatomy");
-    opts_t o = {.out = "results/anatomy", .src = "data/multi30k/val.de",
-                .tgt = "data/multi30k/val.en", .h = 4, .V = 64, .B = 4, .T = 16, .seeds = 3,
-                .pairs = 12, .max_tokens = 1 << 20, .lm_refL = 4, .lm_refd = 32,
-                .s2s_refL = 2, .s2s_refd = 16, .variants = 1, .probes = 6, .eig_steps = 300,
-                .runs = 2, .steps = 24, .tol = 1e-6, .sigma_frac = 0.01, .rng = 0};
-    parse_list("lm-L", "1,2,4,8", &o.lm_L, 1, 256);
-    parse_list("lm-d", "16,32,64", &o.lm_d, 2, 4096);
-    parse_list("s2s-L", "1,2,4,6", &o.s2s_L, 1, 256);
-    parse_list("s2s-d", "8,16,32", &o.s2s_d, 2, 4096);
-    enum { O_LML = 256, O_LMD, O_S2L, O_S2D, O_LMLR, O_LMDR, O_S2LR, O_S2DR, O_NOVAR, O_PAIRS,
-           O_PROBES, O_TOL, O_ESTEPS, O_RUNS, O_STEPS, O_SIGF, O_RNG, O_SRC, O_TGT, O_RESUME };
-    static struct option lo[] = {
-        {"out", 1, 0, 'o'},        {"lm-L", 1, 0, O_LML},        {"lm-d", 1, 0, O_LMD},
-        {"s2s-L", 1, 0, O_S2L},    {"s2s-d", 1, 0, O_S2D},       {"lm-L-ref", 1, 0, O_LMLR},
-        {"lm-d-ref", 1, 0, O_LMDR}, {"s2s-L-ref", 1, 0, O_S2LR}, {"s2s-d-ref", 1, 0, O_S2DR},
-        {"no-variants", 0, 0, O_NOVAR}, {"h", 1, 0, 'H'},        {"V", 1, 0, 'V'},
-        {"batch", 1, 0, 'B'},      {"len", 1, 0, 'T'},           {"src", 1, 0, O_SRC},
-        {"tgt", 1, 0, O_TGT},      {"pairs", 1, 0, O_PAIRS},     {"seeds", 1, 0, 's'},
-        {"probes", 1, 0, O_PROBES}, {"tol", 1, 0, O_TOL},        {"eig-steps", 1, 0, O_ESTEPS},
-        {"runs", 1, 0, O_RUNS},    {"steps", 1, 0, O_STEPS},     {"sigma-fraction", 1, 0, O_SIGF},
-        {"rng-seed", 1, 0, O_RNG}, {"quiet", 0, 0, 'q'},         {"help", 0, 0, 'h'},
-        {"resume", 0, 0, O_RESUME},
-        {0, 0, 0, 0}};
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'o': o.out = optarg; break;
-        case O_LML: parse_list("lm-L", optarg, &o.lm_L, 1, 256); break;
-        case O_LMD: parse_list("lm-d", optarg, &o.lm_d, 2, 4096); break;
-        case O_S2L: parse_list("s2s-L", optarg, &o.s2s_L, 1, 256); break;
-        case O_S2D: parse_list("s2s-d", optarg, &o.s2s_d, 2, 4096); break;
-        case O_LMLR: o.lm_refL = (int)arg_int("lm-L-ref", optarg, 1, 256); break;
-        case O_LMDR: o.lm_refd = (int)arg_int("lm-d-ref", optarg, 2, 4096); break;
-        case O_S2LR: o.s2s_refL = (int)arg_int("s2s-L-ref", optarg, 1, 256); break;
-        case O_S2DR: o.s2s_refd = (int)arg_int("s2s-d-ref", optarg, 2, 4096); break;
-        case O_NOVAR: o.variants = 0; break;
-        case 'H': o.h = (int)arg_int("h", optarg, 1, 256); break;
-        case 'V': o.V = (int)arg_int("V", optarg, 5, 1 << 24); break;
-        case 'B': o.B = (int)arg_int("batch", optarg, 1, 1 << 20); break;
-        case 'T': o.T = (int)arg_int("len", optarg, 1, 1 << 20); break;
-        case O_SRC: o.src = optarg; break;
-        case O_TGT: o.tgt = optarg; break;
-        case O_PAIRS: o.pairs = (int)arg_int("pairs", optarg, 1, 1 << 24); break;
-        case 's': o.seeds = (int)arg_int("seeds", optarg, 1, 1000); break;
-        case O_PROBES: o.probes = (int)arg_int("probes", optarg, 2, 1 << 20); break;
-        case O_TOL: o.tol = arg_num("tol", optarg, 0, 1); break;
-        case O_ESTEPS: o.eig_steps = (int)arg_int("eig-steps", optarg, 2, 100000); break;
-        case O_RUNS: o.runs = (int)arg_int("runs", optarg, 1, 10000); break;
-        case O_STEPS: o.steps = (int)arg_int("steps", optarg, 2, 100000); break;
-        case O_SIGF: o.sigma_frac = arg_num("sigma-fraction", optarg, 1e-9, 1); break;
-        case O_RNG: o.rng = (uint64_t)arg_int("rng-seed", optarg, 0, 0x7fffffffL); break;
-        case 'q': o.quiet = 1; break;
-        case O_RESUME: o.resume = 1; break;
-        case 'h': usage(); return 0;
-        default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        fail("unexpected argument '%s'", argv[optind]);
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
+    opts_t o = a.o;
+    o.quiet = cli_quiet;
+    o.variants = !a.no_variants;
+    copy_list("lm-L", &a.lm_L, &o.lm_L);
+    copy_list("lm-d", &a.lm_d, &o.lm_d);
+    copy_list("s2s-L", &a.s2s_L, &o.s2s_L);
+    copy_list("s2s-d", &a.s2s_d, &o.s2s_d);
     point_t *P;
     int np = make_points(&o, &P);
     if (np == 0)
-        fail("no points: every sweep list is empty");
+        cli_die("no points: every sweep list is empty");
     for (int i = 0; i < np; i++)
         if (P[i].d % o.h || P[i].d % 2)
-            fail("d = %d must be even and a multiple of --h %d", P[i].d, o.h);
+            cli_die("d = %d must be even and a multiple of --h %d", P[i].d, o.h);
     s2s_data D = {0};
     int any_s2s = 0;
     for (int i = 0; i < np; i++)
@@ -711,9 +729,9 @@ int main(int argc, char **argv)
         drop_partial(o.out, "extremes.csv", &done);
         drop_partial(o.out, "mass.csv", &done);
         drop_partial(o.out, "blocknorms.csv", &done);
-        CK(lnk_comm_barrier());
+        CLI_CK(lnk_comm_barrier());
     }
-    long *todo = study_alloc(sizeof(long) * (size_t)np);
+    long *todo = cli_alloc(sizeof(long) * (size_t)np);
     long ntodo = 0;
     for (long i = 0; i < np; i++) {
         char k[96];
@@ -721,22 +739,7 @@ int main(int argc, char **argv)
         if (!o.resume || !keyset_has(&done, k))
             todo[ntodo++] = i;
     }
-    char extra[4096];
-#define EXTRA(computed)                                                                           \
-    snprintf(extra, sizeof extra,                                                                 \
-             "{\"study\": \"anatomy\", \"points\": %d, \"seeds\": %d, \"h\": %d, "                     \
-             "\"lm_data\": \"synthetic lm batch B = %d, T = %d, V = %d, ids uniform in [4, V), "     \
-             "batch seed 1234\", \"s2s_data\": \"%s\", \"lm_ref\": [%d, %d], \"s2s_ref\": [%d, %d], " \
-             "\"tol\": %.17g, \"eig_steps\": %d, \"probes\": %d, \"slq_runs\": %d, "                \
-             "\"slq_steps\": %d, \"sigma_fraction\": %.17g, \"rng_seed\": %llu, "                   \
-             "\"js_log\": \"natural\", \"varied\": \"task, norm_pos, norm, qk_norm, L, d, seed "     \
-             "(the key columns)\", \"resumed\": %s, \"points_computed_this_run\": %ld, "            \
-             "\"points_skipped_this_run\": %ld}",                                                 \
-             np, o.seeds, o.h, o.B, o.T, o.V, s2s_data, o.lm_refL, o.lm_refd, o.s2s_refL,        \
-             o.s2s_refd, o.tol, o.eig_steps, o.probes, o.runs, o.steps, o.sigma_frac,            \
-             (unsigned long long)o.rng, o.resume ? "true" : "false", (long)(computed),           \
-             (long)(np - ntodo))
-    EXTRA(0);
+    lnk_meta *extra = settings(&o, np, s2s_data, 0, np - ntodo);
     if (o.resume)
         check_settings(o.out, extra);
     files_t F;
@@ -763,19 +766,21 @@ int main(int argc, char **argv)
         /* --resume: a checkpoint after every round of P points (js.csv last:
          * a point is done when its rows are there) */
         if (o.resume && (j + 1) % study_ranks() == 0 && j + 1 < ntodo) {
-            EXTRA(j + 1);
+            lnk_meta_free(extra);
+            extra = settings(&o, np, s2s_data, j + 1, np - ntodo);
             csv_flush(&F.ext, &base, extra, start, t0);
             csv_flush(&F.mass, &base, extra, start, t0);
             csv_flush(&F.bn, &base, extra, start, t0);
             csv_flush(&F.js, &base, extra, start, t0);
         }
     }
-    EXTRA(ntodo);
-#undef EXTRA
+    lnk_meta_free(extra);
+    extra = settings(&o, np, s2s_data, ntodo, np - ntodo);
     csv_close(&F.ext, &base, extra, start, t0);
     csv_close(&F.mass, &base, extra, start, t0);
     csv_close(&F.bn, &base, extra, start, t0);
     csv_close(&F.js, &base, extra, start, t0);
+    lnk_meta_free(extra);
     if (!o.quiet && study_root())
         fprintf(stderr, "anatomy: %ld points computed, %ld skipped, in %.0f s -> "
                 "%s/{extremes,mass,blocknorms,js}.csv\n", ntodo, (long)np - ntodo,

@@ -9,7 +9,6 @@
  * runs it) summarises them.  (Xiong et al. 2020, Figure 3: Post-LN's W2
  * gradient grows toward the output while Pre-LN's stays flat; at this small
  * size, on random tokens, neither shows it: see results/README.md.) */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,52 +16,51 @@
 #include "lnkit/lnkit.h"
 #include "kit/kit.h"
 
-static void usage(void)
+typedef struct {
+    const char *out;
+    int seeds, d, L, rows, len, V;
+} args_t;
+
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(args_t, out), .flags = CLI_WRITES,
+     .help = "output directory"},
+    {.type = CLI_INT, .name = "seeds", .arg = "N", CLI_AT(args_t, seeds), .min = 1, .max = 1000,
+     .help = "seeds 0..N-1 per variant"},
+    {.type = CLI_INT, .name = "d", .arg = "N", CLI_AT(args_t, d), .min = 8, .max = 4096,
+     .help = "width, a multiple of 8 (h = 4, d_ff = 4 d)"},
+    {.type = CLI_INT, .name = "L", .arg = "N", CLI_AT(args_t, L), .min = 1, .max = 256,
+     .help = "depth"},
+    {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(args_t, rows), .min = 1, .max = 4096,
+     .help = "sequences per batch"},
+    {.type = CLI_INT, .name = "len", .arg = "T", CLI_AT(args_t, len), .min = 1, .max = 4096,
+     .help = "positions per sequence"},
+    {.type = CLI_INT, .name = "V", .arg = "N", CLI_AT(args_t, V), .min = 5, .max = 1 << 24,
+     .help = "vocabulary"},
+    {0}};
+
+static void defaults(void *p)
 {
-    printf("usage: demo_postpre [--out DIR] [--seeds N] [--d N] [--L N] [--batch B] [--len T]\n"
-           "  --out DIR    output directory                (results/demo)\n"
-           "  --seeds N    seeds 0..N-1 per variant         (5)\n"
-           "  --d N        width (h = 4, d_ff = 4d)         (64)\n"
-           "  --L N        depth                            (6)\n"
-           "  --batch B    sequences per batch              (16)\n"
-           "  --len T      positions per sequence           (32)\n"
-           "  --V N        vocabulary                       (500)\n"
-           "The summary: python3 -m studies.summary demo DIR\n");
+    *(args_t *)p = (args_t){"results/demo", 5, 64, 6, 16, 32, 500};
 }
+
+static const cli_cmd cmd = {
+    .name = "demo_postpre",
+    .usage = "[--out DIR] [--seeds N] [--d N] [--L N] [--rows N] [--len T] [--V N]",
+    .about = "Post-LN vs Pre-LN at initialisation on synthetic lm data: the loss and every\n"
+             "block's gradient norms over seeds.  The summary: python3 -m studies.summary demo\n"
+             "DIR.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "demo_postpre");
-    const char *out = "results/demo";
-    int seeds = 5, d = 64, L = 6, B = 16, T = 32, V = 500;
-    static struct option opts[] = {{"out", required_argument, 0, 'o'},
-                                   {"seeds", required_argument, 0, 's'},
-                                   {"d", required_argument, 0, 'd'},
-                                   {"L", required_argument, 0, 'L'},
-                                   {"batch", required_argument, 0, 'B'},
-                                   {"len", required_argument, 0, 'T'},
-                                   {"V", required_argument, 0, 'V'},
-                                   {"help", no_argument, 0, 'h'},
-                                   {0, 0, 0, 0}};
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case 's': seeds = (int)arg_int("seeds", optarg, 1, 1000); break;
-        case 'd': d = (int)arg_int("d", optarg, 4, 4096); break;
-        case 'L': L = (int)arg_int("L", optarg, 1, 256); break;
-        case 'B': B = (int)arg_int("batch", optarg, 1, 4096); break;
-        case 'T': T = (int)arg_int("len", optarg, 1, 4096); break;
-        case 'V': V = (int)arg_int("V", optarg, 5, 1 << 24); break;
-        case 'h': usage(); return 0;
-        default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        fail("unexpected argument '%s' (see --help)", argv[optind]);
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
+    const char *out = a.out;
+    int seeds = a.seeds, d = a.d, L = a.L, B = a.rows, T = a.len, V = a.V;
     if (d % 8)
-        fail("--d must be a multiple of 8 (h = 4, d even), got %d", d);
+        cli_die("--d must be a multiple of 8 (h = 4, d even), got %d", d);
     char start[32], p_loss[1024], p_lay[1024];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
@@ -89,7 +87,7 @@ int main(int argc, char **argv)
             c.L = L;
             c.V = V;
             c.seed = (uint64_t)s;
-            CK(lnk_config_finalize(&c));
+            CLI_CK(lnk_config_finalize(&c));
             if (pos == 0 && s == 0)
                 base = c;
             long pt = (long)pos * seeds + s;
@@ -99,26 +97,26 @@ int main(int argc, char **argv)
             csv_point(&fy, pt);
             lnk_model *m = lnk_model_alloc(&c);
             if (!m)
-                die();
+                cli_die_lib();
             size_t np = lnk_model_n_params(m), nsc;
             double *th = malloc(sizeof(double) * np), *g = malloc(sizeof(double) * np), loss;
             lnk_batch b;
-            CK(lnk_model_init_params(m, th));
-            CK(lnk_batch_synthetic(m, B, T, 1000 + (uint64_t)s, &b));
+            CLI_CK(lnk_model_init_params(m, th));
+            CLI_CK(lnk_batch_synthetic(m, B, T, 1000 + (uint64_t)s, &b));
             lnk_workspace *ws = lnk_workspace_alloc(m, B, 0, T + 1, 0);
             if (!ws)
-                die();
-            CK(lnk_model_eval(ws, th, &b, &loss, g, &nsc));
+                cli_die_lib();
+            CLI_CK(lnk_model_eval(ws, th, &b, &loss, g, &nsc));
             double tot = 0;
             for (size_t i = 0; i < np; i++)
                 tot += g[i] * g[i];
             const char *pn = pos ? "pre" : "post";
-            CK(lnk_csv_str(cl, pn));
-            CK(lnk_csv_int(cl, s));
-            CK(lnk_csv_double(cl, loss));
-            CK(lnk_csv_int(cl, (long long)nsc));
-            CK(lnk_csv_double(cl, sqrt(tot)));
-            CK(lnk_csv_end_row(cl));
+            CLI_CK(lnk_csv_str(cl, pn));
+            CLI_CK(lnk_csv_int(cl, s));
+            CLI_CK(lnk_csv_double(cl, loss));
+            CLI_CK(lnk_csv_int(cl, (long long)nsc));
+            CLI_CK(lnk_csv_double(cl, sqrt(tot)));
+            CLI_CK(lnk_csv_end_row(cl));
             const lnk_layout *lay = lnk_model_layout(m);
             for (int l = 0; l < L; l++)
                 for (size_t k = 0; k < sizeof tens / sizeof tens[0]; k++) {
@@ -126,12 +124,12 @@ int main(int argc, char **argv)
                     snprintf(nm, sizeof nm, "dec.%d.%s", l, tens[k]);
                     int i = lnk_layout_find(lay, nm);
                     double gn = lnk_tensor_norm(m, g, i);
-                    CK(lnk_csv_str(cy, pn));
-                    CK(lnk_csv_int(cy, s));
-                    CK(lnk_csv_int(cy, l));
-                    CK(lnk_csv_str(cy, tens[k]));
-                    CK(lnk_csv_double(cy, gn));
-                    CK(lnk_csv_end_row(cy));
+                    CLI_CK(lnk_csv_str(cy, pn));
+                    CLI_CK(lnk_csv_int(cy, s));
+                    CLI_CK(lnk_csv_int(cy, l));
+                    CLI_CK(lnk_csv_str(cy, tens[k]));
+                    CLI_CK(lnk_csv_double(cy, gn));
+                    CLI_CK(lnk_csv_end_row(cy));
                 }
             lnk_workspace_free(ws);
             lnk_batch_free(&b);
@@ -139,14 +137,21 @@ int main(int argc, char **argv)
             free(g);
             lnk_model_free(m);
         }
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"demo_postpre\", \"data\": \"synthetic lm batches, ids uniform in "
-             "[4, V), batch seed 1000 + seed\", \"seeds\": %d, \"B\": %d, \"T\": %d, "
-             "\"varied\": \"norm_pos in {post, pre}, seed in 0..%d\"}",
-             seeds, B, T, seeds - 1);
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        cli_die_lib();
+    char varied[64];
+    snprintf(varied, sizeof varied, "norm_pos in {post, pre}, seed in 0..%d", seeds - 1);
+    lnk_meta_str(extra, "study", "demo_postpre");
+    lnk_meta_str(extra, "data",
+                 "synthetic lm batches, ids uniform in [4, V), batch seed 1000 + seed");
+    lnk_meta_int(extra, "seeds", seeds);
+    lnk_meta_int(extra, "B", B);
+    lnk_meta_int(extra, "T", T);
+    lnk_meta_str(extra, "varied", varied);
     csv_close(&fl, &base, extra, start, t0);
     csv_close(&fy, &base, extra, start, t0);
+    lnk_meta_free(extra);
     double wall = lnk_now() - t0;
     if (study_root())
         printf("wrote %s and %s (with .meta.json) in %.2f s\n", p_loss, p_lay, wall);

@@ -35,7 +35,6 @@
  * done so far and writes them in point order: the files of a one-process run
  * (the seconds column aside). */
 #include <fnmatch.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,7 +50,7 @@ static char *xstrdup(const char *s)
 {
     char *p = strdup(s);
     if (!p)
-        fail("out of memory");
+        cli_die("out of memory");
     return p;
 }
 
@@ -73,148 +72,124 @@ typedef struct {
     int verbose, no_hidden;
 } opts;
 
-static int arg_list(const char *name, const char *s, int *v, int max, long lo, long hi)
+/* The options (their lists into cli_ints, then into opts).  The sweep, the
+ * first word, sets the defaults that differ between sweeps. */
+typedef struct {
+    opts o;
+    cli_ints Ls, ds, tasks, settings, pos;
+    double ls;
+    int untied;
+} args_t;
+
+static int sweep_arg = -1; /* for defaults() */
+
+static const cli_choice taskw[] = {{"lm", LNK_TASK_LM}, {"seq2seq", LNK_TASK_SEQ2SEQ},
+                                   {"cls", LNK_TASK_CLS}, {NULL, 0}},
+                        setw[] = {{"theorem", 0}, {"realistic", 1}, {NULL, 0}},
+                        posw[] = {{"post", 0}, {"pre", 1}, {NULL, 0}};
+
+#define O args_t
+#define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
+                                  .min = lo, .max = hi, .help = h}
+static const cli_opt opts_table[] = {
+    {.type = CLI_STR, .name = "out", .arg = "FILE", CLI_AT(O, o.out), .flags = CLI_WRITES,
+     .def = "results/grad/SWEEP.csv",
+     .help = "CSV to write or resume; hidden-state statistics go to FILE with _hidden before "
+             ".csv"},
+    {.type = CLI_INTS, .name = "Ls", .arg = "LIST", CLI_AT(O, Ls), .min = 1, .max = 1024,
+     .help = "depth: the depths"},
+    {.type = CLI_INTS, .name = "ds", .arg = "LIST", CLI_AT(O, ds), .min = 8, .max = 8192,
+     .help = "width: the widths"},
+    INT("d", "N", o.d, 8, 8192, "depth, profile: the width"),
+    INT("L", "N", o.L, 1, 1024, "width, profile: the depth"),
+    {.type = CLI_WORDS, .name = "task", CLI_AT(O, tasks), .ref = taskw,
+     .help = "the tasks (seq2seq: L encoder and L decoder blocks)"},
+    {.type = CLI_WORDS, .name = "settings", CLI_AT(O, settings), .ref = setw,
+     .help = "the settings"},
+    {.type = CLI_WORDS, .name = "norm-pos", CLI_AT(O, pos), .ref = posw,
+     .help = "the norm positions"},
+    INT("seeds", "N", o.seeds, 1, 100000, "seeds per point, from --seed0"),
+    INT("seed0", "N", o.seed0, 0, 1 << 30, "the first seed"),
+    INT("batches", "N", o.nb, 1, 100000, "batches per seed"),
+    INT("rows", "N", o.B, 1, 1 << 16, "sequences per batch"),
+    INT("len", "T", o.T, 1, 1 << 16, "positions per sequence"),
+    INT("V", "N", o.V, 5, 1 << 24, "vocabulary"),
+    INT("h", "N", o.heads, 1, 4096, "realistic: heads"),
+    INT("ff-mult", "N", o.ffmult, 1, 64, "realistic: d_ff = N d"),
+    {.type = CLI_REAL, .name = "label-smoothing", .arg = "A", CLI_AT(O, ls), .max = 0.999,
+     .def = "theorem 0, realistic 0.1", .help = "label smoothing of both settings"},
+    {.type = CLI_FLAG, .name = "untied", CLI_AT(O, untied),
+     .help = "a separate output matrix out.w (default: tied to the embedding)"},
+    {.type = CLI_REAL, .name = "bound-eps", .arg = "E", CLI_AT(O, o.beps), .min = 1e-12,
+     .max = 1e12, .help = "threshold of the (eps, delta)-boundedness fraction"},
+    {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(O, o.threads), .min = 1, .max = 1024,
+     .def = "OpenBLAS's default", .help = "BLAS threads"},
+    {.type = CLI_REAL, .name = "save-every", .arg = "S", CLI_AT(O, o.checkpoint), .max = 1e9,
+     .help = "seconds between rewrites of the CSVs"},
+    {.type = CLI_FLAG, .name = "no-hidden", CLI_AT(O, o.no_hidden),
+     .help = "skip the hidden-state statistics and their CSV"},
+    {.type = CLI_FLAG, .name = "verbose", CLI_AT(O, o.verbose), .help = "a progress line per seed"},
+    {0}};
+#undef INT
+#undef O
+
+static void defaults(void *p)
 {
-    char *dup = xstrdup(s), *save = NULL;
-    int n = 0;
-    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n == max)
-            fail("--%s: more than %d values", name, max);
-        v[n++] = (int)arg_int(name, t, lo, hi);
-    }
-    free(dup);
-    if (n == 0)
-        fail("--%s: empty list", name);
-    return n;
+    args_t *a = p;
+    opts *o = &a->o;
+    int sw = sweep_arg < 0 ? SW_DEPTH : sweep_arg;
+    a->Ls = (cli_ints){11, {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48}};
+    a->ds = (cli_ints){6, {32, 64, 128, 256, 512, 1024}};
+    o->L = sw == SW_PROFILE ? 6 : 4;
+    o->d = sw == SW_PROFILE ? 128 : 64;
+    a->settings = (cli_ints){2, {0, 1}};
+    a->pos = (cli_ints){2, {0, 1}};
+    a->tasks = sw == SW_PROFILE ? (cli_ints){2, {LNK_TASK_CLS, LNK_TASK_SEQ2SEQ}}
+                                : (cli_ints){1, {LNK_TASK_CLS}};
+    o->seeds = 10, o->nb = 4, o->T = 16, o->V = 256, o->heads = 4, o->ffmult = 4;
+    o->B = sw == SW_WIDTH ? 4 : 8;
+    o->beps = 0.1, o->checkpoint = 30;
 }
 
-/* Comma list of words from a fixed vocabulary into indices. */
-static int arg_words(const char *name, const char *s, int *v, int max, const char *const *words,
-                     int nwords)
-{
-    char *dup = xstrdup(s), *save = NULL;
-    int n = 0;
-    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int k = -1;
-        for (int i = 0; i < nwords; i++)
-            if (strcmp(t, words[i]) == 0)
-                k = i;
-        if (k < 0 || n == max)
-            fail("--%s: '%s' is not one of the allowed values (or too many values)", name, t);
-        v[n++] = k;
-    }
-    free(dup);
-    if (n == 0)
-        fail("--%s: empty list", name);
-    return n;
-}
+static const cli_cmd cmd = {
+    .name = "grad_norms",
+    .usage = "depth|width|profile [options]",
+    .about = "Per-layer gradient norms of Post-LN and Pre-LN transformers at initialisation\n"
+             "(Xiong et al. 2020, Theorem 1) against depth, width or along the layers, over\n"
+             "seeds and batches; resumable.",
+    .opts = opts_table, .size = sizeof(args_t), .defaults = defaults};
 
-static void usage(void)
+/* A list option into the study's array (non-empty, at most max values). */
+static int copy_list(const char *name, const cli_ints *from, int *to, int max)
 {
-    printf(
-        "usage: grad_norms depth|width|profile [options]\n"
-        "  --out FILE          CSV to write/resume (results/grad/SWEEP.csv); hidden-state\n"
-        "                      statistics go to FILE with _hidden before .csv\n"
-        "  --Ls LIST           depth: depths (1,2,3,4,6,8,12,16,24,32,48)\n"
-        "  --ds LIST           width: widths (32,64,128,256,512,1024)\n"
-        "  --d N               depth/profile: width (64 / 128)\n"
-        "  --L N               width/profile: depth (4 / 6)\n"
-        "  --task LIST         cls, lm, seq2seq (depth, width: cls; profile: cls,seq2seq);\n"
-        "                      seq2seq uses L encoder and L decoder blocks\n"
-        "  --settings LIST     theorem, realistic (both)\n"
-        "  --pos LIST          post, pre (both)\n"
-        "  --seeds N           seeds per point (10), from --seed0 (0)\n"
-        "  --batches N         batches per seed (4)\n"
-        "  --batch B, --len T  sequences per batch, positions per sequence (8, 16;\n"
-        "                      width: 4, 16: the d = 1024 models dominate the run time)\n"
-        "  --V N               vocabulary (256)\n"
-        "  --heads N           realistic: heads (4)\n"
-        "  --ff-mult N         realistic: d_ff = N d (4)\n"
-        "  --label-smoothing A both settings (default: theorem 0, realistic 0.1)\n"
-        "  --untied            separate output matrix out.w (default: tied to the embedding)\n"
-        "  --bound-eps E       threshold of the (eps, delta)-boundedness fraction (0.1)\n"
-        "  --threads N         BLAS threads (OpenBLAS default)\n"
-        "  --checkpoint S      seconds between rewrites of the CSVs (30)\n"
-        "  --no-hidden         skip the hidden-state statistics and their CSV\n"
-        "  --verbose           one progress line per seed\n");
+    if (from->n == 0 || from->n > max)
+        cli_die("--%s: expected 1 to %d values, got %d", name, max, from->n);
+    memcpy(to, from->v, sizeof(int) * (size_t)from->n);
+    return from->n;
 }
 
 static void parse(opts *o, int argc, char **argv)
 {
-    static const char *const setw[] = {"theorem", "realistic"}, *const posw[] = {"post", "pre"},
-                             *const taskw[] = {"lm", "seq2seq", "cls"};
-    memset(o, 0, sizeof *o);
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage();
-        exit(argc < 2 ? 2 : 0);
-    }
-    o->sweep = -1;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3 && argc > 1; i++)
         if (strcmp(argv[1], sweep_name[i]) == 0)
-            o->sweep = i;
-    if (o->sweep < 0)
-        fail("unknown sweep '%s': expected depth, width or profile (see --help)", argv[1]);
-    static const int Ls[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48},
-                     ds[] = {32, 64, 128, 256, 512, 1024};
-    o->nL = 11;
-    memcpy(o->Ls, Ls, sizeof Ls);
-    o->nd = 6;
-    memcpy(o->ds, ds, sizeof ds);
-    o->L = o->sweep == SW_PROFILE ? 6 : 4;
-    o->d = o->sweep == SW_PROFILE ? 128 : 64;
-    o->nset = 2, o->settings[0] = 0, o->settings[1] = 1;
-    o->npos = 2, o->pos[0] = 0, o->pos[1] = 1;
-    if (o->sweep == SW_PROFILE)
-        o->ntask = 2, o->tasks[0] = LNK_TASK_CLS, o->tasks[1] = LNK_TASK_SEQ2SEQ;
-    else
-        o->ntask = 1, o->tasks[0] = LNK_TASK_CLS;
-    o->seeds = 10, o->nb = 4, o->T = 16, o->V = 256, o->heads = 4, o->ffmult = 4;
-    o->B = o->sweep == SW_WIDTH ? 4 : 8;
-    o->tie = 1, o->ls_theorem = 0, o->ls_real = 0.1, o->beps = 0.1, o->checkpoint = 30;
-    static struct option lo[] = {
-        {"out", 1, 0, 'o'},     {"Ls", 1, 0, 'A'},       {"ds", 1, 0, 'D'},
-        {"d", 1, 0, 'd'},       {"L", 1, 0, 'L'},        {"task", 1, 0, 'k'},
-        {"settings", 1, 0, 'S'}, {"pos", 1, 0, 'p'},     {"seeds", 1, 0, 's'},
-        {"seed0", 1, 0, '0'},   {"batches", 1, 0, 'n'},  {"batch", 1, 0, 'B'},
-        {"len", 1, 0, 'T'},     {"V", 1, 0, 'V'},        {"heads", 1, 0, 'H'},
-        {"ff-mult", 1, 0, 'F'}, {"label-smoothing", 1, 0, 'l'}, {"untied", 0, 0, 'u'},
-        {"bound-eps", 1, 0, 'e'}, {"threads", 1, 0, 't'}, {"checkpoint", 1, 0, 'c'},
-        {"verbose", 0, 0, 'v'}, {"no-hidden", 0, 0, 'N'}, {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
-    int ch;
-    opterr = 0;
-    optind = 2;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'o': o->out = optarg; break;
-        case 'A': o->nL = arg_list("Ls", optarg, o->Ls, 64, 1, 1024); break;
-        case 'D': o->nd = arg_list("ds", optarg, o->ds, 64, 8, 8192); break;
-        case 'd': o->d = (int)arg_int("d", optarg, 8, 8192); break;
-        case 'L': o->L = (int)arg_int("L", optarg, 1, 1024); break;
-        case 'k': o->ntask = arg_words("task", optarg, o->tasks, 3, taskw, 3); break;
-        case 'S': o->nset = arg_words("settings", optarg, o->settings, 2, setw, 2); break;
-        case 'p': o->npos = arg_words("pos", optarg, o->pos, 2, posw, 2); break;
-        case 's': o->seeds = (int)arg_int("seeds", optarg, 1, 100000); break;
-        case '0': o->seed0 = (int)arg_int("seed0", optarg, 0, 1 << 30); break;
-        case 'n': o->nb = (int)arg_int("batches", optarg, 1, 100000); break;
-        case 'B': o->B = (int)arg_int("batch", optarg, 1, 1 << 16); break;
-        case 'T': o->T = (int)arg_int("len", optarg, 1, 1 << 16); break;
-        case 'V': o->V = (int)arg_int("V", optarg, 5, 1 << 24); break;
-        case 'H': o->heads = (int)arg_int("heads", optarg, 1, 4096); break;
-        case 'F': o->ffmult = (int)arg_int("ff-mult", optarg, 1, 64); break;
-        case 'l': o->ls_theorem = o->ls_real = arg_num("label-smoothing", optarg, 0, 0.999); break;
-        case 'u': o->tie = 0; break;
-        case 'e': o->beps = arg_num("bound-eps", optarg, 1e-12, 1e12); break;
-        case 't': o->threads = (int)arg_int("threads", optarg, 1, 256); break;
-        case 'c': o->checkpoint = arg_num("checkpoint", optarg, 0, 1e9); break;
-        case 'v': o->verbose = 1; break;
-        case 'N': o->no_hidden = 1; break;
-        case 'h': usage(); exit(0);
-        default: fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        fail("unexpected argument '%s'", argv[optind]);
+            sweep_arg = i;
+    if (sweep_arg < 0 && argc > 1 && argv[1][0] != '-')
+        cli_die("unknown sweep '%s': expected depth, width or profile (see --help)", argv[1]);
+    args_t a;
+    cli_parse(&cmd, &a, argc - (sweep_arg >= 0), argv + (sweep_arg >= 0));
+    cli_setup_done();
+    if (sweep_arg < 0)
+        cli_die("the sweep is missing: depth, width or profile, then the options");
+    *o = a.o;
+    o->sweep = sweep_arg;
+    o->nL = copy_list("Ls", &a.Ls, o->Ls, 64);
+    o->nd = copy_list("ds", &a.ds, o->ds, 64);
+    o->ntask = copy_list("task", &a.tasks, o->tasks, 3);
+    o->nset = copy_list("settings", &a.settings, o->settings, 2);
+    o->npos = copy_list("norm-pos", &a.pos, o->pos, 2);
+    o->tie = !a.untied;
+    o->ls_theorem = cli_given("label-smoothing") ? a.ls : 0;
+    o->ls_real = cli_given("label-smoothing") ? a.ls : 0.1;
 }
 
 /* ----------------------------------------------------------- one point */
@@ -247,7 +222,7 @@ static void make_config(const pconf *p, int seed, lnk_config *c)
 {
     lnk_config_default(c);
     c->task = (lnk_task)p->task;
-    CK(lnk_config_set(c, "norm_pos", pos_name(p->pos)));
+    CLI_CK(lnk_config_set(c, "norm_pos", pos_name(p->pos)));
     c->init = p->setting ? LNK_INIT_XAVIER : LNK_INIT_THEOREM;
     c->d = p->d;
     c->h = p->h;
@@ -257,7 +232,7 @@ static void make_config(const pconf *p, int seed, lnk_config *c)
     c->seed = (uint64_t)seed;
     c->tie_output = p->tie != 0;
     c->label_smoothing = p->ls;
-    CK(lnk_config_finalize(c));
+    CLI_CK(lnk_config_finalize(c));
 }
 
 /* A gradient statistic over the batches: a tensor or a glob group. */
@@ -293,7 +268,7 @@ static void hl_add(hlist *h, int *idx, const char *stack, int layer, const char 
             h->cap = h->cap ? 2 * h->cap : 256;
             h->v = realloc(h->v, sizeof(hsite) * h->cap);
             if (!h->v)
-                fail("out of memory");
+                cli_die("out of memory");
         }
         hsite z = {stack, site, layer, jac != NULL, 0, 0, 0, -INFINITY, 0, 0, 0};
         h->v[h->n++] = z;
@@ -341,13 +316,13 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 {
     const lnk_config *c = lnk_model_config(m);
     int cap = 64, n = 0;
-    item *it = study_alloc(sizeof(item) * cap);
+    item *it = cli_alloc(sizeof(item) * cap);
 #define ADD(st, l, lab, ...)                                                                      \
     do {                                                                                          \
         if (n == cap)                                                                             \
             it = realloc(it, sizeof(item) * (cap *= 2));                                          \
         if (!it)                                                                                  \
-            fail("out of memory");                                                                \
+            cli_die("out of memory");                                                                \
         memset(&it[n], 0, sizeof(item));                                                          \
         snprintf(it[n].stack, sizeof it[n].stack, "%s", st);                                      \
         it[n].layer = l;                                                                          \
@@ -391,12 +366,12 @@ static void make_items(const lnk_model *m, int profile, item **out, int *nout)
 #undef ADD
     const lnk_layout *lay = lnk_model_layout(m);
     for (int i = 0; i < n; i++) {
-        it[i].tix = study_alloc(sizeof(int) * lay->n_tensors);
+        it[i].tix = cli_alloc(sizeof(int) * lay->n_tensors);
         for (int t = 0; t < lay->n_tensors; t++)
             if (fnmatch(it[i].pattern, lay->t[t].name, 0) == 0)
                 it[i].tix[it[i].nt++] = t;
         if (it[i].nt == 0)
-            fail("internal: pattern '%s' matches no tensor", it[i].pattern);
+            cli_die("internal: pattern '%s' matches no tensor", it[i].pattern);
     }
     *out = it;
     *nout = n;
@@ -417,24 +392,24 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *b
     make_config(p, seed, &c);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     const lnk_layout *lay = lnk_model_layout(m);
     size_t np = lnk_model_n_params(m);
     if (np > buf->n) {
         free(buf->th);
         free(buf->g);
-        buf->th = study_alloc(sizeof(double) * np);
-        buf->g = study_alloc(sizeof(double) * np);
+        buf->th = cli_alloc(sizeof(double) * np);
+        buf->g = cli_alloc(sizeof(double) * np);
         buf->n = np;
     }
     double *th = buf->th, *g = buf->g;
-    CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_model_init_params(m, th));
     memset(r, 0, sizeof *r);
     make_items(m, profile, &r->it, &r->nit);
     /* running sums of the tensors the items need (only those: the full
      * gradient of a wide model is hundreds of MB) */
     int nt = lay->n_tensors;
-    size_t *soff = study_alloc(sizeof(size_t) * nt), ssz = 0;
+    size_t *soff = cli_alloc(sizeof(size_t) * nt), ssz = 0;
     for (int t = 0; t < nt; t++)
         soff[t] = (size_t)-1;
     for (int i = 0; i < r->nit; i++)
@@ -447,17 +422,17 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *b
         }
     double *sum = calloc(ssz ? ssz : 1, sizeof(double));
     if (!sum)
-        fail("out of memory");
+        cli_die("out of memory");
     int len = p->T, S = c.task == LNK_TASK_LM ? 0 : len, Tst = c.task == LNK_TASK_CLS ? 0 : len + 1;
     lnk_workspace *ws = lnk_workspace_alloc(m, p->B, S, Tst, 0);
     if (!ws)
-        die();
+        cli_die_lib();
     int post = p->pos == 0, has_norm = c.norm != LNK_NORM_NONE;
     for (int b = 0; b < p->nb; b++) {
         lnk_batch bt;
-        CK(lnk_batch_synthetic(m, p->B, len, 1000003ull * ((uint64_t)seed + 1) + (uint64_t)b, &bt));
+        CLI_CK(lnk_batch_synthetic(m, p->B, len, 1000003ull * ((uint64_t)seed + 1) + (uint64_t)b, &bt));
         double loss;
-        CK(lnk_model_eval(ws, th, &bt, &loss, g, NULL));
+        CLI_CK(lnk_model_eval(ws, th, &bt, &loss, g, NULL));
         lnk_batch_free(&bt);
         r->loss += loss / p->nb;
         double tot = 0;
@@ -466,7 +441,7 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *b
         r->gnorm += sqrt(tot) / p->nb;
         for (int i = 0; i < r->nit; i++) {
             double v;
-            CK(lnk_stats_group_norm(m, g, r->it[i].pattern, &v, NULL));
+            CLI_CK(lnk_stats_group_norm(m, g, r->it[i].pattern, &v, NULL));
             r->it[i].sum_norm += v;
         }
         for (int t = 0; t < nt; t++)
@@ -479,7 +454,7 @@ static void run_point(const pconf *p, int seed, int profile, int hidden, pbuf *b
         if (!hidden)
             continue;
         lnk_stats_hidden_t hs;
-        CK(lnk_stats_hidden(ws, p->beps, &hs));
+        CLI_CK(lnk_stats_hidden(ws, p->beps, &hs));
         int idx = 0;
         if (hs.enc.L)
             hl_stack(&r->hid, &idx, "enc", &hs.enc, post, has_norm);
@@ -531,21 +506,21 @@ static const char *const H_HIDDEN[] = {
 
 static void conf_cells(lnk_csv *r, const pconf *p, int seed)
 {
-    CK(lnk_csv_str(r, p->key));
-    CK(lnk_csv_str(r, set_name(p->setting)));
-    CK(lnk_csv_str(r, lnk_task_name((lnk_task)p->task)));
-    CK(lnk_csv_str(r, pos_name(p->pos)));
-    CK(lnk_csv_int(r, p->L));
-    CK(lnk_csv_int(r, p->d));
-    CK(lnk_csv_int(r, p->h));
-    CK(lnk_csv_int(r, p->dff));
-    CK(lnk_csv_int(r, p->V));
-    CK(lnk_csv_int(r, p->B));
-    CK(lnk_csv_int(r, p->T));
-    CK(lnk_csv_int(r, p->nb));
-    CK(lnk_csv_double(r, p->ls));
-    CK(lnk_csv_int(r, p->tie));
-    CK(lnk_csv_int(r, seed));
+    CLI_CK(lnk_csv_str(r, p->key));
+    CLI_CK(lnk_csv_str(r, set_name(p->setting)));
+    CLI_CK(lnk_csv_str(r, lnk_task_name((lnk_task)p->task)));
+    CLI_CK(lnk_csv_str(r, pos_name(p->pos)));
+    CLI_CK(lnk_csv_int(r, p->L));
+    CLI_CK(lnk_csv_int(r, p->d));
+    CLI_CK(lnk_csv_int(r, p->h));
+    CLI_CK(lnk_csv_int(r, p->dff));
+    CLI_CK(lnk_csv_int(r, p->V));
+    CLI_CK(lnk_csv_int(r, p->B));
+    CLI_CK(lnk_csv_int(r, p->T));
+    CLI_CK(lnk_csv_int(r, p->nb));
+    CLI_CK(lnk_csv_double(r, p->ls));
+    CLI_CK(lnk_csv_int(r, p->tie));
+    CLI_CK(lnk_csv_int(r, seed));
 }
 
 /* Point pt's rows: main (one, or one per item for a profile) and hidden
@@ -557,24 +532,24 @@ static void add_rows(out_csv *main, out_csv *hid, long pt, const pconf *p, int s
     csv_point(main, pt);
     if (!profile) {
         conf_cells(c, p, seed);
-        CK(lnk_csv_double(c, r->loss));
+        CLI_CK(lnk_csv_double(c, r->loss));
         for (int i = 0; i < 2; i++) { /* w2, w1 */
-            CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
-            CK(lnk_csv_double(c, r->it[i].nom));
+            CLI_CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
+            CLI_CK(lnk_csv_double(c, r->it[i].nom));
         }
-        CK(lnk_csv_double(c, r->gnorm));
-        CK(lnk_csv_double(c, r->seconds));
-        CK(lnk_csv_end_row(c));
+        CLI_CK(lnk_csv_double(c, r->gnorm));
+        CLI_CK(lnk_csv_double(c, r->seconds));
+        CLI_CK(lnk_csv_end_row(c));
     } else
         for (int i = 0; i < r->nit; i++) {
             conf_cells(c, p, seed);
-            CK(lnk_csv_double(c, r->loss));
-            CK(lnk_csv_str(c, r->it[i].stack));
-            CK(lnk_csv_int(c, r->it[i].layer));
-            CK(lnk_csv_str(c, r->it[i].label));
-            CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
-            CK(lnk_csv_double(c, r->it[i].nom));
-            CK(lnk_csv_end_row(c));
+            CLI_CK(lnk_csv_double(c, r->loss));
+            CLI_CK(lnk_csv_str(c, r->it[i].stack));
+            CLI_CK(lnk_csv_int(c, r->it[i].layer));
+            CLI_CK(lnk_csv_str(c, r->it[i].label));
+            CLI_CK(lnk_csv_double(c, r->it[i].sum_norm / p->nb));
+            CLI_CK(lnk_csv_double(c, r->it[i].nom));
+            CLI_CK(lnk_csv_end_row(c));
         }
     if (!hid)
         return;
@@ -582,32 +557,32 @@ static void add_rows(out_csv *main, out_csv *hid, long pt, const pconf *p, int s
     csv_point(hid, pt);
     for (int i = 0; i < r->hid.n; i++) {
         const hsite *s = &r->hid.v[i];
-        CK(lnk_csv_str(c, p->key));
-        CK(lnk_csv_str(c, set_name(p->setting)));
-        CK(lnk_csv_str(c, lnk_task_name((lnk_task)p->task)));
-        CK(lnk_csv_str(c, pos_name(p->pos)));
-        CK(lnk_csv_int(c, p->L));
-        CK(lnk_csv_int(c, p->d));
-        CK(lnk_csv_int(c, p->h));
-        CK(lnk_csv_int(c, p->dff));
-        CK(lnk_csv_int(c, seed));
-        CK(lnk_csv_str(c, s->stack));
-        CK(lnk_csv_int(c, s->layer));
-        CK(lnk_csv_str(c, s->site));
-        CK(lnk_csv_int(c, (long long)s->n));
-        CK(lnk_csv_double(c, s->mean / p->nb));
-        CK(lnk_csv_double(c, s->sd / p->nb));
-        CK(lnk_csv_double(c, s->max));
-        CK(lnk_csv_double(c, s->frac / p->nb));
-        CK(lnk_csv_double(c, p->beps));
+        CLI_CK(lnk_csv_str(c, p->key));
+        CLI_CK(lnk_csv_str(c, set_name(p->setting)));
+        CLI_CK(lnk_csv_str(c, lnk_task_name((lnk_task)p->task)));
+        CLI_CK(lnk_csv_str(c, pos_name(p->pos)));
+        CLI_CK(lnk_csv_int(c, p->L));
+        CLI_CK(lnk_csv_int(c, p->d));
+        CLI_CK(lnk_csv_int(c, p->h));
+        CLI_CK(lnk_csv_int(c, p->dff));
+        CLI_CK(lnk_csv_int(c, seed));
+        CLI_CK(lnk_csv_str(c, s->stack));
+        CLI_CK(lnk_csv_int(c, s->layer));
+        CLI_CK(lnk_csv_str(c, s->site));
+        CLI_CK(lnk_csv_int(c, (long long)s->n));
+        CLI_CK(lnk_csv_double(c, s->mean / p->nb));
+        CLI_CK(lnk_csv_double(c, s->sd / p->nb));
+        CLI_CK(lnk_csv_double(c, s->max));
+        CLI_CK(lnk_csv_double(c, s->frac / p->nb));
+        CLI_CK(lnk_csv_double(c, p->beps));
         if (s->has_jac && isfinite(s->jmax)) {
-            CK(lnk_csv_double(c, s->jmean / p->nb));
-            CK(lnk_csv_double(c, s->jmax));
+            CLI_CK(lnk_csv_double(c, s->jmean / p->nb));
+            CLI_CK(lnk_csv_double(c, s->jmax));
         } else {
-            CK(lnk_csv_str(c, ""));
-            CK(lnk_csv_str(c, ""));
+            CLI_CK(lnk_csv_str(c, ""));
+            CLI_CK(lnk_csv_str(c, ""));
         }
-        CK(lnk_csv_end_row(c));
+        CLI_CK(lnk_csv_end_row(c));
     }
 }
 
@@ -625,7 +600,7 @@ static int cmpstr(const void *a, const void *b)
 static void keys_build(keyset *k, const study_table *t)
 {
     size_t n = t->d.nrow;
-    k->v = study_alloc(sizeof(char *) * (n ? n : 1));
+    k->v = cli_alloc(sizeof(char *) * (n ? n : 1));
     k->n = 0;
     if (!n)
         return;
@@ -633,7 +608,7 @@ static void keys_build(keyset *k, const study_table *t)
     for (size_t i = 0; i < n; i++) {
         char *s = NULL;
         if (asprintf(&s, "%s#%s", study_table_str(t, i, ks), study_table_str(t, i, ss)) < 0)
-            fail("out of memory");
+            cli_die("out of memory");
         k->v[k->n++] = s;
     }
     qsort(k->v, k->n, sizeof(char *), cmpstr);
@@ -666,37 +641,48 @@ typedef struct {
     pbuf buf;              /* run_point's parameter and gradient buffers */
 } sweep;
 
-/* The sidecars' extra JSON (malloc'd). */
-static char *sweep_extra(const sweep *s)
+/* The sidecars' own keys (lnk_meta_free them). */
+static lnk_meta *sweep_extra(const sweep *s)
 {
     const opts *o = s->o;
-    char *extra = NULL, Ls[512] = "", ds[512] = "";
-    for (int i = 0; i < o->nL; i++)
-        snprintf(Ls + strlen(Ls), sizeof Ls - strlen(Ls), "%s%d", i ? ", " : "", o->Ls[i]);
-    for (int i = 0; i < o->nd; i++)
-        snprintf(ds + strlen(ds), sizeof ds - strlen(ds), "%s%d", i ? ", " : "", o->ds[i]);
-    if (asprintf(&extra,
-             "{\"study\": \"grad_norms %s\", \"paper\": \"Xiong et al. 2020, Theorem 1, Lemma 2, "
-             "Figure 3\", \"data\": \"synthetic batches, ids uniform in [4, V), batch b of seed s "
-             "from stream 1000003 (s + 1) + b\", \"Ls\": [%s], \"ds\": [%s], \"L\": %d, \"d\": %d, "
-             "\"seeds\": %d, \"seed0\": %d, \"batches\": %d, \"B\": %d, \"T\": %d, \"V\": %d, "
-             "\"realistic_heads\": %d, \"realistic_ff_mult\": %d, \"label_smoothing_theorem\": "
-             "%.17g, \"label_smoothing_realistic\": %.17g, \"tie_output\": %s, \"bound_eps\": "
-             "%.17g, \"hidden_statistics\": %s, \"points_computed_this_run\": %d, \"points_skipped_this_run\": %d, "
-             "\"config_note\": \"config is the first point computed; every row's key column "
-             "holds its own configuration\"}",
-             sweep_name[o->sweep], Ls, ds, o->L, o->d, o->seeds, o->seed0, o->nb, o->B, o->T,
-             o->V, o->heads, o->ffmult, o->ls_theorem, o->ls_real, o->tie ? "true" : "false",
-             o->beps, o->no_hidden ? "false" : "true", s->computed, s->skipped) < 0)
-        fail("out of memory");
-    return extra;
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        cli_die_lib();
+    char study[64];
+    snprintf(study, sizeof study, "grad_norms %s", sweep_name[o->sweep]);
+    lnk_meta_str(m, "study", study);
+    lnk_meta_str(m, "paper", "Xiong et al. 2020, Theorem 1, Lemma 2, Figure 3");
+    lnk_meta_str(m, "data", "synthetic batches, ids uniform in [4, V), batch b of seed s from "
+                            "stream 1000003 (s + 1) + b");
+    lnk_meta_ints(m, "Ls", o->Ls, (size_t)o->nL);
+    lnk_meta_ints(m, "ds", o->ds, (size_t)o->nd);
+    lnk_meta_int(m, "L", o->L);
+    lnk_meta_int(m, "d", o->d);
+    lnk_meta_int(m, "seeds", o->seeds);
+    lnk_meta_int(m, "seed0", o->seed0);
+    lnk_meta_int(m, "batches", o->nb);
+    lnk_meta_int(m, "B", o->B);
+    lnk_meta_int(m, "T", o->T);
+    lnk_meta_int(m, "V", o->V);
+    lnk_meta_int(m, "realistic_heads", o->heads);
+    lnk_meta_int(m, "realistic_ff_mult", o->ffmult);
+    lnk_meta_real(m, "label_smoothing_theorem", o->ls_theorem);
+    lnk_meta_real(m, "label_smoothing_realistic", o->ls_real);
+    lnk_meta_bool(m, "tie_output", o->tie);
+    lnk_meta_real(m, "bound_eps", o->beps);
+    lnk_meta_bool(m, "hidden_statistics", !o->no_hidden);
+    lnk_meta_int(m, "points_computed_this_run", s->computed);
+    lnk_meta_int(m, "points_skipped_this_run", s->skipped);
+    lnk_meta_str(m, "config_note", "config is the first point computed; every row's key column "
+                                   "holds its own configuration");
+    return m;
 }
 
 /* Collective: the rows of the points done so far to rank 0, which rewrites
  * the CSVs and their sidecars if they have new rows (last: csv_close). */
 static void checkpoint(sweep *s, int last)
 {
-    char *extra = sweep_extra(s);
+    lnk_meta *extra = sweep_extra(s);
     const lnk_config *c = s->have_base ? &s->base : NULL;
     if (last) {
         csv_close(&s->main, c, extra, s->start, s->t0);
@@ -707,7 +693,7 @@ static void checkpoint(sweep *s, int last)
         if (!s->o->no_hidden)
             csv_flush(&s->hid, c, extra, s->start, s->t0);
     }
-    free(extra);
+    lnk_meta_free(extra);
     s->last_ckpt = lnk_now();
 }
 
@@ -720,7 +706,7 @@ static void point_done(sweep *s)
     if (s->npend % study_ranks())
         return;
     int now = study_root() && lnk_now() - s->last_ckpt > s->o->checkpoint;
-    CK(lnk_comm_bcast(&now, sizeof now, 0));
+    CLI_CK(lnk_comm_bcast(&now, sizeof now, 0));
     if (now)
         checkpoint(s, 0);
 }
@@ -736,7 +722,7 @@ static void run_conf(sweep *s, const pconf *p, int idx, int total)
     if (!seen) {
         char **c = realloc(s->confs, sizeof(char *) * (size_t)(s->nconf + 1));
         if (!c)
-            fail("out of memory");
+            cli_die("out of memory");
         s->confs = c;
         s->confs[s->nconf++] = xstrdup(p->key);
     }
@@ -804,7 +790,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s", o.out ? o.out : dflt);
     size_t pl = strlen(path);
     if (pl < 5 || strcmp(path + pl - 4, ".csv") != 0)
-        fail("--out '%s': expected a file name ending in .csv", path);
+        cli_die("--out '%s': expected a file name ending in .csv", path);
     snprintf(hpath, sizeof hpath, "%.*s_hidden.csv", (int)(pl - 4), path);
     /* the directory must exist or be creatable */
     char dir[1024];
@@ -843,7 +829,7 @@ int main(int argc, char **argv)
                     int d = o.sweep == SW_WIDTH ? o.ds[v] : o.d;
                     int h = o.settings[si] ? o.heads : 1;
                     if (d % h || d % 2)
-                        fail("d = %d is not a multiple of the heads (%d) or not even", d, h);
+                        cli_die("d = %d is not a multiple of the heads (%d) or not even", d, h);
                     pconf p = make_pconf(&o, o.settings[si], o.tasks[ti], o.pos[pi], L, d);
                     run_conf(&s, &p, ++idx, total);
                 }

@@ -12,7 +12,6 @@
  * made from those files alone: python3 -m studies.summary hessian OUT.
  * Data: synthetic lm batches by default, or
  * --text FILE (one sequence a line, lm task). */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,21 +28,52 @@ typedef struct {
     int d, h, L, V, B, T, seeds, k, probes, runs, steps, block_steps, quiet;
 } opts_t;
 
-static void usage(void)
+#define O opts_t
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(O, out), .flags = CLI_WRITES,
+     .help = "output directory"},
+    {.type = CLI_INT, .name = "d", .arg = "N", CLI_AT(O, d), .min = 2, .max = 4096,
+     .help = "width (lm, layernorm, xavier)"},
+    {.type = CLI_INT, .name = "h", .arg = "N", CLI_AT(O, h), .min = 1, .max = 256,
+     .help = "heads"},
+    {.type = CLI_INT, .name = "L", .arg = "N", CLI_AT(O, L), .min = 1, .max = 256,
+     .help = "depth"},
+    {.type = CLI_INT, .name = "V", .arg = "N", CLI_AT(O, V), .min = 5, .max = 1 << 24,
+     .help = "vocabulary"},
+    {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(O, B), .min = 1, .max = 1 << 20,
+     .help = "rows of the batch (of --text: its first lines)"},
+    {.type = CLI_INT, .name = "len", .arg = "T", CLI_AT(O, T), .min = 1, .max = 1 << 20,
+     .help = "positions per row (of --text: tokens at most)"},
+    {.type = CLI_STR, .name = "text", .arg = "FILE", CLI_AT(O, text), .flags = CLI_READS,
+     .help = "an lm batch from this text instead of synthetic ids", .def = "synthetic"},
+    {.type = CLI_INT, .name = "seeds", .arg = "N", CLI_AT(O, seeds), .min = 1, .max = 1000,
+     .help = "initialisation seeds 0..N-1"},
+    {.type = CLI_INT, .key = 'k', .name = "k", .arg = "N", CLI_AT(O, k), .min = 1, .max = 1000,
+     .help = "eigenpairs per end"},
+    {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(O, probes), .min = 2, .max = 1 << 20,
+     .help = "Hutchinson probes for the trace"},
+    {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(O, runs), .min = 1, .max = 10000,
+     .help = "SLQ start vectors"},
+    {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(O, steps), .min = 2, .max = 100000,
+     .help = "SLQ Lanczos steps per run"},
+    {.type = CLI_INT, .name = "block-steps", .arg = "M", CLI_AT(O, block_steps), .min = 2,
+     .max = 100000, .help = "Lanczos step limit of the blocks' top eigenvalues"},
+    {0}};
+#undef O
+
+static void defaults(void *p)
 {
-    printf("usage: hessian_spectrum [options]\n"
-           "  --out DIR        output directory                          (results/hessian)\n"
-           "  --d N --h N --L N --V N   model (lm, layernorm, xavier)    (32, 4, 4, 200)\n"
-           "  --batch B --len T          synthetic batch                 (8, 24)\n"
-           "  --text FILE      lm batch from text instead (first B lines, at most T tokens)\n"
-           "  --seeds N        initialisation seeds 0..N-1               (3)\n"
-           "  --k N            top-k and bottom-k eigenvalues            (5)\n"
-           "  --probes N       Hutchinson probes for the trace           (100)\n"
-           "  --runs N --steps M         SLQ start vectors and steps     (10, 80)\n"
-           "  --block-steps M  Lanczos step limit for block top eigenvalues (60)\n"
-           "  --quiet          no progress on stderr\n"
-           "The summary: python3 -m studies.summary hessian OUT\n");
+    *(opts_t *)p = (opts_t){"results/hessian", NULL, 32, 4, 4, 200, 8, 24, 3, 5, 100, 10, 80, 60, 0};
 }
+
+static const cli_cmd cmd = {
+    .name = "hessian_spectrum",
+    .usage = "[--out DIR] [--d N] [--h N] [--L N] [--V N] [--rows N] [--len T] [--text FILE]\n"
+             "[--seeds N] [-k N] [--probes N] [--runs N] [--steps M] [--block-steps M]",
+    .about = "Post-LN vs Pre-LN Hessian spectra at initialisation: extreme eigenvalues, trace,\n"
+             "SLQ density and every block's top eigenvalue, per norm position and seed.  The\n"
+             "summary: python3 -m studies.summary hessian OUT.",
+    .opts = opts, .size = sizeof(opts_t), .defaults = defaults};
 
 static void make_config(lnk_config *c, const opts_t *o, int pre, int seed)
 {
@@ -54,21 +84,22 @@ static void make_config(lnk_config *c, const opts_t *o, int pre, int seed)
     c->L = o->L;
     c->V = o->V;
     c->seed = (uint64_t)seed;
-    CK(lnk_config_finalize(c));
+    CLI_CK(lnk_config_finalize(c));
 }
 
 static void make_batch(const lnk_model *m, const opts_t *o, lnk_batch *b)
 {
     if (!o->text) {
-        CK(lnk_batch_synthetic(m, o->B, o->T, 1234, b));
+        CLI_CK(lnk_batch_synthetic(m, o->B, o->T, 1234, b));
         return;
     }
     lnk_text t;
     lnk_vocab *v;
-    CK(lnk_text_read(o->text, &t));
+    CLI_CK(lnk_text_read(o->text, &t));
+    study_input_read(o->text, &t.digest);
     const lnk_text *tx[1] = {&t};
-    CK(lnk_vocab_build(tx, 1, 1, o->V, &v));
-    CK(lnk_text_lm_batch(&t, v, 0, o->B, o->T, b));
+    CLI_CK(lnk_vocab_build(tx, 1, 1, o->V, &v));
+    CLI_CK(lnk_text_lm_batch(&t, v, 0, o->B, o->T, b));
     lnk_vocab_free(v);
     lnk_text_free(&t);
 }
@@ -77,42 +108,12 @@ static void make_batch(const lnk_model *m, const opts_t *o, lnk_batch *b)
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "hessian_spectrum");
-    opts_t o = {"results/hessian", NULL, 32, 4, 4, 200, 8, 24, 3, 5, 100, 10, 80, 60, 0};
-    static struct option lo[] = {
-        {"out", 1, 0, 'o'},    {"d", 1, 0, 'd'},       {"h", 1, 0, 'H'},     {"L", 1, 0, 'L'},
-        {"V", 1, 0, 'V'},      {"batch", 1, 0, 'B'},   {"len", 1, 0, 'T'},   {"text", 1, 0, 'x'},
-        {"seeds", 1, 0, 's'},  {"k", 1, 0, 'k'},       {"probes", 1, 0, 'p'}, {"runs", 1, 0, 'r'},
-        {"steps", 1, 0, 'm'},  {"block-steps", 1, 0, 'b'},
-        {"quiet", 0, 0, 'q'},  {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'o': o.out = optarg; break;
-        case 'd': o.d = (int)arg_int("d", optarg, 2, 4096); break;
-        case 'H': o.h = (int)arg_int("h", optarg, 1, 256); break;
-        case 'L': o.L = (int)arg_int("L", optarg, 1, 256); break;
-        case 'V': o.V = (int)arg_int("V", optarg, 5, 1 << 24); break;
-        case 'B': o.B = (int)arg_int("batch", optarg, 1, 1 << 20); break;
-        case 'T': o.T = (int)arg_int("len", optarg, 1, 1 << 20); break;
-        case 'x': o.text = optarg; break;
-        case 's': o.seeds = (int)arg_int("seeds", optarg, 1, 1000); break;
-        case 'k': o.k = (int)arg_int("k", optarg, 1, 1000); break;
-        case 'p': o.probes = (int)arg_int("probes", optarg, 2, 1 << 20); break;
-        case 'r': o.runs = (int)arg_int("runs", optarg, 1, 10000); break;
-        case 'm': o.steps = (int)arg_int("steps", optarg, 2, 100000); break;
-        case 'b': o.block_steps = (int)arg_int("block-steps", optarg, 2, 100000); break;
-        case 'q': o.quiet = 1; break;
-        case 'h': usage(); return 0;
-        default:
-            fail("unknown option or missing value '%s' (see --help)", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        fail("unexpected argument '%s'", argv[optind]);
+    opts_t o;
+    cli_parse(&cmd, &o, argc, argv);
+    cli_setup_done();
+    o.quiet = cli_quiet;
     if (o.d % o.h || o.d % 2)
-        fail("--d %d must be even and a multiple of --h %d", o.d, o.h);
+        cli_die("--d %d must be even and a multiple of --h %d", o.d, o.h);
     char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
@@ -126,7 +127,7 @@ int main(int argc, char **argv)
     int nblk = 2 * o.L + 2;
     spec_block *blk = calloc((size_t)nblk, sizeof *blk);
     if (!blk)
-        fail("out of memory");
+        cli_die("out of memory");
     blk[0] = (spec_block){"tgt_emb", "dec", "embedding", -1};
     for (int l = 0; l < o.L; l++) {
         blk[1 + 2 * l] = (spec_block){"", "dec", "attention", l};
@@ -150,9 +151,9 @@ int main(int argc, char **argv)
             spec_files_point(&F, pt);
             lnk_model *m = lnk_model_alloc(&c);
             if (!m)
-                die();
+                cli_die_lib();
             double *th = malloc(sizeof(double) * lnk_model_n_params(m));
-            CK(lnk_model_init_params(m, th));
+            CLI_CK(lnk_model_init_params(m, th));
             lnk_batch b;
             make_batch(m, &o, &b);
             lnk_dataset ds = {&b, 1, 1, 0, lnk_batch_n_scored(m, &b), NULL};
@@ -171,15 +172,25 @@ int main(int argc, char **argv)
             free(th);
             lnk_model_free(m);
         }
-    char extra[1024];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"hessian_spectrum\", \"data\": \"%s\", \"B\": %d, \"T\": %d, "
-             "\"seeds\": %d, \"k\": %d, \"probes\": %d, \"slq_runs\": %d, \"slq_steps\": %d, "
-             "\"block_steps\": %d, \"eig_tol\": %.17g, \"block_tol\": %.17g, "
-             "\"varied\": \"norm_pos in {post, pre}, seed in 0..%d\"}",
-             o.text ? o.text : "synthetic lm batch, ids uniform in [4, V), batch seed 1234", o.B,
-             o.T, S, o.k, o.probes, o.runs, o.steps, o.block_steps, so.eig_tol, so.block_tol,
-             S - 1);
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        cli_die_lib();
+    char varied[64];
+    snprintf(varied, sizeof varied, "norm_pos in {post, pre}, seed in 0..%d", S - 1);
+    lnk_meta_str(extra, "study", "hessian_spectrum");
+    lnk_meta_str(extra, "data", o.text ? o.text : "synthetic lm batch, ids uniform in [4, V), "
+                                                  "batch seed 1234");
+    lnk_meta_int(extra, "B", o.B);
+    lnk_meta_int(extra, "T", o.T);
+    lnk_meta_int(extra, "seeds", S);
+    lnk_meta_int(extra, "k", o.k);
+    lnk_meta_int(extra, "probes", o.probes);
+    lnk_meta_int(extra, "slq_runs", o.runs);
+    lnk_meta_int(extra, "slq_steps", o.steps);
+    lnk_meta_int(extra, "block_steps", o.block_steps);
+    lnk_meta_real(extra, "eig_tol", so.eig_tol);
+    lnk_meta_real(extra, "block_tol", so.block_tol);
+    lnk_meta_str(extra, "varied", varied);
     spec_files_close(&F, &base, extra, start, t0);
     if (study_root() && !o.quiet)
         fprintf(stderr, "hessian_spectrum: wrote %s/{eigs,trace,blocks,slq_nodes}.csv in %.1f s "

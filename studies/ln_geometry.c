@@ -22,7 +22,6 @@
  * (tables, figures, claims) is made from the files by python3 -m studies.summary
  * geometry DIR, and studies/scripts/study_geometry.sh runs both. */
 #include <cblas.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include <sys/stat.h>
 #include "lnkit/geometry.h"
 #include "lnkit/lnkit.h"
+#include "front/front.h"
 #include "lnkit/text.h"
 #include "kit/kit.h"
 
@@ -62,19 +62,30 @@ static void row(out_csv *o, const char *fmt, ...)
     va_start(ap, fmt);
     for (const char *f = fmt; *f; f++) {
         switch (*f) {
-        case 's': CK(lnk_csv_str(&o->c, va_arg(ap, const char *))); break;
-        case 'i': CK(lnk_csv_int(&o->c, va_arg(ap, int))); break;
-        case 'l': CK(lnk_csv_int(&o->c, va_arg(ap, long))); break;
-        case 'g': CK(lnk_csv_double(&o->c, va_arg(ap, double))); break;
+        case 's': CLI_CK(lnk_csv_str(&o->c, va_arg(ap, const char *))); break;
+        case 'i': CLI_CK(lnk_csv_int(&o->c, va_arg(ap, int))); break;
+        case 'l': CLI_CK(lnk_csv_int(&o->c, va_arg(ap, long))); break;
+        case 'g': CLI_CK(lnk_csv_double(&o->c, va_arg(ap, double))); break;
         case 'G': {
             double v = va_arg(ap, double);
-            CK(isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
+            CLI_CK(isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
             break;
         }
         }
     }
     va_end(ap);
-    CK(lnk_csv_end_row(&o->c));
+    CLI_CK(lnk_csv_end_row(&o->c));
+}
+
+/* A part's sidecar keys: the study and the part first (lnk_meta_free them). */
+static lnk_meta *part_meta(const char *part)
+{
+    lnk_meta *m = lnk_meta_alloc();
+    if (!m)
+        cli_die_lib();
+    lnk_meta_str(m, "study", "ln_geometry");
+    lnk_meta_str(m, "part", part);
+    return m;
 }
 
 /* ------------------------------------------------ part random: heat maps */
@@ -100,7 +111,7 @@ static void part_random(study *S)
                 for (int in = 0; in < nn; in++) {
                     int d = 3 + id, n = ns[in];
                     lnk_geom_cell c;
-                    CK(lnk_geom_heat_cell((lnk_geom_keydist)ds, heat_norms[k], n, d, S->runs,
+                    CLI_CK(lnk_geom_heat_cell((lnk_geom_keydist)ds, heat_norms[k], n, d, S->runs,
                                           S->seed, 0, &c));
                     row(&o, "ssiiigglllG", lnk_geom_keydist_name(ds),
                         lnk_geom_norm_name(heat_norms[k]), n, d, S->runs, c.frac_any,
@@ -109,13 +120,20 @@ static void part_random(study *S)
             fprintf(stderr, "  heat map %s / %s done (%.0f s)\n", lnk_geom_keydist_name(ds),
                     lnk_geom_norm_name(heat_norms[k]), lnk_now() - t0);
         }
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"random\", \"runs\": %d, \"n\": \"3..%d step "
-             "%d\", \"d\": \"3..%d\", \"tol\": %g, \"eps\": 0, \"key_seed\": %llu, \"keys\": \"gauss: "
-             "N(0,1) iid; offset: mu + s*z, mu_c ~ N(1,1), s_c = exp(N(0,1)) per set, same z\"}",
-             S->runs, S->nmax, S->nstep, S->dmax, LNK_GEOM_SEL_TOL, (unsigned long long)S->seed);
+    lnk_meta *extra = part_meta("random");
+    char nr[48], dr[24];
+    snprintf(nr, sizeof nr, "3..%d step %d", S->nmax, S->nstep);
+    snprintf(dr, sizeof dr, "3..%d", S->dmax);
+    lnk_meta_int(extra, "runs", S->runs);
+    lnk_meta_str(extra, "n", nr);
+    lnk_meta_str(extra, "d", dr);
+    lnk_meta_real(extra, "tol", LNK_GEOM_SEL_TOL);
+    lnk_meta_int(extra, "eps", 0);
+    lnk_meta_int(extra, "key_seed", (long long)S->seed);
+    lnk_meta_str(extra, "keys", "gauss: N(0,1) iid; offset: mu + s*z, mu_c ~ N(1,1), s_c = "
+                                "exp(N(0,1)) per set, same z");
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     printf("random keys: %d cells x 8, %.0f s\n", nd * nn, lnk_now() - t0);
 }
 
@@ -146,11 +164,11 @@ static void part_ortho(study *S)
             for (int set = 0; set < SETS; set++) {
                 double sset = 0; /* this set's sum: keys of a set share mu and s */
                 uint64_t sd = lnk_geom_run_seed(S->seed + 17, N, d, set);
-                CK(lnk_geom_random_keys(di == 1 ? LNK_GEOM_KEYS_OFFSET : LNK_GEOM_KEYS_GAUSS, N,
+                CLI_CK(lnk_geom_random_keys(di == 1 ? LNK_GEOM_KEYS_OFFSET : LNK_GEOM_KEYS_GAUSS, N,
                                         d, sd, K));
                 if (di == 2) { /* zero-mean offset, anisotropic scales: own draws */
                     uint64_t sd2 = lnk_geom_run_seed(sd, 1, d, 99);
-                    CK(lnk_geom_random_keys(LNK_GEOM_KEYS_GAUSS, 2, d, sd2, mu));
+                    CLI_CK(lnk_geom_random_keys(LNK_GEOM_KEYS_GAUSS, 2, d, sd2, mu));
                     for (int i = 0; i < N; i++)
                         for (int c = 0; c < d; c++)
                             K[i * d + c] = mu[c] + exp(mu[d + c]) * K[i * d + c];
@@ -173,13 +191,13 @@ static void part_ortho(study *S)
             row(&o, "siigggGgig", dname[di], d, m, mean, sdv, ang / m,
                 di == 0 ? gauss_abs_cos(d) : NAN, cc / m, (int)SETS, qsd);
         }
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"ortho\", \"keys_per_d\": %d, \"dists\": "
-             "\"gauss N(0,1); offset mu_c ~ N(1,1), s_c = exp(N(0,1)); offset0 mu_c ~ N(0,1), "
-             "s_c = exp(N(0,1))\", \"key_seed\": %llu}", SETS * N,
-             (unsigned long long)(S->seed + 17));
+    lnk_meta *extra = part_meta("ortho");
+    lnk_meta_int(extra, "keys_per_d", SETS * N);
+    lnk_meta_str(extra, "dists", "gauss N(0,1); offset mu_c ~ N(1,1), s_c = exp(N(0,1)); "
+                                 "offset0 mu_c ~ N(0,1), s_c = exp(N(0,1))");
+    lnk_meta_int(extra, "key_seed", (long long)(S->seed + 17));
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     free(K);
     free(mu);
     printf("orthogonality: done\n");
@@ -195,7 +213,7 @@ static void head_variant(int v, const double *X, double *Y, int n, int d, int h)
     if (v == 0)
         memcpy(Y, X, sizeof(double) * n * d);
     else
-        CK(lnk_geom_apply(v == 3 ? LNK_GEOM_RMSNORM : LNK_GEOM_LAYERNORM, X, Y, n, d,
+        CLI_CK(lnk_geom_apply(v == 3 ? LNK_GEOM_RMSNORM : LNK_GEOM_LAYERNORM, X, Y, n, d,
                           v == 1 ? 1 : h, 0.0));
 }
 
@@ -216,7 +234,7 @@ static void part_heads(study *S)
     for (int ds = 0; ds < 2; ds++) {
         /* N keys as 50 sets of 40 (offset: a common mu, s per set) */
         for (int set = 0; set < N / 40; set++)
-            CK(lnk_geom_random_keys((lnk_geom_keydist)ds, 40, d,
+            CLI_CK(lnk_geom_random_keys((lnk_geom_keydist)ds, 40, d,
                                     lnk_geom_run_seed(S->seed + 5, 40, d, set), X + (size_t)set * 40 * d));
         for (int ih = 0; ih < 5; ih++) {
             int h = hs[ih], dk = d / h;
@@ -224,7 +242,7 @@ static void part_heads(study *S)
                 head_variant(v, X, Y, N, d, h);
                 double sm = 0, sm2 = 0, mx = 0, sc = 0, r1 = 0, r2 = 0, rmin = INFINITY, rmax = 0;
                 for (int i = 0; i < N; i++) {
-                    CK(lnk_geom_head_stats(Y + (size_t)i * d, d, h, cs, ra, mu));
+                    CLI_CK(lnk_geom_head_stats(Y + (size_t)i * d, d, h, cs, ra, mu));
                     for (int j = 0; j < h; j++) {
                         sm += fabs(mu[j]);
                         sm2 += mu[j] * mu[j];
@@ -244,11 +262,12 @@ static void part_heads(study *S)
             }
         }
     }
-    char extra[256];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": %d, \"eps\": 0, "
-             "\"key_seed\": %llu}", (int)N, (unsigned long long)(S->seed + 5));
+    lnk_meta *extra = part_meta("heads");
+    lnk_meta_int(extra, "keys", (int)N);
+    lnk_meta_int(extra, "eps", 0);
+    lnk_meta_int(extra, "key_seed", (long long)(S->seed + 5));
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     free(X);
     free(Y);
     /* per-head selectability: n = 64 keys, 20 runs, every head */
@@ -270,7 +289,7 @@ static void part_heads(study *S)
                 for (int v = 0; v < 4; v++) {
                     long un = 0, anyc = 0;
                     for (int r = 0; r < RUNS; r++) {
-                        CK(lnk_geom_random_keys((lnk_geom_keydist)ds, NK, dd,
+                        CLI_CK(lnk_geom_random_keys((lnk_geom_keydist)ds, NK, dd,
                                                 lnk_geom_run_seed(S->seed + 9, NK, dd, r), X));
                         head_variant(v, X, Y, NK, dd, h);
                         for (int j = 0; j < h; j++) {
@@ -278,7 +297,7 @@ static void part_heads(study *S)
                                 memcpy(Sl + (size_t)i * dk, Y + (size_t)i * dd + (size_t)j * dk,
                                        sizeof(double) * dk);
                             int cnt;
-                            CK(lnk_geom_count_unselectable(Sl, NK, dk, 0, &cnt, NULL));
+                            CLI_CK(lnk_geom_count_unselectable(Sl, NK, dk, 0, &cnt, NULL));
                             un += cnt;
                             anyc += cnt > 0;
                         }
@@ -288,11 +307,13 @@ static void part_heads(study *S)
                         fr[v], (double)anyc / (RUNS * h));
                 }
             }
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"heads\", \"keys\": %d, \"runs\": %d, "
-             "\"eps\": 0, \"key_seed\": %llu}", (int)NK, (int)RUNS,
-             (unsigned long long)(S->seed + 9));
+    extra = part_meta("heads");
+    lnk_meta_int(extra, "keys", (int)NK);
+    lnk_meta_int(extra, "runs", (int)RUNS);
+    lnk_meta_int(extra, "eps", 0);
+    lnk_meta_int(extra, "key_seed", (long long)(S->seed + 9));
     csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     free(X);
     free(Y);
     free(Sl);
@@ -317,11 +338,11 @@ static int load_text(const study *S, int B, int max_len, dataset *ds)
     }
     lnk_text t;
     lnk_vocab *v;
-    CK(lnk_text_read(S->text, &t));
-    study_input(S->text);
+    CLI_CK(lnk_text_read(S->text, &t));
+    study_input_read(S->text, &t.digest);
     const lnk_text *tp = &t;
-    CK(lnk_vocab_build(&tp, 1, 1, 0, &v));
-    CK(lnk_text_lm_batch(&t, v, 0, B, max_len, &ds->lm));
+    CLI_CK(lnk_vocab_build(&tp, 1, 1, 0, &v));
+    CLI_CK(lnk_text_lm_batch(&t, v, 0, B, max_len, &ds->lm));
     ds->V = lnk_vocab_size(v);
     ds->name = "text";
     lnk_vocab_free(v);
@@ -334,14 +355,14 @@ static lnk_config make_cfg(const char *task, int d, int h, int L, int V, const c
 {
     lnk_config c;
     lnk_config_default(&c);
-    CK(lnk_config_set(&c, "task", task));
+    CLI_CK(lnk_config_set(&c, "task", task));
     c.d = d;
     c.h = h;
     c.L = L;
     c.V = V;
-    CK(lnk_config_set(&c, "norm_pos", pos));
-    CK(lnk_config_set(&c, "qk_norm", qk));
-    CK(lnk_config_finalize(&c));
+    CLI_CK(lnk_config_set(&c, "norm_pos", pos));
+    CLI_CK(lnk_config_set(&c, "qk_norm", qk));
+    CLI_CK(lnk_config_finalize(&c));
     return c;
 }
 
@@ -372,7 +393,7 @@ typedef struct {
 
 static void sel_set(const double *K, int n, int d, int *sel)
 {
-    CK(lnk_geom_selectable(K, n, d, 0, sel, NULL));
+    CLI_CK(lnk_geom_selectable(K, n, d, 0, sel, NULL));
 }
 
 /* Y [m, d] = X [m, d] W [d, d] + b */
@@ -397,15 +418,15 @@ static void model_variant(out_csv *o, out_csv *oa, out_csv *oc, const dataset *d
     lnk_config c = make_cfg("lm", d, h, L, dsx->V, pos, qk);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     double *th = xmalloc(sizeof(double) * lnk_model_n_params(m));
-    CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_model_init_params(m, th));
     const lnk_batch *b = &dsx->lm;
     lnk_workspace *ws = lnk_workspace_alloc(m, b->B, 0, b->T, 0);
     if (!ws)
-        die();
+        cli_die_lib();
     double loss;
-    CK(lnk_model_eval(ws, th, b, &loss, NULL, NULL));
+    CLI_CK(lnk_model_eval(ws, th, b, &loss, NULL, NULL));
     lnk_geom_unit us[64];
     int nu = lnk_geom_attn_units(ws, us, 64), dk = d / h, qkn = strcmp(qk, "none") != 0;
     int Tm = b->T;
@@ -419,10 +440,10 @@ static void model_variant(out_csv *o, out_csv *oa, out_csv *oc, const dataset *d
         int l = u->layer, B, T;
         const double *xin, *xout, *Kf, *KQ;
         const uint8_t *pad;
-        CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_NORM_IN, &xin, &B, &T, &pad));
-        CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_NORM_OUT, &xout, &B, &T, NULL));
-        CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_KEYS, &Kf, &B, &T, NULL));
-        CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_KEYS_QK, &KQ, &B, &T, NULL));
+        CLI_CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_NORM_IN, &xin, &B, &T, &pad));
+        CLI_CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_NORM_OUT, &xout, &B, &T, NULL));
+        CLI_CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_KEYS, &Kf, &B, &T, NULL));
+        CLI_CK(lnk_geom_unit_rows(ws, u, LNK_GEOM_KEYS_QK, &KQ, &B, &T, NULL));
         const double *wk = tensor(m, th, "dec.%d.attn.wk", l), *bk = tensor(m, th, "dec.%d.attn.bk", l);
         headacc acc[64];
         memset(acc, 0, sizeof acc);
@@ -476,7 +497,7 @@ static void model_variant(out_csv *o, out_csv *oa, out_csv *oc, const dataset *d
                 if (stg == ST_X) {
                     src = V1; /* x Wk + bk */
                 } else if (stg == ST_P || stg == ST_S) {
-                    CK(lnk_geom_apply(stg == ST_P ? LNK_GEOM_CENTER : LNK_GEOM_SCALE, X, Sl, mkeys,
+                    CLI_CK(lnk_geom_apply(stg == ST_P ? LNK_GEOM_CENTER : LNK_GEOM_SCALE, X, Sl, mkeys,
                                       d, 1, 0.0));
                     affine(Sl, wk, bk, NX, mkeys, d); /* NX reused as scratch */
                     src = NX;
@@ -572,8 +593,8 @@ static void part_model(study *S)
         lnk_config c = make_cfg("lm", 8, 4, 1, 500, "pre", "none");
         lnk_model *m = lnk_model_alloc(&c);
         if (!m)
-            die();
-        CK(lnk_batch_synthetic(m, B, LEN, S->seed + 1000, &dsv[0].lm));
+            cli_die_lib();
+        CLI_CK(lnk_batch_synthetic(m, B, LEN, S->seed + 1000, &dsv[0].lm));
         dsv[0].V = 500;
         dsv[0].name = "synthetic";
         lnk_model_free(m);
@@ -589,20 +610,25 @@ static void part_model(study *S)
                 for (int iq = 0; iq < 3; iq++)
                     model_variant(&o, &oa, &oc, &dsv[di], cfgs[ic][0], cfgs[ic][1], L, poss[ip],
                                   qks[iq]);
-    char extra[768];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"ln_geometry\", \"part\": \"model\", \"B\": %d, \"synthetic_len\": %d, "
-             "\"text\": \"%s\", \"init\": \"xavier\", \"model_seed\": 0, \"tol\": %g, "
-             "\"synthetic_batch_seed\": %llu, \"varied\": \"data in {synthetic, text}, (d, h) "
-             "in {(8, 4), (64, 4), (512, 8)}, norm_pos in {pre, post}, qk_norm in {none, "
-             "layernorm, rmsnorm}\", \"config_note\": \"config is the first variant; every row "
-             "holds its own (data, norm_pos, d, h, L, qk_norm)\"}",
-             B, LEN, nds > 1 ? S->text : "", LNK_GEOM_SEL_TOL, (unsigned long long)(S->seed + 1000));
+    lnk_meta *extra = part_meta("model");
+    lnk_meta_int(extra, "B", B);
+    lnk_meta_int(extra, "synthetic_len", LEN);
+    lnk_meta_str(extra, "text", nds > 1 ? S->text : "");
+    lnk_meta_str(extra, "init", "xavier");
+    lnk_meta_int(extra, "model_seed", 0);
+    lnk_meta_real(extra, "tol", LNK_GEOM_SEL_TOL);
+    lnk_meta_int(extra, "synthetic_batch_seed", (long long)(S->seed + 1000));
+    lnk_meta_str(extra, "varied", "data in {synthetic, text}, (d, h) in {(8, 4), (64, 4), "
+                                  "(512, 8)}, norm_pos in {pre, post}, qk_norm in {none, "
+                                  "layernorm, rmsnorm}");
+    lnk_meta_str(extra, "config_note", "config is the first variant; every row holds its own "
+                                       "(data, norm_pos, d, h, L, qk_norm)");
     lnk_config base = make_cfg("lm", cfgs[0][0], cfgs[0][1], L, dsv[0].V, poss[0], qks[0]);
     csv_close(&o, &base, extra, NULL, 0);
     csv_close(&oa, &base, extra, NULL, 0);
     csv_close(&oc, &base, extra, NULL, 0);
     lnk_config_clear(&base);
+    lnk_meta_free(extra);
     for (int di = 0; di < nds; di++)
         lnk_batch_free(&dsv[di].lm);
     printf("model activations: done (%d data sets)\n", nds);
@@ -633,8 +659,8 @@ static void part_maps(study *S)
         lnk_config c = make_cfg("cls", d, h, L, V, "pre", "none");
         lnk_model *m = lnk_model_alloc(&c);
         if (!m)
-            die();
-        CK(lnk_batch_synthetic(m, B, 24, S->seed + 2000, &cb));
+            cli_die_lib();
+        CLI_CK(lnk_batch_synthetic(m, B, 24, S->seed + 2000, &cb));
         lnk_model_free(m);
         lnk_config_clear(&c);
     }
@@ -673,16 +699,16 @@ static void part_maps(study *S)
         lnk_config c = make_cfg("cls", d, h, L, V, "pre", qks[iv]);
         lnk_model *m = lnk_model_alloc(&c);
         if (!m)
-            die();
+            cli_die_lib();
         double *th = xmalloc(sizeof(double) * lnk_model_n_params(m)), loss;
-        CK(lnk_model_init_params(m, th));
+        CLI_CK(lnk_model_init_params(m, th));
         lnk_workspace *ws = lnk_workspace_alloc(m, cb.B, cb.S, 0, 0);
         if (!ws)
-            die();
-        CK(lnk_model_eval(ws, th, &cb, &loss, NULL, NULL));
+            cli_die_lib();
+        CLI_CK(lnk_model_eval(ws, th, &cb, &loss, NULL, NULL));
         lnk_geom_attn_stat *as;
         int nas;
-        CK(lnk_geom_model_attn(ws, &as, &nas));
+        CLI_CK(lnk_geom_model_attn(ws, &as, &nas));
         for (int l = 0; l < L; l++) {
             for (int i = 0; i < nas; i++) {
                 const lnk_geom_attn_stat *a = &as[i];
@@ -702,8 +728,8 @@ static void part_maps(study *S)
                 continue;
             const double *Q, *K;
             int Bq, T;
-            CK(lnk_geom_unit_rows(ws, &us[iu], LNK_GEOM_QUERIES_QK, &Q, &Bq, &T, NULL));
-            CK(lnk_geom_unit_rows(ws, &us[iu], LNK_GEOM_KEYS_QK, &K, &Bq, &T, NULL));
+            CLI_CK(lnk_geom_unit_rows(ws, &us[iu], LNK_GEOM_QUERIES_QK, &Q, &Bq, &T, NULL));
+            CLI_CK(lnk_geom_unit_rows(ws, &us[iu], LNK_GEOM_KEYS_QK, &K, &Bq, &T, NULL));
             char name[128];
             snprintf(name, sizeof name, "attn_map_layer2_%s.csv", vname[iv]);
             static const char *const mh[] = {"head", "query", "key", "weight", "sequence"};
@@ -728,22 +754,23 @@ static void part_maps(study *S)
                         row(&om, "iiigi", j, t, u, z[u] / s, show);
                 }
             free(z);
-            char extra[256];
-            snprintf(extra, sizeof extra,
-                     "{\"study\": \"ln_geometry\", \"part\": \"maps\", \"layer\": %d, "
-                     "\"sequence\": %d, \"tokens\": %d}", LAYER, show, showlen);
+            lnk_meta *extra = part_meta("maps");
+            lnk_meta_int(extra, "layer", LAYER);
+            lnk_meta_int(extra, "sequence", show);
+            lnk_meta_int(extra, "tokens", showlen);
             csv_close(&om, &c, extra, NULL, 0);
+            lnk_meta_free(extra);
         }
         lnk_workspace_free(ws);
         free(th);
         lnk_model_free(m);
         if (iv == 2) {
-            char extra[256];
-            snprintf(extra, sizeof extra,
-                     "{\"study\": \"ln_geometry\", \"part\": \"maps\", \"B\": %d, \"data\": "
-                     "\"%s\", \"varied\": \"qk_norm in {none, layernorm, rmsnorm}\"}",
-                     cb.B, have_text ? S->text : "synthetic");
+            lnk_meta *extra = part_meta("maps");
+            lnk_meta_int(extra, "B", cb.B);
+            lnk_meta_str(extra, "data", have_text ? S->text : "synthetic");
+            lnk_meta_str(extra, "varied", "qk_norm in {none, layernorm, rmsnorm}");
             csv_close(&o, &c, extra, NULL, 0);
+            lnk_meta_free(extra);
         }
         lnk_config_clear(&c);
     }
@@ -778,8 +805,8 @@ static void part_counts(study *S)
         /* count the norms of the architecture from a small model of the same shape */
         lnk_config c;
         lnk_config_default(&c);
-        CK(lnk_config_set(&c, "task", k->task));
-        CK(lnk_config_set(&c, "norm_pos", k->pos));
+        CLI_CK(lnk_config_set(&c, "task", k->task));
+        CLI_CK(lnk_config_set(&c, "norm_pos", k->pos));
         c.d = 8;
         c.h = 2;
         if (k->Ldec) {
@@ -788,10 +815,10 @@ static void part_counts(study *S)
         } else {
             c.L = k->L;
         }
-        CK(lnk_config_finalize(&c));
+        CLI_CK(lnk_config_finalize(&c));
         lnk_model *m = lnk_model_alloc(&c);
         if (!m)
-            die();
+            cli_die_lib();
         const lnk_layout *lay = lnk_model_layout(m);
         long norms = 0, attn = 0;
         for (int t = 0; t < lay->n_tensors; t++) {
@@ -814,91 +841,88 @@ static void part_counts(study *S)
             (int)blocks, npb, norms, tok, full, head, npb * full, npb * head, norms * full,
             norms * head, attn * 2 * head);
     }
-    csv_close(&o, NULL,
-               "{\"study\": \"ln_geometry\", \"part\": \"counts\", \"unit\": \"(mean, variance) "
-               "pairs; RMSNorm computes one mean square per pair\"}", NULL, 0);
+    lnk_meta *extra = part_meta("counts");
+    lnk_meta_str(extra, "unit", "(mean, variance) pairs; RMSNorm computes one mean square per pair");
+    csv_close(&o, NULL, extra, NULL, 0);
+    lnk_meta_free(extra);
     printf("counts: done\n");
 }
 
 /* ------------------------------------------------------------------- main */
 
-static void usage(void)
+typedef struct {
+    study S;
+    cli_ints parts;
+} args_t;
+
+enum { P_RANDOM, P_ORTHO, P_HEADS, P_MODEL, P_MAPS, P_COUNTS };
+static const cli_choice part_names[] = {{"random", P_RANDOM}, {"ortho", P_ORTHO},
+                                        {"heads", P_HEADS}, {"model", P_MODEL},
+                                        {"maps", P_MAPS}, {"counts", P_COUNTS}, {NULL, 0}};
+
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(args_t, S.out), .flags = CLI_WRITES,
+     .help = "output directory"},
+    {.type = CLI_WORDS, .name = "parts", CLI_AT(args_t, parts), .ref = part_names,
+     .help = "the parts to run"},
+    {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(args_t, S.runs), .min = 1,
+     .max = 100000, .help = "runs per heat-map cell"},
+    {.type = CLI_INT, .name = "n-step", .arg = "S", CLI_AT(args_t, S.nstep), .min = 1, .max = 60,
+     .help = "heat-map n = 3, 3+S, ..., n-max"},
+    {.type = CLI_INT, .name = "n-max", .arg = "N", CLI_AT(args_t, S.nmax), .min = 3, .max = 200,
+     .help = "the largest n"},
+    {.type = CLI_INT, .name = "d-max", .arg = "D", CLI_AT(args_t, S.dmax), .min = 3, .max = 64,
+     .help = "heat-map d = 3..D"},
+    {.type = CLI_STR, .name = "text", .arg = "FILE", CLI_AT(args_t, S.text), .flags = CLI_READS,
+     .help = "real text, one sentence a line"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(args_t, S.seed), .max = 1L << 40,
+     .help = "seed of the random keys (the parts' seeds derive from it)"},
+    {0}};
+
+static void defaults(void *p)
 {
-    printf("usage: ln_geometry [--out DIR] [--part P[,P..]] [--runs N] [--n-step S] [--n-max N]\n"
-           "                   [--d-max D] [--text FILE] [--seed S]\n"
-           "  --out DIR     output directory                          (results/geometry)\n"
-           "  --part LIST   random, ortho, heads, model, maps, counts  (all)\n"
-           "  --runs N      runs per heat-map cell                    (100)\n"
-           "  --n-step S    heat-map n = 3, 3+S, ..., n-max           (1)\n"
-           "  --n-max N     largest n                                 (60)\n"
-           "  --d-max D     heat-map d = 3..D                         (15)\n"
-           "  --text FILE   real text (one sentence a line)           "
-           "(data/multi30k/val.en)\n"
-           "  --seed S      seed of the random keys                   (0)\n");
+    args_t *a = p;
+    a->S = (study){"results/geometry", 100, 1, 60, 15, 0, "data/multi30k/val.en"};
+    for (int k = 0; k < 6; k++)
+        a->parts.v[a->parts.n++] = k;
 }
+
+static const cli_cmd cmd = {
+    .name = "ln_geometry",
+    .usage = "[--out DIR] [--parts P[,P..]] [--runs N] [--n-step S] [--n-max N] [--d-max D]\n"
+             "[--text FILE] [--rng-seed N]",
+    .about = "LayerNorm geometry (Brody et al. 2023): selectable keys by exact LP, orthogonality\n"
+             "to the all-ones vector, per-head statistics, attention maps.  The summary:\n"
+             "python3 -m studies.summary geometry DIR.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "ln_geometry");
-    study S = {"results/geometry", 100, 1, 60, 15, 0, "data/multi30k/val.en"};
-    const char *parts = "random,ortho,heads,model,maps,counts";
-    static struct option opts[] = {{"out", required_argument, 0, 'o'},
-                                   {"part", required_argument, 0, 'p'},
-                                   {"runs", required_argument, 0, 'r'},
-                                   {"n-step", required_argument, 0, 's'},
-                                   {"n-max", required_argument, 0, 'n'},
-                                   {"d-max", required_argument, 0, 'd'},
-                                   {"text", required_argument, 0, 't'},
-                                   {"seed", required_argument, 0, 'S'},
-                                   {"help", no_argument, 0, 'h'},
-                                   {0, 0, 0, 0}};
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'o': S.out = optarg; break;
-        case 'p': parts = optarg; break;
-        case 'r': S.runs = (int)arg_int("runs", optarg, 1, 100000); break;
-        case 's': S.nstep = (int)arg_int("n-step", optarg, 1, 60); break;
-        case 'n': S.nmax = (int)arg_int("n-max", optarg, 3, 200); break;
-        case 'd': S.dmax = (int)arg_int("d-max", optarg, 3, 64); break;
-        case 't': S.text = optarg; break;
-        case 'S': S.seed = (uint64_t)arg_int("seed", optarg, 0, 1L << 40); break;
-        case 'h': usage(); return 0;
-        default:
-            fail("unknown option or missing value '%s'", argv[optind - 1]);
-        }
-    }
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
+    study S = a.S;
     if ((S.nmax - 3) / S.nstep + 2 > 64)
-        fail("too many n values (at most 62)");
+        cli_die("--n-max, --n-step: too many n values (at most 62)");
     static const char *const known[] = {"random", "ortho", "heads", "model", "maps", "counts"};
     int want[6] = {0};
-    {
-        char *p = strdup(parts), *save = NULL;
-        for (char *t = strtok_r(p, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            int k = 0;
-            while (k < 6 && strcmp(t, known[k]))
-                k++;
-            if (k == 6)
-                fail("--part: unknown part '%s' (random, ortho, heads, model, maps, counts)", t);
-            want[k] = 1;
-        }
-        free(p);
-    }
+    for (int i = 0; i < a.parts.n; i++)
+        want[a.parts.v[i]] = 1;
     /* Under mpirun the study is not spread over the ranks: rank 0 does all the
      * work and writes the outputs once, the others are done. */
     if (!study_root())
         return 0;
     make_dir(S.out);
     lnk_set_blas_threads(1);
-    /* every seed the parts derive from --seed, in every sidecar */
-    lnk_prov_seed("heatmap_key_seed", S.seed);
-    lnk_prov_seed("heads_stats_key_seed", S.seed + 5);
-    lnk_prov_seed("heads_select_key_seed", S.seed + 9);
-    lnk_prov_seed("orthogonality_key_seed", S.seed + 17);
-    lnk_prov_seed("model_synthetic_batch_seed", S.seed + 1000);
-    lnk_prov_seed("maps_synthetic_batch_seed", S.seed + 2000);
-    lnk_prov_seed("model_init_seed", 0);
+    /* every seed the parts derive from --rng-seed, in every sidecar */
+    CLI_CK(lnk_prov_seed(cli_prov(), "heatmap_key_seed", S.seed));
+    CLI_CK(lnk_prov_seed(cli_prov(), "heads_stats_key_seed", S.seed + 5));
+    CLI_CK(lnk_prov_seed(cli_prov(), "heads_select_key_seed", S.seed + 9));
+    CLI_CK(lnk_prov_seed(cli_prov(), "orthogonality_key_seed", S.seed + 17));
+    CLI_CK(lnk_prov_seed(cli_prov(), "model_synthetic_batch_seed", S.seed + 1000));
+    CLI_CK(lnk_prov_seed(cli_prov(), "maps_synthetic_batch_seed", S.seed + 2000));
+    CLI_CK(lnk_prov_seed(cli_prov(), "model_init_seed", 0));
     double t0 = lnk_now();
     void (*fn[6])(study *) = {part_random, part_ortho, part_heads, part_model, part_maps,
                               part_counts};

@@ -41,7 +41,6 @@
  * trace with 30 probes, SLQ 4 x 40, block top eigenvalues with <= 10 Lanczos
  * steps (lower bounds; residuals in blocks.csv).  Every one of these is a
  * flag (bench/bench_multi30k measures the full-size cost per H v). */
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -64,43 +63,91 @@ typedef struct {
     int depths[32], n_depths;
 } opts_t;
 
-static void usage(void)
+enum { PART_SPECTRUM, PART_GRAD };
+static const cli_choice part_names[] = {{"spectrum", PART_SPECTRUM}, {"grad", PART_GRAD},
+                                        {NULL, 0}};
+typedef struct {
+    opts_t o;
+    cli_ints parts;
+} args_t;
+
+#define O args_t
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(O, o.out), .flags = CLI_WRITES,
+     .help = "output directory"},
+    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(O, o.src), .flags = CLI_READS,
+     .help = "source text of the parallel corpus"},
+    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(O, o.tgt), .flags = CLI_READS,
+     .help = "its target text"},
+    {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(O, o.sentences), .max = 1 << 24,
+     .help = "the first N sentence pairs, 0: all"},
+    {.type = CLI_INT, .name = "min-count", .arg = "N", CLI_AT(O, o.min_count), .min = 1,
+     .max = 1 << 24, .help = "minimum token count to enter a vocabulary"},
+    {.type = CLI_INT, .name = "max-vocab", .arg = "N", CLI_AT(O, o.max_vocab), .max = 1 << 24,
+     .help = "vocabulary size limit per side, 0: none"},
+    {.type = CLI_FLAG, .name = "joint-vocab", CLI_AT(O, o.joint),
+     .help = "one vocabulary for both sides"},
+    {.type = CLI_INT, .name = "max-line-len", .arg = "N", CLI_AT(O, o.max_len), .max = 1 << 20,
+     .help = "drop the pairs with a side longer, 0: none"},
+    {.type = CLI_INT, .name = "max-tokens", .arg = "N", CLI_AT(O, o.max_tokens), .min = 2,
+     .max = 1 << 30, .help = "padded tokens per chunk"},
+    {.type = CLI_INT, .name = "d", .arg = "N", CLI_AT(O, o.d), .min = 2, .max = 8192,
+     .help = "width (L-L seq2seq, LayerNorm, Xavier)"},
+    {.type = CLI_INT, .name = "h", .arg = "N", CLI_AT(O, o.h), .min = 1, .max = 1024,
+     .help = "heads"},
+    {.type = CLI_INT, .name = "d-ff", .arg = "N", CLI_AT(O, o.d_ff), .min = 1, .max = 1 << 20,
+     .help = "feed-forward width"},
+    {.type = CLI_INT, .name = "L", .arg = "N", CLI_AT(O, o.L), .min = 1, .max = 256,
+     .help = "depth of each side"},
+    {.type = CLI_INT, .name = "seeds", .arg = "N", CLI_AT(O, o.seeds), .min = 1, .max = 1000,
+     .help = "initialisation seeds 0..N-1 of the spectra"},
+    {.type = CLI_INT, .key = 'k', .name = "k", .arg = "N", CLI_AT(O, o.k), .min = 1, .max = 1000,
+     .help = "eigenpairs per end"},
+    {.type = CLI_INT, .name = "eig-steps", .arg = "M", CLI_AT(O, o.eig_steps), .min = 2,
+     .max = 100000, .help = "Lanczos step limit of the extremes"},
+    {.type = CLI_REAL, .name = "eig-tol", .arg = "T", CLI_AT(O, o.eig_tol), .max = HUGE_VAL,
+     .flags = CLI_GT, .help = "their residual tolerance, relative to max|l|"},
+    {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(O, o.probes), .min = 2, .max = 1 << 20,
+     .help = "Hutchinson probes for the trace"},
+    {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(O, o.runs), .min = 1, .max = 10000,
+     .help = "SLQ start vectors"},
+    {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(O, o.steps), .min = 2, .max = 100000,
+     .help = "SLQ Lanczos steps per run"},
+    {.type = CLI_INT, .name = "block-steps", .arg = "M", CLI_AT(O, o.block_steps), .min = 1,
+     .max = 100000, .help = "Lanczos step limit of the blocks' top eigenvalues"},
+    {.type = CLI_REAL, .name = "block-tol", .arg = "T", CLI_AT(O, o.block_tol), .max = HUGE_VAL,
+     .flags = CLI_GT, .help = "their residual tolerance, relative"},
+    {.type = CLI_STR, .name = "depths", .arg = "LIST", CLI_AT(O, o.depths_str),
+     .help = "the depths of the last-W2 sweep (Figure 3 c/d)"},
+    {.type = CLI_INT, .name = "grad-seeds", .arg = "N", CLI_AT(O, o.grad_seeds), .min = 1,
+     .max = 1000, .help = "seeds of the gradient norms"},
+    {.type = CLI_WORDS, .name = "parts", CLI_AT(O, parts), .ref = part_names,
+     .help = "the parts to run"},
+    {.type = CLI_INT, .name = "jobs", .arg = "N", CLI_AT(O, o.jobs), .min = 1, .max = 64,
+     .help = "worker threads, one BLAS thread each"},
+    {0}};
+#undef O
+
+static void defaults(void *p)
 {
-    printf(
-        "usage: multi30k_hessian [options]\n"
-        "  --src F --tgt F   parallel text   (data/multi30k/val.de, val.en)\n"
-        "  --out DIR         output directory                         (results/multi30k)\n"
-        "  --sentences N     first N pairs, 0 = all                   (200)\n"
-        "  --min-count N     vocabulary minimum count                 (1)\n"
-        "  --max-vocab N     vocabulary size limit per side, 0 = none (0)\n"
-        "  --joint-vocab     one vocabulary for both sides\n"
-        "  --max-len N       drop pairs with a side longer, 0 = none  (0)\n"
-        "  --max-tokens N    padded tokens per chunk                  (512)\n"
-        "  --d N --h N --d-ff N --L N   model (L-L seq2seq, LayerNorm, Xavier) (32, 4, 64, 6)\n"
-        "  --seeds N         initialisation seeds 0..N-1 (spectra)    (3)\n"
-        "  --k N             top-k and bottom-k eigenvalues           (3)\n"
-        "  --eig-steps M     Lanczos step limit for them              (40)\n"
-        "  --eig-tol T       their relative residual tolerance        (1e-6)\n"
-        "  --probes N        Hutchinson probes for the trace          (30)\n"
-        "  --runs N --steps M           SLQ start vectors and steps   (4, 40)\n"
-        "  --block-steps M   Lanczos step limit, block top eigenvalue (10)\n"
-        "  --block-tol T     its relative residual tolerance          (1e-3)\n"
-        "  --depths LIST     L of the last-W2 sweep (Figure 3 c/d)    (6,8,10,12,14)\n"
-        "  --grad-seeds N    seeds for the gradient norms             (6)\n"
-        "  --parts LIST      spectrum,grad                            (spectrum,grad)\n"
-        "  --jobs N          worker threads (one BLAS thread each)    (2)\n"
-        "  --quiet           no progress on stderr\n"
-        "The summary: python3 -m studies.summary multi30k OUT\n");
+    args_t *a = p;
+    a->o = (opts_t){.out = "results/multi30k", .src = "data/multi30k/val.de",
+                    .tgt = "data/multi30k/val.en", .depths_str = "6,8,10,12,14",
+                    .d = 32, .h = 4, .d_ff = 64, .L = 6, .sentences = 200, .min_count = 1,
+                    .max_tokens = 512, .seeds = 3, .grad_seeds = 6, .k = 3, .eig_steps = 40,
+                    .probes = 30, .runs = 4, .steps = 40, .block_steps = 10, .jobs = 2,
+                    .eig_tol = 1e-6, .block_tol = 1e-3};
+    a->parts = (cli_ints){2, {PART_SPECTRUM, PART_GRAD}};
 }
 
-static double arg_pos(const char *name, const char *s, double min)
-{
-    char *e;
-    double v = strtod(s, &e);
-    if (*s == '\0' || *e || !isfinite(v) || !(v > min))
-        fail("--%s: expected a number > %g, got '%s'", name, min, s);
-    return v;
-}
+static const cli_cmd cmd = {
+    .name = "multi30k_hessian",
+    .usage = "[--src F] [--tgt F] [--out DIR] [--rows N] [--d N] [--h N] [--d-ff N] [--L N]\n"
+             "[--seeds N] [-k N] [--parts spectrum,grad] [--jobs N] ...",
+    .about = "The reference experiment on Multi30k (L-L seq2seq): Post-LN vs Pre-LN Hessian\n"
+             "spectra, traces, densities and block top eigenvalues, and the last-W2 gradient\n"
+             "norms against depth.  The summary: python3 -m studies.summary multi30k OUT.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
 /* ------------------------------------------------------------ data */
 
@@ -120,19 +167,19 @@ static lnk_dataset dataset_of(const data_t *D)
 static void load_data(const opts_t *o, data_t *D)
 {
     lnk_corpus c;
-    CK(lnk_corpus_read(o->src, o->tgt, &c));
-    study_input(o->src);
-    study_input(o->tgt);
+    CLI_CK(lnk_corpus_read(o->src, o->tgt, &c));
+    study_input_read(o->src, &c.src.digest);
+    study_input_read(o->tgt, &c.tgt.digest);
     if (o->sentences > 0 && o->sentences < c.src.n_lines) /* a prefix: the texts are freed by */
         c.src.n_lines = c.tgt.n_lines = o->sentences;     /* their pools, not per line */
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&c, o->joint, o->min_count, o->max_vocab, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&c, o->joint, o->min_count, o->max_vocab, &vs, &vt));
     lnk_pairs_opts po;
     lnk_pairs_opts_default(&po);
     po.max_len = o->max_len;
     lnk_pairs p;
-    CK(lnk_pairs_make(&c, vs, vt, &po, &p));
-    CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
+    CLI_CK(lnk_pairs_make(&c, vs, vt, &po, &p));
+    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
     D->V_src = lnk_vocab_size(vs);
     D->V_tgt = lnk_vocab_size(vt);
     D->n_pairs = p.n;
@@ -166,7 +213,7 @@ static void make_config(lnk_config *c, const opts_t *o, const data_t *D, int pre
     c->V_src = D->V_src;
     c->V_tgt = D->V_tgt;
     c->seed = (uint64_t)seed;
-    CK(lnk_config_finalize(c));
+    CLI_CK(lnk_config_finalize(c));
 }
 
 /* ------------------------------------------------------------ blocks */
@@ -248,11 +295,11 @@ static void run_spec(sched_t *S, spec_job *J)
     make_config(&c, o, D, J->pre, o->L, J->seed);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     double *th = malloc(sizeof(double) * lnk_model_n_params(m));
-    CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_model_init_params(m, th));
     lnk_dataset ds = dataset_of(D);
-    CK(lnk_dataset_loss(m, th, &ds, &J->loss, NULL));
+    CLI_CK(lnk_dataset_loss(m, th, &ds, &J->loss, NULL));
     spec_opts so = {o->k, o->eig_tol, o->eig_steps, o->probes, o->runs, o->steps, o->block_tol,
                     o->block_steps};
     spec_run(m, th, &ds, &so, S->blk, S->nblk, (uint64_t)J->seed, &J->P);
@@ -281,12 +328,12 @@ static void run_grad(sched_t *S, grad_job *J)
     make_config(&c, o, S->D, J->pre, J->L, J->seed);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
-        die();
+        cli_die_lib();
     size_t n = lnk_model_n_params(m);
     double *th = malloc(sizeof(double) * n), *g = malloc(sizeof(double) * n);
-    CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_model_init_params(m, th));
     lnk_dataset ds = dataset_of(S->D);
-    CK(lnk_dataset_loss(m, th, &ds, &J->loss, g));
+    CLI_CK(lnk_dataset_loss(m, th, &ds, &J->loss, g));
     const lnk_layout *lay = lnk_model_layout(m);
     J->w1 = malloc(sizeof(double) * 2 * J->L);
     J->w2 = malloc(sizeof(double) * 2 * J->L);
@@ -334,8 +381,8 @@ static const char *pname(int pre) { return pre ? "pre" : "post"; }
  * rank j % P) as the points of sweep CSVs, gathered to rank 0 in job order:
  * eigs, trace, blocks, slq_nodes (the spectral jobs), grad.csv (the gradient
  * jobs) and jobs.csv (each job's loss, products and time). */
-static void write_rows(const opts_t *o, sched_t *S, const lnk_config *base, const char *extra,
-                       const char *start, double t0)
+static void write_rows(const opts_t *o, sched_t *S, const lnk_config *base,
+                       const lnk_meta *extra, const char *start, double t0)
 {
     spec_files F;
     if (o->do_spec)
@@ -352,42 +399,42 @@ static void write_rows(const opts_t *o, sched_t *S, const lnk_config *base, cons
         if (!study_mine(j))
             continue;
         csv_point(&fj, j);
-        CK(lnk_csv_int(&fj.c, j));
+        CLI_CK(lnk_csv_int(&fj.c, j));
         if (j < S->n_spec) {
             spec_job *J = &S->spec[j];
             spec_files_point(&F, j);
             spec_rows(&F, pname(J->pre), J->seed, &J->P, S->blk, S->nblk);
-            CK(lnk_csv_str(&fj.c, "spectrum"));
-            CK(lnk_csv_str(&fj.c, pname(J->pre)));
-            CK(lnk_csv_int(&fj.c, J->seed));
-            CK(lnk_csv_int(&fj.c, o->L));
-            CK(lnk_csv_double(&fj.c, J->loss));
-            CK(lnk_csv_int(&fj.c, J->P.hvp));
-            CK(lnk_csv_double(&fj.c, J->sec));
+            CLI_CK(lnk_csv_str(&fj.c, "spectrum"));
+            CLI_CK(lnk_csv_str(&fj.c, pname(J->pre)));
+            CLI_CK(lnk_csv_int(&fj.c, J->seed));
+            CLI_CK(lnk_csv_int(&fj.c, o->L));
+            CLI_CK(lnk_csv_double(&fj.c, J->loss));
+            CLI_CK(lnk_csv_int(&fj.c, J->P.hvp));
+            CLI_CK(lnk_csv_double(&fj.c, J->sec));
         } else {
             grad_job *J = &S->grad[j - S->n_spec];
             csv_point(&fg, j);
             for (int s = 0; s < 2; s++)
                 for (int l = 0; l < J->L; l++)
                     for (int w = 0; w < 2; w++) {
-                        CK(lnk_csv_str(&fg.c, pname(J->pre)));
-                        CK(lnk_csv_int(&fg.c, J->seed));
-                        CK(lnk_csv_int(&fg.c, J->L));
-                        CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
-                        CK(lnk_csv_int(&fg.c, l));
-                        CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
-                        CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
-                        CK(lnk_csv_end_row(&fg.c));
+                        CLI_CK(lnk_csv_str(&fg.c, pname(J->pre)));
+                        CLI_CK(lnk_csv_int(&fg.c, J->seed));
+                        CLI_CK(lnk_csv_int(&fg.c, J->L));
+                        CLI_CK(lnk_csv_str(&fg.c, s ? "dec" : "enc"));
+                        CLI_CK(lnk_csv_int(&fg.c, l));
+                        CLI_CK(lnk_csv_str(&fg.c, w ? "ffn.w2" : "ffn.w1"));
+                        CLI_CK(lnk_csv_double(&fg.c, (w ? J->w2 : J->w1)[s * J->L + l]));
+                        CLI_CK(lnk_csv_end_row(&fg.c));
                     }
-            CK(lnk_csv_str(&fj.c, "grad"));
-            CK(lnk_csv_str(&fj.c, pname(J->pre)));
-            CK(lnk_csv_int(&fj.c, J->seed));
-            CK(lnk_csv_int(&fj.c, J->L));
-            CK(lnk_csv_double(&fj.c, J->loss));
-            CK(lnk_csv_int(&fj.c, 0));
-            CK(lnk_csv_double(&fj.c, J->sec));
+            CLI_CK(lnk_csv_str(&fj.c, "grad"));
+            CLI_CK(lnk_csv_str(&fj.c, pname(J->pre)));
+            CLI_CK(lnk_csv_int(&fj.c, J->seed));
+            CLI_CK(lnk_csv_int(&fj.c, J->L));
+            CLI_CK(lnk_csv_double(&fj.c, J->loss));
+            CLI_CK(lnk_csv_int(&fj.c, 0));
+            CLI_CK(lnk_csv_double(&fj.c, J->sec));
         }
-        CK(lnk_csv_end_row(&fj.c));
+        CLI_CK(lnk_csv_end_row(&fj.c));
     }
     if (o->do_spec)
         spec_files_close(&F, base, extra, start, t0);
@@ -407,7 +454,7 @@ static void make_jobs(const opts_t *o, sched_t *S)
         S->n_spec = 2 * o->seeds;
         S->spec = calloc((size_t)S->n_spec, sizeof *S->spec);
         if (!S->spec)
-            fail("out of memory");
+            cli_die("out of memory");
         for (int j = 0; j < S->n_spec; j++) {
             S->spec[j].pre = j / o->seeds;
             S->spec[j].seed = j % o->seeds;
@@ -425,7 +472,7 @@ static void make_jobs(const opts_t *o, sched_t *S)
         }
         S->grad = calloc((size_t)nL * 2 * o->grad_seeds, sizeof *S->grad);
         if (!S->grad)
-            fail("out of memory");
+            cli_die("out of memory");
         for (int i = 0; i < nL; i++)
             for (int pre = 0; pre < 2; pre++)
                 for (int s = 0; s < o->grad_seeds; s++)
@@ -442,92 +489,37 @@ static void parse_depths(opts_t *o, const char *s)
         char *e;
         long v = strtol(p, &e, 10);
         if (e == p || v < 1 || v > 256 || o->n_depths == 32 || (*e && *e != ','))
-            fail("--depths: expected a list like 6,8,10, got '%s'", s);
+            cli_die("--depths: expected a list like 6,8,10, got '%s'", s);
         o->depths[o->n_depths++] = (int)v;
         p = *e ? e + 1 : e;
     }
     if (o->n_depths == 0)
-        fail("--depths: empty list");
+        cli_die("--depths: empty list");
 }
 
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "multi30k_hessian");
-    opts_t o = {.out = "results/multi30k",
-                .src = "data/multi30k/val.de",
-                .tgt = "data/multi30k/val.en",
-                .depths_str = "6,8,10,12,14",
-                .d = 32, .h = 4, .d_ff = 64, .L = 6, .sentences = 200, .min_count = 1,
-                .max_vocab = 0, .joint = 0, .max_len = 0, .max_tokens = 512,
-                .seeds = 3, .grad_seeds = 6, .k = 3, .eig_steps = 40, .probes = 30, .runs = 4,
-                .steps = 40, .block_steps = 10, .jobs = 2, .quiet = 0, .do_spec = 1,
-                .do_grad = 1, .eig_tol = 1e-6, .block_tol = 1e-3};
-    enum { O_SRC = 256, O_TGT, O_SENT, O_MINC, O_MAXV, O_JOINT, O_MAXLEN, O_MAXTOK, O_DFF,
-           O_EIGSTEPS, O_EIGTOL, O_BSTEPS, O_BTOL, O_DEPTHS, O_GSEEDS, O_PARTS, O_JOBS };
-    static struct option lo[] = {
-        {"out", 1, 0, 'o'},          {"src", 1, 0, O_SRC},          {"tgt", 1, 0, O_TGT},
-        {"sentences", 1, 0, O_SENT}, {"min-count", 1, 0, O_MINC},   {"max-vocab", 1, 0, O_MAXV},
-        {"joint-vocab", 0, 0, O_JOINT}, {"max-len", 1, 0, O_MAXLEN},
-        {"max-tokens", 1, 0, O_MAXTOK}, {"d", 1, 0, 'd'},           {"h", 1, 0, 'H'},
-        {"d-ff", 1, 0, O_DFF},       {"L", 1, 0, 'L'},              {"seeds", 1, 0, 's'},
-        {"k", 1, 0, 'k'},            {"eig-steps", 1, 0, O_EIGSTEPS}, {"eig-tol", 1, 0, O_EIGTOL},
-        {"probes", 1, 0, 'p'},       {"runs", 1, 0, 'r'},           {"steps", 1, 0, 'm'},
-        {"block-steps", 1, 0, O_BSTEPS}, {"block-tol", 1, 0, O_BTOL},
-        {"depths", 1, 0, O_DEPTHS},  {"grad-seeds", 1, 0, O_GSEEDS}, {"parts", 1, 0, O_PARTS},
-        {"jobs", 1, 0, O_JOBS},      {"quiet", 0, 0, 'q'},          {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'o': o.out = optarg; break;
-        case O_SRC: o.src = optarg; break;
-        case O_TGT: o.tgt = optarg; break;
-        case O_SENT: o.sentences = (int)arg_int("sentences", optarg, 0, 1 << 24); break;
-        case O_MINC: o.min_count = (int)arg_int("min-count", optarg, 1, 1 << 24); break;
-        case O_MAXV: o.max_vocab = (int)arg_int("max-vocab", optarg, 0, 1 << 24); break;
-        case O_JOINT: o.joint = 1; break;
-        case O_MAXLEN: o.max_len = (int)arg_int("max-len", optarg, 0, 1 << 20); break;
-        case O_MAXTOK: o.max_tokens = (int)arg_int("max-tokens", optarg, 2, 1 << 30); break;
-        case 'd': o.d = (int)arg_int("d", optarg, 2, 8192); break;
-        case 'H': o.h = (int)arg_int("h", optarg, 1, 1024); break;
-        case O_DFF: o.d_ff = (int)arg_int("d-ff", optarg, 1, 1 << 20); break;
-        case 'L': o.L = (int)arg_int("L", optarg, 1, 256); break;
-        case 's': o.seeds = (int)arg_int("seeds", optarg, 1, 1000); break;
-        case 'k': o.k = (int)arg_int("k", optarg, 1, 1000); break;
-        case O_EIGSTEPS: o.eig_steps = (int)arg_int("eig-steps", optarg, 2, 100000); break;
-        case O_EIGTOL: o.eig_tol = arg_pos("eig-tol", optarg, 0); break;
-        case 'p': o.probes = (int)arg_int("probes", optarg, 2, 1 << 20); break;
-        case 'r': o.runs = (int)arg_int("runs", optarg, 1, 10000); break;
-        case 'm': o.steps = (int)arg_int("steps", optarg, 2, 100000); break;
-        case O_BSTEPS: o.block_steps = (int)arg_int("block-steps", optarg, 1, 100000); break;
-        case O_BTOL: o.block_tol = arg_pos("block-tol", optarg, 0); break;
-        case O_DEPTHS: o.depths_str = optarg; break;
-        case O_GSEEDS: o.grad_seeds = (int)arg_int("grad-seeds", optarg, 1, 1000); break;
-        case O_PARTS:
-            o.do_spec = strstr(optarg, "spectrum") != NULL;
-            o.do_grad = strstr(optarg, "grad") != NULL;
-            if (!o.do_spec && !o.do_grad)
-                fail("--parts: expected spectrum and/or grad, got '%s'", optarg);
-            break;
-        case O_JOBS: o.jobs = (int)arg_int("jobs", optarg, 1, 64); break;
-        case 'q': o.quiet = 1; break;
-        case 'h': usage(); return 0;
-        default:
-            fail("unknown option or missing value '%s' (--help)", argv[optind - 1]);
-        }
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
+    opts_t o = a.o;
+    o.quiet = cli_quiet;
+    for (int i = 0; i < a.parts.n; i++) {
+        o.do_spec |= a.parts.v[i] == PART_SPECTRUM;
+        o.do_grad |= a.parts.v[i] == PART_GRAD;
     }
-    if (optind < argc)
-        fail("unexpected argument '%s'", argv[optind]);
+    if (!o.do_spec && !o.do_grad)
+        cli_die("--parts: expected spectrum and/or grad, got none");
     if (o.d % o.h || o.d % 2)
-        fail("--d %d must be even and a multiple of --h %d", o.d, o.h);
+        cli_die("--d %d must be even and a multiple of --h %d", o.d, o.h);
     parse_depths(&o, o.depths_str);
     char start[32], cmd[1200];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.out);
     if (study_root() && system(cmd) != 0) /* only rank 0 writes files */
-        fail("cannot create '%s'", o.out);
+        cli_die("cannot create '%s'", o.out);
     data_t D;
     load_data(&o, &D);
     if (!o.quiet && study_root())
@@ -546,28 +538,46 @@ int main(int argc, char **argv)
     pthread_t th[64];
     for (int i = 0; i < nth; i++)
         if (pthread_create(&th[i], NULL, worker, &S) != 0)
-            fail("cannot start thread %d", i);
+            cli_die("cannot start thread %d", i);
     for (int i = 0; i < nth; i++)
         pthread_join(th[i], NULL);
 
     lnk_config base;
     make_config(&base, &o, &D, 0, o.L, 0);
-    char extra[2048];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"multi30k_hessian\", \"src\": \"%s\", \"tgt\": \"%s\", "
-             "\"sentences\": %d, \"pairs\": %d, \"dropped\": %d, \"max_len\": %d, "
-             "\"min_count\": %d, \"max_vocab\": %d, \"joint_vocab\": %s, \"src_eos\": false, "
-             "\"n_scored\": %zu, \"chunks\": %d, \"max_tokens\": %d, \"padded_tokens\": %zu, "
-             "\"seeds\": %d, \"k\": %d, \"eig_steps\": %d, \"eig_tol\": %g, \"probes\": %d, "
-             "\"slq_runs\": %d, \"slq_steps\": %d, \"block_steps\": %d, \"block_tol\": %g, "
-             "\"grad_seeds\": %d, \"depths\": \"%s\", \"jobs\": %d, "
-             "\"varied\": \"norm_pos in {post, pre}, seed; L for grad.csv\"}",
-             o.src, o.tgt, o.sentences, D.n_pairs, D.n_dropped, o.max_len, o.min_count,
-             o.max_vocab, o.joint ? "true" : "false", D.n_scored, D.n_chunks, o.max_tokens,
-             D.padded, o.seeds, o.k, o.eig_steps, o.eig_tol, o.probes, o.runs, o.steps,
-             o.block_steps, o.block_tol, o.grad_seeds, o.depths_str, o.jobs);
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        cli_die_lib();
+    lnk_meta_str(extra, "study", "multi30k_hessian");
+    lnk_meta_str(extra, "src", o.src);
+    lnk_meta_str(extra, "tgt", o.tgt);
+    lnk_meta_int(extra, "sentences", o.sentences);
+    lnk_meta_int(extra, "pairs", D.n_pairs);
+    lnk_meta_int(extra, "dropped", D.n_dropped);
+    lnk_meta_int(extra, "max_len", o.max_len);
+    lnk_meta_int(extra, "min_count", o.min_count);
+    lnk_meta_int(extra, "max_vocab", o.max_vocab);
+    lnk_meta_bool(extra, "joint_vocab", o.joint);
+    lnk_meta_bool(extra, "src_eos", 0);
+    lnk_meta_int(extra, "n_scored", (long long)D.n_scored);
+    lnk_meta_int(extra, "chunks", D.n_chunks);
+    lnk_meta_int(extra, "max_tokens", o.max_tokens);
+    lnk_meta_int(extra, "padded_tokens", (long long)D.padded);
+    lnk_meta_int(extra, "seeds", o.seeds);
+    lnk_meta_int(extra, "k", o.k);
+    lnk_meta_int(extra, "eig_steps", o.eig_steps);
+    lnk_meta_real(extra, "eig_tol", o.eig_tol);
+    lnk_meta_int(extra, "probes", o.probes);
+    lnk_meta_int(extra, "slq_runs", o.runs);
+    lnk_meta_int(extra, "slq_steps", o.steps);
+    lnk_meta_int(extra, "block_steps", o.block_steps);
+    lnk_meta_real(extra, "block_tol", o.block_tol);
+    lnk_meta_int(extra, "grad_seeds", o.grad_seeds);
+    lnk_meta_str(extra, "depths", o.depths_str);
+    lnk_meta_int(extra, "jobs", o.jobs);
+    lnk_meta_str(extra, "varied", "norm_pos in {post, pre}, seed; L for grad.csv");
     /* MPI: job j ran on rank j % P; the rows of every job to rank 0 */
     write_rows(&o, &S, &base, extra, start, t0);
+    lnk_meta_free(extra);
     if (study_root() && !o.quiet)
         fprintf(stderr, "multi30k_hessian: wrote %s/ in %.0f s (the summary: python3 -m "
                 "studies.summary multi30k %s)\n", o.out, lnk_now() - t0, o.out);

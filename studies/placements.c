@@ -27,134 +27,125 @@
 #include "lnkit/checkpoint.h"
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
+#include "front/front.h"
+#include "front/model.h"
 #include "placements/place.h"
 
 typedef struct {
     const char *out, *part, *op, *src, *tgt, *checkpoint;
     int B, T, pairs, max_tokens, cache_mb, every, quiet;
-    long batch_seed;
+    uint64_t batch_seed;
     pl_num num;
 } opts_t;
 
-/* The options, one entry each: name, type (s string, i integer, n number, f
- * flag), where, range, help.  A --KEY VALUE not listed here is a
- * configuration key (lnk_config_set). */
+enum { PART_EXTREMES, PART_ANATOMY, PART_GRAD, PART_COUPLING, PART_SCALE, PART_EIGS };
+static const cli_choice part_names[] = {{"extremes", PART_EXTREMES}, {"anatomy", PART_ANATOMY},
+                                        {"grad", PART_GRAD}, {"coupling", PART_COUPLING},
+                                        {"scale", PART_SCALE}, {"eigs", PART_EIGS}, {NULL, 0}};
 typedef struct {
-    const char *name;
-    char type;
-    void *p;
-    double lo, hi;
-    const char *help;
-} opt_t;
+    opts_t o;
+    int part, op;
+    cli_config_flags keys;
+} args_t;
 
-#define OPTS(o)                                                                                   \
-    {                                                                                             \
-        {"out", 's', &o.out, 0, 0, "FILE.csv: the rows (and FILE.meta.json)"},                    \
-        {"part", 's', &o.part, 0, 0, "extremes|anatomy|grad|coupling|scale|eigs"},                \
-        {"operator", 's', &o.op, 0, 0, "eigs: hessian|ggn|functional (hessian)"},                 \
-        {"batch", 'i', &o.B, 1, 1 << 20, "lm: rows of the synthetic batch (8)"},                  \
-        {"len", 'i', &o.T, 1, 1 << 20, "lm: tokens a row (16)"},                                  \
-        {"batch-seed", 'l', &o.batch_seed, 0, 0x7fffffff, "lm: the batch's seed (1234)"},        \
-        {"src", 's', &o.src, 0, 0, "seq2seq: source text (data/multi30k/val.de)"},               \
-        {"tgt", 's', &o.tgt, 0, 0, "seq2seq: target text (data/multi30k/val.en)"},               \
-        {"pairs", 'i', &o.pairs, 0, 1 << 30, "seq2seq: the first N pairs, 0 all (0)"},            \
-        {"max-tokens", 'i', &o.max_tokens, 1, 1 << 30, "seq2seq: padded tokens a chunk (512)"},  \
-        {"probes", 'i', &o.num.probes, 2, 1 << 20, "probes a Frobenius norm (16)"},               \
-        {"trace-probes", 'i', &o.num.trace_probes, 2, 1 << 20, "probes a trace (128)"},            \
-        {"cross-probes", 'i', &o.num.cross_probes, 2, 1 << 20, "probes a source group (8)"},      \
-        {"eig-steps", 'i', &o.num.eig_steps, 2, 100000, "Lanczos steps at most (400)"},           \
-        {"tol", 'n', &o.num.tol, 0, 1, "residual <= tol max|l| (1e-6)"},                          \
-        {"slq-runs", 'i', &o.num.slq_runs, 1, 10000, "SLQ runs a block (2)"},                     \
-        {"slq-steps", 'i', &o.num.slq_steps, 2, 100000, "SLQ steps a run (24)"},                  \
-        {"sigma-fraction", 'n', &o.num.sigma_frac, 1e-9, 1, "JS kernel / node range (0.01)"},     \
-        {"rng-seed", 'l', &o.num.rng, 0, 0x7fffffff, "Lanczos and probe streams (0)"},            \
-        {"checkpoint", 's', &o.checkpoint, 0, 0, "eigs: FILE to save to and resume from"},       \
-        {"checkpoint-every", 'i', &o.every, 1, 1 << 20, "eigs: products between saves (5)"},      \
-        {"cache-mb", 'i', &o.cache_mb, 0, 1 << 30, "memory for kept primal passes (2000)"},       \
-        {"quiet", 'f', &o.quiet, 0, 0, "no progress on stderr"},                                  \
-    }
+#define O args_t
+#define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
+                                  .min = lo, .max = hi, .help = h}
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "out", .arg = "FILE.csv", CLI_AT(O, o.out),
+     .flags = CLI_REQ | CLI_WRITES, .help = "the rows (and FILE.meta.json)"},
+    {.type = CLI_CHOICE, .name = "part", CLI_AT(O, part), .ref = part_names, .flags = CLI_REQ,
+     .help = "the part of the study to run"},
+    {.type = CLI_CHOICE, .name = "operator", CLI_AT(O, op), .ref = cli_operators,
+     .help = "eigs: the curvature operator"},
+    INT("rows", "N", o.B, 1, 1 << 20, "lm: rows of the synthetic batch"),
+    INT("len", "T", o.T, 1, 1 << 20, "lm: tokens a row"),
+    {.type = CLI_U64, .name = "batch-seed", .arg = "N", CLI_AT(O, o.batch_seed),
+     .max = 0x7fffffff, .help = "lm: the synthetic batch's seed"},
+    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(O, o.src), .flags = CLI_READS,
+     .help = "seq2seq: source text"},
+    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(O, o.tgt), .flags = CLI_READS,
+     .help = "seq2seq: target text"},
+    INT("s2s-rows", "N", o.pairs, 0, 1 << 30, "seq2seq: the first N sentence pairs, 0: all"),
+    INT("max-tokens", "N", o.max_tokens, 1, 1 << 30, "seq2seq: padded tokens a chunk"),
+    INT("probes", "N", o.num.probes, 2, 1 << 20, "probes a Frobenius norm"),
+    INT("trace-probes", "N", o.num.trace_probes, 2, 1 << 20, "probes a trace"),
+    INT("cross-probes", "N", o.num.cross_probes, 2, 1 << 20, "probes a source group"),
+    INT("eig-steps", "M", o.num.eig_steps, 2, 100000, "Lanczos steps at most"),
+    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(O, o.num.tol), .max = 1,
+     .help = "an extreme converges when its residual <= T max|l|"},
+    INT("slq-runs", "N", o.num.slq_runs, 1, 10000, "SLQ runs a block"),
+    INT("slq-steps", "M", o.num.slq_steps, 2, 100000, "SLQ steps a run"),
+    {.type = CLI_REAL, .name = "sigma-fraction", .arg = "F", CLI_AT(O, o.num.sigma_frac),
+     .min = 1e-9, .max = 1, .help = "the JS densities' kernel width over the node range"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(O, o.num.rng), .max = 0x7fffffff,
+     .help = "seed of the Lanczos start vectors and probes"},
+    {.type = CLI_STR, .name = "checkpoint", .arg = "FILE", CLI_AT(O, o.checkpoint),
+     .flags = CLI_WRITES, .help = "eigs: save to FILE and resume from it (lnkit eigs's rules)"},
+    INT("checkpoint-every", "N", o.every, 1, 1 << 20, "eigs: products between saves"),
+    INT("cache-mb", "MB", o.cache_mb, 0, 1 << 30, "memory for the kept primal passes"),
+    {.type = CLI_GROUP, .help = "Model configuration (docs/MODEL.md section 8; the study's "
+     "defaults: lm, V 64, h 4, d 64, L 6)"},
+    {.type = CLI_CONFIG, CLI_AT(O, keys)},
+    {0}};
+#undef INT
+#undef O
 
-static void usage(const opt_t *t, int n)
+static void defaults(void *p)
 {
-    printf("usage: placements --part PART --out FILE.csv [--KEY VALUE ...] [options]\n"
-           "  --KEY VALUE          any configuration key (MODEL.md §8): --norm-pos, --norm,\n"
-           "                       --activation, --pos, --bias, --L, --d, --h, --seed, --task,\n"
-           "                       --input-scale, ... (lm, V 64, h 4, d 64, L 6 unless given)\n");
-    for (int i = 0; i < n; i++)
-        printf("  --%-18s %s\n", t[i].name, t[i].help);
+    args_t *a = p;
+    a->o = (opts_t){.src = "data/multi30k/val.de", .tgt = "data/multi30k/val.en", .B = 8,
+                    .T = 16, .max_tokens = 512, .cache_mb = 2000, .every = 5, .batch_seed = 1234,
+                    .num = {.probes = 16, .trace_probes = 128, .eig_steps = 400, .tol = 1e-6,
+                            .slq_runs = 2, .slq_steps = 24, .sigma_frac = 0.01,
+                            .cross_probes = 8, .rng = 0}};
+    a->op = LNK_OP_HESSIAN;
 }
+
+static const cli_cmd cmd = {
+    .name = "placements",
+    .usage = "--part PART --out FILE.csv [config flags] [options]",
+    .about = "One point and one part of the placement study (issue 34; studies/placements/\n"
+             "place.h): a model configuration given by the configuration keys, at\n"
+             "initialisation, on a synthetic lm batch or the pairs of --src/--tgt.",
+    .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
 static void parse(int argc, char **argv, opts_t *o, lnk_config *c)
 {
-    opt_t t[] = OPTS((*o));
-    int nt = (int)(sizeof t / sizeof *t);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(t, nt);
-            exit(0);
-        }
-        if (strncmp(a, "--", 2))
-            fail("unexpected argument '%s' (see --help)", a);
-        const opt_t *e = NULL;
-        for (int k = 0; k < nt && !e; k++)
-            e = !strcmp(a + 2, t[k].name) ? &t[k] : NULL;
-        if (e && e->type == 'f') {
-            *(int *)e->p = 1;
-            continue;
-        }
-        if (i + 1 >= argc)
-            fail("%s needs a value", a);
-        const char *v = argv[++i];
-        if (!e) {
-            if (lnk_config_set(c, a + 2, v) != LNK_OK)
-                fail("%s%s", lnk_errmsg(), strstr(lnk_errmsg(), "unknown option")
-                                               ? "; nor an option of this program (--help)"
-                                               : "");
-        } else if (e->type == 's')
-            *(const char **)e->p = v;
-        else if (e->type == 'i')
-            *(int *)e->p = (int)arg_int(e->name, v, (long)e->lo, (long)e->hi);
-        else if (e->type == 'l')
-            *(uint64_t *)e->p = (uint64_t)arg_int(e->name, v, (long)e->lo, (long)e->hi);
-        else
-            *(double *)e->p = arg_num(e->name, v, e->lo, e->hi);
-    }
-    if (!o->out || !o->part)
-        fail("--out and --part are required (see --help)");
+    static args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
+    *o = a.o;
+    o->quiet = cli_quiet;
+    o->part = part_names[a.part].name;
+    o->op = lnk_op_kind_name(a.op);
+    for (int i = 0; i < a.keys.n; i++)
+        CLI_CK(lnk_config_set(c, a.keys.key[i], a.keys.val[i]));
     size_t L = strlen(o->out);
     if (L < 5 || strcmp(o->out + L - 4, ".csv"))
-        fail("--out: expected a path ending in .csv, got '%s'", o->out);
-    static const char *const parts[] = {"extremes", "anatomy", "grad", "coupling", "scale",
-                                        "eigs"};
-    int ok = 0;
-    for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
-        ok |= !strcmp(o->part, parts[k]);
-    if (!ok)
-        fail("--part: expected extremes, anatomy, grad, coupling, scale or eigs, got '%s'",
-             o->part);
-    if (o->checkpoint && strcmp(o->part, "eigs"))
-        fail("--checkpoint: only --part eigs saves checkpoints");
+        cli_die("--out: expected a path ending in .csv, got '%s'", o->out);
+    if (o->checkpoint && a.part != PART_EIGS)
+        cli_die("--checkpoint: only --part eigs saves checkpoints");
 }
 
 /* The seq2seq data set: pairs, vocabularies (sizes into c), chunks. */
 static void load_pairs(const opts_t *o, lnk_config *c, lnk_dataset *ds, char *what, size_t wn)
 {
     lnk_corpus cp;
-    CK(lnk_corpus_read(o->src, o->tgt, &cp));
-    study_input(o->src);
-    study_input(o->tgt);
+    CLI_CK(lnk_corpus_read(o->src, o->tgt, &cp));
+    study_input_read(o->src, &cp.src.digest);
+    study_input_read(o->tgt, &cp.tgt.digest);
     if (o->pairs > 0 && o->pairs < cp.src.n_lines)
         cp.src.n_lines = cp.tgt.n_lines = o->pairs;
     lnk_vocab *vs, *vt;
-    CK(lnk_corpus_vocabs(&cp, 0, 1, 0, &vs, &vt));
+    CLI_CK(lnk_corpus_vocabs(&cp, 0, 1, 0, &vs, &vt));
     lnk_pairs_opts po;
     lnk_pairs_opts_default(&po);
     lnk_pairs p;
-    CK(lnk_pairs_make(&cp, vs, vt, &po, &p));
+    CLI_CK(lnk_pairs_make(&cp, vs, vt, &po, &p));
     lnk_batch *ch;
     int nch;
-    CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &ch, &nch));
+    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &ch, &nch));
     c->V_src = lnk_vocab_size(vs);
     c->V_tgt = lnk_vocab_size(vt);
     ds->chunks = ch;
@@ -213,7 +204,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
                       long *before)
 {
     lnk_op_kind kind;
-    CK(lnk_op_kind_parse(o->op ? o->op : "hessian", &kind));
+    CLI_CK(lnk_op_kind_parse(o->op ? o->op : "hessian", &kind));
     lnk_operator op = pl_op(c, NULL, kind);
     lnk_eigs_opts eo;
     lnk_eigs_opts_default(&eo);
@@ -235,7 +226,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
         lnk_ckpt_id id = {0};
         char *cj = lnk_config_to_json(cf, 0, NULL, 0);
         if (!cj)
-            fail("out of memory");
+            cli_die("out of memory");
         lnk_sha256 hs;
         unsigned char dg[32];
         char hex[65];
@@ -246,8 +237,11 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
         free(cj);
         int rc = lnk_ckpt_id_add(&id, "the configuration (SHA-256)", "%s", hex);
         if (cf->task == LNK_TASK_SEQ2SEQ) {
-            rc = rc ? rc : lnk_ckpt_id_add_file(&id, "--src (SHA-256)", o->src);
-            rc = rc ? rc : lnk_ckpt_id_add_file(&id, "--tgt (SHA-256)", o->tgt);
+            /* the texts as they were read (their digests in the record: not read again) */
+            const lnk_digest *ds = lnk_prov_input_find(cli_prov(), o->src),
+                             *dt = lnk_prov_input_find(cli_prov(), o->tgt);
+            rc = rc ? rc : lnk_ckpt_id_add(&id, "--src (SHA-256)", "%s", ds ? ds->sha256 : "?");
+            rc = rc ? rc : lnk_ckpt_id_add(&id, "--tgt (SHA-256)", "%s", dt ? dt->sha256 : "?");
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--pairs", "%d", o->pairs);
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--max-tokens", "%d", o->max_tokens);
         } else {
@@ -260,9 +254,9 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--eig-steps", "%d", eo.max_steps);
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--rng-seed", "%llu", (unsigned long long)eo.seed);
         rc = rc ? rc : lnk_ckpt_id_add_build(&id);
-        CK(rc);
+        CLI_CK(rc);
         int m = (size_t)eo.max_steps < op.n ? eo.max_steps : (int)op.n;
-        CK(lnk_ckpt_open(&k.ck, NULL, o->checkpoint, "placements", &id, LNK_CKPT_EIGS, op.n,
+        CLI_CK(lnk_ckpt_open(&k.ck, NULL, o->checkpoint, "placements", &id, LNK_CKPT_EIGS, op.n,
                          (size_t)m + 1, 1));
         lnk_ckpt_id_free(&id);
         k.base = k.last = lnk_ckpt_products(k.ck);
@@ -274,7 +268,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
             fprintf(stderr, "placements: resumed %s from %ld products\n", o->checkpoint, k.base);
     }
     lnk_eigs_result r;
-    CK(lnk_eigs(&op, &eo, &r));
+    CLI_CK(lnk_eigs(&op, &eo, &r));
     for (int i = 0; i < r.k; i++)
         pl_row(c, "eig", lnk_op_kind_name(kind), i < r.n_top ? "top" : "bottom", NULL, NULL,
                r.value[i], NAN, r.residual[i], r.converged[i], r.steps);
@@ -290,11 +284,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
 int main(int argc, char **argv)
 {
     study_start(&argc, &argv, "placements");
-    opts_t o = {.src = "data/multi30k/val.de", .tgt = "data/multi30k/val.en", .B = 8, .T = 16,
-                .max_tokens = 512, .cache_mb = 2000, .every = 5, .batch_seed = 1234,
-                .num = {.probes = 16, .trace_probes = 128, .eig_steps = 400, .tol = 1e-6,
-                        .slq_runs = 2, .slq_steps = 24, .sigma_frac = 0.01, .cross_probes = 8,
-                        .rng = 0}};
+    opts_t o;
     lnk_config cf;
     lnk_config_default(&cf);
     cf.V = 64;
@@ -307,29 +297,29 @@ int main(int argc, char **argv)
     char data[1400];
     if (cf.task == LNK_TASK_SEQ2SEQ)
         load_pairs(&o, &cf, &ds, data, sizeof data);
-    CK(lnk_config_finalize(&cf));
+    CLI_CK(lnk_config_finalize(&cf));
     lnk_model *m = lnk_model_alloc(&cf);
     if (!m)
-        die();
+        cli_die_lib();
     size_t np = lnk_model_n_params(m);
-    double *th = study_alloc(sizeof(double) * np);
-    CK(lnk_model_init_params(m, th));
-    lnk_prov_seed("init", cf.seed);
-    lnk_prov_seed("rng", o.num.rng);
+    double *th = cli_alloc(sizeof(double) * np);
+    CLI_CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_prov_seed(cli_prov(), "init", cf.seed));
+    CLI_CK(lnk_prov_seed(cli_prov(), "rng", o.num.rng));
     if (cf.task != LNK_TASK_SEQ2SEQ) {
         lnk_batch b;
-        CK(lnk_batch_synthetic(m, o.B, o.T, (uint64_t)o.batch_seed, &b));
-        CK(lnk_dataset_add_rows(&ds, m, &b, 0));
+        CLI_CK(lnk_batch_synthetic(m, o.B, o.T, (uint64_t)o.batch_seed, &b));
+        CLI_CK(lnk_dataset_add_rows(&ds, m, &b, 0));
         lnk_batch_free(&b);
         snprintf(data, sizeof data, "synthetic %s batch: %d rows of %d tokens, ids uniform in "
                  "[4, V), batch seed %ld, one chunk", lnk_task_name(cf.task), o.B, o.T,
                  (long)o.batch_seed);
-        lnk_prov_seed("batch", (uint64_t)o.batch_seed);
+        CLI_CK(lnk_prov_seed(cli_prov(), "batch", (uint64_t)o.batch_seed));
     }
     lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!h)
-        die();
-    CK(lnk_hessian_set_cache(h, (size_t)o.cache_mb << 20));
+        cli_die_lib();
+    CLI_CK(lnk_hessian_set_cache(h, (size_t)o.cache_mb << 20));
     char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
@@ -363,22 +353,34 @@ int main(int argc, char **argv)
         part_eigs(&c, &o, &cf, &ck, &before);
     double sec = lnk_now() - t0, cpu = (double)clock() / CLOCKS_PER_SEC;
     long prod = lnk_hessian_n_products(h) + before;
-    char extra[4096];
-    snprintf(extra, sizeof extra,
-             "{\"study\": \"placements\", \"part\": \"%s\", \"operator\": \"%s\", "
-             "\"data\": \"%s\", \"n_params\": %zu, \"groups\": %d, \"probes\": %d, "
-             "\"trace_probes\": %d, \"cross_probes\": %d, \"eig_steps\": %d, \"tol\": %.17g, "
-             "\"slq_runs\": %d, \"slq_steps\": %d, \"sigma_fraction\": %.17g, "
-             "\"rng_seed\": %llu, \"js_log\": \"natural\", \"products_this_run\": %ld, "
-             "\"products_before\": %ld, \"seconds\": %.3f, \"cpu_seconds\": %.3f, "
-             "\"blas_threads\": %d}",
-             o.part, o.op ? o.op : "", data, np, c.G.n, o.num.probes, o.num.trace_probes,
-             o.num.cross_probes, o.num.eig_steps, o.num.tol, o.num.slq_runs, o.num.slq_steps,
-             o.num.sigma_frac, (unsigned long long)o.num.rng, lnk_hessian_n_products(h),
-             before, sec, cpu, lnk_blas_threads());
+    lnk_meta *extra = lnk_meta_alloc();
+    if (!extra)
+        cli_die_lib();
+    lnk_meta_str(extra, "study", "placements");
+    lnk_meta_str(extra, "part", o.part);
+    lnk_meta_str(extra, "operator", o.op ? o.op : "");
+    lnk_meta_str(extra, "data", data);
+    lnk_meta_int(extra, "n_params", (long long)np);
+    lnk_meta_int(extra, "groups", c.G.n);
+    lnk_meta_int(extra, "probes", o.num.probes);
+    lnk_meta_int(extra, "trace_probes", o.num.trace_probes);
+    lnk_meta_int(extra, "cross_probes", o.num.cross_probes);
+    lnk_meta_int(extra, "eig_steps", o.num.eig_steps);
+    lnk_meta_real(extra, "tol", o.num.tol);
+    lnk_meta_int(extra, "slq_runs", o.num.slq_runs);
+    lnk_meta_int(extra, "slq_steps", o.num.slq_steps);
+    lnk_meta_real(extra, "sigma_fraction", o.num.sigma_frac);
+    lnk_meta_int(extra, "rng_seed", (long long)o.num.rng);
+    lnk_meta_str(extra, "js_log", "natural");
+    lnk_meta_int(extra, "products_this_run", lnk_hessian_n_products(h));
+    lnk_meta_int(extra, "products_before", before);
+    lnk_meta_real(extra, "seconds", sec);
+    lnk_meta_real(extra, "cpu_seconds", cpu);
+    lnk_meta_int(extra, "blas_threads", lnk_blas_threads());
     csv_close(&oc, &cf, extra, start, t0);
+    lnk_meta_free(extra);
     if (ck) {
-        CK(lnk_ckpt_remove(ck));
+        CLI_CK(lnk_ckpt_remove(ck));
         lnk_ckpt_close(ck);
     }
     if (!o.quiet)

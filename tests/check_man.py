@@ -53,8 +53,6 @@ def main():
     pages = {"lnkit": (top, os.path.join(mandir, "lnkit.1"))}
     for c in cmds:
         text = run(lnkit, c, "--help")
-        if c == "batch":  # two helps: synthetic/text, and the parallel corpus
-            text += run(lnkit, "batch", "--src", "x", "--help")
         pages[c] = (text, os.path.join(mandir, f"lnkit-{c}.1"))
     for name, (text, page) in pages.items():
         if not os.path.exists(page):

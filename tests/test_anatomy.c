@@ -58,10 +58,10 @@ static int setup(void **state)
         return 0;
     char *out;
     int rc = tu_run(&out, "OPENBLAS_NUM_THREADS=1 '%s' --out '%s/lm' --lm-L 1,2,3 --lm-d '' "
-                    "--lm-L-ref 2 --lm-d-ref 8 --s2s-L '' --s2s-d '' --h 2 --V 16 --batch 2 "
+                    "--lm-L-ref 2 --lm-d-ref 8 --s2s-L '' --s2s-d '' --h 2 --V 16 --rows 2 "
                     "--len 5 --seeds 2 --quiet && OPENBLAS_NUM_THREADS=1 '%s' --out "
                     "'%s/seq2seq' --lm-L '' --lm-d '' --s2s-L 1 --s2s-d '' --s2s-L-ref 1 "
-                    "--s2s-d-ref 8 --h 2 --pairs 3 --src '%s/data/multi30k/val.de' --tgt "
+                    "--s2s-d-ref 8 --h 2 --s2s-rows 3 --src '%s/data/multi30k/val.de' --tgt "
                     "'%s/data/multi30k/val.en' --seeds 1 --quiet",
                     bin, OUT(), bin, OUT(), root, root);
     if (rc) {
@@ -208,7 +208,7 @@ static void test_against_cli(void **state)
     /* the point lm, pre, layernorm, L = 2, d = 8, seed 1 */
     int rc = tu_run(&out, "cd '%s' && L='%s' && $L init --task lm --d 8 --h 2 --L 2 --V 16 "
                     "--norm-pos pre --seed 1 -o w.safetensors --quiet && $L batch --synthetic "
-                    "--config w.json --batch 2 --len 5 --seed 1234 -o b.safetensors --quiet && "
+                    "--config w.json --rows 2 --len 5 --rng-seed 1234 -o b.safetensors --quiet && "
                     "for op in hessian ggn functional; do $L eigs --config w.json --weights "
                     "w.safetensors --batch b.safetensors -k 1 --which both --tol 1e-6 "
                     "--max-steps 300 --operator $op -o e_$op.csv --mass m_$op.csv --quiet || exit 1; done "
@@ -389,7 +389,7 @@ static void test_resume(void **state)
     assert_int_equal(mkdir(dir, 0700), 0);
     static const char *const C = "--lm-d '' --s2s-L '' --s2s-d '' --no-variants --lm-L-ref 2 "
                                  "--lm-d-ref 8 --h 2 --seeds 2 --probes 2 --runs 1 --steps 6 "
-                                 "--eig-steps 60 --V 16 --batch 2 --len 4 --quiet";
+                                 "--eig-steps 60 --V 16 --rows 2 --len 4 --quiet";
     char *out = NULL;
     int rc = tu_run(&out, "cd '%s' && export OPENBLAS_NUM_THREADS=1 && '%s' --out one --lm-L 1,2,3 "
                     "%s && '%s' --out two --lm-L 1,2 %s --resume && '%s' --out two --lm-L 1,2,3 "

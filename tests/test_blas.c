@@ -193,9 +193,9 @@ static void test_reexec(void **s)
 
     /* a whole command after the re-exec: arguments (with spaces) pass unchanged */
     st = tu_run(&out, "mkdir -p '%s/a b' && OPENBLAS_CORETYPE=%s LNK_BLAS_TEST_FALLBACK=1 "
-                "LNK_BLAS_KERNEL= '%s' batch --synthetic --vocab 40 --batch 3 --len 5 --seed 7 "
-                "-o '%s/a b/x.safetensors' && '%s' batch --synthetic --vocab 40 --batch 3 "
-                "--len 5 --seed 7 -o '%s/a b/y.safetensors' && cmp '%s/a b/x.safetensors' "
+                "LNK_BLAS_KERNEL= '%s' batch --synthetic --V 40 --rows 3 --len 5 --rng-seed 7 "
+                "-o '%s/a b/x.safetensors' && '%s' batch --synthetic --V 40 --rows 3 "
+                "--len 5 --rng-seed 7 -o '%s/a b/y.safetensors' && cmp '%s/a b/x.safetensors' "
                 "'%s/a b/y.safetensors'", tu_tmpdir(), weak, tu_lnkit(), tu_tmpdir(),
                 tu_lnkit(), tu_tmpdir(), tu_tmpdir(), tu_tmpdir());
     assert_int_equal(st, 0);

@@ -7,7 +7,7 @@
  *     one, a tensor block and a group of the same tensor give identical
  *     densities (JS distance 0), every pair once, sidecars naming the
  *     operator; for every task;
- *   - bad input: one line 'lnkit: ...', exit 2, no output left behind. */
+ *   - bad input: one line 'lnkit blocks: ...', exit 2, no output left behind. */
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,9 +31,9 @@ static void make_files(const char *task)
     char *out;
     int st = tu_run(&out, "cd '%s' && L='%s' && $L init --task %s --d 8 --h 2 --L 1 --d-ff 8 "
                     "--V 11 --norm-pos pre --label-smoothing 0.1 --seed 3 -o w_%s.safetensors "
-                    "--quiet && $L batch --synthetic --config w_%s.json --batch 3 --len 5 --seed 1 "
+                    "--quiet && $L batch --synthetic --config w_%s.json --rows 3 --len 5 --rng-seed 1 "
                     "-o b1_%s.safetensors --quiet && $L batch --synthetic --config w_%s.json "
-                    "--batch 2 --len 4 --seed 2 -o b2_%s.safetensors --quiet",
+                    "--rows 2 --len 4 --rng-seed 2 -o b2_%s.safetensors --quiet",
                     tu_tmpdir(), tu_lnkit(), task, task, task, task, task, task);
     if (st)
         fail_msg("setup %s (%d): %s", task, st, out);
@@ -338,7 +338,6 @@ static void test_bad_input(void **s)
         {"density", "--sigma 0.1 -o o.csv --nodes o.meta.json", "sidecar of -o"},
         {"trace", "-o ../w_lm.json", "--config"},
         {"blocks", "-o /nonexistent/o.csv", "/nonexistent"},
-        {"blocks", "", "-o"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *err;
@@ -348,7 +347,9 @@ static void test_bad_input(void **s)
         int lines = 0;
         for (size_t j = 0; j < len; j++)
             lines += err[j] == '\n';
-        if (st != 2 || lines != 1 || strncmp(err, "lnkit: ", 7) || !strstr(err, cases[i].words))
+        char pre[32];
+        snprintf(pre, sizeof pre, "lnkit %s: ", cases[i].cmd);
+        if (st != 2 || lines != 1 || strncmp(err, pre, strlen(pre)) || !strstr(err, cases[i].words))
             fail_msg("lnkit %s %s: exit %d, stderr '%s' (want one line naming '%s')",
                      cases[i].cmd, cases[i].args, st, err, cases[i].words);
         free(err);

@@ -278,8 +278,8 @@ static void test_cli(void **s)
     char *out;
     const char *L = tu_lnkit(), *d = tu_tmpdir();
     int st = tu_run(&out, "cd '%s' && '%s' init --task seq2seq --d 16 --h 2 --L 1 --V 30 "
-                    "-o w.safetensors && '%s' batch --synthetic --task seq2seq --vocab 30 --batch 9 "
-                    "--len 8 --seed 4 -o b.safetensors", d, L, L);
+                    "-o w.safetensors && '%s' batch --synthetic --task seq2seq --V 30 --rows 9 "
+                    "--len 8 --rng-seed 4 -o b.safetensors", d, L, L);
     assert_int_equal(st, 0);
     free(out);
     const char *cmd[] = {"eigs -k 3 --which both --tol 1e-10",

@@ -20,8 +20,8 @@ L=$1
 export OPENBLAS_NUM_THREADS=1
 
 "$L" init --task seq2seq --d 32 --h 4 --L 2 --V 60 --seed 5 -o m.safetensors >/dev/null 2>&1 &&
-"$L" batch --synthetic --config m.json --batch 24 --len 12 --seed 2 -o b1.safetensors >/dev/null 2>&1 &&
-"$L" batch --synthetic --config m.json --batch 8 --len 9 --seed 3 -o b2.safetensors >/dev/null 2>&1 ||
+"$L" batch --synthetic --config m.json --rows 24 --len 12 --rng-seed 2 -o b1.safetensors >/dev/null 2>&1 &&
+"$L" batch --synthetic --config m.json --rows 8 --len 9 --rng-seed 3 -o b2.safetensors >/dev/null 2>&1 ||
     { bad "set-up"; exit 1; }
 C=(--config m.json --weights m.safetensors --batch b1.safetensors --batch b2.safetensors --chunk 8)
 
@@ -121,7 +121,7 @@ refuse "--operator" '--operator is absent there, ggn here' "${A[@]}" --operator 
 "$L" init --task seq2seq --d 32 --h 4 --L 2 --V 60 --seed 6 -o m6.safetensors >/dev/null 2>&1
 refuse "weights" '--weights \(SHA-256\) is [0-9a-f]{64} there' eigs --config m.json --weights m6.safetensors \
     --batch b1.safetensors --batch b2.safetensors --chunk 8 -k 3 --which both --tol 0 --max-steps 40
-"$L" batch --synthetic --config m.json --batch 8 --len 9 --seed 4 -o b3.safetensors >/dev/null 2>&1
+"$L" batch --synthetic --config m.json --rows 8 --len 9 --rng-seed 4 -o b3.safetensors >/dev/null 2>&1
 refuse "a batch file" '--batch file 2 \(SHA-256\)' eigs --config m.json --weights m.safetensors \
     --batch b1.safetensors --batch b3.safetensors --chunk 8 -k 3 --which both --tol 0 --max-steps 40
 refuse "the number of batch files" 'the number of --batch files is 2 there, 1 here' eigs --config m.json \
@@ -165,7 +165,7 @@ rm -f ck ck.*
 # fresh run leaves neither file behind; n ~ 3.3e5 parameters, so the rows
 # (n + 1 of n values) need about 0.9 TB
 "$L" init --task lm --d 128 --h 4 --L 1 --V 600 --seed 1 -o big.safetensors >/dev/null 2>&1 &&
-"$L" batch --synthetic --config big.json --batch 2 --len 4 --seed 1 -o bigb.safetensors >/dev/null 2>&1
+"$L" batch --synthetic --config big.json --rows 2 --len 4 --rng-seed 1 -o bigb.safetensors >/dev/null 2>&1
 rm -f out.csv
 "$L" eigs --config big.json --weights big.safetensors --batch bigb.safetensors -k 1 --which top \
     --max-steps 16777216 --quiet --checkpoint ck -o out.csv > /dev/null 2>err; rc=$?

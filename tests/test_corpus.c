@@ -635,7 +635,7 @@ static void test_cli_batch(void **state)
     const char *p3 = write_text("cli3.tgt", "a\nb\n");
     st = tu_run(&o, "%s batch --src %s --tgt %s -o %s", tu_lnkit(), ps, p3, out);
     assert_int_equal(st, 2);
-    assert_msg_has(o, "lnkit: parallel corpus:", "has 3 lines", "has 2 lines", NULL);
+    assert_msg_has(o, "lnkit batch: parallel corpus:", "has 3 lines", "has 2 lines", NULL);
     free(o);
 }
 

@@ -172,7 +172,7 @@ static void test_cli(void **s)
     char *out;
     const char *L = tu_lnkit();
     int st = tu_run(&out, "cd '%s' && '%s' init --d 8 --h 2 --L 1 --V 13 -o w.safetensors && "
-                    "'%s' batch --synthetic --vocab 13 --batch 4 --len 6 -o b.safetensors",
+                    "'%s' batch --synthetic --V 13 --rows 4 --len 6 -o b.safetensors",
                     tu_tmpdir(), L, L);
     assert_int_equal(st, 0);
     free(out);
@@ -217,6 +217,15 @@ static void test_cli(void **s)
     assert_non_null(dmeta);
     assert_non_null(strstr(dmeta, "\"integral\""));
     free(dmeta);
+    /* without a width: --sigma-fraction 0.01, as blocks and Python (one default) */
+    st = tu_run(&out, "cd '%s' && '%s' density %s --runs 2 --steps 20 -o d2.csv --quiet",
+                tu_tmpdir(), L, common);
+    assert_int_equal(st, 0);
+    free(out);
+    json_t *dm = tu_load_json(tu_path("d2.meta.json"));
+    assert_string_equal(json_string_value(json_object_get(dm, "sigma_option")), "sigma-fraction");
+    assert_true(json_real_value(json_object_get(dm, "sigma_value")) == 0.01);
+    json_decref(dm);
     /* bad input: exit 2, the named problem, no output file */
     struct {
         const char *args, *words;
@@ -227,7 +236,7 @@ static void test_cli(void **s)
         {"eigs %s --block 'dec.9.*' -o x.csv", "dec.0.ffn.w2"},
         {"density %s --sigma 0 -o x.csv", "--sigma"},
         {"density %s --sigma -1 -o x.csv", "--sigma"},
-        {"density %s -o x.csv", "kernel width"},
+        {"density %s --sigma 0.1 --sigma-fraction 0.01 -o x.csv", "only one"},
         {"density %s --sigma-kappa 1 -o x.csv", "--sigma-kappa"},
         {"trace %s --probes 1", "--probes"},
         {"trace %s --method exact", "--method"},

@@ -490,6 +490,7 @@ static void test_eigs_vs_dsyevr(void **state)
         o.max_steps = n;
         o.mode = mode;
         o.seed = 1;
+        o.tol = 1e-10; /* the accuracy asserted below (the default is 1e-6) */
         lnk_eigs_result r;
         assert_int_equal(lnk_eigs(&op, &o, &r), LNK_OK);
         assert_int_equal(r.k, 10);
@@ -1172,6 +1173,7 @@ static void test_callbacks_and_errors(void **state)
     lnk_eigs_opts_default(&o);
     o.k_top = 2;
     o.k_bottom = 2;
+    o.tol = 1e-10; /* 8 steps must not reach it (the default is 1e-6) */
     /* progress and cancel */
     int calls = 0;
     o.progress = cancel_at_5;

@@ -1096,7 +1096,7 @@ static void test_cli_select(void **state)
         fclose(f);
         for (int k = 0; k < 5; k++) {
             char args[600], *out, *err;
-            snprintf(args, sizeof args, "--keys '%s' --norm %s", tu_path("keys.csv"),
+            snprintf(args, sizeof args, "--keys '%s' --key-norm %s", tu_path("keys.csv"),
                      lnk_geom_norm_name(norms[k]));
             int st = run_select(&out, &err, args);
             if (st != 0)
@@ -1117,7 +1117,7 @@ static void test_cli_select(void **state)
     }
 }
 
-/* Bad input: exit 2, one line "lnkit: ..." naming the problem, nothing on stdout. */
+/* Bad input: exit 2, one line "lnkit select: ..." naming the problem, nothing on stdout. */
 static void test_cli_select_errors(void **state)
 {
     (void)state;
@@ -1131,8 +1131,8 @@ static void test_cli_select_errors(void **state)
         {"x,y\n", "--keys '%s/k.csv'", "no keys"},
         {"", "--keys '%s/k.csv'", "no keys"},
         {"1,2\n\n3,4\n", "--keys '%s/k.csv'", "row 2 is empty"},
-        {"1,2\n", "--keys '%s/k.csv' --norm layer", "'layer'"},
-        {"1,2\n", "--keys '%s/k.csv' --eps -1", "--eps"},
+        {"1,2\n", "--keys '%s/k.csv' --key-norm layer", "'layer'"},
+        {"1,2\n", "--keys '%s/k.csv' --key-eps -1", "--key-eps"},
         {"1,2\n", "", "--keys"},
         {"1,2\n", "--keys '%s/k.csv' --bogus", "--bogus"},
     };
@@ -1142,7 +1142,7 @@ static void test_cli_select_errors(void **state)
         char args[700], *out, *err;
         snprintf(args, sizeof args, cases[k].args, tu_tmpdir());
         int st = run_select(&out, &err, args);
-        if (st != 2 || strncmp(err, "lnkit: ", 7) || !strstr(err, cases[k].expect) ||
+        if (st != 2 || strncmp(err, "lnkit select: ", 14) || !strstr(err, cases[k].expect) ||
             strchr(err, '\n') != err + strlen(err) - 1 || out[0])
             fail_msg("case %zu (%s): exit %d, stderr '%s', stdout '%s'; expected exit 2 and one "
                      "line naming '%s'", k, args, st, err, out, cases[k].expect);

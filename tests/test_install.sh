@@ -62,7 +62,7 @@ mkdir -p "$W"
 cd "$W"
 L=$R/bin/lnkit
 "$L" init --d 16 --h 2 --L 2 --V 24 --norm-pos pre --seed 3 -o w.safetensors --quiet
-"$L" batch --synthetic --config w.json --batch 4 --len 8 --seed 1 -o b.safetensors --quiet
+"$L" batch --synthetic --config w.json --rows 4 --len 8 --rng-seed 1 -o b.safetensors --quiet
 LD_LIBRARY_PATH=$R/lib "$T/top_eigs" w.json w.safetensors b.safetensors 3 > shared.csv 2>/dev/null
 "$T/top_eigs_static" w.json w.safetensors b.safetensors 3 > static.csv 2>/dev/null
 "$L" eigs --config w.json --weights w.safetensors --batch b.safetensors -k 3 --tol 1e-10 \

@@ -287,7 +287,11 @@ static void test_meta(void **state)
     char *csv = join(dir, "run.csv");
     char iso[32];
     lnk_iso_time(iso, sizeof iso);
-    if (lnk_meta_write(csv, &cfg, "{\"study\": \"spectrum\", \"n_probes\": 3}", iso, 1.25) != LNK_OK)
+    lnk_prov *p = lnk_prov_alloc();
+    lnk_meta *x = lnk_meta_alloc();
+    lnk_meta_str(x, "study", "spectrum");
+    lnk_meta_int(x, "n_probes", 3);
+    if (lnk_meta_write(csv, p, &cfg, x, iso, 1.25) != LNK_OK)
         fail_msg("%s", lnk_errmsg());
     char *side = join(dir, "run.meta.json");
     json_t *j = load_json(side);
@@ -312,7 +316,7 @@ static void test_meta(void **state)
 
     /* a name without .csv gets the suffix appended; no config: null */
     char *other = join(dir, "out.txt");
-    assert_int_equal(lnk_meta_write(other, NULL, NULL, iso, 0.0), LNK_OK);
+    assert_int_equal(lnk_meta_write(other, p, NULL, NULL, iso, 0.0), LNK_OK);
     char *oside = join(dir, "out.txt.meta.json");
     j = load_json(oside);
     assert_true(json_is_null(json_object_get(j, "config")));
@@ -320,16 +324,27 @@ static void test_meta(void **state)
     json_decref(j);
 
     /* bad extras are refused and leave the old sidecar alone */
-    assert_int_equal(lnk_meta_write(csv, &cfg, "{not json", iso, 1.0), LNK_EINVAL);
-    assert_int_equal(lnk_meta_write(csv, &cfg, "[1, 2]", iso, 1.0), LNK_EINVAL);
-    assert_int_equal(lnk_meta_write(csv, &cfg, "{\"seed\": 5}", iso, 1.0), LNK_EINVAL);
+    lnk_meta *bad = lnk_meta_alloc();
+    assert_int_equal(lnk_meta_parse(bad, "{not json", "extra"), LNK_EINVAL);
+    assert_int_equal(lnk_meta_write(csv, p, &cfg, bad, iso, 1.0), LNK_EINVAL);
+    lnk_meta_free(bad);
+    bad = lnk_meta_alloc();
+    assert_int_equal(lnk_meta_parse(bad, "[1, 2]", "extra"), LNK_EINVAL);
+    assert_int_equal(lnk_meta_write(csv, p, &cfg, bad, iso, 1.0), LNK_EINVAL);
+    lnk_meta_free(bad);
+    bad = lnk_meta_alloc();
+    assert_int_equal(lnk_meta_int(bad, "seed", 5), LNK_EINVAL);
+    assert_int_equal(lnk_meta_write(csv, p, &cfg, bad, iso, 1.0), LNK_EINVAL);
     assert_msg_has("'seed'");
-    assert_int_equal(lnk_meta_write(csv, &cfg, NULL, iso, NAN), LNK_ENONFINITE);
+    lnk_meta_free(bad);
+    assert_int_equal(lnk_meta_write(csv, p, &cfg, x, iso, NAN), LNK_ENONFINITE);
     j = load_json(side);
     assert_string_equal(json_string_value(json_object_get(j, "study")), "spectrum");
     json_decref(j);
     assert_int_equal(count_entries(dir), 2);
 
+    lnk_meta_free(x);
+    lnk_prov_free(p);
     free(csv);
     free(side);
     free(other);

@@ -21,10 +21,11 @@ static char lnkit[PATH_MAX];
  * with no extra keys. */
 static json_t *c_record(void)
 {
-    lnk_prov_clear();
+    lnk_prov *p = lnk_prov_alloc();
     const char *csv = tu_path("std.csv");
     tu_write_file(csv, "a\n1\n", 4);
-    assert_int_equal(lnk_meta_write(csv, NULL, NULL, "2026-01-01T00:00:00Z", 0.25), LNK_OK);
+    assert_int_equal(lnk_meta_write(csv, p, NULL, NULL, "2026-01-01T00:00:00Z", 0.25), LNK_OK);
+    lnk_prov_free(p);
     return tu_load_json(tu_path("std.meta.json"));
 }
 
@@ -184,7 +185,7 @@ static void test_meta_record(void **state)
                     "in.bin && echo text > 'in 2.txt' && '%s' init --d 8 --L 1 --V 12 --seed 11 -o "
                     "w.safetensors --quiet && echo '{\"what\": \"rows\", \"n\": [1, 2]}' | '%s' meta -o "
                     "r.csv --start 2026-11-23T20:00:00.5+01:00 --seconds 0 --input in.bin --input "
-                    "'in 2.txt' --seed rng=18446744073709551615 --seed init=3 --threads 4 --ranks 2 "
+                    "'in 2.txt' --named-seed rng=18446744073709551615 --named-seed init=3 --threads 4 --ranks 2 "
                     "--config w.json --extra-file - --quiet -- prog --flag 'a b' ''",
                     dir, lnkit, lnkit);
     if (st)
@@ -211,7 +212,7 @@ static void test_meta_record(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "config"), "d")), 8);
     assert_int_equal(json_integer_value(json_object_get(j, "seed")), 11);
     json_t *sd = json_object_get(j, "named_seeds");
-    assert_int_equal(json_integer_value(json_object_get(sd, "init")), 3); /* --seed after --config */
+    assert_int_equal(json_integer_value(json_object_get(sd, "init")), 3); /* --named-seed after --config */
     assert_true(json_real_value(json_object_get(sd, "rng")) == 18446744073709551615.0);
     assert_int_equal(json_integer_value(json_object_get(j, "threads")), 4);
     assert_int_equal(json_integer_value(json_object_get(j, "ranks")), 2);
@@ -223,7 +224,7 @@ static void test_meta_record(void **state)
     json_decref(std);
 }
 
-/* Bad input: one line "lnkit: meta: ..." naming the problem, exit 2, and
+/* Bad input: one line "lnkit meta: ..." naming the problem, exit 2, and
  * the sidecar (or whatever stands at its name) as it was. */
 static void test_meta_bad_input(void **state)
 {
@@ -252,8 +253,9 @@ static void test_meta_bad_input(void **state)
         {"-o r.csv --extra '[1]'", "must be a JSON object", "r.meta.json"},
         {"-o r.csv --extra '{'", "not valid JSON", "r.meta.json"},
         {"-o r.csv --extra-file nothere.json", "nothere.json", "r.meta.json"},
-        {"-o r.csv --seed rng", "--seed: expected NAME=N", "r.meta.json"},
-        {"-o r.csv --seed rng=-1", "--seed: expected NAME=N", "r.meta.json"},
+        {"-o r.csv --named-seed rng", "--named-seed: expected NAME=N", "r.meta.json"},
+        {"-o r.csv --named-seed rng=-1", "--named-seed: expected NAME=N", "r.meta.json"},
+        {"-o r.csv --named-seed a=1 --named-seed a=2", "given twice", "r.meta.json"},
         {"-o r.csv --config nothere.json", "nothere.json", "r.meta.json"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -261,7 +263,7 @@ static void test_meta_bad_input(void **state)
                         "prog >/dev/null; echo \"rc=$?\"", dir, lnkit, cases[i].args);
         assert_int_equal(st, 0);
         const char *nl = strchr(out, '\n');
-        if (strncmp(out, "lnkit: meta: ", 13) || !nl || strcmp(nl + 1, "rc=2\n") ||
+        if (strncmp(out, "lnkit meta: ", 12) || !nl || strcmp(nl + 1, "rc=2\n") ||
             !strstr(out, cases[i].says))
             fail_msg("lnkit meta %s: expected one line naming '%s' and exit 2, got:\n%s",
                      cases[i].args, cases[i].says, out);
@@ -278,7 +280,7 @@ static void test_meta_bad_input(void **state)
         {"-o r.csv --start yesterday --seconds 1 -- p", "--start"},
         {"-o r.csv --start 2026-11-23T20:00:00Z --seconds -1 -- p", "--seconds"},
         {"-o r.csv --start 2026-11-23T20:00:00Z --seconds nan -- p", "--seconds"},
-        {"-o r.csv --seconds 1 -- p", "--start and --seconds are required"},
+        {"-o r.csv --seconds 1 -- p", "--start TIME is required"},
         {"-o r.csv --start 2026-11-23T20:00:00Z --seconds 1", "no command line"},
         {"-o r.csv --start 2026-11-23T20:00:00Z --seconds 1 --", "no command line"},
         {"-o r.csv stray --start 2026-11-23T20:00:00Z --seconds 1 -- p", "unexpected argument"},
@@ -291,7 +293,8 @@ static void test_meta_bad_input(void **state)
         assert_int_equal(tu_run(&out, "cd '%s' && '%s' meta %s >/dev/null; echo \"rc=$?\"", dir,
                                 lnkit, more[i][0]), 0);
         const char *nl = strchr(out, '\n');
-        if (strncmp(out, "lnkit: ", 7) || !nl || strcmp(nl + 1, "rc=2\n") || !strstr(out, more[i][1]))
+        if (strncmp(out, "lnkit meta: ", 12) || !nl || strcmp(nl + 1, "rc=2\n") ||
+            !strstr(out, more[i][1]))
             fail_msg("lnkit meta %s: expected one line naming '%s' and exit 2, got:\n%s",
                      more[i][0], more[i][1], out);
         free(out);
@@ -307,7 +310,7 @@ static void test_meta_bad_input(void **state)
     assert_int_equal(tu_run(&out, "cd '%s' && python3 '%s/bench/bench_meta.py' ro.csv --command x "
                             "--start 2026-11-23T20:00:00Z --seconds 1 --lnkit '%s' 2>&1 >/dev/null; "
                             "echo \"rc=$?\"; cat ro.meta.json", dir, cwd, lnkit), 0);
-    const char *say = "bench_meta.py: ro.csv: sidecar not written: lnkit: meta: ";
+    const char *say = "bench_meta.py: ro.csv: sidecar not written: lnkit meta: ";
     if (strncmp(out, say, strlen(say)) ||
         !strstr(out, "read-only") || !strstr(out, "\nrc=2\nkeep\n"))
         fail_msg("bench_meta.py, read-only sidecar: %s", out);

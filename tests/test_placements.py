@@ -54,7 +54,7 @@ def groups(model):
 
 
 def run(part, out, cfg, *extra):
-    args = [DRIVER, "--part", part, "--out", str(out), "--batch", str(B), "--len", str(T),
+    args = [DRIVER, "--part", part, "--out", str(out), "--rows", str(B), "--len", str(T),
             "--quiet"]
     for k, v in cfg.items():
         args += ["--" + k.replace("_", "-"), str(v).lower() if isinstance(v, bool) else str(v)]
@@ -189,7 +189,7 @@ def test_grad_against_lnkit_eval(case, tmp_path):
     subprocess.run([LNKIT, "init"] + args + ["-o", str(tmp_path / "w.safetensors"), "--quiet"],
                    check=True)
     subprocess.run([LNKIT, "batch", "--synthetic", "--config", str(tmp_path / "w.json"),
-                    "--batch", str(B), "--len", str(T), "--seed", str(BATCH_SEED), "-o",
+                    "--rows", str(B), "--len", str(T), "--rng-seed", str(BATCH_SEED), "-o",
                     str(tmp_path / "b.safetensors")], check=True, capture_output=True)
     out = subprocess.run([LNKIT, "eval", "--config", str(tmp_path / "w.json"), "--weights",
                           str(tmp_path / "w.safetensors"), "--batch",
@@ -262,7 +262,7 @@ def test_bad_input(tmp_path):
     """One line naming the problem, exit 2, no output."""
     for args, msg in ((["--part", "nope"], "--part: expected"),
                       (["--part", "grad", "--d", "abc"], "--d: expected an integer"),
-                      (["--part", "grad", "--foo", "1"], "--foo: unknown option"),
+                      (["--part", "grad", "--foo", "1"], "unknown option '--foo'"),
                       (["--part", "grad", "--d", "7", "--h", "1"], "key 'd'"),
                       (["--part", "grad", "--checkpoint", "x"], "--checkpoint"),
                       (["--part", "grad", "--probes", "1"], "probes")):

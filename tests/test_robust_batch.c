@@ -47,8 +47,8 @@ static void setup(void)
     char *out;
     int st = tu_run(&out, "mkdir -p '%s' && cd '%s' && L='%s' && "
                     "$L init --d 8 --h 2 --L 2 --V 12 --seed 4 -o w.safetensors && "
-                    "$L batch --synthetic --config w.json --batch 3 --len 9 --seed 1 -o b1.safetensors && "
-                    "$L batch --synthetic --config w.json --batch 2 --len 6 --seed 2 -o b2.safetensors && "
+                    "$L batch --synthetic --config w.json --rows 3 --len 9 --rng-seed 1 -o b1.safetensors && "
+                    "$L batch --synthetic --config w.json --rows 2 --len 6 --rng-seed 2 -o b2.safetensors && "
                     "$L vector --config w.json --random --rng-seed 3 -o v.safetensors",
                     dir, dir, tu_lnkit());
     if (st)

@@ -21,7 +21,7 @@ TO=(timeout -k 5 120)
 host=$(hostname)
 
 "$L" init --d 64 --h 4 --L 2 --V 100 --seed 3 -o m.safetensors >/dev/null 2>&1 &&
-"$L" batch --synthetic --config m.json --batch 16 --len 16 --seed 1 -o b.safetensors >/dev/null 2>&1 ||
+"$L" batch --synthetic --config m.json --rows 16 --len 16 --rng-seed 1 -o b.safetensors >/dev/null 2>&1 ||
     { bad "set-up"; exit 1; }
 C=(--weights m.safetensors --batch b.safetensors)
 
@@ -30,6 +30,17 @@ wait_for() { local i; for i in $(seq 2000); do eval "$1" && return 0; sleep 0.01
 # SIGKILL the PIDs and wait (at most 20 s) until each has exited: its files
 # closed and so its lock released (gone, or a zombie), which a wait on
 # timeout's pid does not promise for timeout's child on a loaded machine
+# child_of PID: the first child of PID, or PID itself (no procps on a fresh root)
+child_of() {
+    local s line rest
+    for s in /proc/[0-9]*/stat; do
+        read -r line < "$s" 2>/dev/null || continue
+        rest=${line##*) }
+        set -- $rest
+        if [ "$2" = "$PPID_WANT" ]; then line=${s#/proc/}; echo "${line%/stat}"; return; fi
+    done
+    echo "$PPID_WANT"
+}
 kill_gone() {
     local p
     kill -9 "$@" 2>/dev/null
@@ -60,7 +71,7 @@ for c in "${CASES[@]}"; do
     if ! wait_for "grep -q 'pid' ck.lock 2>/dev/null"; then
         bad "$name: the holder never recorded itself in ck.lock"; kill -9 $pid; wait $pid; continue
     fi
-    holder=$(pgrep -P $pid || echo $pid) # timeout's child (named exe after a BLAS re-exec)
+    holder=$(PPID_WANT=$pid child_of) # timeout's child (named exe after a BLAS re-exec)
     t0=$(date +%s%N)
     "${TO[@]}" "$L" "${A[@]}" --config m.json "${C[@]}" --quiet --checkpoint ck -o out2.csv \
         >/dev/null 2>err
@@ -91,7 +102,7 @@ for c in "${CASES[@]}"; do
         bad "$name: no state saved"; kill -9 $pid; wait $pid; continue
     fi
     sleep 0.2 # a few more products
-    holder=$(pgrep -P $pid || echo $pid)
+    holder=$(PPID_WANT=$pid child_of)
     kill -STOP $holder
     before=$(snap)
     "${TO[@]}" "$L" "${A[@]}" --config m.json "${C[@]}" --quiet --checkpoint ck -o out2.csv \
@@ -127,7 +138,7 @@ else
             >/dev/null 2>&1 &
         local p=$!
         wait_for "grep -aq products ck 2>/dev/null"
-        kill_gone "$(pgrep -P $p || echo $p)" $p; wait $p 2>/dev/null
+        kill_gone "$(PPID_WANT=$p child_of)" $p; wait $p 2>/dev/null
     }
     state_with LNK_BLAS_KERNEL=$kalt
     cp ck ck.keep

@@ -60,7 +60,7 @@ static const command CMDS[] = {
     {"init --config-out", "init --d 4 --h 2 --L 1 --V 6 --d-ff 4",
      {{"--config", "w.json"}, {"-o", "o.safetensors"}, {"--config-out", "oc.json"}},
      {{"--config", X_ID, 1, "w.json"}, {"-o", X_ID, 0, NULL}, {"--config-out", X_ID, 0, NULL}}},
-    {"batch --synthetic", "batch --synthetic --batch 2 --len 5",
+    {"batch --synthetic", "batch --synthetic --rows 2 --len 5",
      {{"--config", "w.json"}, {"-o", "o.safetensors"}},
      {{"--config", X_ID, 1, "w.json"}, {"-o", X_ID, 0, NULL}}},
     {"batch --text", "batch", {{"--text", "corpus.txt"}, {"-o", "o.safetensors"}},
@@ -80,7 +80,8 @@ static const command CMDS[] = {
       {"--vocab-src", "p.src.vocab"}, {"--vocab-tgt", "p.tgt.vocab"}},
      {{"--src", X_ID, 1, "s.txt"}, {"--tgt", X_ID, 1, "t.txt"}, {"-o", X_ID, 0, NULL},
       {"--vocab-src", X_ID, 1, "p.src.vocab"}, {"--vocab-tgt", X_ID, 1, "p.tgt.vocab"}}},
-    {"eval", "eval", {{M}, {"--grad-out", "g.safetensors"}}, {MS, {"--grad-out", X_ID, 0, NULL}}},
+    {"eval", "eval", {{M}, {"-o", "ev.csv"}, {"--grad-out", "g.safetensors"}},
+     {MS, CSV("-o"), {"--grad-out", X_ID, 0, NULL}}},
     {"hvp", "hvp", {{M}, {"--vector", "v.safetensors"}, {"-o", "hv.safetensors"}},
      {MS, {"--vector", X_ID, 1, "v.safetensors"}, {"-o", X_ID, 0, NULL}}},
     {"vector", "vector --gradient", {{M}, {"-o", "o.safetensors"}}, {MS, {"-o", X_ID, 0, NULL}}},
@@ -121,7 +122,7 @@ static void setup_base(void)
     char *out;
     int st = tu_run(&out, "mkdir -p '%s' && cd '%s' && L='%s' && "
                     "$L init --d 4 --h 2 --L 1 --V 6 --d-ff 4 -o w.safetensors && "
-                    "$L batch --synthetic --config w.json --batch 2 --len 5 -o b.safetensors && "
+                    "$L batch --synthetic --config w.json --rows 2 --len 5 -o b.safetensors && "
                     "$L vector --config w.json --ones -o v.safetensors && "
                     "printf 'a b c\\nb c d\\n' > corpus.txt && "
                     "$L batch --text corpus.txt -o c.safetensors --vocab-out corpus.vocab && "

@@ -367,7 +367,7 @@ static void test_resume(void **state)
     snprintf(meta, sizeof meta, "%s/depth.meta.json", dir);
     /* 2 settings x 2 norm positions x 2 depths x 2 seeds = 16 points */
     snprintf(cmd, sizeof cmd, "'%s' depth --Ls 1,2 --d 16 --V 16 --seeds 2 --batches 2 "
-             "--batch 2 --len 4 --threads 1 --out '%s'", bin, csv);
+             "--rows 2 --len 4 --threads 1 --out '%s'", bin, csv);
     char *out = NULL;
     int rc = tu_run(&out, "%s", cmd);
     if (rc != 0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lnkit benchmark: `bash tools/bench.sh BUILD_DIR` (what `make bench` runs).
 # Runs BUILD_DIR/bench/bench_model on 2 BLAS threads (OpenBLAS on the best
-# kernel: lnk_blas_setup), prints its table and writes results/bench/bench_model.csv
+# kernel: the program's start, src/front/start.c), prints its table and writes results/bench/bench_model.csv
 # and bench_lanczos.csv (temp name then mv: never half written).
 set -euo pipefail
 build=${1:?usage: bash tools/bench.sh BUILD_DIR}
@@ -13,7 +13,7 @@ start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 secs() { echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}'; }
 tmp=$(mktemp "$out/.bench_model.csv.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
-"$bin" --threads 2 --csv "$tmp"
+"$bin" --threads 2 -o "$tmp"
 chmod 644 "$tmp"
 mv "$tmp" "$out/bench_model.csv"
 trap - EXIT
@@ -30,8 +30,8 @@ echo "bench.sh: wrote $out/bench_model.csv"
 tl=$(mktemp "$out/.bench_lanczos.csv.XXXXXX")
 t2=$(mktemp "$out/.bench_lanczos.csv.XXXXXX")
 trap 'rm -f "$tl" "$t2"' EXIT
-"$build/bench/bench_lanczos" --threads 2 --steps 80 --csv "$tl"
-"$build/bench/bench_lanczos" --threads 2 --steps 80 --pretouch --csv "$t2"
+"$build/bench/bench_lanczos" --threads 2 --steps 80 -o "$tl"
+"$build/bench/bench_lanczos" --threads 2 --steps 80 --pretouch -o "$t2"
 tail -n +2 "$t2" >> "$tl"
 rm -f "$t2"
 chmod 644 "$tl"

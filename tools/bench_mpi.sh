@@ -5,7 +5,7 @@
 # checked against the 2-rank point.
 #   bash tools/bench_mpi.sh SERIAL_BUILD MPI_BUILD [bench_mpi options]
 # Writes results/bench/bench_mpi.csv (temp name, then mv) and prints the table.
-# Runs 1 rank x 1 thread, 1 x 2 and 2 x 1.  Default: --pairs 256 --max-tokens 512
+# Runs 1 rank x 1 thread, 1 x 2 and 2 x 1.  Default: --rows 256 --max-tokens 512
 # --repeat 5 --steps 8 (about 2 minutes on 2 cores; the VM's timings vary
 # by up to 35% between runs: compare the ratios of one run);
 # BENCH_MPI_NET_GBPS (default 10) is the network bandwidth assumed for the
@@ -24,13 +24,13 @@ start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 tmp=$(mktemp "$out/.bench_mpi.csv.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 echo "data,pairs,scored_tokens,chunks,d,d_ff,n_params,ranks,threads,t_hvp_s,t_comm_s,bytes_per_hvp,t_step_s,t_orth_s,basis_MB_80_steps,imbalance_scored,imbalance_padded" > "$tmp"
-opts=(--pairs 256 --max-tokens 512 --repeat 5 --steps 8 "$@")
+opts=(--rows 256 --max-tokens 512 --repeat 5 --steps 8 "$@")
 # --bind-to none: mpirun binds a lone rank to one core, which would leave a
 # second BLAS thread no core of its own
 MR=(mpirun -q --allow-run-as-root --oversubscribe --bind-to none)
-OPENBLAS_NUM_THREADS=1 "${MR[@]}" -np 1 "$bin" --threads 1 --csv "$tmp" "${opts[@]}"
-OPENBLAS_NUM_THREADS=2 "${MR[@]}" -np 1 "$bin" --threads 2 --csv "$tmp" "${opts[@]}" | tail -1
-OPENBLAS_NUM_THREADS=1 "${MR[@]}" -np 2 "$bin" --threads 1 --csv "$tmp" "${opts[@]}" | tail -1
+OPENBLAS_NUM_THREADS=1 "${MR[@]}" -np 1 "$bin" --threads 1 -o "$tmp" "${opts[@]}"
+OPENBLAS_NUM_THREADS=2 "${MR[@]}" -np 1 "$bin" --threads 2 -o "$tmp" "${opts[@]}" | tail -1
+OPENBLAS_NUM_THREADS=1 "${MR[@]}" -np 2 "$bin" --threads 1 -o "$tmp" "${opts[@]}" | tail -1
 chmod 644 "$tmp"
 mv "$tmp" "$out/bench_mpi.csv"
 trap - EXIT

@@ -22,7 +22,7 @@ echo "== PyTorch (bench/bench_torch.py --threads 2)"
 "$py" bench/bench_torch.py --threads 2 --csv "$tt"
 echo
 echo "== lnkit ($bin --threads 2)"
-"$bin" --threads 2 --csv "$tl"
+"$bin" --threads 2 -o "$tl"
 echo
 echo "== lnkit vs PyTorch (speed-up = torch s / lnkit s)"
 awk -F, '

@@ -31,14 +31,9 @@
  * exit non-zero on every rank.  A rank that dies (killed, exit without
  * MPI_Finalize) is seen by mpirun, which ends the job with a non-zero status.
  *
- * Fault injection (tests only): LNK_FAULT="RANK:POINT:KIND[:N]" makes rank
- * RANK fail the N-th time (default 1) it reaches the named point
- * (lnk_comm_fault(POINT) returns nonzero there); KIND is "error" (the caller
- * reports an error: a simulated out-of-memory or unreadable shard), "exit"
- * (_exit(3) without MPI_Finalize, as a crashed process) or "kill" (SIGKILL,
- * as the kernel's OOM killer).  Points: "load" (taking its shard of the data
- * set), "hvp" (an H v product of the distributed Hessian), "sweep" (a
- * study rank handing over its sweep points, studies/study.h).
+ * A rank's failure is simulated in tests by the programs, not the library:
+ * they wrap their group (process groups below) in a test build
+ * (src/front/fault.c, LNK_FAULT).
  */
 #ifndef LNKIT_COMM_H
 #define LNKIT_COMM_H
@@ -90,16 +85,14 @@ int lnk_comm_failed(void);
 /* Barrier (for timing). */
 int lnk_comm_barrier(void);
 
-/* End the whole job now with exit status code (MPI_Abort; exit(code) in a
- * one-process job).  For errors after which the ranks can not agree. */
-_Noreturn void lnk_comm_abort(int code);
+/* For a program ending on an error after which the ranks can not agree:
+ * with several ranks, end the whole job now with exit status code
+ * (MPI_Abort, which does not return); in a one-process job it returns, and
+ * the program exits. */
+void lnk_comm_abort(int code);
 
 /* Bytes this rank has sent through the functions above (benchmarks). */
 double lnk_comm_bytes_sent(void);
-
-/* Fault injection (see above): nonzero if this rank should fail at point now.
- * For KIND exit it does not return. */
-int lnk_comm_fault(const char *point);
 
 /* ------------------------------------------------------- process groups
  * The processes that share one data set, passed in to the code that reduces
@@ -107,10 +100,8 @@ int lnk_comm_fault(const char *point);
  * the group's rank and size and its collectives (the functions above on the
  * job's ranks for lnk_comm_world()).  agree's `point` names the step ("load":
  * a process has taken its shard; "hvp": its part of an H v product), so a
- * wrapper can act there.  lnk_comm_faulty(g) is such a wrapper for the test
- * hook LNK_FAULT (points "load" and "hvp", see above): programs wrap their
- * group once at start-up, and no product path reads the hook.  Without
- * LNK_FAULT it returns g itself. */
+ * wrapper can act there (a test build's programs simulate a rank's failure
+ * so: src/front/fault.c). */
 typedef struct lnk_procs {
     int rank, size;
     void *ctx;
@@ -125,8 +116,6 @@ typedef struct lnk_procs {
 
 /* The job's processes (all ranks; one process without MPI).  After lnk_comm_init. */
 const lnk_procs *lnk_comm_world(void);
-/* g with the LNK_FAULT hook at its agree points (g itself without LNK_FAULT). */
-const lnk_procs *lnk_comm_faulty(const lnk_procs *g);
 
 #ifdef __cplusplus
 }

@@ -167,6 +167,19 @@ const char *lnk_pos_enc_name(lnk_pos_enc p);
 /* The list of keys (MODEL.md §8 order) for --help texts; NULL-terminated. */
 extern const char *const lnk_config_keys[];
 
+/* What a program's help says of key i of lnk_config_keys (every key is also
+ * a flag, MODEL.md §8): its name, its values (enum keys: the names,
+ * NULL-terminated; else NULL and arg, "N", "X", "true|false"), a short
+ * description, and its default as text ("post", "16", "1e-05";
+ * a derived key's derivation: "4 d", "V_src").  LNK_EINVAL past the last key. */
+typedef struct {
+    const char *name;
+    const char *const *values;
+    const char *arg, *help;
+    char def[32];
+} lnk_config_key_doc;
+int lnk_config_describe(int i, lnk_config_key_doc *doc);
+
 #ifdef __cplusplus
 }
 #endif

@@ -401,7 +401,7 @@ typedef int lnk_eigs_progress_fn(void *ctx, const lnk_eigs_progress *p);
 typedef struct {
     int k_top, k_bottom;      /* default 5, 0 */
     int max_steps;            /* default 200 (runs stop after n steps anyway) */
-    double tol;               /* default 1e-10 */
+    double tol;               /* default 1e-6 (relative to max|theta|) */
     int mode;                 /* default LNK_LANCZOS_FULL */
     int reorth;               /* FULL: LNK_REORTH_PARTIAL (default) or _ALWAYS */
     int vectors;              /* 1: return the eigenvectors (default 0) */

@@ -3,9 +3,9 @@
  *
  * The limit is the smallest of: the machine's physical memory, the cgroup's
  * memory.max (v2) or memory.limit_in_bytes (v1), RLIMIT_AS and RLIMIT_DATA,
- * and LNK_MEM_LIMIT_MB (environment, MiB: treat the machine as having that
- * much, e.g. on a machine shared with others).  A bad LNK_MEM_LIMIT_MB is
- * ignored. */
+ * and the program's own limit (lnk_memory_set_limit: the programs take it
+ * from LNK_MEM_LIMIT_MB, MiB, to treat the machine as having that much, e.g.
+ * on a machine shared with others; they refuse a bad value). */
 #ifndef LNKIT_MEMORY_H
 #define LNKIT_MEMORY_H
 
@@ -15,6 +15,8 @@
 extern "C" {
 #endif
 
+/* The program's limit in bytes (0: none); process-wide. */
+void lnk_memory_set_limit(size_t bytes);
 /* Bytes this process may allocate at most (see above); SIZE_MAX if unknown. */
 size_t lnk_memory_limit(void);
 /* Bytes that can be allocated now without pushing other memory out: the

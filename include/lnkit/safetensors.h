@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lnkit/model.h"
+#include "lnkit/sha256.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,11 +47,15 @@ typedef struct {
     char *path;
     int n_meta;        /* "__metadata__": n_meta keys meta[2i], values meta[2i+1] */
     char **meta;
+    lnk_digest digest; /* size and SHA-256 of the bytes read (provenance.h) */
 } lnk_st_file;
 
-/* The file must be a regular file (not a FIFO or device: its size bounds
- * everything read) and its header at most LNK_ST_HEADER_LIMIT bytes (as the
- * reference implementation). */
+/* The header is at most LNK_ST_HEADER_LIMIT bytes (as the reference
+ * implementation).  The file is read once, in order (lnk_input, sys.h): a
+ * regular file, whose size bounds everything read and is checked first, or
+ * a stream (a FIFO, a pipe such as bash's <(...)), whose tensors are read as
+ * they come (memory grows with the bytes received, not with the sizes its
+ * header claims) and which must end after the last tensor. */
 #define LNK_ST_HEADER_LIMIT 100000000
 
 /* Read and validate a file.  On error *out is NULL. */
@@ -70,12 +75,17 @@ int lnk_st_write(const char *path, const lnk_st_tensor *t, int n, const char *co
  * expected shape, all values finite; a tensor the layout lacks is an error
  * (it means the file was made for another configuration). */
 int lnk_weights_load(const char *path, const lnk_model *m, double *theta);
+/* The same from a file read by lnk_st_read (messages name f->path), for a
+ * program that records the file's digest (f->digest); also the vector and
+ * batch loaders below.  lnk_batch_from_st takes the arrays over from f. */
+int lnk_weights_from_st(const lnk_st_file *f, const lnk_model *m, double *theta);
 int lnk_weights_save(const char *path, const lnk_model *m, const double *theta);
 
 /* Vectors (MODEL.md §8): either one tensor "v" of shape [n_params] (layout
  * LNK_VEC_FLAT) or the named tensors of the layout (LNK_VEC_NAMED). */
 enum { LNK_VEC_FLAT = 0, LNK_VEC_NAMED = 1 };
 int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout_kind);
+int lnk_vector_from_st(const lnk_st_file *f, const lnk_model *m, double *v, int *layout_kind);
 int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int layout_kind);
 
 /* Batches: "src", "tgt" (I64 [B, len]) and "labels" (I64 [B, S]) as the task
@@ -86,6 +96,7 @@ int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int l
  * batch array that the model's task does not use (src or labels for lm,
  * tgt for cls, labels for seq2seq). */
 int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b);
+int lnk_batch_from_st(lnk_st_file *f, const lnk_model *m, lnk_batch *b);
 int lnk_batch_save(const char *path, const lnk_batch *b);
 
 #ifdef __cplusplus

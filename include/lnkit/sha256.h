@@ -6,6 +6,8 @@
  *   lnk_sha256_final(&s, digest);                    32 bytes
  *   lnk_sha256_hex(digest, hex);                     64 hex digits + NUL
  *   lnk_sha256_file(path, hex, &bytes);              a whole file
+ *   lnk_digest: the size and SHA-256 of the bytes a reader used, computed
+ *   while it read them (provenance of inputs, docs/MODEL.md §9).
  *
  * Plain C, one 64-byte block at a time; tested against
  * the FIPS 180-2 example vectors and sha256sum. */
@@ -34,6 +36,16 @@ void lnk_sha256_hex(const unsigned char digest[32], char hex[65]);
 /* SHA-256 of a whole file as hex; *bytes (may be NULL) gets its size.
  * LNK_EIO naming the file if it cannot be read. */
 int lnk_sha256_file(const char *path, char hex[65], uint64_t *bytes);
+
+/* What was read of an input: its size and the hex SHA-256 of its bytes. */
+typedef struct {
+    uint64_t bytes;
+    char sha256[65];
+} lnk_digest;
+/* d from the bytes given to s so far (s is finished: init it again to reuse). */
+void lnk_sha256_digest(lnk_sha256 *s, lnk_digest *d);
+/* d of n bytes at data. */
+void lnk_digest_of(const void *data, size_t n, lnk_digest *d);
 
 #ifdef __cplusplus
 }

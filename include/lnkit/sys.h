@@ -41,15 +41,19 @@
  * or device is read up to it, and a NUL byte stops the read at once with its
  * byte offset.  Configurations: LNK_CONFIG_LIMIT (16 MiB); the others:
  * lnk_input_limit(), 1 GiB unless set (lnkit batch --max-input SIZE).
- * Safetensors files are not read whole into one buffer: they must be regular
- * files, their header is at most LNK_ST_HEADER_LIMIT bytes and every tensor
- * lies within the file (safetensors.h).
+ * Safetensors files are read in order, a tensor at a time: their header is
+ * at most LNK_ST_HEADER_LIMIT bytes and every tensor lies within the file
+ * (safetensors.h).  Every input is read once (lnk_input below): a FIFO or
+ * process substitution works as a regular file does, and the size and
+ * SHA-256 a sidecar records are those of the bytes used.
  */
 #ifndef LNKIT_SYS_H
 #define LNKIT_SYS_H
 
 #include <stdio.h>
 #include <stddef.h>
+#include <stdint.h>
+#include "lnkit/sha256.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -107,12 +111,41 @@ const char *lnk_output_name(const FILE *f);
 size_t lnk_input_limit(void);
 /* Set the limit of texts, vocabularies and CSV inputs (0: the default). */
 void lnk_set_input_limit(size_t bytes);
+/* An input read once, in order, from its start: a regular file, a FIFO, a
+ * pipe (/dev/fd/N of process substitution) or a device; its bytes are
+ * hashed as they come, so the digest (lnk_input_close) is the size and
+ * SHA-256 of the bytes the reader used (provenance.h).  lnk_input_open
+ * refuses a folder, and under mpirun (several ranks, each reading its
+ * inputs) anything but a regular file; what names the kind of file in
+ * messages ("safetensors file").  lnk_input_read reads up to n bytes (fewer
+ * only at the end); lnk_input_read_alloc reads up to n bytes into a new
+ * buffer with room for n + 1 (a NUL), which for a stream grows with the
+ * bytes that come (a size read from a header bounds nothing there).
+ * Errors name the file. */
+typedef struct {
+    int fd;
+    const char *path;
+    int regular;       /* 1: a regular file, size is its size */
+    uint64_t size;
+    const char *kind;  /* "a file", "a FIFO", "a device" */
+    lnk_sha256 sha;
+} lnk_input;
+int lnk_input_open(lnk_input *in, const char *path, const char *what);
+int lnk_input_read(lnk_input *in, void *buf, size_t n, size_t *got);
+int lnk_input_read_alloc(lnk_input *in, size_t n, void **buf, size_t *got);
+/* Close; d (may be NULL) gets the digest of the bytes read. */
+void lnk_input_close(lnk_input *in, lnk_digest *d);
+
 /* Read a whole text file of at most max bytes into a malloc'd buffer (caller
- * frees), NUL-terminated; *len (may be NULL) gets its length.  A NUL byte in
- * the file is an error (its byte offset and line).  what names the kind of
- * file in messages ("configuration").  Errors name the file. */
+ * frees), NUL-terminated; *len (may be NULL) gets its length and *d (may be
+ * NULL) the size and SHA-256 of the bytes read.  A NUL byte in the file is
+ * an error (its byte offset and line).  what names the kind of file in
+ * messages ("configuration").  Errors name the file. */
+int lnk_read_input(const char *path, size_t max, const char *what, char **buf, size_t *len,
+                   lnk_digest *d);
+/* lnk_read_input without the digest. */
 int lnk_read_text_file(const char *path, size_t max, const char *what, char **buf, size_t *len);
-/* lnk_read_text_file with lnk_input_limit(). */
+/* lnk_read_input with lnk_input_limit() and no digest. */
 int lnk_read_file(const char *path, char **buf, size_t *len);
 
 /* Wall-clock seconds since an arbitrary origin (monotonic). */

@@ -17,17 +17,20 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lnkit/model.h"
+#include "lnkit/sha256.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* A tokenised text file: n_lines lines, line i has len[i] tokens tok[i][0..len[i]). */
+/* A tokenised text file: n_lines lines, line i has len[i] tokens tok[i][0..len[i]);
+ * digest: the size and SHA-256 of the bytes read (provenance.h). */
 typedef struct {
     int n_lines;
     int *len;
     char ***tok;
     char *path;
+    lnk_digest digest;
 } lnk_text;
 
 int lnk_text_read(const char *path, lnk_text *out);

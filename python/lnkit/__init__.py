@@ -39,6 +39,7 @@ allows, naming the setting to start Python with:
 
 PyTorch models in and out: lnkit.torch_io (imported on first use; needs torch).
 """
+import os as _os
 import warnings as _warnings
 
 from ._lib import Error, ConvergenceWarning, SOVERSION, lib as _clib, \
@@ -97,11 +98,28 @@ def blas_kernel():
     return k.decode() if k else None
 
 
+def _env(name):
+    """An environment variable as bytes, None when unset or empty (the
+    library reads none itself: the program passes the settings in)."""
+    v = _os.environ.get(name)
+    return _os.fsencode(v) if v else None
+
+
+def _memory_limit():
+    """LNK_MEM_LIMIT_MB (a whole number of MiB >= 1), as the programs take it."""
+    v = _os.environ.get("LNK_MEM_LIMIT_MB")
+    if not v:
+        return
+    if not (v.isascii() and v.isdigit() and len(v) <= 15 and int(v) >= 1):
+        raise Error("LNK_MEM_LIMIT_MB: expected a whole number of MiB >= 1, got %r" % v)
+    _clib.lnk_memory_set_limit(int(v) * 1048576)
+
+
 def blas_advice():
     """The faster OpenBLAS kernel to start Python with (OPENBLAS_CORETYPE), or
     None if the one in use is already the best for this CPU (or the user's
     own OPENBLAS_CORETYPE / LNK_BLAS_KERNEL=keep is in force)."""
-    k = _clib.lnk_blas_advice()
+    k = _clib.lnk_blas_advice(_env("LNK_BLAS_KERNEL"), _env("OPENBLAS_CORETYPE"))
     if k is None:
         from ._lib import errmsg
         msg = errmsg()
@@ -113,7 +131,7 @@ def blas_advice():
 
 def version():
     """The library's version text (version, commit, compiler, BLAS, LAPACK, GSL, ...)."""
-    return _take(_clib.lnk_version_text())
+    return _take(_clib.lnk_version_text(None))
 
 
 def _check_blas():
@@ -129,4 +147,5 @@ def _check_blas():
                        "help(lnkit))" % (blas_kernel(), adv), BlasWarning, stacklevel=3)
 
 
+_memory_limit()
 _check_blas()

@@ -297,9 +297,10 @@ for _name, _res, _args in [
     ("lnk_hessian_set_block", _I, (_P, _S)),
     ("lnk_blas_threads", _I, ()),
     ("lnk_set_blas_threads", None, (_I,)),
-    ("lnk_blas_advice", _S, ()),
+    ("lnk_blas_advice", _S, (_S, _S)),
     ("lnk_blas_kernel", _S, ()),
-    ("lnk_version_text", _P, ()),
+    ("lnk_version_text", _P, (_S,)),
+    ("lnk_memory_set_limit", None, (_Z,)),
 ]:
     _proto(_name, _res, *_args)
 

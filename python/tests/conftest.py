@@ -49,11 +49,11 @@ class Files:
         self.vector = p(name + "_v.safetensors")
         self.init_flags = init_flags
         run("init", *init_flags, "-o", self.weights, "--quiet")
-        run("batch", "--synthetic", "--config", self.config, *batch_flags, "--seed", 1,
+        run("batch", "--synthetic", "--config", self.config, *batch_flags, "--rng-seed", 1,
             "-o", self.batch, "--quiet")
         bf = list(batch_flags)
-        bf[bf.index("--batch") + 1] = "5"
-        run("batch", "--synthetic", "--config", self.config, *bf, "--seed", 2,
+        bf[bf.index("--rows") + 1] = "5"
+        run("batch", "--synthetic", "--config", self.config, *bf, "--rng-seed", 2,
             "-o", self.batch2, "--quiet")
         run("vector", "--config", self.config, "--random", "--rng-seed", 7, "-o", self.vector,
             "--quiet")
@@ -64,13 +64,13 @@ class Files:
 
 MODELS = {
     "pre_lm": (["--d", 16, "--h", 2, "--L", 2, "--V", 24, "--norm-pos", "pre", "--seed", 3],
-               ["--batch", 4, "--len", 8]),
+               ["--rows", 4, "--len", 8]),
     "post_lm": (["--d", 16, "--h", 4, "--L", 3, "--V", 30, "--norm-pos", "post", "--seed", 5],
-                ["--batch", 4, "--len", 7]),
+                ["--rows", 4, "--len", 7]),
     "s2s": (["--task", "seq2seq", "--d", 16, "--h", 2, "--L", 1, "--V", 20, "--seed", 2],
-            ["--batch", 3, "--len", 6]),
+            ["--rows", 3, "--len", 6]),
     "cls": (["--task", "cls", "--d", 8, "--h", 2, "--L", 1, "--V", 15, "--n-classes", 5,
-             "--norm", "rmsnorm", "--seed", 4], ["--batch", 3, "--len", 6]),
+             "--norm", "rmsnorm", "--seed", 4], ["--rows", 3, "--len", 6]),
 }
 
 

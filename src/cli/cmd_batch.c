@@ -1,155 +1,185 @@
-/* lnkit batch: write a batch file, from synthetic ids or from text. */
+/* lnkit batch: write a batch file, from synthetic ids, from text, or from a
+ * parallel corpus (cmd_batch_s2s.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/cli.h"
+#include "cli/batch.h"
+#include "lnkit/corpus.h"
 #include "lnkit/text.h"
 
-static void help(void)
+#define T batch_args
+static const cli_opt opts[] = {
+    CLI_OPT_OUTPUT(T, out, CLI_REQ, "batch (or data-set) file to write (safetensors)", NULL),
+    {.type = CLI_FLAG, .name = "synthetic", CLI_AT(T, synthetic), .excl = 1, .flags = CLI_REQ,
+     .help = "synthetic ids, uniform in [4, V)"},
+    {.type = CLI_STR, .name = "text", .arg = "FILE", CLI_AT(T, text), .excl = 1,
+     .flags = CLI_REQ | CLI_READS, .help = "a whitespace-tokenised text (task lm), a sequence a line"},
+    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(T, src), .excl = 1,
+     .flags = CLI_REQ | CLI_READS, .help = "the source text of a parallel corpus (task seq2seq)"},
+    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(T, tgt), .flags = CLI_READS,
+     .help = "its target text: line i translates line i of --src"},
+    {.type = CLI_LONG, .name = "rows", .arg = "N", CLI_AT(T, rows), .min = 0, .max = 1 << 24,
+     .help = "rows; with --text 0 means all lines", .def = "synthetic 8, text 0"},
+    {.type = CLI_INT, .name = "len", .arg = "T", CLI_AT(T, len), .min = 1, .max = 1 << 24,
+     .help = "synthetic: positions per row"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(T, rng_seed), .max = 0x7fffffff,
+     .help = "synthetic: seed of the ids"},
+    {.type = CLI_STR, .name = "vocab-in", .arg = "FILE", CLI_AT(T, vocab_in), .flags = CLI_READS,
+     .help = "text: use this vocabulary instead of building one"},
+    {.type = CLI_STR, .name = "vocab-out", .arg = "FILE", CLI_AT(T, vocab_out), .flags = CLI_WRITES,
+     .help = "text: where the built vocabulary is written",
+     .def = "BATCH.vocab; none beside standard output, a device or a FIFO"},
+    {.type = CLI_STR, .name = "vocab-src", .arg = "FILE", CLI_AT(T, vocab_src), .flags = CLI_READS,
+     .help = "corpus: use this source vocabulary (DATA.src.vocab is then not written)"},
+    {.type = CLI_STR, .name = "vocab-tgt", .arg = "FILE", CLI_AT(T, vocab_tgt), .flags = CLI_READS,
+     .help = "corpus: use this target vocabulary (DATA.tgt.vocab is then not written)"},
+    {.type = CLI_FLAG, .name = "joint-vocab", CLI_AT(T, joint),
+     .help = "corpus: one vocabulary from both texts, for both sides"},
+    {.type = CLI_INT, .name = "min-count", .arg = "N", CLI_AT(T, min_count), .min = 1,
+     .max = 1 << 30, .help = "minimum token count to enter a vocabulary"},
+    {.type = CLI_INT, .name = "max-vocab", .arg = "N", CLI_AT(T, max_vocab), .min = 0,
+     .max = 1 << 30, .help = "vocabulary size limit, 0: none"},
+    {.type = CLI_INT, .name = "max-line-len", .arg = "N", CLI_AT(T, max_len), .min = 0,
+     .max = 1 << 24,
+     .help = "text: truncate lines to N tokens; corpus: sentence tokens per side; 0: no limit"},
+    {.type = CLI_INT, .name = "first", .arg = "N", CLI_AT(T, first), .min = 0, .max = 1 << 30,
+     .help = "text: the first line used, from 0"},
+    {.type = CLI_FLAG, .name = "truncate", CLI_AT(T, truncate),
+     .help = "corpus: truncate longer pairs to --max-line-len (default: drop them)"},
+    {.type = CLI_FLAG, .name = "src-eos", CLI_AT(T, src_eos),
+     .help = "corpus: append <eos> to the source rows (fairseq; MODEL.md section 4 has the "
+             "source tokens alone)"},
+    {.type = CLI_FLAG, .name = "keep-order", CLI_AT(T, keep_order),
+     .help = "corpus: rows in file order instead of by length"},
+    {.type = CLI_LONG, .name = "max-tokens", .arg = "N", CLI_AT(T, max_tokens), .min = 1,
+     .max = 1L << 40, .help = "corpus: print (and record in the file's metadata) the largest "
+     "--chunk whose chunks all hold at most N padded tokens, B x max(S, T)", .def = "none"},
+    {.type = CLI_CALL, .name = "max-input", .arg = "SIZE", CLI_AT(T, max_input),
+     .ref = cli_size_arg, .def = "1G",
+     .help = "size limit of each text and vocabulary file read: bytes, or with K, M, G",
+     .doc = "A larger regular file is refused before it is read; a FIFO or device is read up to "
+            "the limit. A NUL byte stops the read with its byte offset."},
+    CLI_MODEL(T, mo),
+    {0}};
+
+static void defaults(void *p)
 {
-    printf("usage: lnkit batch --synthetic [--vocab V] [--batch B] [--len T] [--seed S]\n"
-           "                   [config flags] -o BATCH.safetensors\n"
-           "       lnkit batch --text FILE [--vocab-in VOCAB] [--vocab-out VOCAB]\n"
-           "                   [--min-count N] [--max-vocab N] [--max-len N] [--first N]\n"
-           "                   [--batch B] -o BATCH.safetensors\n"
-           "       lnkit batch --src FILE --tgt FILE ... -o DATA.safetensors   (seq2seq; see\n"
-           "                   lnkit batch --src x --help)\n\n"
-           "Synthetic: ids uniform in [4, V) (lm: tgt rows <bos> + T ids; cls: src [B, T] and\n"
-           "labels uniform in [0, n_classes); seq2seq: src [B, T] and tgt [B, T+1]).\n"
-           "Text (task lm): one sequence a line, whitespace-tokenised; row = <bos> ids <eos>,\n"
-           "padded with <pad>; vocabulary by frequency, <pad> <unk> <bos> <eos> first.\n\n"
-           "  -o, --output FILE      batch file to write                      (required)\n"
-           "  --synthetic            synthetic ids\n"
-           "  --vocab V              synthetic vocabulary (same as --V)       (32)\n"
-           "  --batch B              rows (text: 0 = all lines)               (synthetic 8, text 0)\n"
-           "  --len T                synthetic positions per row              (16)\n"
-           "  --text FILE            whitespace-tokenised text\n"
-           "  --vocab-in FILE        use this vocabulary instead of building one\n"
-           "  --vocab-out FILE       where the vocabulary is written          (BATCH.vocab)\n"
-           "  --min-count N          minimum token count to enter the vocab   (1)\n"
-           "  --max-vocab N          vocabulary size limit, 0 = none          (0)\n"
-           "  --max-len N            truncate lines to N tokens, 0 = none     (0)\n"
-           "  --first N              first line used (0-based)                (0)\n"
-           "  --max-input SIZE       size limit of the text and vocabulary files\n"
-           "                         (bytes, or with K, M, G)                 (1G)\n\n");
-    cli_print_model_help_seed("seed of the synthetic ids");
+    batch_args *a = p;
+    lnk_pairs_opts po;
+    lnk_pairs_opts_default(&po);
+    a->rows = -1;
+    a->len = 16;
+    a->min_count = 1;
+    a->max_len = po.max_len;
 }
 
-enum { O_SYN = 1, O_VOCAB, O_BATCH, O_LEN, O_TEXT, O_VIN, O_VOUT, O_MINC, O_MAXV,
-       O_MAXLEN, O_FIRST, O_MAXIN };
+const cli_cmd cmd_batch_decl = {
+    .name = "lnkit batch",
+    .summary = "make a batch file: synthetic ids, a text, or a parallel corpus",
+    .usage = "--synthetic [--rows B] [--len T] [--rng-seed N] [config flags] -o BATCH.safetensors\n"
+             "--text FILE [--vocab-in VOCAB] [--vocab-out VOCAB] [--rows B] ... -o BATCH.safetensors\n"
+             "--src FILE --tgt FILE [--vocab-src F] [--vocab-tgt F | --joint-vocab] ...\n"
+             "-o DATA.safetensors",
+    .about = "Synthetic: ids uniform in [4, V) (lm: tgt rows <bos> + T ids; cls: src [B, T] and\n"
+             "labels uniform in [0, n_classes); seq2seq: src [B, T] and tgt [B, T+1]).\n"
+             "Text (task lm): one sequence a line, whitespace-tokenised; row = <bos> ids <eos>,\n"
+             "padded with <pad>; vocabulary by frequency, <pad> <unk> <bos> <eos> first.\n"
+             "Parallel corpus (task seq2seq): line i of --src translates line i of --tgt; ONE\n"
+             "file with src [B, S] and tgt [B, T] (<bos> target ids <eos>) for all pairs, rows\n"
+             "sorted by length (max(S, T), then T, S, line) so that chunks of consecutive rows\n"
+             "(--chunk of the curvature commands) carry little padding; the vocabularies go\n"
+             "beside it as DATA.src.vocab and DATA.tgt.vocab.",
+    .opts = opts,
+    .size = sizeof(batch_args),
+    .defaults = defaults,
+    .example = "--synthetic --V 12 --rows 2 --len 3 -o OUT",
+};
+
+/* Options of one mode only: refused with another (never ignored). */
+enum { SYN = 1, TEXT = 2, S2S = 4 };
+static void check_mode(const batch_args *a, int mode)
+{
+    static const struct {
+        const char *name;
+        int modes;
+    } only[] = {{"len", SYN}, {"rng-seed", SYN}, {"rows", SYN | TEXT}, {"first", TEXT},
+                {"vocab-in", TEXT}, {"vocab-out", TEXT}, {"tgt", S2S}, {"vocab-src", S2S},
+                {"vocab-tgt", S2S}, {"joint-vocab", S2S}, {"truncate", S2S}, {"src-eos", S2S},
+                {"keep-order", S2S}, {"max-tokens", S2S}, {"min-count", TEXT | S2S},
+                {"max-vocab", TEXT | S2S}, {"max-line-len", TEXT | S2S}, {"max-input", TEXT | S2S},
+                {"config", SYN}, {"threads", SYN}};
+    static const char *const mname[] = {"", "--synthetic", "--text", "", "--src"};
+    for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
+        if (cli_given(only[i].name) && !(only[i].modes & mode))
+            cli_die("--%s does not go with %s", only[i].name, mname[mode]);
+    for (int i = 0; i < a->mo.keys.n; i++)
+        if (!strcmp(a->mo.keys.key[i], "seed"))
+            cli_die("--seed is the model's initialisation seed; the seed of synthetic ids is "
+                    "--rng-seed");
+    if (mode != SYN && a->mo.keys.n)
+        cli_die("--%s: configuration keys go with --synthetic (a text makes an lm batch, a "
+                "corpus a seq2seq one)", a->mo.keys.key[0]);
+}
 
 int cmd_batch(int argc, char **argv)
 {
-    /* a parallel corpus (--src/--tgt) makes a seq2seq data set: its own command */
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--src") || !strncmp(argv[i], "--src=", 6))
-            return cmd_batch_s2s(argc, argv);
-    struct option opts[112] = {
-        {"output", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
-        {"synthetic", no_argument, NULL, O_SYN},     {"vocab", required_argument, NULL, O_VOCAB},
-        {"batch", required_argument, NULL, O_BATCH}, {"len", required_argument, NULL, O_LEN},
-        {"text", required_argument, NULL, O_TEXT},   {"vocab-in", required_argument, NULL, O_VIN},
-        {"vocab-out", required_argument, NULL, O_VOUT},
-        {"min-count", required_argument, NULL, O_MINC},
-        {"max-vocab", required_argument, NULL, O_MAXV},
-        {"max-len", required_argument, NULL, O_MAXLEN},
-        {"first", required_argument, NULL, O_FIRST},
-        {"max-input", required_argument, NULL, O_MAXIN}};
-    int n = cli_add_model_options(opts, 14);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_model_opts mo = {0};
-    const char *out = NULL, *text = NULL, *vin = NULL, *vout = NULL;
-    int syn = 0, len = 16, min_count = 1, max_vocab = 0, max_len = 0, first = 0;
-    long B = -1;
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-        if (cli_model_option(&mo, ch, optarg))
-            continue;
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case 'h': help(); return 0;
-        case O_SYN: syn = 1; break;
-        case O_VOCAB:
-            cli_int("vocab", optarg, 5, 1L << 30);
-            mo.set_key[mo.n_set] = "V";
-            mo.set_val[mo.n_set++] = optarg;
-            break;
-        case O_BATCH: B = cli_int("batch", optarg, 0, 1L << 24); break;
-        case O_LEN: len = (int)cli_int("len", optarg, 1, 1L << 24); break;
-        case O_TEXT: text = optarg; break;
-        case O_VIN: vin = optarg; break;
-        case O_VOUT: vout = optarg; break;
-        case O_MINC: min_count = (int)cli_int("min-count", optarg, 1, 1L << 30); break;
-        case O_MAXV: max_vocab = (int)cli_int("max-vocab", optarg, 0, 1L << 30); break;
-        case O_MAXLEN: max_len = (int)cli_int("max-len", optarg, 0, 1L << 24); break;
-        case O_FIRST: first = (int)cli_int("first", optarg, 0, 1L << 30); break;
-        case O_MAXIN: cli_max_input("max-input", optarg); break;
-        default: cli_bad_option("batch", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("batch: unexpected argument '%s'", argv[optind]);
-    if (!out)
-        cli_die("batch: -o BATCH.safetensors is required");
-    if (syn == !!text)
-        cli_die("batch: give exactly one of --synthetic and --text FILE");
-    /* a built vocabulary goes beside -o (none beside a device or FIFO) */
-    char *vp = text && !vin ? cli_sidecar_path(out, vout, ".vocab") : NULL;
-    cli_file outs[2] = {{out, "-o"}, {vp, vout ? "--vocab-out" : "the vocabulary beside -o"}},
-             ins[3] = {{mo.config_path, "--config"}, {text, "--text"}, {vin, "--vocab-in"}};
-    cli_check_outputs("batch", outs, 2, ins, 3);
+    batch_args a;
+    cli_parse(&cmd_batch_decl, &a, argc, argv);
+    int mode = a.synthetic ? SYN : a.text ? TEXT : S2S;
+    check_mode(&a, mode);
+    if (a.max_input)
+        lnk_set_input_limit(a.max_input);
+    if (mode == S2S)
+        return cli_batch_s2s(&a);
+    /* a built vocabulary goes beside -o (none beside standard output, a device or a FIFO) */
+    char *vp = a.text && !a.vocab_in ? cli_sidecar_path(a.out, a.vocab_out, ".vocab") : NULL;
+    const char *out = cli_out(a.out, 1);
+    cli_file outs[2] = {{out, "-o"}, {vp, a.vocab_out ? "--vocab-out" : "the vocabulary beside -o"}},
+             ins[3] = {{a.mo.config_path, "--config"}, {a.text, "--text"}, {a.vocab_in, "--vocab-in"}};
+    cli_check_outputs(NULL, outs, 2, ins, 3);
     cli_outputs_begin(); /* the batch and its vocabulary: both or neither */
     lnk_batch b;
     int nv = 0;
-    if (syn) {
-        if (B == 0)
-            cli_die("batch: --batch must be >= 1 for synthetic batches");
+    if (a.synthetic) {
+        if (a.rows == 0)
+            cli_die("--rows must be >= 1 for synthetic batches");
         lnk_config c;
-        cli_make_config(&mo, &c);
+        cli_make_config(&a.mo, &c);
         if ((c.task != LNK_TASK_LM && c.V_src < 5) || (c.task != LNK_TASK_CLS && c.V_tgt < 5))
-            cli_die("batch: synthetic ids are drawn from [4, V): V must be at least 5");
+            cli_die("synthetic ids are drawn from [4, V): --V must be at least 5");
         lnk_model *m = lnk_model_alloc(&c);
         if (!m)
             cli_die_lib();
-        if (lnk_batch_synthetic(m, B < 0 ? 8 : (int)B, len, c.seed, &b) != LNK_OK)
-            cli_die_lib();
+        CLI_CK(lnk_batch_synthetic(m, a.rows < 0 ? 8 : (int)a.rows, a.len, a.rng_seed,
+                                   &b));
         lnk_model_free(m);
         lnk_config_clear(&c);
     } else {
         lnk_text t;
-        if (lnk_text_read(text, &t) != LNK_OK)
-            cli_die_lib();
+        CLI_CK(lnk_text_read(a.text, &t));
         lnk_vocab *v = NULL;
-        if (vin) {
-            if (lnk_vocab_load(vin, &v) != LNK_OK)
-                cli_die_lib();
-        } else {
-            const lnk_text *tx[1] = {&t};
-            if (lnk_vocab_build(tx, 1, min_count, max_vocab, &v) != LNK_OK)
-                cli_die_lib();
-        }
-        if (first >= t.n_lines)
-            cli_die("batch: --first %d but %s has %d lines", first, text, t.n_lines);
-        if (lnk_text_lm_batch(&t, v, first, B < 0 ? 0 : (int)B, max_len, &b) != LNK_OK)
-            cli_die_lib();
-        if (vp && lnk_vocab_save(v, vp) != LNK_OK)
-            cli_die_lib();
+        const lnk_text *tx[1] = {&t};
+        CLI_CK(a.vocab_in ? lnk_vocab_load(a.vocab_in, &v)
+                          : lnk_vocab_build(tx, 1, a.min_count, a.max_vocab, &v));
+        if (a.first >= t.n_lines)
+            cli_die("--first %d but %s has %d lines", a.first, a.text, t.n_lines);
+        CLI_CK(lnk_text_lm_batch(&t, v, a.first, a.rows < 0 ? 0 : (int)a.rows, a.max_len, &b));
+        if (vp)
+            CLI_CK(lnk_vocab_save(v, vp));
         nv = lnk_vocab_size(v);
         lnk_vocab_free(v);
         lnk_text_free(&t);
     }
-    if (lnk_batch_save(out, &b) != LNK_OK)
-        cli_die_lib();
+    CLI_CK(lnk_batch_save(out, &b));
     cli_outputs_commit();
     /* what was written, once it is */
     if (vp)
-        cli_say("lnkit batch: vocabulary of %d tokens -> %s\n", nv, vp);
-    if (text)
-        cli_say("lnkit batch: use --V %d (or larger) with this batch\n", nv);
+        cli_say("vocabulary of %d tokens -> %s\n", nv, vp);
+    if (a.text)
+        cli_say("use --V %d (or larger) with this batch\n", nv);
     free(vp);
-    cli_say("lnkit batch: B = %d%s -> %s\n", b.B, b.tgt ? " (tgt rows)" : " (src rows)",
-            out);
+    cli_say("B = %d%s -> %s\n", b.B, b.tgt ? " (tgt rows)" : " (src rows)",
+            cli_is_stdout(a.out) ? "standard output" : a.out);
     lnk_batch_free(&b);
     return 0;
 }

@@ -3,6 +3,7 @@
  * --group, each with its Frobenius norm (Hutchinson), extreme eigenvalues and
  * SLQ density; the Jensen-Shannon distances between the densities on a
  * common grid (include/lnkit/blockstats.h). */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,50 +14,81 @@
 #define MAX_GROUPS 64
 #define MAX_GRID 5000000
 
-static void help(void)
+typedef struct {
+    cli_curv_opts co;
+    lnk_blockstat_opts bo;
+    cli_sigma_opts sg;
+    const char *out, *pairs, *dens, *groups[MAX_GROUPS];
+    int n_groups, no_tensors, json;
+} blocks_args;
+
+#define T blocks_args
+static const cli_opt opts[] = {
+    CLI_OPT_OUTPUT(T, out, 0, "the block statistics, CSV block,type,n,operator,probes,frob,"
+                   "frob_se,frob2,frob2_se,top,top_residual,top_converged,bottom,"
+                   "bottom_residual,bottom_converged,eig_steps,node_min,node_max,applies "
+                   "(+ FILE.meta.json)", NULL),
+    CLI_OPT_JSON(T, json),
+    {.type = CLI_STR, .name = "pairs", .arg = "FILE", CLI_AT(T, pairs), .unset = "",
+     .flags = CLI_WRITES | CLI_META, .meta = "pairs_file",
+     .help = "also write the Jensen-Shannon distances between the blocks' densities: CSV "
+             "block_a,block_b,js_distance (+ FILE.meta.json)"},
+    {.type = CLI_STR, .name = "density", .arg = "FILE", CLI_AT(T, dens), .unset = "",
+     .flags = CLI_WRITES | CLI_META, .meta = "density_file",
+     .help = "also write the blocks' densities on the common grid: CSV block,t,density "
+             "(+ FILE.meta.json)"},
+    {.type = CLI_LIST, .name = "group", .arg = "GLOBS", CLI_AT(T, groups),
+     .count = offsetof(T, n_groups),
+     .help = "a block of the tensors matched by these comma-separated globs, e.g. '*.attn.wq' "
+             "or 'dec.3.*'; repeat for several, each once"},
+    {.type = CLI_FLAG, .name = "no-tensors", CLI_AT(T, no_tensors),
+     .help = "no per-tensor blocks: only the groups"},
+    {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(T, bo.probes), .min = 2, .max = 1 << 20,
+     .flags = CLI_META, .help = "Hutchinson probes for ||A_bb||_F"},
+    {.type = CLI_INT, .name = "eig-steps", .arg = "M", CLI_AT(T, bo.eig_steps), .min = 2,
+     .max = 1 << 20, .flags = CLI_META, .help = "Lanczos step limit for the extremes"},
+    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(T, bo.eig_tol), .max = HUGE_VAL,
+     .flags = CLI_META, .help = "residual tolerance of the extremes, relative to the block's "
+     "max|l|"},
+    {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, bo.slq_runs), .min = 1,
+     .max = 1 << 20, .flags = CLI_META, .help = "SLQ start vectors per block"},
+    {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(T, bo.slq_steps), .min = 1,
+     .max = 1 << 20, .flags = CLI_META, .help = "SLQ Lanczos steps per run"},
+    CLI_SIGMA(T, sg), CLI_CURV(T, co), CLI_MODEL(T, co.mo),
+    {0}};
+#undef T
+
+static void defaults(void *p)
 {
-    printf("usage: lnkit blocks --config C.json --weights W --batch B [--batch B2 ...]\n"
-           "                    [--group GLOBS ...] [--operator hessian|ggn|functional]\n"
-           "                    -o BLOCKS.csv [--pairs PAIRS.csv] [--density DENSITY.csv]\n\n"
-           "Statistics of diagonal blocks A_bb of the curvature operator A (the Hessian, its\n"
-           "Gauss-Newton part or its functional part; --operator): one block per named tensor\n"
-           "(those matched by --block, all by default) and one per --group.  For each: the\n"
-           "Frobenius norm ||A_bb||_F by Hutchinson on ||A_bb z||^2 (Rademacher z) with its\n"
-           "standard error, the largest and smallest eigenvalue (Lanczos) with residuals,\n"
-           "and the SLQ density on a grid common to all blocks; for each pair of blocks the\n"
-           "Jensen-Shannon distance between their densities (natural log: 0 for identical,\n"
-           "sqrt(ln 2) = 0.8326 for disjoint densities).\n"
-           "BLOCKS.csv: block,type,n,operator,probes,frob,frob_se,frob2,frob2_se,top,\n"
-           "top_residual,top_converged,bottom,bottom_residual,bottom_converged,eig_steps,\n"
-           "node_min,node_max,applies.  PAIRS.csv: block_a,block_b,js_distance.\n"
-           "DENSITY.csv: block,t,density.  Each with a .meta.json sidecar.\n"
-           "An extreme is converged when its residual <= tol max|l| (the block's); in a\n"
-           "block that is zero to rounding (max|l| < 1e-10 of the largest block's, e.g. an\n"
-           "attention key bias) when it is <= tol times the largest block's max|l|.\n"
-           "Extremes that did not converge: a warning and exit status 3.\n\n"
-           "  -o, --output FILE      block statistics CSV                       (required)\n"
-           "  --pairs FILE           Jensen-Shannon distances between blocks    (none)\n"
-           "  --density FILE         the block densities on the common grid     (none)\n"
-           "  --group GLOBS          a block of the tensors matched by the\n"
-           "                         comma-separated globs, e.g. '*.attn.wq' or\n"
-           "                         'dec.3.*'; repeat for several              (none)\n"
-           "  --no-tensors           no per-tensor blocks: only the groups\n"
-           "  --probes N             Hutchinson probes for ||A_bb||_F           (30)\n"
-           "  --eig-steps M          Lanczos step limit for the extremes        (100)\n"
-           "  --tol T                residual tolerance of the extremes,\n"
-           "                         relative to the block's max|l|             (1e-6)\n"
-           "  --runs N               SLQ start vectors per block                (4)\n"
-           "  --steps M              SLQ Lanczos steps per run                  (40)\n"
-           "  --sigma S              kernel standard deviation (eigenvalue units)\n"
-           "  --sigma-fraction F     sigma = F * the common range of the nodes  (0.01)\n"
-           "  --grid-per-sigma P     grid points per sigma, 1 to 1e6            (4)\n\n");
-    cli_curv_print_help(0);
+    blocks_args *a = p;
+    cli_curv_defaults(&a->co);
+    lnk_blockstat_opts_default(&a->bo);
+    cli_sigma_defaults(&a->sg);
+    a->out = "-";
 }
 
-static double num(const char *opt, const char *s) { return cli_real("blocks", opt, s, 1); }
-
-enum { O_PAIRS = 1, O_DENSITY, O_GROUP, O_NOTENS, O_PROBES, O_EIGSTEPS, O_TOL, O_RUNS, O_STEPS,
-       O_SIG, O_SIGF, O_GRID };
+const cli_cmd cmd_blocks_decl = {
+    .name = "lnkit blocks",
+    .summary = "per-tensor / group blocks: ||A_bb||_F, extremes, densities, JS",
+    .usage = "--config C.json --weights W --batch B [--batch B2 ...] [--group GLOBS ...]\n"
+             "[--operator hessian|ggn|functional] [-o BLOCKS.csv] [--pairs PAIRS.csv]\n"
+             "[--density DENSITY.csv]",
+    .about = "Statistics of diagonal blocks A_bb of the curvature operator A (the Hessian, its\n"
+             "Gauss-Newton part or its functional part): one block per named tensor (those\n"
+             "matched by --block, all by default) and one per --group.  For each: the\n"
+             "Frobenius norm ||A_bb||_F by Hutchinson on ||A_bb z||^2 with its standard error,\n"
+             "the largest and smallest eigenvalue (Lanczos) with residuals, and the SLQ density\n"
+             "on a grid common to all blocks; for each pair of blocks the Jensen-Shannon\n"
+             "distance between their densities (natural log: 0 for identical, sqrt(ln 2) =\n"
+             "0.8326 for disjoint densities).  An extreme is converged when its residual <=\n"
+             "tol max|l| (the block's; in a block that is zero to rounding, such as an\n"
+             "attention key bias, the largest block's); otherwise a warning and exit status 3.",
+    .opts = opts,
+    .size = sizeof(blocks_args),
+    .defaults = defaults,
+    .example = "--config CONFIG --weights WEIGHTS --batch BATCH --block 'dec.0.attn.*' "
+               "--probes 2 --eig-steps 40 --runs 1 --steps 4 -o OUT",
+};
 
 typedef struct {
     char *name;          /* the tensor's name or the group's globs */
@@ -64,22 +96,6 @@ typedef struct {
     lnk_blockstat st;
     double *phi;         /* density on the common grid */
 } block_row;
-
-/* src as the body of a JSON string (quotes, backslashes, control characters
- * escaped), truncated to fit cap. */
-static const char *json_body(char *dst, size_t cap, const char *src)
-{
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)(src ? src : ""); *p && o + 7 < cap; p++)
-        if (*p == '"' || *p == '\\')
-            dst[o++] = '\\', dst[o++] = (char)*p;
-        else if (*p < 0x20)
-            o += (size_t)snprintf(dst + o, cap - o, "\\u%04x", *p);
-        else
-            dst[o++] = (char)*p;
-    dst[o] = 0;
-    return dst;
-}
 
 /* What the three CSVs are written from. */
 typedef struct {
@@ -91,76 +107,45 @@ typedef struct {
     size_t npts;
 } tables;
 
-/* The rows of -o: one per block. */
-static int rows_blocks(lnk_csv *c, const tables *x)
+/* The rows of -o: one per block (lnk_blockstat_rows). */
+static int rows_blocks(lnk_csv *c, const void *ctx)
 {
+    const tables *x = ctx;
+    int st = LNK_OK;
+    for (int i = 0; !st && i < x->nb; i++)
+        st = lnk_blockstat_rows(c, NULL, x->b[i].name, x->b[i].type, x->op, x->probes,
+                                &x->b[i].st);
+    return st;
+}
+
+/* The rows of --pairs: every pair of blocks once (lnk_js_rows). */
+static int rows_pairs(lnk_csv *c, const void *ctx)
+{
+    const tables *x = ctx;
+    const char **names = malloc(sizeof *names * (size_t)(x->nb ? x->nb : 1));
+    if (!names)
+        return lnk_error(LNK_ENOMEM, "out of memory");
+    for (int i = 0; i < x->nb; i++)
+        names[i] = x->b[i].name;
+    int st = lnk_js_rows(c, NULL, names, x->nb, x->js);
+    free(names);
+    return st;
+}
+
+/* --density: the density format with the block as key column */
+static const char *const BLOCK_KEY[] = {"block"};
+static const lnk_csv_keys BLOCK_KEYS = {1, BLOCK_KEY, NULL};
+
+/* The rows of --density: every block's density on the common grid. */
+static int rows_density(lnk_csv *c, const void *ctx)
+{
+    const tables *x = ctx;
     int st = LNK_OK;
     for (int i = 0; !st && i < x->nb; i++) {
-        const lnk_blockstat *s = &x->b[i].st;
-        st = lnk_csv_str(c, x->b[i].name);
-        st = st ? st : lnk_csv_str(c, x->b[i].type);
-        st = st ? st : lnk_csv_int(c, (long long)s->n);
-        st = st ? st : lnk_csv_str(c, x->op);
-        st = st ? st : lnk_csv_int(c, x->probes);
-        const double v[] = {s->frob.frob, s->frob.frob_se, s->frob.frob2, s->frob.frob2_se,
-                            s->top, s->top_residual};
-        for (int k = 0; k < 6 && !st; k++)
-            st = lnk_csv_double(c, v[k]);
-        st = st ? st : lnk_csv_int(c, s->top_converged);
-        st = st ? st : lnk_csv_double(c, s->bottom);
-        st = st ? st : lnk_csv_double(c, s->bottom_residual);
-        st = st ? st : lnk_csv_int(c, s->bottom_converged);
-        st = st ? st : lnk_csv_int(c, s->eig_steps);
-        st = st ? st : lnk_csv_double(c, s->slq.node_min);
-        st = st ? st : lnk_csv_double(c, s->slq.node_max);
-        st = st ? st : lnk_csv_int(c, s->n_applies);
-        st = st ? st : lnk_csv_end_row(c);
+        const char *v[] = {x->b[i].name};
+        lnk_csv_keys k = {1, BLOCK_KEY, v};
+        st = lnk_density_rows(c, &k, x->t, x->b[i].phi, x->npts);
     }
-    return st;
-}
-
-/* The rows of --pairs: every pair of blocks once. */
-static int rows_pairs(lnk_csv *c, const tables *x)
-{
-    int st = LNK_OK;
-    for (int i = 0; !st && i < x->nb; i++)
-        for (int j = i + 1; !st && j < x->nb; j++) {
-            st = lnk_csv_str(c, x->b[i].name);
-            st = st ? st : lnk_csv_str(c, x->b[j].name);
-            st = st ? st : lnk_csv_double(c, x->js[(size_t)i * x->nb + j]);
-            st = st ? st : lnk_csv_end_row(c);
-        }
-    return st;
-}
-
-/* The rows of --density: every block on the common grid. */
-static int rows_density(lnk_csv *c, const tables *x)
-{
-    int st = LNK_OK;
-    for (int i = 0; !st && i < x->nb; i++)
-        for (size_t p = 0; !st && p < x->npts; p++) {
-            st = lnk_csv_str(c, x->b[i].name);
-            st = st ? st : lnk_csv_double(c, x->t[p]);
-            st = st ? st : lnk_csv_double(c, x->b[i].phi[p]);
-            st = st ? st : lnk_csv_end_row(c);
-        }
-    return st;
-}
-
-/* One CSV through lnk_afile (temporary name, renamed on commit). */
-static int write_csv(const char *path, const char *const *hdr, int ncol,
-                     int (*rows)(lnk_csv *, const tables *), const tables *x)
-{
-    lnk_afile af;
-    int st = lnk_afile_open(&af, path);
-    if (st)
-        return st;
-    lnk_csv c;
-    st = lnk_csv_begin(&c, af.f, hdr, ncol);
-    st = st ? st : rows(&c, x);
-    lnk_csv_free(&c);
-    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
-        lnk_afile_abort(&af);
     return st;
 }
 
@@ -207,93 +192,37 @@ static int not_converged(const block_row *b, int nb, double *worst, int *steps)
     return bad;
 }
 
-static const char *const HDR_BLOCKS[] = {
-    "block", "type", "n", "operator", "probes", "frob", "frob_se", "frob2", "frob2_se", "top",
-    "top_residual", "top_converged", "bottom", "bottom_residual", "bottom_converged",
-    "eig_steps", "node_min", "node_max", "applies"};
-static const char *const HDR_PAIRS[] = {"block_a", "block_b", "js_distance"};
-static const char *const HDR_DENSITY[] = {"block", "t", "density"};
-
 int cmd_blocks(int argc, char **argv)
 {
-    struct option opts[128] = {{"output", required_argument, NULL, 'o'},
-                               {"help", no_argument, NULL, 'h'},
-                               {"pairs", required_argument, NULL, O_PAIRS},
-                               {"density", required_argument, NULL, O_DENSITY},
-                               {"group", required_argument, NULL, O_GROUP},
-                               {"no-tensors", no_argument, NULL, O_NOTENS},
-                               {"probes", required_argument, NULL, O_PROBES},
-                               {"eig-steps", required_argument, NULL, O_EIGSTEPS},
-                               {"tol", required_argument, NULL, O_TOL},
-                               {"runs", required_argument, NULL, O_RUNS},
-                               {"steps", required_argument, NULL, O_STEPS},
-                               {"sigma", required_argument, NULL, O_SIG},
-                               {"sigma-fraction", required_argument, NULL, O_SIGF},
-                               {"grid-per-sigma", required_argument, NULL, O_GRID}};
-    int n = cli_curv_add_options(opts, 14, 0);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_curv_opts co = {0};
-    const char *out = NULL, *pairs = NULL, *dens = NULL, *groups[MAX_GROUPS];
-    int n_groups = 0, tensors = 1, ch, sig_kind = 0;
-    double sval = 0.01, per = 4;
-    lnk_blockstat_opts bo;
-    lnk_blockstat_opts_default(&bo);
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-        if (cli_curv_option(&co, ch, optarg))
-            continue;
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case O_PAIRS: pairs = optarg; break;
-        case O_DENSITY: dens = optarg; break;
-        case O_GROUP:
-            if (n_groups == MAX_GROUPS)
-                cli_die("blocks: at most %d --group options", MAX_GROUPS);
-            if (!*optarg)
-                cli_die("blocks: --group: expected comma-separated globs, got ''");
-            for (int g = 0; g < n_groups; g++) /* its rows are told apart by their names */
-                if (!strcmp(groups[g], optarg))
-                    cli_die("blocks: --group '%s' is given twice: each group once (its rows in "
-                            "the outputs are named by its globs)", optarg);
-            groups[n_groups++] = optarg;
-            break;
-        case O_NOTENS: tensors = 0; break;
-        case O_PROBES: bo.probes = (int)cli_int("probes", optarg, 2, 1 << 20); break;
-        case O_EIGSTEPS: bo.eig_steps = (int)cli_int("eig-steps", optarg, 2, 1 << 20); break;
-        case O_TOL: bo.eig_tol = cli_real("blocks", "tol", optarg, 0); break;
-        case O_RUNS: bo.slq_runs = (int)cli_int("runs", optarg, 1, 1 << 20); break;
-        case O_STEPS: bo.slq_steps = (int)cli_int("steps", optarg, 1, 1 << 20); break;
-        case O_SIG: case O_SIGF:
-            if (sig_kind)
-                cli_die("blocks: give only one of --sigma, --sigma-fraction");
-            sig_kind = ch;
-            sval = num(ch == O_SIG ? "sigma" : "sigma-fraction", optarg);
-            break;
-        case O_GRID: per = cli_grid_per_sigma("blocks", optarg); break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("blocks", ch, argv);
-        }
+    blocks_args a;
+    cli_parse(&cmd_blocks_decl, &a, argc, argv);
+    cli_curv_opts *co = &a.co;
+    lnk_blockstat_opts bo = a.bo;
+    const char *out = a.out, *pairs = a.pairs, *dens = a.dens, *const *groups = a.groups;
+    int n_groups = a.n_groups, tensors = !a.no_tensors;
+    cli_result_check(out, a.json);
+    for (int g = 0; g < n_groups; g++) { /* its rows are told apart by their names */
+        if (!*groups[g])
+            cli_die("--group: expected comma-separated globs, got ''");
+        for (int h = 0; h < g; h++)
+            if (!strcmp(groups[h], groups[g]))
+                cli_die("--group '%s' is given twice: each group once (its rows in the outputs "
+                        "are named by its globs)", groups[g]);
     }
-    if (optind < argc)
-        cli_die("blocks: unexpected argument '%s'", argv[optind]);
-    if (!out)
-        cli_die("blocks: -o BLOCKS.csv is required");
     if (!tensors && !n_groups)
-        cli_die("blocks: --no-tensors without --group leaves no block");
-    if (!sig_kind)
-        sig_kind = O_SIGF;
-    bo.seed = co.rng_seed;
+        cli_die("--no-tensors without --group leaves no block");
+    bo.seed = co->rng_seed;
     cli_curv_out outs[3] = {{out, "-o", 1}, {pairs, "--pairs", 1}, {dens, "--density", 1}};
-    cli_curv_check_outputs("blocks", &co, outs, 3);
+    cli_curv_check_outputs("blocks", co, outs, 3);
     /* the model, the data set and the operator once; then the operator is
      * restricted to each block in turn (lnk_hessian_set_block: the kept
      * primal passes serve every block).  --block selects the per-tensor
      * blocks, not the groups' tensors. */
-    const char *tensor_pat = co.block;
-    co.block = NULL;
+    const char *tensor_pat = co->block;
+    co->block = NULL;
     cli_curv s;
-    cli_curv_open(&s, &co);
-    co.block = tensor_pat;
+    cli_curv_open(&s, co);
+    co->block = tensor_pat;
     const lnk_layout *lay = lnk_model_layout(s.m);
     lnk_block sel = {0};
     if (tensors)
@@ -312,11 +241,18 @@ int cmd_blocks(int argc, char **argv)
         if (st) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-            cli_check(lnk_error(st, "blocks: --group '%s': %s", nm, msg));
+            cli_check(lnk_error(st, "--group '%s': %s", nm, msg));
         }
         if (i >= sel.n_tensors)
             lnk_block_free(&g);
     }
+    /* what the run works on and how long it may take: every block costs at most
+     * probes + eig-steps + 2 + runs x steps products */
+    long per_block = bo.probes + bo.eig_steps + 2 + (long)bo.slq_runs * bo.slq_steps;
+    cli_say("%d blocks: %d tensor(s)%s%s%s and %d group(s); at most %ld products (%ld a "
+            "block)\n", nb, sel.n_tensors, tensor_pat ? " matched by --block '" : "",
+            tensor_pat ? tensor_pat : "", tensor_pat ? "'" : "", n_groups, per_block * nb,
+            per_block);
     double t0 = lnk_now();
     for (int i = 0; i < nb; i++) {
         if (lnk_hessian_set_block(s.h, b[i].name) != LNK_OK) /* agreed over the ranks */
@@ -326,12 +262,12 @@ int cmd_blocks(int argc, char **argv)
         if (st) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-            cli_check(lnk_error(st, "blocks: block '%s': %s", b[i].name, msg));
+            cli_check(lnk_error(st, "block '%s': %s", b[i].name, msg));
         }
-        if (!co.quiet && cli_root())
-            fprintf(stderr, "blocks: %d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, "
-                    "%.6g]  %.1f s\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
-                    b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, lnk_now() - t0);
+        double el = lnk_now() - t0, left = el / (i + 1) * (nb - i - 1);
+        cli_say("%d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, %.6g]  %.1f s, about "
+                "%.0f s left\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
+                b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, el, left);
     }
     zero_blocks(b, nb, bo.eig_tol);
     double worst_res;
@@ -339,19 +275,17 @@ int cmd_blocks(int argc, char **argv)
     long products = lnk_hessian_n_products(s.h);
     /* the densities on one grid, and the distances between them */
     const lnk_slq_result **r = malloc(sizeof *r * (size_t)nb);
-    double *js = calloc((size_t)nb * nb, sizeof(double)), *t = NULL, sigma = sval;
+    double *js = calloc((size_t)nb * nb, sizeof(double)), *t = NULL;
     cli_check(r && js ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
-    double lo = INFINITY, hi = -INFINITY;
+    double lo = INFINITY, hi = -INFINITY, per = a.sg.per, sigma_value;
     for (int i = 0; i < nb; i++) {
         r[i] = &b[i].st.slq;
         lo = fmin(lo, r[i]->node_min);
         hi = fmax(hi, r[i]->node_max);
     }
-    if (sig_kind == O_SIGF && lnk_sigma_from_fraction(sval, lo, hi, &sigma) != LNK_OK)
-        cli_die("blocks: --sigma-fraction %g of the nodes' range [%g, %g] gives no width: give "
-                "--sigma S", sval, lo, hi);
+    const char *sigma_option;
+    double sigma = cli_sigma(&a.sg, lo, hi, bo.slq_steps, &sigma_option, &sigma_value, MAX_GRID);
     size_t npts = 0;
-    cli_check_sigma("blocks", sigma, lo, hi, per, MAX_GRID);
     if (lnk_slq_grid_common(r, nb, sigma, LNK_SLQ_PAD, per, MAX_GRID, &t, &npts) != LNK_OK)
         cli_die_lib();
     double worst = 0;
@@ -364,7 +298,7 @@ int cmd_blocks(int argc, char **argv)
         double integral = lnk_trapezoid(t, b[i].phi, npts);
         worst = fmax(worst, fabs(integral - 1));
         if (!(fabs(integral - 1) < 1e-6))
-            cli_die("blocks: the density of block '%s' integrates to %.12g, not 1 (grid of %zu "
+            cli_die("the density of block '%s' integrates to %.12g, not 1 (grid of %zu "
                     "points): this is a bug, please report it", b[i].name, integral, npts);
     }
     for (int i = 0; i < nb; i++)
@@ -375,46 +309,37 @@ int cmd_blocks(int argc, char **argv)
             js[(size_t)i * nb + j] = js[(size_t)j * nb + i] = d;
         }
     if (cli_root()) {
-        const char *opname = lnk_op_kind_name(co.op_kind);
+        const char *opname = lnk_op_kind_name(co->op_kind);
         cli_outputs_begin(); /* every CSV and sidecar, or none */
         tables x = {b, nb, opname, bo.probes, js, t, npts};
-        if (write_csv(out, HDR_BLOCKS, 19, rows_blocks, &x) != LNK_OK ||
-            (pairs && write_csv(pairs, HDR_PAIRS, 3, rows_pairs, &x) != LNK_OK) ||
-            (dens && write_csv(dens, HDR_DENSITY, 3, rows_density, &x) != LNK_OK))
+        if (lnk_csv_write(cli_result_path(out, a.json), NULL, lnk_cols_blockstat, rows_blocks,
+                          &x) != LNK_OK ||
+            (pairs && lnk_csv_write(cli_out(pairs, 0), NULL, lnk_cols_js, rows_pairs, &x)) ||
+            (dens && lnk_csv_write(cli_out(dens, 0), &BLOCK_KEYS, lnk_cols_density,
+                                   rows_density, &x)))
             cli_die_lib();
-        char extra[4096], jp[600], jq[600], jd[600];
-        int len = snprintf(extra, sizeof extra,
-                           "\"blocks\": %d, \"tensor_blocks\": %d, \"tensors_pattern\": \"%s\", "
-                           "\"groups\": %d, \"probes\": %d, \"eig_steps\": %d, \"tol\": %.17g, "
-                           "\"runs\": %d, \"steps\": %d, \"sigma\": %.17g, \"sigma_option\": "
-                           "\"%s\", \"sigma_value\": %.17g, \"grid_points\": %zu, "
-                           "\"grid_min\": %.17g, \"grid_max\": %.17g, \"max_integral_error\": "
-                           "%.17g, \"js_log\": \"natural\", \"block_products\": %ld, "
-                           "\"extremes\": %d, \"converged\": %d, "
-                           "\"pairs_file\": \"%s\", \"density_file\": \"%s\"",
-                           nb, sel.n_tensors, json_body(jp, sizeof jp, tensor_pat ? tensor_pat : "*"),
-                           n_groups, bo.probes,
-                           bo.eig_steps, bo.eig_tol, bo.slq_runs, bo.slq_steps, sigma,
-                           sig_kind == O_SIG ? "sigma" : "sigma-fraction", sval, npts, t[0],
-                           t[npts - 1], worst, products, 2 * nb, 2 * nb - n_bad,
-                           json_body(jq, sizeof jq, pairs),
-                           json_body(jd, sizeof jd, dens));
-        if (len >= (int)sizeof extra)
-            cli_die("blocks: the sidecar's fields are too long");
-        cli_curv_meta(&s, &co, out, "blocks", extra);
-        if (pairs)
-            cli_curv_meta(&s, &co, pairs, "blocks", extra);
-        if (dens)
-            cli_curv_meta(&s, &co, dens, "blocks", extra);
+        json_t *res = json_pack("{s:i, s:i, s:s, s:i, s:f, s:s, s:f, s:I, s:f, s:f, s:f, s:s, "
+                                "s:I, s:i, s:i}", "blocks", nb, "tensor_blocks", sel.n_tensors,
+                                "tensors_pattern", tensor_pat ? tensor_pat : "*", "groups",
+                                n_groups, "sigma", sigma, "sigma_option", sigma_option,
+                                "sigma_value", sigma_value, "grid_points", (json_int_t)npts,
+                                "grid_min", t[0], "grid_max", t[npts - 1],
+                                "max_integral_error", worst, "js_log", "natural",
+                                "block_products", (json_int_t)products, "extremes", 2 * nb,
+                                "converged", 2 * nb - n_bad);
+        cli_curv_meta(&s, co, out, "blocks", opts, &a, json_incref(res));
+        cli_curv_meta(&s, co, pairs, "blocks", opts, &a, json_incref(res));
+        cli_curv_meta(&s, co, dens, "blocks", opts, &a, res);
         cli_outputs_commit();
-        if (!co.quiet)
-            fprintf(stderr, "blocks: %d blocks (%s), %ld products, sigma %.6g, %zu grid points, "
-                    "%.2f s -> %s\n", nb, opname, products, sigma, npts, lnk_now() - t0, out);
+        cli_result_json();
+        cli_say("%d blocks (%s), %ld products, sigma %.6g, %zu grid points, %.2f s -> %s\n", nb,
+                opname, products, sigma, npts, lnk_now() - t0,
+                cli_is_stdout(out) ? "standard output" : out);
     }
     /* the rule for extremes that did not converge (cli_not_converged) */
-    int status = cli_not_converged("blocks", n_bad, 2 * nb, worst_res, bo.eig_tol, max_steps,
-                                   bo.eig_steps, max_steps >= bo.eig_steps ? "the step limit was "
-                                   "reached (a larger --eig-steps may converge them)" : NULL);
+    int status = cli_not_converged(n_bad, 2 * nb, worst_res, bo.eig_tol, max_steps, bo.eig_steps,
+                                   max_steps >= bo.eig_steps ? "the step limit was reached (a "
+                                   "larger --eig-steps may converge them)" : NULL);
     for (int i = 0; i < nb; i++) {
         free(b[i].name);
         free(b[i].phi);

@@ -1,4 +1,5 @@
 /* lnkit density: spectral density of the loss Hessian by stochastic Lanczos quadrature. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,33 +7,65 @@
 #include "cli/curv.h"
 #include "lnkit/curvature_io.h"
 
-static void help(void)
+typedef struct {
+    cli_curv_opts co;
+    lnk_slq_opts so;
+    cli_sigma_opts sg;
+    const char *out, *nodes;
+    int json;
+} density_args;
+
+static const cli_choice starts[] = {{"rademacher", LNK_SLQ_RADEMACHER},
+                                    {"gaussian", LNK_SLQ_GAUSSIAN}, {NULL, 0}};
+
+#define T density_args
+static const cli_opt opts[] = {
+    CLI_OPT_OUTPUT(T, out, 0, "the density, CSV t,density (+ FILE.meta.json)", NULL),
+    CLI_OPT_JSON(T, json),
+    {.type = CLI_STR, .name = "nodes", .arg = "FILE", CLI_AT(T, nodes), .unset = "",
+     .flags = CLI_WRITES | CLI_META, .meta = "nodes_file",
+     .help = "also write every run's nodes and weights: CSV run,index,node,weight"},
+    {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, so.runs), .min = 1, .max = 1 << 20,
+     .flags = CLI_ID | CLI_META, .help = "start vectors n_v"},
+    {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(T, so.steps), .min = 1, .max = 1 << 20,
+     .flags = CLI_ID | CLI_META, .help = "Lanczos steps per run m"},
+    {.type = CLI_CHOICE, .name = "start-vectors", CLI_AT(T, so.start), .ref = starts,
+     .flags = CLI_ID | CLI_META, .meta = "start", .help = "the start vectors' entries"},
+    {.type = CLI_CHOICE, .name = "mode", CLI_AT(T, so.mode), .ref = cli_lanczos_modes,
+     .flags = CLI_ID | CLI_META,
+     .help = "a stored basis, or none with ghost removal (memory 4 n)"},
+    {.type = CLI_CHOICE, .name = "reorth", CLI_AT(T, so.reorth), .ref = cli_reorths,
+     .flags = CLI_ID | CLI_META,
+     .help = "full mode: reorthogonalise the basis when it loses semi-orthogonality (Simon's "
+             "omega recurrence), or at every step"},
+    CLI_SIGMA(T, sg), CLI_CURV(T, co), CLI_CKPT(T, co), CLI_MODEL(T, co.mo),
+    {0}};
+#undef T
+
+static void defaults(void *p)
 {
-    printf("usage: lnkit density --config C.json --weights W --batch B [--runs N] [--steps M]\n"
-           "                     (--sigma S | --sigma-variance V | --sigma-kappa K |\n"
-           "                      --sigma-fraction F) -o DENSITY.csv [--nodes NODES.csv]\n\n"
-           "Spectral density (docs/MODEL.md section 7) of the Hessian (or a block): N runs of M\n"
-           "Lanczos steps from unit random vectors; nodes = Ritz values, weights = squared\n"
-           "first components; phi(t) = (1/N) sum tau N(t; lambda, sigma^2) on a grid covering\n"
-           "all nodes +- 6 sigma.  DENSITY.csv: t,density; NODES.csv: run,index,node,weight.\n\n"
-           "  -o, --output FILE      density CSV (+ .meta.json)                 (required)\n"
-           "  --nodes FILE           raw nodes and weights of every run         (none)\n"
-           "  --runs N               start vectors n_v                          (10)\n"
-           "  --steps M              Lanczos steps per run m                    (80)\n"
-           "  --start rademacher|gaussian                                       (rademacher)\n"
-           "  --mode full|light      reorthogonalisation                        (full)\n"
-           "  --reorth partial|always  full mode: reorthogonalise when the basis\n"
-           "                         loses semi-orthogonality, or at every step (partial)\n"
-           "  --sigma S              kernel standard deviation (eigenvalue units)\n"
-           "  --sigma-variance V     PyHessian / google spectral-density: kernel variance\n"
-           "                         V * max(1, range of the nodes)\n"
-           "  --sigma-kappa K        Papyan 2020: sigma = 1.1 range / ((m-1) sqrt(8 ln K))\n"
-           "  --sigma-fraction F     sigma = F * range of the nodes\n"
-           "  --grid-per-sigma P     grid points per sigma, 1 to 1e6            (4)\n\n");
-    cli_curv_print_help(1);
+    density_args *a = p;
+    cli_curv_defaults(&a->co);
+    lnk_slq_opts_default(&a->so);
+    cli_sigma_defaults(&a->sg);
+    a->out = "-";
 }
 
-static double num(const char *opt, const char *s) { return cli_real("density", opt, s, 1); }
+const cli_cmd cmd_density_decl = {
+    .name = "lnkit density",
+    .summary = "Hessian spectral density (stochastic Lanczos quadrature)",
+    .usage = "--config C.json --weights W --batch B [--runs N] [--steps M]\n"
+             "[--sigma S | --sigma-variance V | --sigma-kappa K | --sigma-fraction F]\n"
+             "[-o DENSITY.csv] [--nodes NODES.csv] [--json]",
+    .about = "The spectral density (docs/MODEL.md section 7) of the Hessian (or of a block, or\n"
+             "of G or F): N runs of M Lanczos steps from unit random vectors; nodes = Ritz\n"
+             "values, weights = squared first components; phi(t) = (1/N) sum tau N(t; lambda,\n"
+             "sigma^2) on a grid covering every node +- 6 sigma.",
+    .opts = opts,
+    .size = sizeof(density_args),
+    .defaults = defaults,
+    .example = "--config CONFIG --weights WEIGHTS --batch BATCH --runs 2 --steps 5 -o OUT",
+};
 
 /* --checkpoint: save the state when due (cli_ckpt_due). */
 static int save(void *ctx, const lnk_slq_state *st, int must)
@@ -46,102 +79,29 @@ static int save(void *ctx, const lnk_slq_state *st, int must)
     return rc;
 }
 
-enum { O_NODES = 1, O_RUNS, O_STEPS, O_START, O_MODE, O_SIG, O_SIGV, O_SIGK, O_SIGF, O_GRID,
-       O_REORTH };
-
 int cmd_density(int argc, char **argv)
 {
-    struct option opts[128] = {{"output", required_argument, NULL, 'o'},
-                               {"help", no_argument, NULL, 'h'},
-                               {"nodes", required_argument, NULL, O_NODES},
-                               {"runs", required_argument, NULL, O_RUNS},
-                               {"steps", required_argument, NULL, O_STEPS},
-                               {"start", required_argument, NULL, O_START},
-                               {"mode", required_argument, NULL, O_MODE},
-                               {"sigma", required_argument, NULL, O_SIG},
-                               {"sigma-variance", required_argument, NULL, O_SIGV},
-                               {"sigma-kappa", required_argument, NULL, O_SIGK},
-                               {"sigma-fraction", required_argument, NULL, O_SIGF},
-                               {"grid-per-sigma", required_argument, NULL, O_GRID},
-                               {"reorth", required_argument, NULL, O_REORTH}};
-    int n = cli_curv_add_options(opts, 13, 1);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_curv_opts co = {0};
-    const char *out = NULL, *nodes = NULL;
-    int kind = 0, ch; /* which sigma convention: O_SIG.. */
-    double sval = 0, per = 4;
-    lnk_slq_opts so;
-    lnk_slq_opts_default(&so);
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-        if (cli_curv_option(&co, ch, optarg))
-            continue;
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case O_NODES: nodes = optarg; break;
-        case O_RUNS: so.runs = (int)cli_int("runs", optarg, 1, 1 << 20); break;
-        case O_STEPS: so.steps = (int)cli_int("steps", optarg, 1, 1 << 20); break;
-        case O_START:
-            if (!strcmp(optarg, "rademacher"))
-                so.start = LNK_SLQ_RADEMACHER;
-            else if (!strcmp(optarg, "gaussian"))
-                so.start = LNK_SLQ_GAUSSIAN;
-            else
-                cli_die("density: --start: expected rademacher or gaussian, got '%s'", optarg);
-            break;
-        case O_MODE: so.mode = cli_lanczos_mode("density", optarg); break;
-        case O_REORTH: so.reorth = cli_reorth("density", optarg); break;
-        case O_SIG: case O_SIGV: case O_SIGF:
-            if (kind)
-                cli_die("density: give only one of --sigma, --sigma-variance, --sigma-kappa, "
-                        "--sigma-fraction");
-            kind = ch;
-            sval = num(opts[ch == O_SIG ? 7 : ch == O_SIGV ? 8 : 10].name, optarg);
-            break;
-        case O_SIGK:
-            if (kind)
-                cli_die("density: give only one of --sigma, --sigma-variance, --sigma-kappa, "
-                        "--sigma-fraction");
-            kind = ch;
-            sval = num("sigma-kappa", optarg);
-            if (sval <= 1)
-                cli_die("density: --sigma-kappa: expected a number > 1, got '%s'", optarg);
-            break;
-        case O_GRID: per = cli_grid_per_sigma("density", optarg); break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("density", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("density: unexpected argument '%s'", argv[optind]);
-    if (!out)
-        cli_die("density: -o DENSITY.csv is required");
-    if (!kind)
-        cli_die("density: the kernel width is required: --sigma S (or --sigma-variance, "
-                "--sigma-kappa, --sigma-fraction)");
-    so.seed = co.rng_seed;
+    density_args a;
+    cli_parse(&cmd_density_decl, &a, argc, argv);
+    cli_curv_opts *co = &a.co;
+    lnk_slq_opts so = a.so;
+    const char *out = a.out, *nodes = a.nodes;
+    cli_result_check(out, a.json);
+    so.seed = co->rng_seed;
     cli_curv_out outs[2] = {{out, "-o", 1}, {nodes, "--nodes", 0}};
-    cli_curv_check_outputs("density", &co, outs, 2);
+    cli_curv_check_outputs("density", co, outs, 2);
     cli_curv s;
     cli_progress prog = {"density", "step", -1e9, &s};
-    if (!co.quiet) {
-        so.progress = cli_progress_fn;
-        so.progress_ctx = &prog;
-    }
-    cli_curv_open(&s, &co);
+    so.progress = cli_progress_fn;
+    so.progress_ctx = &prog;
+    cli_curv_open(&s, co);
     /* --checkpoint: what the run belongs to (the kernel width only shapes the
      * output: not part of it); one run's basis in FILE.basis */
     lnk_ckpt_id id = {0};
-    cli_check(lnk_ckpt_id_add(&id, "--runs", "%d", so.runs) ||
-              lnk_ckpt_id_add(&id, "--steps", "%d", so.steps) ||
-              lnk_ckpt_id_add(&id, "--start", "%s", so.start == LNK_SLQ_GAUSSIAN ? "gaussian" :
-                              "rademacher") ||
-              lnk_ckpt_id_add(&id, "--mode", "%s", so.mode == LNK_LANCZOS_FULL ? "full" : "light") ||
-              lnk_ckpt_id_add(&id, "--reorth", "%s", so.reorth == LNK_REORTH_ALWAYS ? "always" :
-                              "partial") ? LNK_ENOMEM : LNK_OK);
+    cli_check(cli_opts_id(opts, &a, 0, &id));
     int m = (size_t)so.steps < s.block_n ? so.steps : (int)s.block_n;
     int full = so.mode == LNK_LANCZOS_FULL;
-    cli_ckpt_open(&s, &co, &id, LNK_CKPT_SLQ, full ? (size_t)m + 1 : 6, full, (long)so.runs * m);
+    cli_ckpt_open(&s, co, &id, LNK_CKPT_SLQ, full ? (size_t)m + 1 : 6, full, (long)so.runs * m);
     if (s.ck) {
         so.basis = lnk_ckpt_basis(s.ck);
         so.resume = lnk_ckpt_slq_state(s.ck);
@@ -157,17 +117,10 @@ int cmd_density(int argc, char **argv)
         cli_curv_close(&s);
         return 0;
     }
-    double sigma = sval;
-    int st = LNK_OK;
-    if (kind == O_SIGV)
-        st = lnk_sigma_from_variance(sval, r.node_min, r.node_max, &sigma);
-    else if (kind == O_SIGK)
-        st = lnk_sigma_from_kappa(sval, so.steps, 0.05, r.node_min, r.node_max, &sigma);
-    else if (kind == O_SIGF)
-        st = lnk_sigma_from_fraction(sval, r.node_min, r.node_max, &sigma);
-    if (st)
-        cli_die_lib();
-    cli_check_sigma("density", sigma, r.node_min, r.node_max, per, 50000000);
+    const char *sigma_option;
+    double sigma_value, per = a.sg.per;
+    double sigma = cli_sigma(&a.sg, r.node_min, r.node_max, so.steps, &sigma_option,
+                             &sigma_value, 50000000);
     size_t np = lnk_slq_grid_size(&r, sigma, LNK_SLQ_PAD, per);
     if (np < 2)
         np = 2;
@@ -179,32 +132,24 @@ int cmd_density(int argc, char **argv)
         cli_die_lib();
     double integral = lnk_trapezoid(t, phi, np);
     if (!(fabs(integral - 1) < 1e-6))
-        cli_die("density: the density integrates to %.12g, not 1 (grid of %zu points): this is "
+        cli_die("the density integrates to %.12g, not 1 (grid of %zu points): this is "
                 "a bug, please report it", integral, np);
     cli_outputs_begin(); /* density, nodes and sidecar: all or none */
-    if (lnk_density_write(out, t, phi, np) != LNK_OK)
+    if (lnk_density_write(cli_result_path(out, a.json), t, phi, np) != LNK_OK)
         cli_die_lib();
-    if (nodes && lnk_slq_write_nodes(&r, nodes) != LNK_OK)
+    if (nodes && lnk_slq_write_nodes(&r, cli_out(nodes, 0)) != LNK_OK)
         cli_die_lib();
-    char extra[768];
-    snprintf(extra, sizeof extra,
-             "\"runs\": %d, \"steps\": %d, \"start\": \"%s\", \"mode\": \"%s\", "
-             "\"reorth\": \"%s\", \"sigma\": %.17g, "
-             "\"sigma_option\": \"%s\", \"sigma_value\": %.17g, \"grid_points\": %zu, "
-             "\"integral\": %.17g, \"node_min\": %.17g, \"node_max\": %.17g, \"nodes_file\": \"%s\"",
-             so.runs, so.steps, so.start == LNK_SLQ_GAUSSIAN ? "gaussian" : "rademacher",
-             so.mode == LNK_LANCZOS_FULL ? "full" : "light",
-             so.reorth == LNK_REORTH_ALWAYS ? "always" : "partial", sigma,
-             kind == O_SIG ? "sigma" : kind == O_SIGV ? "sigma-variance" : kind == O_SIGK ?
-             "sigma-kappa" : "sigma-fraction", sval, np, integral, r.node_min, r.node_max,
-             nodes ? nodes : "");
-    cli_curv_meta(&s, &co, out, "density", extra);
+    cli_curv_meta(&s, co, out, "density", opts, &a,
+                  json_pack("{s:f, s:s, s:f, s:I, s:f, s:f, s:f}", "sigma", sigma, "sigma_option",
+                            sigma_option, "sigma_value", sigma_value, "grid_points",
+                            (json_int_t)np, "integral", integral, "node_min", r.node_min,
+                            "node_max", r.node_max));
     cli_outputs_commit();
+    cli_result_json();
     cli_ckpt_done(&s);
-    if (!co.quiet)
-        fprintf(stderr, "density: %d runs x %d steps, nodes in [%.6g, %.6g], sigma %.6g, %zu grid "
-                "points, integral %.12f -> %s\n", so.runs, so.steps, r.node_min, r.node_max, sigma,
-                np, integral, out);
+    cli_say("%d runs x %d steps, nodes in [%.6g, %.6g], sigma %.6g, %zu grid points, integral "
+            "%.12f -> %s\n", so.runs, so.steps, r.node_min, r.node_max, sigma, np, integral,
+            cli_is_stdout(out) ? "standard output" : out);
     free(t);
     free(phi);
     lnk_slq_result_free(&r);

@@ -1,39 +1,78 @@
 /* lnkit eigs: extremal eigenpairs of the loss Hessian (or a block of it) by Lanczos. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/curv.h"
 
-static void help(void)
+typedef struct {
+    cli_curv_opts co;
+    lnk_eigs_opts eo;
+    int k, which, json;
+    const char *out, *vec, *mass;
+} eigs_args;
+
+enum { TOP = 1, BOTTOM = 2, BOTH = 3 };
+static const cli_choice ends[] = {{"top", TOP}, {"bottom", BOTTOM}, {"both", BOTH}, {NULL, 0}};
+
+#define T eigs_args
+static const cli_opt opts[] = {
+    CLI_OPT_OUTPUT(T, out, 0, "the CSV which,index,eigenvalue,residual,converged "
+                   "(+ FILE.meta.json)", NULL),
+    CLI_OPT_JSON(T, json),
+    {.type = CLI_INT, .key = 'k', .name = "k", .arg = "N", CLI_AT(T, k), .min = 1, .max = 1 << 20,
+     .flags = CLI_ID | CLI_META, .help = "eigenpairs per end"},
+    {.type = CLI_CHOICE, .name = "which", CLI_AT(T, which), .ref = ends, .flags = CLI_ID | CLI_META,
+     .help = "which end of the spectrum (index 0: the largest for top, the most negative for "
+             "bottom)"},
+    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(T, eo.tol), .max = HUGE_VAL,
+     .flags = CLI_ID | CLI_META, .help = "stop when every residual bound is at most T max|l|"},
+    {.type = CLI_INT, .name = "max-steps", .arg = "M", CLI_AT(T, eo.max_steps), .min = 1,
+     .max = 1 << 24, .flags = CLI_ID | CLI_META, .help = "Lanczos step limit"},
+    {.type = CLI_CHOICE, .name = "mode", CLI_AT(T, eo.mode), .ref = cli_lanczos_modes,
+     .flags = CLI_ID | CLI_META,
+     .help = "a stored basis, or none with ghost removal (memory 4 n)"},
+    {.type = CLI_CHOICE, .name = "reorth", CLI_AT(T, eo.reorth), .ref = cli_reorths,
+     .flags = CLI_ID | CLI_META,
+     .help = "full mode: reorthogonalise the basis when it loses semi-orthogonality (Simon's "
+             "omega recurrence), or at every step"},
+    {.type = CLI_STR, .name = "vectors", .arg = "FILE", CLI_AT(T, vec), .flags = CLI_WRITES,
+     .help = "also write the eigenvectors: safetensors 'values' [k], 'vectors' [k, n_block]"},
+    {.type = CLI_STR, .name = "mass", .arg = "FILE", CLI_AT(T, mass), .flags = CLI_WRITES,
+     .help = "also write each eigenvector's mass on every tensor of the block (the sum of its "
+             "squared entries there; they sum to 1): CSV which,index,tensor,n,mass "
+             "(+ FILE.meta.json)"},
+    CLI_CURV(T, co), CLI_CKPT(T, co), CLI_MODEL(T, co.mo),
+    {0}};
+#undef T
+
+static void defaults(void *p)
 {
-    printf("usage: lnkit eigs --config C.json --weights W --batch B [--batch B2 ...] [-k K]\n"
-           "                  [--which top|bottom|both] [--tol T] [--max-steps M] -o EIGS.csv\n\n"
-           "Extremal eigenvalues of the Hessian of the mean loss over the batches (or of a\n"
-           "block of it) by Lanczos (stored basis kept semi-orthogonal by partial\n"
-           "reorthogonalisation); residuals ||Hv - lv||\n"
-           "computed explicitly.  CSV columns which,index,eigenvalue,residual,converged\n"
-           "(index 0 = largest for top, most negative for bottom), plus EIGS.meta.json.\n\n"
-           "  -o, --output FILE      CSV to write                               (required)\n"
-           "  -k N                   eigenpairs per end                         (5)\n"
-           "  --which top|bottom|both                                           (top)\n"
-           "  --tol T                stop when every residual bound <= T max|l| (1e-6)\n"
-           "  --max-steps M          Lanczos step limit                         (200)\n"
-           "  --mode full|light      stored basis, or none with ghost removal\n"
-           "                         (memory 4n)                                (full)\n"
-           "  --reorth partial|always  full mode: reorthogonalise when the basis\n"
-           "                         loses semi-orthogonality, or at every step (partial)\n"
-           "  --vectors FILE         also write the eigenvectors (safetensors:\n"
-           "                         'values' [k], 'vectors' [k, n_block])      (none)\n"
-           "  --mass FILE            also write each eigenvector's mass on every\n"
-           "                         tensor of the block (sum of its squared\n"
-           "                         entries there; CSV which,index,tensor,n,mass,\n"
-           "                         with FILE.meta.json; the masses sum to 1)  (none)\n\n");
-    cli_curv_print_help(1);
+    eigs_args *a = p;
+    cli_curv_defaults(&a->co);
+    lnk_eigs_opts_default(&a->eo);
+    a->k = a->eo.k_top;
+    a->which = TOP;
+    a->out = "-";
 }
 
+const cli_cmd cmd_eigs_decl = {
+    .name = "lnkit eigs",
+    .summary = "extremal eigenvalues of the Hessian (or G, F), with residuals (Lanczos)",
+    .usage = "--config C.json --weights W --batch B [--batch B2 ...] [-k K]\n"
+             "[--which top|bottom|both] [--tol T] [--max-steps M] [-o EIGS.csv] [--json]",
+    .about = "Extremal eigenvalues of the Hessian of the mean loss over the batches (or of a\n"
+             "block of it, or of its Gauss-Newton or functional part) by Lanczos with a stored\n"
+             "basis kept semi-orthogonal; the residuals ||A v - l v|| computed explicitly.\n"
+             "Exit status 3 when requested pairs did not converge (results written).",
+    .opts = opts,
+    .size = sizeof(eigs_args),
+    .defaults = defaults,
+    .example = "--config CONFIG --weights WEIGHTS --batch BATCH -k 2 --max-steps 30 -o OUT",
+};
+
 typedef struct {
-    int quiet;
     double last;
     cli_curv *s;
 } progress_ctx;
@@ -41,7 +80,7 @@ typedef struct {
 static int progress(void *ctx, const lnk_eigs_progress *p)
 {
     progress_ctx *pc = ctx;
-    if (pc->quiet || !cli_root() || (p->elapsed - pc->last < 1.0 && p->step != p->max_steps))
+    if (p->elapsed - pc->last < 1.0 && p->step != p->max_steps)
         return 0;
     pc->last = p->elapsed;
     double eta = p->elapsed / p->step * (p->max_steps - p->step);
@@ -52,9 +91,9 @@ static int progress(void *ctx, const lnk_eigs_progress *p)
         snprintf(bot, sizeof bot, "  bottom %.6g", p->bottom[0]);
     char rate[160];
     cli_ckpt_rate(pc->s, rate, sizeof rate);
-    fprintf(stderr, "eigs: step %d/%d%s%s  converged %d/%d  %.1f s (at most %.0f s left)%s\n",
-            p->step, p->max_steps, top, bot, p->n_converged, p->n_top + p->n_bottom, p->elapsed,
-            eta, rate);
+    cli_say("step %d/%d%s%s  converged %d/%d  %.1f s (at most %.0f s left)%s\n", p->step,
+            p->max_steps, top, bot, p->n_converged, p->n_top + p->n_bottom, p->elapsed, eta,
+            rate);
     return 0;
 }
 
@@ -70,139 +109,66 @@ static int save(void *ctx, const lnk_eigs_state *st, int must)
     return rc;
 }
 
-enum { O_K = 1, O_WHICH, O_TOL, O_MAXS, O_MODE, O_VEC, O_REORTH, O_MASS };
-
-/* --mass: for eigenpair i and tensor t of the block, the squared norm of the
- * unit eigenvector's entries on t (the block's tensors are concatenated in
- * layout order, lnkit/hessian.h); they sum to 1 over t. */
-static int write_mass(const char *path, const lnk_model *m, const lnk_block *b,
-                      const lnk_eigs_result *r, const double *Y, size_t n)
-{
-    const lnk_layout *lay = lnk_model_layout(m);
-    lnk_afile af;
-    int st = lnk_afile_open(&af, path);
-    if (st)
-        return st;
-    static const char *const hdr[] = {"which", "index", "tensor", "n", "mass"};
-    lnk_csv c;
-    st = lnk_csv_begin(&c, af.f, hdr, 5);
-    for (int i = 0; !st && i < r->k; i++) {
-        int top = i < r->n_top;
-        size_t off = 0;
-        for (int j = 0; !st && j < b->n_tensors; j++) {
-            const lnk_tensor_info *t = &lay->t[b->tensor[j]];
-            double s = 0;
-            for (size_t q = 0; q < t->size; q++)
-                s += Y[(size_t)i * n + off + q] * Y[(size_t)i * n + off + q];
-            off += t->size;
-            st = lnk_csv_str(&c, top ? "top" : "bottom");
-            st = st ? st : lnk_csv_int(&c, top ? i : i - r->n_top);
-            st = st ? st : lnk_csv_str(&c, t->name);
-            st = st ? st : lnk_csv_int(&c, (long long)t->size);
-            st = st ? st : lnk_csv_double(&c, s);
-            st = st ? st : lnk_csv_end_row(&c);
-        }
-    }
-    lnk_csv_free(&c);
-    if (st || (st = lnk_afile_commit(&af)) != LNK_OK)
-        lnk_afile_abort(&af);
-    return st;
-}
 
 /* The rule for pairs that did not converge (cli_not_converged): the worst
  * explicit residual of theirs relative to max|l|, and why they may not have
- * (m: the step limit, --max-steps or the operator's size). */
-static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int m)
+ * (m: the step limit, --max-steps or the operator's size; G's bottom end:
+ * its cluster at 0). */
+static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int m, int op)
 {
-    int bad = 0;
+    int bad = 0, bad_top = 0;
     double worst = 0;
     for (int i = 0; i < r->k; i++)
         if (!r->converged[i]) {
             bad++;
+            bad_top += i < r->n_top;
             worst = fmax(worst, r->scale > 0 ? r->residual[i] / r->scale : r->residual[i]);
         }
     const char *hint = r->stop == LNK_EIGS_TOL
         ? "their residual bounds met the tolerance, the explicit residuals did not: rounding "
           "in double precision is above it (a larger --tol makes the two agree)"
+        : op == LNK_OP_GGN && !bad_top
+        ? "G's bottom eigenvalues are a cluster at 0 (G is positive semidefinite) that Lanczos "
+          "resolves slowly; each bottom value v bounds G's corresponding smallest eigenvalue "
+          "to [0, v]"
         : r->steps >= m ? "the step limit was reached (a larger --max-steps may converge them)"
         : NULL;
-    return cli_not_converged("eigs", bad, r->k, worst, eo->tol, r->steps, m, hint);
+    return cli_not_converged(bad, r->k, worst, eo->tol, r->steps, m, hint);
 }
 
 int cmd_eigs(int argc, char **argv)
 {
-    struct option opts[128] = {{"output", required_argument, NULL, 'o'},
-                               {"help", no_argument, NULL, 'h'},
-                               {"which", required_argument, NULL, O_WHICH},
-                               {"tol", required_argument, NULL, O_TOL},
-                               {"max-steps", required_argument, NULL, O_MAXS},
-                               {"mode", required_argument, NULL, O_MODE},
-                               {"vectors", required_argument, NULL, O_VEC},
-                               {"mass", required_argument, NULL, O_MASS},
-                               {"reorth", required_argument, NULL, O_REORTH}};
-    int n = cli_curv_add_options(opts, 9, 1);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_curv_opts co = {0};
-    const char *out = NULL, *vec = NULL, *mass = NULL, *which = "top";
-    lnk_eigs_opts eo;
-    lnk_eigs_opts_default(&eo);
-    eo.tol = 1e-6;
-    int k = 5, ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":ho:k:", opts, NULL)) != -1) {
-        if (cli_curv_option(&co, ch, optarg))
-            continue;
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case 'k': k = (int)cli_int("k", optarg, 1, 1 << 20); break;
-        case O_WHICH:
-            if (strcmp(optarg, "top") && strcmp(optarg, "bottom") && strcmp(optarg, "both"))
-                cli_die("eigs: --which: expected top, bottom or both, got '%s'", optarg);
-            which = optarg;
-            break;
-        case O_TOL: eo.tol = cli_real("eigs", "tol", optarg, 0); break;
-        case O_MAXS: eo.max_steps = (int)cli_int("max-steps", optarg, 1, 1 << 24); break;
-        case O_MODE: eo.mode = cli_lanczos_mode("eigs", optarg); break;
-        case O_VEC: vec = optarg; break;
-        case O_MASS: mass = optarg; break;
-        case O_REORTH: eo.reorth = cli_reorth("eigs", optarg); break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("eigs", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("eigs: unexpected argument '%s'", argv[optind]);
-    if (!out)
-        cli_die("eigs: -o EIGS.csv is required");
-    eo.k_top = strcmp(which, "bottom") ? k : 0;
-    eo.k_bottom = strcmp(which, "top") ? k : 0;
+    eigs_args a;
+    cli_parse(&cmd_eigs_decl, &a, argc, argv);
+    cli_curv_opts *co = &a.co;
+    lnk_eigs_opts eo = a.eo;
+    const char *out = a.out, *vec = a.vec, *mass = a.mass;
+    int k = a.k;
+    cli_result_check(out, a.json);
+    eo.k_top = a.which & TOP ? k : 0;
+    eo.k_bottom = a.which & BOTTOM ? k : 0;
     eo.vectors = vec || mass;
-    eo.seed = co.rng_seed;
+    eo.seed = co->rng_seed;
     /* the outputs can be written: checked before the hours of work */
     cli_curv_out outs[3] = {{out, "-o", 1}, {vec, "--vectors", 0}, {mass, "--mass", 1}};
-    cli_curv_check_outputs("eigs", &co, outs, 3);
+    cli_curv_check_outputs("eigs", co, outs, 3);
     cli_curv s;
-    cli_curv_open(&s, &co);
+    cli_curv_open(&s, co);
     if ((size_t)k > s.block_n)
-        cli_die("eigs: -k %d is larger than the operator's size %zu", k, s.block_n);
+        cli_die("-k %d is larger than the operator's size %zu", k, s.block_n);
     if (eo.k_top && eo.k_bottom && 2 * (size_t)k > s.block_n)
-        cli_die("eigs: -k %d --which both asks for %d eigenpairs, but the %s has %zu: the two "
-                "ends would overlap; use -k %zu or less, or --which top|bottom", k, 2 * k,
-                co.block ? "block" : "model", s.block_n, s.block_n / 2);
+        cli_die("-k %d --which both asks for %d eigenpairs, but the %s has %zu: the two ends "
+                "would overlap; use -k %zu or less, or --which top|bottom", k, 2 * k,
+                co->block ? "block" : "model", s.block_n, s.block_n / 2);
     if (eo.max_steps < eo.k_top + eo.k_bottom && (size_t)eo.max_steps < s.block_n)
-        cli_die("eigs: --max-steps %d is smaller than the %d eigenpairs asked for", eo.max_steps,
+        cli_die("--max-steps %d is smaller than the %d eigenpairs asked for", eo.max_steps,
                 eo.k_top + eo.k_bottom);
     /* --checkpoint: what the run belongs to, and the basis in FILE.basis */
     lnk_ckpt_id id = {0};
-    cli_check(lnk_ckpt_id_add(&id, "-k", "%d", k) || lnk_ckpt_id_add(&id, "--which", "%s", which) ||
-              lnk_ckpt_id_add(&id, "--tol", "%.17g", eo.tol) ||
-              lnk_ckpt_id_add(&id, "--max-steps", "%d", eo.max_steps) ||
-              lnk_ckpt_id_add(&id, "--mode", "%s", eo.mode == LNK_LANCZOS_FULL ? "full" : "light") ||
-              lnk_ckpt_id_add(&id, "--reorth", "%s", eo.reorth == LNK_REORTH_ALWAYS ? "always" :
-                              "partial") ? LNK_ENOMEM : LNK_OK);
+    cli_check(cli_opts_id(opts, &a, 0, &id));
     int m = (size_t)eo.max_steps < s.block_n ? eo.max_steps : (int)s.block_n;
     int full = eo.mode == LNK_LANCZOS_FULL;
-    cli_ckpt_open(&s, &co, &id, LNK_CKPT_EIGS, full ? (size_t)m + 1 : 6, full,
+    cli_ckpt_open(&s, co, &id, LNK_CKPT_EIGS, full ? (size_t)m + 1 : 6, full,
                   m + eo.k_top + eo.k_bottom);
     if (s.ck) {
         eo.basis = lnk_ckpt_basis(s.ck);
@@ -210,7 +176,17 @@ int cmd_eigs(int argc, char **argv)
         eo.checkpoint = save;
         eo.checkpoint_ctx = &s;
     }
-    progress_ctx pc = {co.quiet, -1e9, &s};
+    /* G is positive semidefinite: its bottom end is a cluster of eigenvalues at or just above
+     * 0 (rank at most the logits' count), which Lanczos resolves slowly; say so before the
+     * run, not after max-steps of silence */
+    if (co->op_kind == LNK_OP_GGN && eo.k_bottom)
+        cli_say("--operator ggn --which %s: G is positive semidefinite, so its bottom "
+                "eigenvalues are >= 0 and usually a cluster at 0 that Lanczos resolves slowly: "
+                "the bottom pairs may take all %d steps and stay unconverged by their residuals; "
+                "the i-th bottom value v still bounds G's i-th smallest eigenvalue to [0, v] "
+                "(Cauchy interlacing)\n",
+                a.which == BOTH ? "both" : "bottom", eo.max_steps);
+    progress_ctx pc = {-1e9, &s};
     eo.progress = progress;
     eo.progress_ctx = &pc;
     lnk_eigs_result r;
@@ -218,7 +194,7 @@ int cmd_eigs(int argc, char **argv)
         cli_die_lib();
     for (int i = 0; i < r.k; i++)
         if (!isfinite(r.value[i]) || !isfinite(r.residual[i]))
-            cli_die("eigs: eigenpair %d is not finite (value %g, residual %g)", i, r.value[i],
+            cli_die("eigenpair %d is not finite (value %g, residual %g)", i, r.value[i],
                     r.residual[i]);
     double *Y = r.vectors;
     if ((vec || mass) && lnk_comm_size() > 1) {
@@ -235,7 +211,7 @@ int cmd_eigs(int argc, char **argv)
         free(cnt);
     }
     if (!cli_root()) {
-        int status = not_converged(&r, &eo, m);
+        int status = not_converged(&r, &eo, m, co->op_kind);
         if (Y != r.vectors)
             free(Y);
         lnk_eigs_result_free(&r);
@@ -245,57 +221,36 @@ int cmd_eigs(int argc, char **argv)
     }
     /* the CSV, the vectors and the sidecar appear together or not at all */
     cli_outputs_begin();
-    lnk_afile af;
-    if (lnk_afile_open(&af, out) != LNK_OK)
-        cli_die_lib();
-    static const char *const hdr[] = {"which", "index", "eigenvalue", "residual", "converged"};
-    lnk_csv csv;
-    int st = lnk_csv_begin(&csv, af.f, hdr, 5), nconv = 0;
-    for (int i = 0; !st && i < r.k; i++) {
-        int top = i < r.n_top;
-        st = lnk_csv_str(&csv, top ? "top" : "bottom");
-        st = st ? st : lnk_csv_int(&csv, top ? i : i - r.n_top);
-        st = st ? st : lnk_csv_double(&csv, r.value[i]);
-        st = st ? st : lnk_csv_double(&csv, r.residual[i]);
-        st = st ? st : lnk_csv_int(&csv, r.converged[i]);
-        st = st ? st : lnk_csv_end_row(&csv);
+    int nconv = 0;
+    for (int i = 0; i < r.k; i++)
         nconv += r.converged[i];
-    }
-    lnk_csv_free(&csv);
-    if (st || lnk_afile_commit(&af) != LNK_OK) {
-        lnk_afile_abort(&af);
+    if (lnk_eigs_write(cli_result_path(out, a.json), &r) != LNK_OK)
         cli_die_lib();
-    }
     if (vec) {
         lnk_st_tensor t[2] = {{"values", LNK_DT_F64, 1, {r.k}, (size_t)r.k, r.value},
                               {"vectors", LNK_DT_F64, 2, {r.k, (int64_t)s.block_n},
                                (size_t)r.k * s.block_n, Y}};
-        const char *meta[] = {"block", co.block ? co.block : "*", NULL};
+        const char *meta[] = {"block", co->block ? co->block : "*", NULL};
         if (lnk_st_write(vec, t, 2, meta) != LNK_OK)
             cli_die_lib();
     }
-    if (mass && write_mass(mass, s.m, lnk_hessian_block(s.h), &r, Y, s.block_n) != LNK_OK)
+    if (mass && lnk_mass_write(mass, lnk_model_layout(s.m), lnk_hessian_block(s.h), &r, Y,
+                               s.block_n) != LNK_OK)
         cli_die_lib();
-    char extra[512];
-    snprintf(extra, sizeof extra,
-             "\"k\": %d, \"which\": \"%s\", \"tol\": %.17g, \"max_steps\": %d, \"mode\": \"%s\", "
-             "\"reorth\": \"%s\", \"reorthogonalisations\": %d, \"reorth_rows_read\": %.0f, "
-             "\"steps\": %d, \"stop\": \"%s\", \"converged\": %d, \"scale\": %.17g",
-             k, which, eo.tol, eo.max_steps, eo.mode == LNK_LANCZOS_FULL ? "full" : "light",
-             eo.reorth == LNK_REORTH_ALWAYS ? "always" : "partial", r.n_reorth, r.reorth_rows,
-             r.steps,
-             lnk_eigs_stop_name(r.stop), nconv, r.scale);
-    cli_curv_meta(&s, &co, out, "eigs", extra);
-    if (mass)
-        cli_curv_meta(&s, &co, mass, "eigs", extra);
+    json_t *res = json_pack("{s:i, s:f, s:i, s:s, s:i, s:f}", "reorthogonalisations", r.n_reorth,
+                            "reorth_rows_read", r.reorth_rows, "steps", r.steps,
+                            "stop", lnk_eigs_stop_name(r.stop), "converged", nconv,
+                            "scale", r.scale);
+    cli_curv_meta(&s, co, out, "eigs", opts, &a, json_incref(res));
+    cli_curv_meta(&s, co, mass, "eigs", opts, &a, res);
     cli_outputs_commit();
+    cli_result_json();
     cli_ckpt_done(&s);
-    if (!co.quiet)
-        fprintf(stderr, "eigs: %d Lanczos steps, stopped by %s, %d/%d converged by their "
-                "explicit residual ||Hv - lv|| <= tol max|l| (tol %g), %.2f s -> %s\n", r.steps,
-                r.stop == LNK_EIGS_TOL ? "tol (residual bounds)" : lnk_eigs_stop_name(r.stop),
-                nconv, r.k, eo.tol, r.elapsed, out);
-    int status = not_converged(&r, &eo, m);
+    cli_say("%d Lanczos steps, stopped by %s, %d/%d converged by their explicit residual "
+            "||Hv - lv|| <= tol max|l| (tol %g), %.2f s -> %s\n", r.steps,
+            r.stop == LNK_EIGS_TOL ? "tol (residual bounds)" : lnk_eigs_stop_name(r.stop), nconv,
+            r.k, eo.tol, r.elapsed, cli_is_stdout(out) ? "standard output" : out);
+    int status = not_converged(&r, &eo, m, co->op_kind);
     if (Y != r.vectors)
         free(Y);
     lnk_eigs_result_free(&r);

@@ -6,21 +6,44 @@
 #include <string.h>
 #include "cli/cli.h"
 
-static void help(void)
-{
-    printf("usage: lnkit eval --config C.json --weights W.safetensors --batch B.safetensors\n"
-           "                  [--batch B2 ...] [config flags] [--json] [--grad-out G.safetensors]\n\n"
-           "Print the loss, the number of scored tokens and ||dL/dW||_F of every tensor\n"
-           "(and of all parameters together) as CSV with columns quantity,tensor,value\n"
-           "(or as JSON with --json).  Several --batch files are one data set: the\n"
-           "token-weighted mean loss over them (MODEL.md §4) and its gradient.\n\n"
-           "  --weights FILE         weights (safetensors, MODEL.md §6)        (required)\n"
-           "  --batch FILE           batch (safetensors); repeat for a data set of\n"
-           "                         several files                             (required)\n"
-           "  --json                 JSON instead of CSV                       (CSV)\n"
-           "  --grad-out FILE        also write the gradient (named tensors)   (none)\n\n");
-    cli_print_model_help();
-}
+typedef struct {
+    cli_model_opts mo;
+    const char *weights, *batch[CLI_MAX_BATCH], *out, *gout;
+    int n_batch, json;
+} eval_args;
+
+#define T eval_args
+static const cli_opt opts[] = {
+    CLI_OPT_OUTPUT(T, out, 0, "the CSV quantity,tensor,value (+ FILE.meta.json)", NULL),
+    {.type = CLI_FLAG, .name = "json", CLI_AT(T, json),
+     .help = "the result as JSON {loss, n_scored, grad_norms, grad_norm_total} on standard "
+             "output instead of CSV"},
+    {.type = CLI_STR, .name = "weights", .arg = "FILE", CLI_AT(T, weights),
+     .flags = CLI_REQ | CLI_READS | CLI_META, .help = "weights"},
+    {.type = CLI_LIST, .name = "batch", .arg = "FILE", CLI_AT(T, batch),
+     .count = offsetof(T, n_batch), .flags = CLI_REQ | CLI_READS,
+     .help = "batch file; repeat for a data set of several (the mean loss over all their scored "
+             "tokens)"},
+    {.type = CLI_STR, .name = "grad-out", .arg = "FILE", CLI_AT(T, gout), .flags = CLI_WRITES,
+     .help = "also write the gradient (the named tensors of docs/MODEL.md section 6)"},
+    CLI_MODEL(T, mo),
+    {0}};
+#undef T
+
+static void defaults(void *p) { ((eval_args *)p)->out = "-"; }
+
+const cli_cmd cmd_eval_decl = {
+    .name = "lnkit eval",
+    .summary = "loss and every tensor's gradient Frobenius norm on a batch",
+    .usage = "--config C.json --weights W.safetensors --batch B.safetensors [--batch B2 ...]\n"
+             "[config flags] [-o EVAL.csv] [--json] [--grad-out G.safetensors]",
+    .about = "The loss, the number of scored tokens and ||dL/dW||_F of every tensor (and of all\n"
+             "parameters together), as CSV with the columns quantity,tensor,value (or JSON).",
+    .opts = opts,
+    .size = sizeof(eval_args),
+    .defaults = defaults,
+    .example = "--config CONFIG --weights WEIGHTS --batch BATCH -o OUT",
+};
 
 /* The results as JSON text (malloc'd), every value checked finite before. */
 static char *json_text(const lnk_layout *lay, double loss, size_t nsc, const double *norm)
@@ -38,7 +61,7 @@ static char *json_text(const lnk_layout *lay, double loss, size_t nsc, const dou
     json_decref(o);
     char *txt = NULL;
     if (!j || asprintf(&txt, "%s\n", j) < 0)
-        cli_die("eval: out of memory for the JSON");
+        cli_die("out of memory for the JSON");
     free(j);
     return txt;
 }
@@ -50,7 +73,7 @@ static char *csv_text(const lnk_layout *lay, double loss, size_t nsc, const doub
     size_t len = 0;
     FILE *f = open_memstream(&txt, &len);
     if (!f)
-        cli_die("eval: out of memory for the CSV");
+        cli_die("out of memory for the CSV");
     static const char *const hdr[] = {"quantity", "tensor", "value"};
     lnk_csv csv;
     int st = lnk_csv_begin(&csv, f, hdr, 3);
@@ -74,44 +97,29 @@ static char *csv_text(const lnk_layout *lay, double loss, size_t nsc, const doub
     st = st ? st : lnk_csv_end_row(&csv);
     lnk_csv_free(&csv);
     if (fclose(f) != 0 || st)
-        cli_die("eval: %s", st ? lnk_errmsg() : "out of memory for the CSV");
+        cli_die("%s", st ? lnk_errmsg() : "out of memory for the CSV");
     return txt;
 }
 
 int cmd_eval(int argc, char **argv)
 {
-    struct option opts[96] = {{"weights", required_argument, NULL, 'w'},
-                              {"batch", required_argument, NULL, 'b'},
-                              {"json", no_argument, NULL, 'j'},
-                              {"grad-out", required_argument, NULL, 'g'},
-                              {"help", no_argument, NULL, 'h'}};
-    int n = cli_add_model_options(opts, 5);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_model_opts mo = {0};
-    const char *wpath = NULL, *bpath[CLI_MAX_BATCH], *gout = NULL;
-    int json = 0, ch, n_batch = 0;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if (cli_model_option(&mo, ch, optarg))
-            continue;
-        switch (ch) {
-        case 'w': wpath = optarg; break;
-        case 'b': cli_add_batch(bpath, &n_batch, optarg); break;
-        case 'j': json = 1; break;
-        case 'g': gout = optarg; break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("eval", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("eval: unexpected argument '%s'", argv[optind]);
+    eval_args a;
+    cli_parse(&cmd_eval_decl, &a, argc, argv);
+    const char *wpath = a.weights, *const *bpath = a.batch, *out = a.out;
+    int n_batch = a.n_batch;
+    cli_model_opts mo = a.mo;
+    char start[32];
+    lnk_iso_time(start, sizeof start);
+    double t0 = lnk_now();
+    cli_result_check(out, a.json);
     cli_files f = {0};
-    cli_files_out(&f, gout, "--grad-out");
+    cli_files_out_meta(&f, out, "-o");
+    cli_files_out(&f, a.gout, "--grad-out");
     cli_files_in(&f, mo.config_path, "--config");
     cli_files_in(&f, wpath, "--weights");
     for (int i = 0; i < n_batch; i++)
         cli_files_in(&f, bpath[i], "--batch");
-    cli_files_check("eval", &f);
+    cli_files_check(NULL, &f);
     cli_session s;
     cli_open(&s, &mo, wpath, bpath, n_batch, 0);
     size_t np = lnk_model_n_params(s.m), nsc = 0;
@@ -142,10 +150,10 @@ int cmd_eval(int argc, char **argv)
         norm[i] = lnk_tensor_norm(s.m, g, i);
     norm[lay->n_tensors] = lnk_norm2(g, np);
     if (!isfinite(loss))
-        cli_die("eval: the loss is %g, not a finite number", loss);
+        cli_die("the loss is %g, not a finite number", loss);
     for (int i = 0; i <= lay->n_tensors; i++)
         if (!isfinite(norm[i]))
-            cli_die("eval: the gradient's norm %s%s exceeds the range of doubles (%g)",
+            cli_die("the gradient's norm %s%s exceeds the range of doubles (%g)",
                     i < lay->n_tensors ? "on " : "over all parameters",
                     i < lay->n_tensors ? lay->t[i].name : "", norm[i]);
     if (!cli_root()) {
@@ -154,17 +162,29 @@ int cmd_eval(int argc, char **argv)
         cli_close(&s);
         return 0;
     }
-    char *txt = json ? json_text(lay, loss, nsc, norm) : csv_text(lay, loss, nsc, norm);
-    if (gout) {
-        cli_outputs_begin();
-        if (lnk_vector_save(gout, s.m, g, LNK_VEC_NAMED) != LNK_OK)
-            cli_die_lib();
-        cli_outputs_commit();
+    char *csv = csv_text(lay, loss, nsc, norm), *js = a.json ? json_text(lay, loss, nsc, norm) : NULL;
+    cli_outputs_begin(); /* the CSV, its sidecar and the gradient: all or none */
+    if (!a.json || !cli_is_stdout(out)) {
+        lnk_afile af;
+        CLI_CK(lnk_afile_open(&af, cli_out(out, 0)));
+        if (fputs(csv, af.f) == EOF || lnk_afile_commit(&af) != LNK_OK) {
+            lnk_afile_abort(&af);
+            cli_die("-o %s: could not write the CSV", out);
+        }
     }
-    size_t len = strlen(txt);
-    if (fwrite(txt, 1, len, stdout) != len || fflush(stdout) != 0)
-        cli_die("eval: could not write to standard output");
-    free(txt);
+    if (!cli_is_stdout(out)) {
+        json_t *x = json_pack("{s:s, s:f, s:I}", "command", "eval", "loss", loss, "n_scored",
+                              (json_int_t)nsc);
+        CLI_CK(x ? cli_opts_meta(opts, &a, 0, x) : LNK_ENOMEM);
+        cli_meta_write(out, &s.c, x, start, lnk_now() - t0);
+    }
+    if (a.gout && lnk_vector_save(cli_out(a.gout, 1), s.m, g, LNK_VEC_NAMED) != LNK_OK)
+        cli_die_lib();
+    cli_outputs_commit();
+    if (js && (fputs(js, stdout) == EOF || fflush(stdout) != 0))
+        cli_die("could not write to standard output");
+    free(csv);
+    free(js);
     free(norm);
     free(g);
     cli_close(&s);

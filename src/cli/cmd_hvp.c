@@ -4,28 +4,44 @@
 #include "cli/cli.h"
 #include "cli/curv.h"
 
-static void help(void)
+typedef struct {
+    cli_curv_opts co;
+    const char *vector, *out;
+    int repeat;
+} hvp_args;
+
+#define T hvp_args
+static const cli_opt opts[] = {
+    CLI_OPT_OUTPUT(T, out, CLI_REQ, "where H v is written, in the layout of --vector", NULL),
+    {.type = CLI_STR, .name = "vector", .arg = "FILE", CLI_AT(T, vector),
+     .flags = CLI_REQ | CLI_READS,
+     .help = "the vector v: one tensor 'v' [n_params] or the named tensors (lnkit vector)"},
+    {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(T, repeat), .min = 1, .max = 1000000,
+     .help = "compute N times and print the median seconds per product"},
+    CLI_DATA(T, co), CLI_OP(T, co), CLI_MODEL(T, co.mo),
+    {0}};
+#undef T
+
+static void defaults(void *p)
 {
-    printf("usage: lnkit hvp --config C.json --weights W.safetensors --batch B.safetensors\n"
-           "                 --vector V.safetensors -o HV.safetensors [--repeat N] [config flags]\n\n"
-           "Write H v, the exact product of the loss Hessian with v (forward-over-reverse),\n"
-           "in the layout of the input vector (one tensor 'v' [n_params], or named tensors).\n\n"
-           "  --weights FILE         weights                                    (required)\n"
-           "  --batch FILE           batch; repeat for a data set of several files\n"
-           "                         (the Hessian of their token-weighted mean\n"
-           "                         loss, MODEL.md §4)                         (required)\n"
-           "  --vector FILE          the vector v                               (required)\n"
-           "  -o, --output FILE      where H v is written                       (required)\n"
-           "  --repeat N             compute N times, print the median seconds\n"
-           "                         per product on stderr                      (1)\n"
-           "  --cache-mb MB          keep the primal pass (forward, loss, adjoints)\n"
-           "                         for the repeats: same bits, each repeat runs\n"
-           "                         only the tangent passes; 0: recompute it  (auto)\n"
-           "  --operator hessian|ggn|functional\n"
-           "                         H v, the Gauss-Newton part G v (G = J^T H_out J)\n"
-           "                         or the functional part F v = H v - G v    (hessian)\n\n");
-    cli_print_model_help();
+    hvp_args *a = p;
+    cli_curv_defaults(&a->co);
+    a->repeat = 1;
 }
+
+const cli_cmd cmd_hvp_decl = {
+    .name = "lnkit hvp",
+    .summary = "exact Hessian-vector product H v (or G v, F v) on a batch",
+    .usage = "--config C.json --weights W.safetensors --batch B.safetensors [--batch B2 ...]\n"
+             "--vector V.safetensors -o HV.safetensors [--repeat N] [config flags]",
+    .about = "Write H v, the exact product of the loss Hessian (the mean over the batches' scored\n"
+             "tokens) with v (forward-over-reverse), or G v, F v, in the layout of the input\n"
+             "vector.",
+    .opts = opts,
+    .size = sizeof(hvp_args),
+    .defaults = defaults,
+    .example = "--config CONFIG --weights WEIGHTS --batch BATCH --vector VECTOR -o OUT",
+};
 
 static int cmp(const void *a, const void *b)
 {
@@ -35,43 +51,15 @@ static int cmp(const void *a, const void *b)
 
 int cmd_hvp(int argc, char **argv)
 {
-    struct option opts[96] = {{"weights", required_argument, NULL, 'w'},
-                              {"batch", required_argument, NULL, 'b'},
-                              {"vector", required_argument, NULL, 'v'},
-                              {"output", required_argument, NULL, 'o'},
-                              {"repeat", required_argument, NULL, 'r'},
-                              {"help", no_argument, NULL, 'h'},
-                              {"cache-mb", required_argument, NULL, 'c'},
-                              {"operator", required_argument, NULL, 'O'}};
-    int n = cli_add_model_options(opts, 8);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_model_opts mo = {0};
-    const char *wpath = NULL, *bpath[CLI_MAX_BATCH], *vpath = NULL, *out = NULL;
-    int repeat = 1, ch, cache_set = 0, n_batch = 0;
-    long cache_mb = -1;
-    lnk_op_kind kind = LNK_OP_HESSIAN;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-        if (cli_model_option(&mo, ch, optarg))
-            continue;
-        switch (ch) {
-        case 'w': wpath = optarg; break;
-        case 'b': cli_add_batch(bpath, &n_batch, optarg); break;
-        case 'v': vpath = optarg; break;
-        case 'o': out = optarg; break;
-        case 'r': repeat = (int)cli_int("repeat", optarg, 1, 1000000); break;
-        case 'c': cache_mb = cli_cache_mb(optarg), cache_set = 1; break;
-        case 'O': kind = cli_op_kind("hvp", optarg); break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("hvp", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("hvp: unexpected argument '%s'", argv[optind]);
-    if (!vpath)
-        cli_die("hvp: --vector FILE is required");
-    if (!out)
-        cli_die("hvp: -o HV.safetensors is required");
+    hvp_args a;
+    cli_parse(&cmd_hvp_decl, &a, argc, argv);
+    const cli_curv_opts *co = &a.co;
+    const char *wpath = co->weights, *const *bpath = co->batch, *vpath = a.vector;
+    const char *out = cli_out(a.out, 1);
+    int repeat = a.repeat, n_batch = co->n_batch, cache_set = co->cache_mb >= 0;
+    long cache_mb = co->cache_mb;
+    lnk_op_kind kind = co->op_kind;
+    cli_model_opts mo = co->mo;
     cli_files f = {0};
     cli_files_out(&f, out, "-o");
     cli_files_in(&f, mo.config_path, "--config");
@@ -79,7 +67,7 @@ int cmd_hvp(int argc, char **argv)
     for (int i = 0; i < n_batch; i++)
         cli_files_in(&f, bpath[i], "--batch");
     cli_files_in(&f, vpath, "--vector");
-    cli_files_check("hvp", &f);
+    cli_files_check(NULL, &f);
     cli_session s;
     cli_open(&s, &mo, wpath, bpath, n_batch, LNK_WS_HVP);
     size_t np = lnk_model_n_params(s.m);
@@ -89,7 +77,7 @@ int cmd_hvp(int argc, char **argv)
     if (!v || !hv || !t || (kind == LNK_OP_FUNCTIONAL && !gv))
         cli_die("out of memory");
     int layout;
-    cli_check(lnk_vector_load(vpath, s.m, v, &layout));
+    cli_check(cli_load_vector(vpath, s.m, v, &layout));
     lnk_hessian *h = NULL;
     lnk_dataset ds;
     lnk_dataset_init(&ds);
@@ -98,7 +86,7 @@ int cmd_hvp(int argc, char **argv)
         h = lnk_hessian_alloc_dataset(s.m, s.theta, &ds, NULL);
         if (!h)
             cli_die_lib();
-        cli_set_cache(h, cache_set, cache_mb);
+        cli_set_cache(h, cache_mb);
         cli_check(lnk_hessian_set_kind(h, kind));
         cli_setup_done();
     }
@@ -138,15 +126,17 @@ int cmd_hvp(int argc, char **argv)
         cli_close(&s);
         return 0;
     }
+    cli_outputs_begin();
     if (lnk_vector_save(out, s.m, hv, layout) != LNK_OK)
         cli_die_lib();
+    cli_outputs_commit();
     if (repeat > 1) {
         /* with the pass kept, the first product also ran it: the others are timed */
         int k = keep ? repeat - 1 : repeat;
         double *tk = keep ? t + 1 : t, first = t[0];
         qsort(tk, (size_t)k, sizeof *t, cmp);
         double med = k % 2 ? tk[k / 2] : 0.5 * (tk[k / 2 - 1] + tk[k / 2]);
-        cli_say("lnkit hvp: median %.6f s per product over %d (min %.6f, max %.6f)", med,
+        cli_say("median %.6f s per product over %d (min %.6f, max %.6f)", med,
                 k, tk[0], tk[k - 1]);
         if (keep)
             cli_say(", primal pass kept (the first product, with it: %.6f s)\n", first);

@@ -5,73 +5,61 @@
 #include <string.h>
 #include "cli/cli.h"
 
-static void help(void)
-{
-    printf("usage: lnkit init [--config C.json] [config flags] -o WEIGHTS.safetensors\n"
-           "                  [--config-out C.json]\n\n"
-           "Initialise the parameters (docs/MODEL.md section 5) and write them, and the resolved\n"
-           "configuration (default: WEIGHTS with .safetensors replaced by .json).\n\n"
-           "  -o, --output FILE      weights file to write                    (required)\n"
-           "  --config-out FILE      configuration to write                   (WEIGHTS.json)\n"
-           "                         (-o a device or FIFO, e.g. /dev/null: none unless given)\n\n");
-    cli_print_model_help();
-}
+typedef struct {
+    cli_model_opts mo;
+    const char *out, *cfg_out;
+} init_args;
+
+static const cli_opt opts[] = {
+    CLI_OPT_OUTPUT(init_args, out, CLI_REQ, "weights file to write (safetensors)", NULL),
+    {.type = CLI_STR, .name = "config-out", .arg = "FILE", CLI_AT(init_args, cfg_out),
+     .flags = CLI_WRITES, .help = "configuration to write",
+     .def = "WEIGHTS.json; none beside standard output, a device or a FIFO"},
+    CLI_MODEL(init_args, mo),
+    {0}};
+
+const cli_cmd cmd_init_decl = {
+    .name = "lnkit init",
+    .summary = "initialise weights (MODEL.md §5) and write them with their config",
+    .usage = "[--config C.json] [config flags] -o WEIGHTS.safetensors [--config-out C.json]",
+    .about = "Initialise the parameters (docs/MODEL.md section 5) and write them, and the\n"
+             "resolved configuration with n_params and param_order (default: WEIGHTS with\n"
+             ".safetensors replaced by .json).",
+    .opts = opts,
+    .size = sizeof(init_args),
+    .example = "--d 8 --h 2 --L 1 --V 12 -o OUT",
+};
 
 int cmd_init(int argc, char **argv)
 {
-    struct option opts[96] = {{"output", required_argument, NULL, 'o'},
-                              {"config-out", required_argument, NULL, 'c'},
-                              {"help", no_argument, NULL, 'h'}};
-    int n = cli_add_model_options(opts, 3);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_model_opts mo = {0};
-    const char *out = NULL, *cfg_out = NULL;
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-        if (cli_model_option(&mo, ch, optarg))
-            continue;
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case 'c': cfg_out = optarg; break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("init", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("init: unexpected argument '%s'", argv[optind]);
-    if (!out)
-        cli_die("init: -o WEIGHTS.safetensors is required");
-    /* no WEIGHTS.json beside a device or FIFO unless --config-out names one */
-    char *cpath = cli_sidecar_path(out, cfg_out, ".json");
-    cli_file outs[2] = {{out, "-o"}, {cpath, cfg_out ? "--config-out" : "the config beside -o"}},
-             ins[1] = {{mo.config_path, "--config"}};
-    cli_check_outputs("init", outs, 2, ins, 1);
+    init_args a;
+    cli_parse(&cmd_init_decl, &a, argc, argv);
+    /* no WEIGHTS.json beside standard output, a device or a FIFO unless --config-out names one */
+    char *cpath = cli_sidecar_path(a.out, a.cfg_out, ".json");
+    const char *out = cli_out(a.out, 1);
+    cli_file outs[2] = {{out, "-o"}, {cpath, a.cfg_out ? "--config-out" : "the config beside -o"}},
+             ins[1] = {{a.mo.config_path, "--config"}};
+    cli_check_outputs(NULL, outs, 2, ins, 1);
     lnk_config c;
-    cli_make_config(&mo, &c);
+    cli_make_config(&a.mo, &c);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
         cli_die_lib();
     size_t np = lnk_model_n_params(m);
-    double *theta = malloc(sizeof(double) * np);
-    if (!theta)
-        cli_die("out of memory for %zu parameters", np);
-    if (lnk_model_init_params(m, theta) != LNK_OK)
-        cli_die_lib();
+    double *theta = cli_alloc(sizeof(double) * np);
+    CLI_CK(lnk_model_init_params(m, theta));
     const lnk_layout *lay = lnk_model_layout(m);
-    const char **names = malloc(sizeof(char *) * lay->n_tensors);
-    if (!names)
-        cli_die("out of memory");
+    const char **names = cli_alloc(sizeof(char *) * lay->n_tensors);
     for (int i = 0; i < lay->n_tensors; i++)
         names[i] = lay->t[i].name;
     cli_outputs_begin(); /* weights and config: both or neither */
-    if (lnk_weights_save(out, m, theta) != LNK_OK)
-        cli_die_lib();
-    if (cpath && lnk_config_save_json(&c, cpath, np, names, lay->n_tensors) != LNK_OK)
-        cli_die_lib();
+    CLI_CK(lnk_weights_save(out, m, theta));
+    if (cpath)
+        CLI_CK(lnk_config_save_json(&c, cpath, np, names, lay->n_tensors));
     cli_outputs_commit();
-    cli_say("lnkit init: %zu parameters (%d tensors) -> %s, config -> %s\n", np,
-            lay->n_tensors, out, cpath ? cpath : "(none beside a device or FIFO)");
+    cli_say("%zu parameters (%d tensors) -> %s, config -> %s\n", np, lay->n_tensors,
+            cli_is_stdout(a.out) ? "standard output" : a.out,
+            cpath ? cpath : "(none beside standard output, a device or a FIFO)");
     free(names);
     free(cpath);
     free(theta);

@@ -7,22 +7,36 @@
 #include <string.h>
 #include "cli/cli.h"
 
-static void help(void)
-{
-    printf("usage: lnkit params [--config C.json] [config flags] [--block PATTERNS]\n"
-           "                    [--csv | --json]\n\n"
-           "List the model's tensors in the flat order of the parameter vector (docs/MODEL.md\n"
-           "section 6): index, name, shape, count and offset in the vector; then the groups\n"
-           "that --block of eigs/trace/density accepts (comma-separated shell globs on the\n"
-           "names; '*' also matches dots), each with its tensor and parameter counts.  With\n"
-           "--block, only the tensors of that block are listed, with the block's size.\n\n"
-           "  --block PATTERNS       list only this block, e.g. '*.attn.*' or 'dec.5.*'\n"
-           "                         (all parameters)\n"
-           "  --csv                  CSV kind,name,shape,count,offset (kind tensor or\n"
-           "                         group) instead of the table\n"
-           "  --json                 JSON {n_params, n_tensors, tensors, groups} instead\n\n");
-    cli_print_model_help();
-}
+typedef struct {
+    cli_model_opts mo;
+    const char *block;
+    int csv, json;
+} params_args;
+
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(params_args, block),
+     .help = "list only this block: comma-separated globs on tensor names, e.g. '*.attn.*' or "
+             "'dec.5.*'", .def = "all parameters"},
+    {.type = CLI_FLAG, .name = "csv", CLI_AT(params_args, csv), .excl = 1,
+     .help = "CSV kind,name,shape,count,offset (kind tensor or group) instead of the table"},
+    {.type = CLI_FLAG, .name = "json", CLI_AT(params_args, json), .excl = 1,
+     .help = "JSON {n_params, n_tensors, tensors, groups} instead of the table"},
+    CLI_MODEL(params_args, mo),
+    {0}};
+
+const cli_cmd cmd_params_decl = {
+    .name = "lnkit params",
+    .summary = "the model's tensors: shapes, counts, offsets, --block groups",
+    .usage = "[--config C.json] [config flags] [--block PATTERNS] [--csv | --json]",
+    .about = "List the model's tensors in the flat order of the parameter vector (docs/MODEL.md\n"
+             "section 6): index, name, shape, count and offset in the vector; then the groups\n"
+             "that --block of eigs/trace/density accepts (comma-separated shell globs on the\n"
+             "names; '*' also matches dots), each with its tensor and parameter counts.  With\n"
+             "--block, only the tensors of that block are listed, with the block's size.",
+    .opts = opts,
+    .size = sizeof(params_args),
+    .example = "--config CONFIG",
+};
 
 /* The groups worth naming: the whole model, each block of each stack, each
  * kind of sub-layer across blocks, W2 (Xiong et al.'s W^{2,l}), embeddings,
@@ -60,41 +74,19 @@ static void shape_text(const lnk_tensor_info *t, char *buf, size_t n, int csv)
 
 int cmd_params(int argc, char **argv)
 {
-    enum { O_BLOCK = 1, O_CSV, O_JSON };
-    struct option opts[96] = {{"block", required_argument, NULL, O_BLOCK},
-                              {"csv", no_argument, NULL, O_CSV},
-                              {"json", no_argument, NULL, O_JSON},
-                              {"help", no_argument, NULL, 'h'}};
-    int n = cli_add_model_options(opts, 4);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_model_opts mo = {0};
-    const char *block = NULL;
-    int csv = 0, json = 0, ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if (cli_model_option(&mo, ch, optarg))
-            continue;
-        switch (ch) {
-        case O_BLOCK: block = optarg; break;
-        case O_CSV: csv = 1; break;
-        case O_JSON: json = 1; break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("params", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("params: unexpected argument '%s'", argv[optind]);
-    if (csv && json)
-        cli_die("params: give at most one of --csv and --json");
+    params_args a;
+    cli_parse(&cmd_params_decl, &a, argc, argv);
+    const char *block = a.block;
+    int csv = a.csv, json = a.json;
     lnk_config c;
-    cli_make_config(&mo, &c);
+    cli_make_config(&a.mo, &c);
     lnk_model *m = lnk_model_alloc(&c);
     if (!m)
         cli_die_lib();
     const lnk_layout *lay = lnk_model_layout(m);
     lnk_block sel;
     if (lnk_block_select(m, block, &sel) != LNK_OK)
-        cli_die("params: --block: %s", lnk_errmsg());
+        cli_die("--block: %s", lnk_errmsg());
     char **groups = NULL;
     int n_groups = block ? 0 : make_groups(m, &groups);
     lnk_block *gb = calloc((size_t)n_groups + 1, sizeof *gb);
@@ -193,7 +185,7 @@ int cmd_params(int argc, char **argv)
         }
     }
     if (fflush(stdout) != 0)
-        cli_die("params: could not write to standard output");
+        cli_die("could not write to standard output");
     for (int i = 0; i < n_groups; i++) {
         if (ok[i])
             lnk_block_free(&gb[i]);

@@ -6,29 +6,62 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include "cli/cli.h"
 #include "lnkit/geometry.h"
 
-static void help(void)
+typedef struct {
+    const char *keys, *out;
+    int norm, json;
+    double eps, tol;
+} select_args;
+
+static const cli_choice norms[] = {{"none", LNK_GEOM_NONE}, {"center", LNK_GEOM_CENTER},
+                                   {"scale", LNK_GEOM_SCALE}, {"layernorm", LNK_GEOM_LAYERNORM},
+                                   {"rmsnorm", LNK_GEOM_RMSNORM}, {NULL, 0}};
+
+#define T select_args
+static const cli_opt opts[] = {
+    {.type = CLI_STR, .name = "keys", .arg = "FILE", CLI_AT(T, keys), .flags = CLI_REQ | CLI_READS,
+     .help = "the keys, CSV: one key a row, comma-separated numbers, an optional header row"},
+    CLI_OPT_OUTPUT(T, out, CLI_META, "the CSV index,selectable (+ FILE.meta.json)", NULL),
+    CLI_OPT_JSON(T, json),
+    {.type = CLI_CHOICE, .name = "key-norm", CLI_AT(T, norm), .ref = norms, .flags = CLI_META,
+     .meta = "norm",
+     .help = "applied to each key: none, center (x - mean), scale (sqrt(d) x/||x||), layernorm, "
+             "rmsnorm (no gain or bias)"},
+    {.type = CLI_REAL, .name = "key-eps", .arg = "E", CLI_AT(T, eps), .min = 0, .max = HUGE_VAL,
+     .flags = CLI_META, .meta = "eps", .help = "epsilon of --key-norm layernorm and rmsnorm"},
+    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(T, tol), .min = 0, .max = HUGE_VAL,
+     .flags = CLI_GT | CLI_META,
+     .help = "relative l1 distance to the hull of the other keys above which a key counts as "
+             "selectable"},
+    {0}};
+
+static void defaults(void *p)
 {
-    printf("usage: lnkit select --keys K.csv [--norm none|center|scale|layernorm|rmsnorm]\n"
-           "                    [--eps E] [--tol T] [-o SEL.csv]\n\n"
-           "Read keys from K.csv (one key a row, comma-separated numbers, an optional\n"
-           "header row), apply the norm to each key, and write CSV index,selectable to\n"
-           "standard output (or to SEL.csv, with SEL.meta.json): index from 0,\n"
-           "selectable 1 if some query q makes the key\n"
-           "the strict argmax of q.k (it lies outside the convex hull of the other keys),\n"
-           "0 if not (duplicate keys are unselectable).  Decided by a linear program.\n\n"
-           "  --keys FILE     keys, CSV                                     (required)\n"
-           "  --norm NAME     none, center (x - mean), scale (sqrt(d) x/||x||),\n"
-           "                  layernorm, rmsnorm (no gain or bias)          (none)\n"
-           "  --eps E         epsilon of layernorm and rmsnorm              (1e-5)\n"
-           "  --tol T         relative l1 distance to the hull of the other keys above\n"
-           "                  which a key counts as selectable              (%g)\n"
-           "  -o, --output FILE  write the CSV here (+ .meta.json) instead of stdout\n"
-           "  --quiet         nothing on stderr but errors\n",
-           LNK_GEOM_SEL_TOL);
+    select_args *a = p;
+    a->out = "-";
+    a->norm = LNK_GEOM_NONE;
+    a->eps = 1e-5;
+    a->tol = LNK_GEOM_SEL_TOL;
 }
+
+const cli_cmd cmd_select_decl = {
+    .name = "lnkit select",
+    .summary = "which keys are selectable by some query (convex hull, exact LP)",
+    .usage = "--keys K.csv [--key-norm none|center|scale|layernorm|rmsnorm] [--key-eps E] [--tol T]\n"
+             "[-o SEL.csv] [--json]",
+    .about = "Read keys from K.csv, apply --key-norm to each key, and write CSV index,selectable:\n"
+             "index from 0, selectable 1 if some query q makes the key the strict argmax of\n"
+             "q.k (it lies outside the convex hull of the other keys), 0 if not (duplicate\n"
+             "keys are unselectable).  Decided by a linear program.  With --json, the rows as\n"
+             "a JSON array on standard output.",
+    .opts = opts,
+    .size = sizeof(select_args),
+    .defaults = defaults,
+    .example = "--keys KEYS -o OUT",
+};
 
 static char *trim(char *s)
 {
@@ -74,7 +107,7 @@ static int split(char *line, char **f, int max)
 static void read_keys(const char *path, double **K, int *n_out, int *d_out)
 {
     char *buf;
-    if (lnk_read_file(path, &buf, NULL) != LNK_OK)
+    if (cli_read_input(path, lnk_input_limit(), "keys file", &buf) != LNK_OK)
         cli_die_lib();
     int cap = 64, n = 0, d = -1;
     double *k = NULL;
@@ -141,104 +174,53 @@ static void read_keys(const char *path, double **K, int *n_out, int *d_out)
     *d_out = d;
 }
 
-static double parse_pos(const char *opt, const char *s, int allow_zero)
+/* The rows index,selectable (lnk_select_fwrite, their one writer) at path. */
+static int write_rows(const char *path, const int *sel, int n)
 {
-    double v;
-    if (!parse_num(s, &v) || v < 0 || (!allow_zero && v == 0))
-        cli_die("--%s: expected a %s number, got '%s'", opt, allow_zero ? "non-negative" : "positive",
-                s);
-    return v;
+    lnk_afile af;
+    int st = lnk_afile_open(&af, path);
+    if (st)
+        return st;
+    if ((st = lnk_select_fwrite(af.f, sel, n)) != LNK_OK || (st = lnk_afile_commit(&af)) != LNK_OK)
+        lnk_afile_abort(&af);
+    return st;
 }
 
 int cmd_select(int argc, char **argv)
 {
-    static struct option opts[] = {{"keys", required_argument, NULL, 'k'},
-                                   {"norm", required_argument, NULL, 'n'},
-                                   {"eps", required_argument, NULL, 'e'},
-                                   {"tol", required_argument, NULL, 't'},
-                                   {"output", required_argument, NULL, 'o'},
-                                   {"quiet", no_argument, NULL, 'q'},
-                                   {"help", no_argument, NULL, 'h'},
-                                   {0, 0, 0, 0}};
-    const char *kpath = NULL, *out = NULL;
-    const char *norm_name = "none";
+    select_args a;
+    cli_parse(&cmd_select_decl, &a, argc, argv);
     char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
-    lnk_geom_norm norm = LNK_GEOM_NONE;
-    double eps = 1e-5, tol = LNK_GEOM_SEL_TOL;
-    int ch;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'k': kpath = optarg; break;
-        case 'n':
-            if (lnk_geom_norm_parse(optarg, &norm) != LNK_OK)
-                cli_die("select: --%s", lnk_errmsg());
-            norm_name = optarg;
-            break;
-        case 'o': out = optarg; break;
-        case 'q': cli_quiet = 1; break;
-        case 'e': eps = parse_pos("eps", optarg, 1); break;
-        case 't': tol = parse_pos("tol", optarg, 0); break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("select", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("select: unexpected argument '%s'", argv[optind]);
-    if (!kpath)
-        cli_die("select: --keys K.csv is required (see lnkit select --help)");
-    char *meta = out ? cli_meta_path(out) : NULL;
-    cli_file outs[2] = {{out, "-o"}, {meta, "the sidecar of -o"}}, ins[1] = {{kpath, "--keys"}};
-    cli_check_outputs("select", outs, 2, ins, 1);
-    free(meta);
+    cli_result_check(a.out, a.json);
+    char *meta = cli_meta_path(a.out);
+    cli_file outs[2] = {{a.out, "-o"}, {meta, "the sidecar of -o"}}, ins[1] = {{a.keys, "--keys"}};
+    cli_check_outputs(NULL, outs, 2, ins, 1);
     double *K;
     int n, d;
-    read_keys(kpath, &K, &n, &d);
-    cli_input(kpath);
-    if (lnk_geom_apply(norm, K, K, n, d, 1, eps) != LNK_OK)
-        cli_die_lib();
-    int *sel = malloc(sizeof(int) * (size_t)n);
-    if (!sel)
-        cli_die("out of memory");
-    if (lnk_geom_selectable(K, n, d, tol, sel, NULL) != LNK_OK)
-        cli_die("%s: %s", kpath, lnk_errmsg());
-    static const char *const hdr[] = {"index", "selectable"};
-    lnk_afile af;
-    if (out)
-        cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
-    if (out && lnk_afile_open(&af, out) != LNK_OK)
-        cli_die_lib();
-    lnk_csv csv;
-    int st = lnk_csv_begin(&csv, out ? af.f : stdout, hdr, 2), n_sel = 0;
-    for (int i = 0; !st && i < n; i++) {
-        st = lnk_csv_int(&csv, i);
-        st = st ? st : lnk_csv_int(&csv, sel[i]);
-        st = st ? st : lnk_csv_end_row(&csv);
+    read_keys(a.keys, &K, &n, &d);
+    CLI_CK(lnk_geom_apply(a.norm, K, K, n, d, 1, a.eps));
+    int *sel = cli_alloc(sizeof(int) * (size_t)n), n_sel = 0;
+    if (lnk_geom_selectable(K, n, d, a.tol, sel, NULL) != LNK_OK)
+        cli_die("%s: %s", a.keys, lnk_errmsg());
+    for (int i = 0; i < n; i++)
         n_sel += sel[i];
+    cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
+    CLI_CK(write_rows(cli_result_path(a.out, a.json), sel, n));
+    if (meta) {
+        json_t *x = json_pack("{s:s}", "command", "select");
+        CLI_CK(cli_opts_meta(opts, &a, 1, x));
+        json_object_set_new(x, "keys", json_integer(n));
+        json_object_set_new(x, "dim", json_integer(d));
+        json_object_set_new(x, "selectable", json_integer(n_sel));
+        cli_meta_write(a.out, NULL, x, start, lnk_now() - t0);
     }
-    lnk_csv_free(&csv);
-    if (out) {
-        if (st || lnk_afile_commit(&af) != LNK_OK) {
-            lnk_afile_abort(&af);
-            cli_die_lib();
-        }
-        char extra[512];
-        snprintf(extra, sizeof extra,
-                 "{\"command\": \"select\", \"norm\": \"%s\", \"eps\": %.17g, \"tol\": %.17g, "
-                 "\"keys\": %d, \"dim\": %d, \"selectable\": %d}",
-                 norm_name, eps, tol, n, d, n_sel);
-        if (lnk_meta_write(out, NULL, extra, start, lnk_now() - t0) != LNK_OK)
-            cli_die_lib();
-        cli_outputs_commit();
-        cli_say("select: %d of %d keys selectable -> %s\n", n_sel, n, out);
-    } else {
-        if (st)
-            cli_die_lib();
-        if (fflush(stdout) != 0)
-            cli_die("select: could not write to standard output");
-    }
+    cli_outputs_commit();
+    cli_result_json();
+    if (meta)
+        cli_say("%d of %d keys selectable -> %s\n", n_sel, n, a.out);
+    free(meta);
     free(sel);
     free(K);
     return 0;

@@ -6,34 +6,52 @@
 #include <string.h>
 #include "cli/curv.h"
 
-static void help(void)
+typedef struct {
+    cli_curv_opts co;
+    lnk_trace_opts to;
+    const char *out;
+    int json;
+} trace_args;
+
+static const cli_choice methods[] = {{"hutchinson", LNK_TRACE_HUTCHINSON},
+                                     {"hutchpp", LNK_TRACE_HUTCHPP}, {NULL, 0}};
+
+#define T trace_args
+static const cli_opt opts[] = {
+    CLI_OPT_OUTPUT(T, out, 0, "the CSV method,probes,trace,stderr (+ FILE.meta.json)", NULL),
+    {.type = CLI_FLAG, .name = "json", CLI_AT(T, json),
+     .help = "the result as JSON {trace, stderr, probes, method} on standard output instead of "
+             "CSV"},
+    {.type = CLI_CHOICE, .name = "method", CLI_AT(T, to.method), .ref = methods,
+     .flags = CLI_ID | CLI_META,
+     .help = "Hutchinson with Rademacher probes, or Hutch++ (a third of the budget sketches the "
+             "top subspace)"},
+    {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(T, to.probes), .min = 2,
+     .max = 1 << 24, .flags = CLI_ID | CLI_META, .help = "products used (hutchpp: at least 4)"},
+    CLI_CURV(T, co), CLI_CKPT(T, co), CLI_MODEL(T, co.mo),
+    {0}};
+#undef T
+
+static void defaults(void *p)
 {
-    printf("usage: lnkit trace --config C.json --weights W --batch B [--probes N]\n"
-           "                   [--method hutchinson|hutchpp] [--json] [-o TRACE.csv]\n\n"
-           "Trace of the Hessian (or a block) with its standard error: Hutchinson with\n"
-           "Rademacher probes, or Hutch++ (a third of the budget sketches the top subspace).\n"
-           "Prints CSV method,probes,trace,stderr (or JSON with keys trace, stderr, probes);\n"
-           "with -o also writes it to a file with its .meta.json.\n\n"
-           "  --probes N             H v products used                         (100)\n"
-           "  --method M             hutchinson or hutchpp                      (hutchinson)\n"
-           "  --json                 JSON on stdout instead of CSV\n"
-           "  -o, --output FILE      also write the CSV here (+ .meta.json)     (none)\n\n");
-    cli_curv_print_help(1);
+    trace_args *a = p;
+    cli_curv_defaults(&a->co);
+    lnk_trace_opts_default(&a->to);
+    a->out = "-";
 }
 
-static int write_csv(FILE *f, const lnk_trace_result *r, const char *method)
-{
-    static const char *const hdr[] = {"method", "probes", "trace", "stderr"};
-    lnk_csv csv;
-    int st = lnk_csv_begin(&csv, f, hdr, 4);
-    st = st ? st : lnk_csv_str(&csv, method);
-    st = st ? st : lnk_csv_int(&csv, r->probes);
-    st = st ? st : lnk_csv_double(&csv, r->trace);
-    st = st ? st : lnk_csv_double(&csv, r->std_error);
-    st = st ? st : lnk_csv_end_row(&csv);
-    lnk_csv_free(&csv);
-    return st;
-}
+const cli_cmd cmd_trace_decl = {
+    .name = "lnkit trace",
+    .summary = "Hessian trace with standard error (Hutchinson, Hutch++)",
+    .usage = "--config C.json --weights W --batch B [--probes N] [--method hutchinson|hutchpp]\n"
+             "[-o TRACE.csv] [--json]",
+    .about = "The trace of the Hessian (or of a block, or of G or F) with its standard error:\n"
+             "Hutchinson with Rademacher probes, or Hutch++.",
+    .opts = opts,
+    .size = sizeof(trace_args),
+    .defaults = defaults,
+    .example = "--config CONFIG --weights WEIGHTS --batch BATCH --probes 6 -o OUT",
+};
 
 /* --checkpoint: save the state when due (cli_ckpt_due). */
 static int save(void *ctx, const lnk_trace_state *st, int must)
@@ -47,64 +65,31 @@ static int save(void *ctx, const lnk_trace_state *st, int must)
     return rc;
 }
 
-enum { O_PROBES = 1, O_METHOD, O_JSON };
-
 int cmd_trace(int argc, char **argv)
 {
-    struct option opts[128] = {{"output", required_argument, NULL, 'o'},
-                               {"help", no_argument, NULL, 'h'},
-                               {"probes", required_argument, NULL, O_PROBES},
-                               {"method", required_argument, NULL, O_METHOD},
-                               {"json", no_argument, NULL, O_JSON}};
-    int n = cli_curv_add_options(opts, 5, 1);
-    opts[n] = (struct option){0, 0, 0, 0};
-    cli_curv_opts co = {0};
-    const char *out = NULL;
-    int json = 0, ch;
-    lnk_trace_opts to;
-    lnk_trace_opts_default(&to);
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-        if (cli_curv_option(&co, ch, optarg))
-            continue;
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case O_PROBES: to.probes = (int)cli_int("probes", optarg, 2, 1 << 24); break;
-        case O_METHOD:
-            if (!strcmp(optarg, "hutchinson"))
-                to.method = LNK_TRACE_HUTCHINSON;
-            else if (!strcmp(optarg, "hutchpp"))
-                to.method = LNK_TRACE_HUTCHPP;
-            else
-                cli_die("trace: --method: expected hutchinson or hutchpp, got '%s'", optarg);
-            break;
-        case O_JSON: json = 1; break;
-        case 'h': help(); return 0;
-        default: cli_bad_option("trace", ch, argv);
-        }
-    }
-    if (optind < argc)
-        cli_die("trace: unexpected argument '%s'", argv[optind]);
+    trace_args a;
+    cli_parse(&cmd_trace_decl, &a, argc, argv);
+    cli_curv_opts *co = &a.co;
+    lnk_trace_opts to = a.to;
+    const char *out = a.out;
+    cli_result_check(out, a.json);
     if (to.method == LNK_TRACE_HUTCHPP && to.probes < 4)
-        cli_die("trace: --probes must be at least 4 with hutchpp, got %d", to.probes);
-    to.seed = co.rng_seed;
+        cli_die("--probes must be at least 4 with hutchpp, got %d", to.probes);
+    to.seed = co->rng_seed;
     cli_curv_out outs[1] = {{out, "-o", 1}};
-    cli_curv_check_outputs("trace", &co, outs, 1);
+    cli_curv_check_outputs("trace", co, outs, 1);
     cli_curv s;
     cli_progress prog = {"trace", "probe", -1e9, &s};
-    if (!co.quiet) {
-        to.progress = cli_progress_fn;
-        to.progress_ctx = &prog;
-    }
-    cli_curv_open(&s, &co);
+    to.progress = cli_progress_fn;
+    to.progress_ctx = &prog;
+    cli_curv_open(&s, co);
     /* --checkpoint: what the run belongs to; Hutch++'s sketch and Q in FILE.basis */
     lnk_ckpt_id id = {0};
-    cli_check(lnk_ckpt_id_add(&id, "--method", "%s", lnk_trace_method_name(to.method)) ||
-              lnk_ckpt_id_add(&id, "--probes", "%d", to.probes) ? LNK_ENOMEM : LNK_OK);
+    cli_check(cli_opts_id(opts, &a, 0, &id));
     size_t sk = to.method == LNK_TRACE_HUTCHPP ? (size_t)to.probes / 3 : 0;
     if (sk > s.block_n)
         sk = s.block_n;
-    cli_ckpt_open(&s, &co, &id, LNK_CKPT_TRACE, 2 * sk, 0, to.probes);
+    cli_ckpt_open(&s, co, &id, LNK_CKPT_TRACE, 2 * sk, 0, to.probes);
     if (s.ck) {
         to.resume = lnk_ckpt_trace_state(s.ck);
         to.checkpoint = save;
@@ -114,44 +99,38 @@ int cmd_trace(int argc, char **argv)
     if (lnk_trace(&s.op, &to, &r) != LNK_OK)
         cli_die_lib();
     if (!isfinite(r.trace) || !isfinite(r.std_error))
-        cli_die("trace: the estimate is not finite (%g +- %g)", r.trace, r.std_error);
+        cli_die("the estimate is not finite (%g +- %g)", r.trace, r.std_error);
     if (!cli_root()) {
         cli_ckpt_done(&s);
         cli_curv_close(&s);
         return 0;
     }
     const char *mname = lnk_trace_method_name(to.method);
-    if (out) {
-        cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
+    cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
+    if (!a.json || !cli_is_stdout(out)) {
         lnk_afile af;
-        if (lnk_afile_open(&af, out) != LNK_OK)
+        if (lnk_afile_open(&af, cli_out(out, 0)) != LNK_OK)
             cli_die_lib();
-        if (write_csv(af.f, &r, mname) != LNK_OK || lnk_afile_commit(&af) != LNK_OK) {
+        if (lnk_trace_fwrite(af.f, mname, &r) != LNK_OK || lnk_afile_commit(&af) != LNK_OK) {
             lnk_afile_abort(&af);
             cli_die_lib();
         }
-        char extra[256];
-        snprintf(extra, sizeof extra, "\"method\": \"%s\", \"probes\": %d, \"sketch\": %d",
-                 mname, r.probes, r.sketch);
-        cli_curv_meta(&s, &co, out, "trace", extra);
-        cli_outputs_commit();
     }
-    if (json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "trace", json_real(r.trace));
-        json_object_set_new(o, "stderr", json_real(r.std_error));
-        json_object_set_new(o, "probes", json_integer(r.probes));
-        json_object_set_new(o, "method", json_string(mname));
-        char *txt = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    cli_curv_meta(&s, co, out, "trace", opts, &a, json_pack("{s:i}", "sketch", r.sketch));
+    cli_outputs_commit();
+    if (a.json) {
+        json_t *o = json_pack("{s:f, s:f, s:i, s:s}", "trace", r.trace, "stderr", r.std_error,
+                              "probes", r.probes, "method", mname);
+        char *txt = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                          JSON_REAL_PRECISION(17)) : NULL;
+        json_decref(o);
         if (!txt)
             cli_die("out of memory");
         puts(txt);
         free(txt);
-        json_decref(o);
-    } else if (write_csv(stdout, &r, mname) != LNK_OK)
-        cli_die_lib();
-    if (fflush(stdout) != 0)
-        cli_die("trace: could not write to standard output");
+        if (fflush(stdout) != 0)
+            cli_die("could not write to standard output");
+    }
     cli_ckpt_done(&s);
     cli_curv_close(&s);
     return 0;

@@ -7,9 +7,9 @@
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
 
-enum { CURV_WEIGHTS = 700, CURV_BATCH, CURV_CHUNK, CURV_BLOCK, CURV_RNG, CURV_QUIET, CURV_CACHE,
-       CURV_CKPT, CURV_CKPT_EVERY, CURV_OPERATOR, CURV_ANYWHERE };
-
+/* The options every curvature command shares (cli_curv_table: the data,
+ * the block, the operator; cli_ckpt_table: checkpoints, for the commands
+ * whose runs resume), declared once with their identity and sidecar roles. */
 typedef struct {
     cli_model_opts mo;
     const char *weights;
@@ -18,14 +18,24 @@ typedef struct {
     int chunk_rows;     /* 0 = one chunk per file */
     const char *block;  /* NULL = all parameters */
     uint64_t rng_seed;
-    int quiet;
     long cache_mb;      /* --cache-mb: MB for the kept primal passes; -1 (default): auto */
-    int cache_set;
+    int op_kind;        /* --operator: an lnk_op_kind (LNK_OP_HESSIAN) */
     const char *checkpoint; /* --checkpoint FILE, or NULL */
-    int checkpoint_every;   /* --checkpoint-every N products (0: the default, 5) */
+    int checkpoint_every;   /* --checkpoint-every N products */
     int resume_anywhere;    /* --resume-anywhere: resume on another BLAS kernel, thread count */
-    lnk_op_kind op_kind; /* --operator hessian|ggn|functional (LNK_OP_HESSIAN) */
 } cli_curv_opts;
+extern const cli_opt cli_data_table[], cli_curv_table[], cli_op_table[], cli_ckpt_table[];
+/* --weights, --batch; --chunk, --block, --rng-seed; --operator, --cache-mb. */
+#define CLI_DATA(T, f)                                                                            \
+    {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_data_table, .help = "Model, data and block"}
+#define CLI_OP(T, f) {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_op_table}
+#define CLI_CURV(T, f)                                                                            \
+    CLI_DATA(T, f), {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_curv_table}, CLI_OP(T, f)
+#define CLI_CKPT(T, f)                                                                            \
+    {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_ckpt_table, .help = "Checkpoints"}
+void cli_curv_defaults(cli_curv_opts *o);
+/* The choices of --mode and --reorth (eigs, density). */
+extern const cli_choice cli_lanczos_modes[], cli_reorths[];
 
 typedef struct {
     lnk_config c;
@@ -52,12 +62,6 @@ typedef struct {
     long total;         /* products the run takes at most (for the estimate) */
 } cli_curv;
 
-/* Add the shared options (and the model options) to opts; returns the new
- * count.  ckpt: with --checkpoint, --checkpoint-every, --resume-anywhere
- * (the commands whose runs resume). */
-int cli_curv_add_options(struct option *opts, int n, int ckpt);
-int cli_curv_option(cli_curv_opts *o, int val, const char *arg);
-void cli_curv_print_help(int ckpt);
 void cli_curv_open(cli_curv *s, const cli_curv_opts *o);
 void cli_curv_close(cli_curv *s);
 /* Progress of a long run on stderr, at most once a second: "WHAT: UNIT done/total,
@@ -69,19 +73,9 @@ typedef struct {
 } cli_progress;
 int cli_progress_fn(void *ctx, int done, int total, double elapsed);
 
-/* The kept primal passes of --cache-mb (see lnk_hessian_set_cache) for h. */
-void cli_set_cache(lnk_hessian *h, int set, long mb);
-/* --cache-mb's value, or die. */
-long cli_cache_mb(const char *arg);
-
-/* The value of --operator hessian|ggn|functional, or die naming cmd. */
-lnk_op_kind cli_op_kind(const char *cmd, const char *arg);
-
-/* The value of --reorth partial|always, or die naming cmd. */
-int cli_reorth(const char *cmd, const char *arg);
-
-/* The value of --mode full|light, or die naming cmd. */
-int cli_lanczos_mode(const char *cmd, const char *arg);
+/* The kept primal passes of --cache-mb (see lnk_hessian_set_cache) for h;
+ * nothing for mb < 0 (the default: the library's budget). */
+void cli_set_cache(lnk_hessian *h, long mb);
 
 /* An output of a curvature command: its path (NULL: not asked for), the
  * option that named it, and whether a sidecar goes beside it. */
@@ -119,18 +113,32 @@ void cli_ckpt_done(cli_curv *s);
 /* "  P products (resumed from R), X/h, about T left" for progress lines. */
 void cli_ckpt_rate(const cli_curv *s, char *buf, size_t n);
 
-/* Densities (density, blocks): --grid-per-sigma's value (1 to 1e6: below one
- * point per sigma the trapezoid rule no longer integrates a kernel to 1e-6),
- * or die; and the check of a kernel width sigma for nodes in [lo, hi] before
+/* The kernel width of a density (density, blocks): one of --sigma S,
+ * --sigma-variance V, --sigma-kappa K, --sigma-fraction F (the default,
+ * 0.01 of the nodes' range), and --grid-per-sigma. */
+typedef struct {
+    double sigma, variance, kappa, fraction, per;
+} cli_sigma_opts;
+extern const cli_opt cli_sigma_table[];
+#define CLI_SIGMA(T, f)                                                                           \
+    {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_sigma_table,                                    \
+     .help = "Kernel width (one of the four; docs/MODEL.md section 7)"}
+void cli_sigma_defaults(cli_sigma_opts *o);
+/* The width for nodes in [lo, hi] after m Lanczos steps, its option's name
+ * ("sigma-fraction", ...) and value in *which, *value; checked (cli_check_sigma). */
+double cli_sigma(const cli_sigma_opts *o, double lo, double hi, int m, const char **which,
+                 double *value, size_t max_points);
+/* Densities (density, blocks): the check of a kernel width sigma for nodes in [lo, hi] before
  * its grid is made: the grid's ends and spacing representable (sigma not so
  * large that they overflow), at most max_points points (sigma not too
  * small).  Dies naming sigma, the nodes' range and the limit. */
-double cli_grid_per_sigma(const char *cmd, const char *arg);
-void cli_check_sigma(const char *cmd, double sigma, double lo, double hi, double per,
+void cli_check_sigma(double sigma, double lo, double hi, double per,
                      size_t max_points);
 
-/* NAME.meta.json beside csv_path; extra_fields: NULL or '"k": v, ...' JSON members. */
-void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
-                   const char *extra_fields);
+/* NAME.meta.json beside path: the command, its options (own: its table, at
+ * args; the shared ones of o) as the tables record them, the run's sizes and
+ * products, then the keys of results (an object, taken; NULL: none). */
+void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *path, const char *cmd,
+                   const cli_opt *own, const void *args, json_t *results);
 
 #endif

@@ -10,76 +10,126 @@
 #include "lnkit/provenance.h"
 #include "lnkit/sha256.h"
 
-int cli_curv_add_options(struct option *opts, int n, int ckpt)
+const cli_choice cli_lanczos_modes[] = {{"full", LNK_LANCZOS_FULL}, {"light", LNK_LANCZOS_LIGHT},
+                                        {NULL, 0}};
+const cli_choice cli_reorths[] = {{"partial", LNK_REORTH_PARTIAL}, {"always", LNK_REORTH_ALWAYS},
+                                  {NULL, 0}};
+
+#define T cli_curv_opts
+const cli_opt cli_data_table[] = {
+    {.type = CLI_STR, .name = "weights", .arg = "FILE", CLI_AT(T, weights), .help = "weights",
+     .flags = CLI_REQ | CLI_READS | CLI_ID_FILE | CLI_META},
+    {.type = CLI_LIST, .name = "batch", .arg = "FILE", CLI_AT(T, batch), .count = offsetof(T, n_batch),
+     .flags = CLI_REQ | CLI_READS | CLI_ID_FILE,
+     .help = "batch file; repeat for a data set of several (the mean loss over all their scored "
+             "tokens)"},
+    {0}};
+
+const cli_opt cli_curv_table[] = {
+    {.type = CLI_INT, .name = "chunk", .arg = "N", CLI_AT(T, chunk_rows), .min = 1, .max = 1 << 24,
+     .flags = CLI_ID, .def = "whole files; under mpirun 4 P pieces",
+     .help = "rows per chunk: the data-set operator is the token-weighted sum over chunks, "
+             "exactly"},
+    {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block), .unset = "*",
+     .flags = CLI_ID | CLI_META, .def = "all parameters",
+     .help = "the operator restricted to the tensors matched by these comma-separated globs, "
+             "e.g. 'dec.5.ffn.w2' or '*.attn.*' (lnkit params lists names and groups)"},
+    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(T, rng_seed), .max = 0x7fffffff,
+     .flags = CLI_ID | CLI_META, .help = "seed of the start vectors and probes"},
+    {0}};
+
+const cli_opt cli_op_table[] = {
+    {.type = CLI_CHOICE, .name = "operator", CLI_AT(T, op_kind), .ref = cli_operators,
+     .flags = CLI_ID | CLI_ID_SET | CLI_META,
+     .help = "the curvature operator: the loss Hessian H, its Gauss-Newton part G = J^T H_out J "
+             "(positive semidefinite), or the functional part F = H - G",
+     .doc = "J is the Jacobian of the logits, H_out the Hessian of the loss in the logits. G v "
+            "is a tangent forward pass, H_out and a plain reverse pass (about 2/3 of the work of "
+            "H v); F v is H v minus G v. All are data-set means over the chunks, restricted to "
+            "the block, exact to rounding."},
+    {.type = CLI_LONG, .name = "cache-mb", .arg = "MB", CLI_AT(T, cache_mb), .max = 1L << 40,
+     .def = "half the available memory",
+     .help = "memory for keeping the chunks' primal passes between products (the same bits; "
+             "0: recompute them every product)"},
+    {0}};
+
+const cli_opt cli_ckpt_table[] = {
+    {.type = CLI_STR, .name = "checkpoint", .arg = "FILE", CLI_AT(T, checkpoint),
+     .flags = CLI_WRITES,
+     .help = "save the run's state to FILE (vectors in its rows file) and continue from it when "
+             "started again with the same arguments; removed when the run completes; a second "
+             "run on it is refused while this one holds it",
+     .doc = "The state (the Lanczos coefficients and the partial reorthogonalisation's "
+            "estimates, the probes done, the sums so far) is saved atomically every few "
+            "products; the rows are appended, so a save costs the new rows only, and in full "
+            "mode the Lanczos basis lives in that file (mapped): the disk holds (max-steps + 1) "
+            "vectors of the block's size, reserved when the run starts. A resumed run gives "
+            "bitwise the output of an uninterrupted one. FILE records what it belongs to (the "
+            "resolved configuration, the weights and every batch file by SHA-256, the options "
+            "that change numbers, the BLAS kernel, library and threads, the lnkit build): "
+            "another run is refused naming the first item that differs."},
+    {.type = CLI_INT, .name = "checkpoint-every", .arg = "N", CLI_AT(T, checkpoint_every),
+     .min = 1, .max = 1 << 30, .help = "products between saves (a save also after 10 minutes)"},
+    {.type = CLI_FLAG, .name = "resume-anywhere", CLI_AT(T, resume_anywhere), .flags = CLI_META,
+     .help = "resume a checkpoint written with another BLAS kernel, library, thread count or "
+             "lnkit build (the result is then not bitwise an uninterrupted run's; the sidecar "
+             "records the change)"},
+    {0}};
+#undef T
+
+#define T cli_sigma_opts
+const cli_opt cli_sigma_table[] = {
+    {.type = CLI_REAL, .name = "sigma", .arg = "S", CLI_AT(T, sigma), .max = HUGE_VAL,
+     .flags = CLI_GT, .excl = 2, .def = "none", .help = "kernel standard deviation (eigenvalue "
+     "units)"},
+    {.type = CLI_REAL, .name = "sigma-variance", .arg = "V", CLI_AT(T, variance), .max = HUGE_VAL,
+     .flags = CLI_GT, .excl = 2, .def = "none",
+     .help = "PyHessian, google spectral-density: kernel variance V max(1, range of the nodes)"},
+    {.type = CLI_REAL, .name = "sigma-kappa", .arg = "K", CLI_AT(T, kappa), .min = 1,
+     .max = HUGE_VAL, .flags = CLI_GT, .excl = 2, .def = "none",
+     .help = "Papyan 2020: sigma = 1.1 range / ((m - 1) sqrt(8 ln K)), K > 1"},
+    {.type = CLI_REAL, .name = "sigma-fraction", .arg = "F", CLI_AT(T, fraction),
+     .max = HUGE_VAL, .flags = CLI_GT, .excl = 2, .help = "sigma = F (range of the nodes)"},
+    {.type = CLI_REAL, .name = "grid-per-sigma", .arg = "P", CLI_AT(T, per), .min = 1, .max = 1e6,
+     .help = "grid points per sigma (below 1 the trapezoid rule cannot integrate a kernel to "
+             "1e-6)"},
+    {0}};
+#undef T
+
+void cli_sigma_defaults(cli_sigma_opts *o)
 {
-    opts[n++] = (struct option){"weights", required_argument, NULL, CURV_WEIGHTS};
-    opts[n++] = (struct option){"batch", required_argument, NULL, CURV_BATCH};
-    opts[n++] = (struct option){"chunk", required_argument, NULL, CURV_CHUNK};
-    opts[n++] = (struct option){"block", required_argument, NULL, CURV_BLOCK};
-    opts[n++] = (struct option){"rng-seed", required_argument, NULL, CURV_RNG};
-    opts[n++] = (struct option){"quiet", no_argument, NULL, CURV_QUIET};
-    opts[n++] = (struct option){"cache-mb", required_argument, NULL, CURV_CACHE};
-    if (ckpt) {
-        opts[n++] = (struct option){"checkpoint", required_argument, NULL, CURV_CKPT};
-        opts[n++] = (struct option){"checkpoint-every", required_argument, NULL, CURV_CKPT_EVERY};
-        opts[n++] = (struct option){"resume-anywhere", no_argument, NULL, CURV_ANYWHERE};
-    }
-    opts[n++] = (struct option){"operator", required_argument, NULL, CURV_OPERATOR};
-    return cli_add_model_options(opts, n);
+    o->fraction = 0.01;
+    o->per = 4;
 }
 
-int cli_curv_option(cli_curv_opts *o, int val, const char *arg)
+double cli_sigma(const cli_sigma_opts *o, double lo, double hi, int m, const char **which,
+                 double *value, size_t max_points)
 {
-    if (cli_model_option(&o->mo, val, arg))
-        return 1;
-    switch (val) {
-    case CURV_WEIGHTS: o->weights = arg; return 1;
-    case CURV_BATCH: cli_add_batch(o->batch, &o->n_batch, arg); return 1;
-    case CURV_CHUNK: o->chunk_rows = (int)cli_int("chunk", arg, 1, 1L << 24); return 1;
-    case CURV_BLOCK: o->block = arg; return 1;
-    case CURV_RNG: o->rng_seed = (uint64_t)cli_int("rng-seed", arg, 0, 0x7fffffffL); return 1;
-    case CURV_QUIET: o->quiet = cli_quiet = 1; return 1;
-    case CURV_CACHE: o->cache_mb = cli_cache_mb(arg), o->cache_set = 1; return 1;
-    case CURV_CKPT: o->checkpoint = arg; return 1;
-    case CURV_CKPT_EVERY:
-        o->checkpoint_every = (int)cli_int("checkpoint-every", arg, 1, 1 << 30);
-        return 1;
-    case CURV_ANYWHERE: o->resume_anywhere = 1; return 1;
-    case CURV_OPERATOR: o->op_kind = cli_op_kind(NULL, arg); return 1;
-    }
-    return 0;
+    double sigma = o->sigma;
+    int st = LNK_OK;
+    if (cli_given("sigma"))
+        *which = "sigma", *value = o->sigma;
+    else if (cli_given("sigma-variance"))
+        *which = "sigma-variance", *value = o->variance,
+        st = lnk_sigma_from_variance(o->variance, lo, hi, &sigma);
+    else if (cli_given("sigma-kappa"))
+        *which = "sigma-kappa", *value = o->kappa,
+        st = lnk_sigma_from_kappa(o->kappa, m, 0.05, lo, hi, &sigma);
+    else
+        *which = "sigma-fraction", *value = o->fraction,
+        st = lnk_sigma_from_fraction(o->fraction, lo, hi, &sigma);
+    if (st)
+        cli_die("--%s %g for nodes in [%g, %g]: %s; give --sigma S", *which, *value, lo, hi,
+                lnk_errmsg());
+    cli_check_sigma(sigma, lo, hi, o->per, max_points);
+    return sigma;
 }
 
-void cli_curv_print_help(int ckpt)
+void cli_curv_defaults(cli_curv_opts *o)
 {
-    printf("Model, data and block:\n"
-           "  --weights FILE         weights                                    (required)\n"
-           "  --batch FILE           batch file; repeat for a data set of several (required)\n"
-           "  --chunk N              rows per chunk: the data-set Hessian is the\n"
-           "                         token-weighted sum over chunks             (whole files)\n"
-           "  --block PATTERNS       comma-separated globs on tensor names, e.g.\n"
-           "                         'dec.5.ffn.w2' or '*.attn.*'               (all parameters)\n"
-           "  --rng-seed N           seed of the start vectors / probes         (0)\n"
-           "  --quiet                no progress on stderr\n"
-           "  --cache-mb MB          memory for keeping the chunks' primal passes\n"
-           "                         between products (same results; 0: recompute\n"
-           "                         them every product)       (half the available memory)\n"
-           "  --operator hessian|ggn|functional\n"
-           "                         H, its Gauss-Newton part G = J^T H_out J, or\n"
-           "                         the functional part F = H - G              (hessian)\n");
-    if (ckpt)
-        printf("  --checkpoint FILE      save the run's state to FILE (vectors in FILE.basis)\n"
-               "                         and continue from it when started again with the\n"
-               "                         same arguments; removed when the run completes.\n"
-               "                         The run holds it (FILE.lock): a second run on it\n"
-               "                         is refused                                 (none)\n"
-               "  --checkpoint-every N   products between saves (and at most 10 minutes) (5)\n"
-               "  --resume-anywhere      resume a checkpoint written with another BLAS\n"
-               "                         kernel, library, thread count or lnkit build (the\n"
-               "                         result is then not bitwise an uninterrupted\n"
-               "                         run's; the sidecar records the change)     (refused)\n");
-    printf("\n");
-    cli_print_model_help();
+    o->cache_mb = -1;
+    o->op_kind = LNK_OP_HESSIAN;
+    o->checkpoint_every = 5;
 }
 
 /* The checkpoint lock of this process (one command a process): held from
@@ -106,7 +156,7 @@ void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_c
     cli_files_in(&f, o->weights, "--weights");
     for (int i = 0; i < o->n_batch; i++)
         cli_files_in(&f, o->batch[i], "--batch");
-    cli_files_check(cmd, &f);
+    cli_files_check(NULL, &f);
     if (o->checkpoint) {
         cli_check(lnk_ckpt_lock_take(&held, o->checkpoint, cmd));
         atexit(drop_lock);
@@ -118,32 +168,13 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     memset(s, 0, sizeof *s);
     lnk_iso_time(s->start, sizeof s->start);
     s->t0 = lnk_now();
-    if (!o->weights)
-        cli_die("--weights FILE is required");
-    if (!o->n_batch)
-        cli_die("--batch FILE is required (repeat it for several files)");
     int P = lnk_comm_size();
-    cli_make_config(&o->mo, &s->c);
-    s->m = lnk_model_alloc(&s->c);
-    if (!s->m)
-        cli_die_lib();
+    cli_load_model(&o->mo, o->weights, &s->c, &s->m, &s->theta);
     size_t np = lnk_model_n_params(s->m);
-    s->theta = malloc(sizeof(double) * np);
-    cli_check(s->theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));
-    cli_check(lnk_weights_load(o->weights, s->m, s->theta));
-    /* inputs (path, size, SHA-256) and seeds for the sidecar */
-    cli_input(o->weights);
-    for (int i = 0; i < o->n_batch; i++)
-        cli_input(o->batch[i]);
-    lnk_prov_seed("rng", o->rng_seed);
-    lnk_dataset_init(&s->ds);
-    for (int i = 0; i < o->n_batch; i++) {
-        lnk_batch file;
-        cli_check(lnk_batch_load(o->batch[i], s->m, &file));
-        cli_check(lnk_dataset_add_rows(&s->ds, s->m, &file, cli_chunk_rows(file.B, o->chunk_rows)));
-        lnk_batch_free(&file);
-    }
-    cli_check(lnk_dataset_shard(&s->ds, s->m, lnk_comm_faulty(lnk_comm_world())));
+    /* the inputs read once, recorded (path, size, SHA-256) with the seed for the sidecar */
+    if (lnk_prov_seed(cli_prov(), "rng", o->rng_seed) != LNK_OK)
+        cli_die_lib();
+    cli_load_data(&s->ds, s->m, o->batch, o->n_batch, o->chunk_rows);
     s->chunks = s->ds.chunks;
     s->n_chunks = s->ds.n_total;
     s->n_own = s->ds.n_chunks;
@@ -152,20 +183,27 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
     s->h = lnk_hessian_alloc_dataset(s->m, s->theta, &s->ds, o->block);
     if (!s->h)
         cli_die_lib();
-    cli_set_cache(s->h, o->cache_set, o->cache_mb);
+    cli_set_cache(s->h, o->cache_mb);
     cli_check(lnk_hessian_set_kind(s->h, o->op_kind));
     s->op = lnk_hessian_operator(s->h);
     s->block_n = lnk_hessian_block(s->h)->n;
+    /* the sidecar's record built once before the work: what could make it
+     * fail (the configuration's JSON, memory) shows now, not after hours */
+    char *text = NULL;
+    cli_check(lnk_meta_text(cli_prov(), &s->c, NULL, s->start, 0, &text));
+    free(text);
     cli_setup_done();
-    if (!o->quiet && cli_root()) {
-        fprintf(stderr, "lnkit: %zu parameters, block of %zu (%d tensors), %d chunk(s), %zu "
-                "scored tokens", np, s->block_n, lnk_hessian_block(s->h)->n_tensors,
-                s->n_chunks, s->n_scored);
-        if (P > 1)
-            fprintf(stderr, ", %d ranks (rank 0: %d chunk(s), %zu of the block)", P, s->n_own,
-                    s->op.n);
-        fputc('\n', stderr);
-    }
+    /* what the run works on: the block actually selected, named */
+    const lnk_block *b = lnk_hessian_block(s->h);
+    if (o->block)
+        cli_say("block '%s' of the %zu parameters: %zu parameters in %d tensor(s); ", o->block,
+                np, s->block_n, b->n_tensors);
+    else
+        cli_say("the whole model: %zu parameters in %d tensors; ", np, b->n_tensors);
+    cli_say("%d chunk(s), %zu scored tokens", s->n_chunks, s->n_scored);
+    if (P > 1)
+        cli_say(", %d ranks (rank 0: %d chunk(s), %zu of the block)", P, s->n_own, s->op.n);
+    cli_say("\n");
 }
 
 void cli_curv_close(cli_curv *s)
@@ -181,61 +219,50 @@ void cli_curv_close(cli_curv *s)
     lnk_config_clear(&s->c);
 }
 
-void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *csv_path, const char *cmd,
-                   const char *extra_fields)
+void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *path, const char *cmd,
+                   const cli_opt *own, const void *args, json_t *results)
 {
-    if (!cli_root())
+    if (!cli_root() || !path || cli_is_stdout(path)) { /* none beside standard output */
+        json_decref(results);
         return;
+    }
+    json_t *x = json_pack("{s:s}", "command", cmd);
+    int bad = !x || cli_opts_meta(own, args, 0, x) || cli_opts_meta(cli_data_table, o, 0, x) ||
+              cli_opts_meta(cli_curv_table, o, 0, x) || cli_opts_meta(cli_op_table, o, 0, x) ||
+              cli_opts_meta(cli_ckpt_table, o, 0, x);
     /* a resume elsewhere (--resume-anywhere) is recorded with what changed */
-    json_t *js = json_string(s->moved ? s->moved : "");
-    char *moved = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
-    json_decref(js);
-    if (!moved)
-        cli_die("out of memory");
-    char extra[4096];
-    int len = snprintf(extra, sizeof extra,
-             "{\"command\": \"%s\", \"weights\": \"%s\", \"block\": \"%s\", \"block_size\": %zu, "
-             "\"chunks\": %d, \"n_scored\": %zu, \"rng_seed\": %llu, \"hvp_products\": %ld, "
-             "\"products_total\": %ld, \"resumed_from\": %ld, \"resume_anywhere\": %s, "
-             "\"resumed_elsewhere\": %s, \"cached_chunks\": %d, \"operator\": \"%s\"%s%s}",
-             cmd, o->weights, o->block ? o->block : "*", s->block_n, s->n_chunks, s->n_scored,
-             (unsigned long long)o->rng_seed, lnk_hessian_n_products(s->h), cli_ckpt_products(s),
-             s->resumed_from, o->resume_anywhere ? "true" : "false", moved,
-             lnk_hessian_cached_chunks(s->h, NULL), lnk_op_kind_name(o->op_kind),
-             extra_fields ? ", " : "", extra_fields ? extra_fields : "");
-    free(moved);
-    if (len >= (int)sizeof extra)
-        cli_die("%s: the sidecar's fields are too long", cmd);
-    if (lnk_meta_write(csv_path, &s->c, extra, s->start, lnk_now() - s->t0) != LNK_OK)
-        cli_die_lib();
+    json_t *run = json_pack("{s:I, s:i, s:I, s:I, s:I, s:I, s:s, s:i}",
+                            "block_size", (json_int_t)s->block_n, "chunks", s->n_chunks,
+                            "n_scored", (json_int_t)s->n_scored,
+                            "hvp_products", (json_int_t)lnk_hessian_n_products(s->h),
+                            "products_total", (json_int_t)cli_ckpt_products(s),
+                            "resumed_from", (json_int_t)s->resumed_from,
+                            "resumed_elsewhere", s->moved ? s->moved : "",
+                            "cached_chunks", lnk_hessian_cached_chunks(s->h, NULL));
+    bad = bad || !run || json_object_update(x, run);
+    json_decref(run);
+    bad = bad || (results && json_object_update(x, results));
+    json_decref(results);
+    if (bad)
+        cli_die("out of memory for the sidecar of %s", path);
+    cli_meta_write(path, &s->c, x, s->start, lnk_now() - s->t0);
 }
 
 int cli_progress_fn(void *ctx, int done, int total, double elapsed)
 {
     cli_progress *p = ctx;
-    if (!cli_root())
-        return 0;
     if (elapsed - p->last >= 1.0 || done == total) {
         p->last = elapsed;
         char rate[160] = "";
         if (p->s)
             cli_ckpt_rate(p->s, rate, sizeof rate);
-        fprintf(stderr, "%s: %s %d/%d  %.1f s (about %.0f s left)%s\n", p->what, p->unit, done,
-                total, elapsed, elapsed / done * (total - done), rate);
+        cli_say("%s %d/%d  %.1f s (about %.0f s left)%s\n", p->unit, done, total, elapsed,
+                elapsed / done * (total - done), rate);
     }
     return 0;
 }
 
-double cli_grid_per_sigma(const char *cmd, const char *arg)
-{
-    double v = cli_real(cmd, "grid-per-sigma", arg, 1);
-    if (!(v >= 1 && v <= 1e6))
-        cli_die("%s: --grid-per-sigma: expected a number from 1 to 1e6 (below 1 point per sigma "
-                "the grid cannot integrate a kernel to 1e-6), got '%s'", cmd, arg);
-    return v;
-}
-
-void cli_check_sigma(const char *cmd, double sigma, double lo, double hi, double per,
+void cli_check_sigma(double sigma, double lo, double hi, double per,
                      size_t max_points)
 {
     /* the grid's span and its points, as lnk_slq_grid_size counts them, in
@@ -243,51 +270,22 @@ void cli_check_sigma(const char *cmd, double sigma, double lo, double hi, double
      * kernels' normalisation 1 / (runs sigma sqrt(2 pi)) underflow */
     double span = hi - lo + 2 * LNK_SLQ_PAD * sigma, pts = span / (sigma / per) + 2;
     if (sigma > 0 && !(pts <= (double)max_points) && sigma < 1)
-        cli_die("%s: sigma %g gives a grid of %.3g points for nodes in [%g, %g] (at most %zu): "
-                "choose a larger sigma or a smaller --grid-per-sigma", cmd, sigma, pts, lo, hi,
+        cli_die("sigma %g gives a grid of %.3g points for nodes in [%g, %g] (at most %zu): "
+                "choose a larger sigma or a smaller --grid-per-sigma", sigma, pts, lo, hi,
                 max_points);
     if (!(sigma > 0) || !isfinite(span) || !(span * pts <= 0x1p1020) ||
         !(1.0 / (sigma * sqrt(2 * M_PI)) > 1e-300) || !(pts <= (double)max_points))
-        cli_die("%s: sigma %g is too large for a grid of the density: its ends (the nodes' "
+        cli_die("sigma %g is too large for a grid of the density: its ends (the nodes' "
                 "range [%g, %g] +- %g sigma) and spacing would leave the range of doubles; use a "
-                "sigma below %.3g", cmd, sigma, lo, hi, LNK_SLQ_PAD,
+                "sigma below %.3g", sigma, lo, hi, LNK_SLQ_PAD,
                 fmin(0x1p1020 / ((2 * LNK_SLQ_PAD) * (2 * LNK_SLQ_PAD * per + 2)) / 2,
                      1e300 / sqrt(2 * M_PI)));
 }
 
-long cli_cache_mb(const char *arg) { return cli_int("cache-mb", arg, 0, 1L << 40); }
-
-void cli_set_cache(lnk_hessian *h, int set, long mb)
+void cli_set_cache(lnk_hessian *h, long mb)
 {
-    if (set && lnk_hessian_set_cache(h, (size_t)mb * 1048576) != LNK_OK)
+    if (mb >= 0 && lnk_hessian_set_cache(h, (size_t)mb * 1048576) != LNK_OK)
         cli_die_lib();
-}
-
-lnk_op_kind cli_op_kind(const char *cmd, const char *arg)
-{
-    lnk_op_kind k = LNK_OP_HESSIAN;
-    if (lnk_op_kind_parse(arg, &k) != LNK_OK)
-        cli_die("%s%s--operator: expected hessian, ggn or functional, got '%s'", cmd ? cmd : "",
-                cmd ? ": " : "", arg);
-    return k;
-}
-
-int cli_reorth(const char *cmd, const char *arg)
-{
-    if (!strcmp(arg, "partial"))
-        return LNK_REORTH_PARTIAL;
-    if (!strcmp(arg, "always"))
-        return LNK_REORTH_ALWAYS;
-    cli_die("%s: --reorth: expected partial or always, got '%s'", cmd, arg);
-}
-
-int cli_lanczos_mode(const char *cmd, const char *arg)
-{
-    if (!strcmp(arg, "full"))
-        return LNK_LANCZOS_FULL;
-    if (!strcmp(arg, "light"))
-        return LNK_LANCZOS_LIGHT;
-    cli_die("%s: --mode: expected full or light, got '%s'", cmd, arg);
 }
 
 /* ------------------------------------------------------------ --checkpoint */
@@ -298,7 +296,7 @@ void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kin
     static const char *const names[] = {"", "eigs", "trace", "density"};
     s->cmd = names[kind];
     s->total = total;
-    s->every = o->checkpoint_every > 0 ? o->checkpoint_every : 5;
+    s->every = o->checkpoint_every;
     s->work_t0 = s->last_save_t = lnk_now();
     if (!o->checkpoint) {
         lnk_ckpt_id_free(id);
@@ -316,20 +314,12 @@ void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kin
     lnk_sha256_hex(d, hex);
     free(cj);
     int rc = lnk_ckpt_id_add(id, "the configuration (SHA-256 of its resolved keys)", "%s", hex);
-    rc = rc ? rc : lnk_ckpt_id_add_file(id, "--weights (SHA-256)", o->weights);
-    rc = rc ? rc : lnk_ckpt_id_add(id, "the number of --batch files", "%d", o->n_batch);
-    for (int i = 0; !rc && i < o->n_batch; i++) {
-        char nm[64];
-        snprintf(nm, sizeof nm, "--batch file %d (SHA-256)", i + 1);
-        rc = lnk_ckpt_id_add_file(id, nm, o->batch[i]);
-    }
-    rc = rc ? rc : lnk_ckpt_id_add(id, "--chunk", "%d", o->chunk_rows);
-    rc = rc ? rc : lnk_ckpt_id_add(id, "--block", "%s", o->block ? o->block : "*");
-    rc = rc ? rc : lnk_ckpt_id_add(id, "--rng-seed", "%llu", (unsigned long long)o->rng_seed);
-    /* the Hessian's checkpoints name no operator (those written before --operator
-     * existed stay valid); G and F name theirs */
-    if (o->op_kind != LNK_OP_HESSIAN)
-        rc = rc ? rc : lnk_ckpt_id_add(id, "--operator", "%s", lnk_op_kind_name(o->op_kind));
+    /* the shared options' (cli_curv_table: the weights and batches by SHA-256,
+     * --chunk, --block, --rng-seed; --operator when not the Hessian, so that
+     * checkpoints written before it existed stay valid) */
+    rc = rc ? rc : cli_opts_id(cli_data_table, o, 0, id);
+    rc = rc ? rc : cli_opts_id(cli_curv_table, o, 0, id);
+    rc = rc ? rc : cli_opts_id(cli_op_table, o, 0, id);
     rc = rc ? rc : lnk_ckpt_id_add_build(id);
     id->resume_anywhere = o->resume_anywhere;
     cli_check(rc);
@@ -339,18 +329,14 @@ void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kin
     s->resumed_from = s->last_saved = lnk_ckpt_products(s->ck);
     if (*lnk_ckpt_moved(s->ck) && !(s->moved = strdup(lnk_ckpt_moved(s->ck))))
         cli_die("out of memory");
-    if (!o->quiet && cli_root()) {
-        if (lnk_ckpt_resumed(s->ck) && *lnk_ckpt_moved(s->ck))
-            fprintf(stderr, "%s: resumed from %ld products (checkpoint %s) elsewhere "
-                    "(--resume-anywhere): %s; the result is not bitwise an uninterrupted run's\n",
-                    s->cmd, s->resumed_from, o->checkpoint, lnk_ckpt_moved(s->ck));
-        else if (lnk_ckpt_resumed(s->ck))
-            fprintf(stderr, "%s: resumed from %ld products (checkpoint %s)\n", s->cmd,
-                    s->resumed_from, o->checkpoint);
-        else
-            fprintf(stderr, "%s: checkpoint %s: a new run, saved every %d products\n", s->cmd,
-                    o->checkpoint, s->every);
-    }
+    if (lnk_ckpt_resumed(s->ck) && *lnk_ckpt_moved(s->ck))
+        cli_say("resumed from %ld products (checkpoint %s) elsewhere (--resume-anywhere): %s; "
+                "the result is not bitwise an uninterrupted run's\n", s->resumed_from,
+                o->checkpoint, lnk_ckpt_moved(s->ck));
+    else if (lnk_ckpt_resumed(s->ck))
+        cli_say("resumed from %ld products (checkpoint %s)\n", s->resumed_from, o->checkpoint);
+    else
+        cli_say("checkpoint %s: a new run, saved every %d products\n", o->checkpoint, s->every);
 }
 
 long cli_ckpt_products(const cli_curv *s) { return s->resumed_from + lnk_hessian_n_products(s->h); }

@@ -3,81 +3,56 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "lnkit/provenance.h"
-
-static const struct {
-    const char *name;
-    int (*fn)(int, char **);
-    const char *help;
-} cmds[] = {
-    {"init", cmd_init, "initialise weights (MODEL.md §5) and write them with their config"},
-    {"batch", cmd_batch, "make a batch file: synthetic ids or whitespace-tokenised text"},
-    {"eval", cmd_eval, "loss and every tensor's gradient Frobenius norm on a batch"},
-    {"hvp", cmd_hvp, "exact Hessian-vector product H v on a batch"},
-    {"eigs", cmd_eigs, "extremal Hessian eigenvalues, residuals (Lanczos)"},
-    {"trace", cmd_trace, "Hessian trace with standard error (Hutchinson, Hutch++)"},
-    {"density", cmd_density, "Hessian spectral density (stochastic Lanczos quadrature)"},
-    {"blocks", cmd_blocks, "per-tensor / group blocks: ||A_bb||_F, extremes, densities, JS"},
-    {"select", cmd_select, "which keys are selectable by some query (convex hull, exact LP)"},
-    {"params", cmd_params, "the model's tensors: shapes, counts, offsets, --block groups"},
-    {"vector", cmd_vector, "make a vector for hvp: random, ones, or a saved gradient"},
-    {"meta", cmd_meta, "the .meta.json sidecar of a result another program wrote"},
-};
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: lnkit COMMAND [OPTIONS]   (lnkit COMMAND --help for its options)\n\n"
+    fprintf(f, "usage: lnkit COMMAND [OPTIONS]   (lnkit COMMAND --help, or lnkit help COMMAND, for "
+               "its options)\n\n"
                "lnkit %s: exact gradients and Hessian-vector products of the transformers\n"
                "of docs/MODEL.md at initialisation.\n\nCommands:\n", LNK_VERSION);
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+    for (const lnkit_command *c = lnkit_commands; c->name; c++)
+        fprintf(f, "  %-8s %s\n", c->name, c->cmd->summary);
     fprintf(f, "\nOptions:\n"
-               "  --help                 this list\n"
+               "  -h, --help             this list\n"
                "  --version              version, git commit, compiler, BLAS library, its kernel\n"
                "                         and threads, LAPACK, GSL, GLPK, jansson\n"
-               "\nErrors print one line 'lnkit: ...' on stderr and exit with status 2; eigs and\n"
-               "blocks exit with status 3 (after writing their results and one warning line)\n"
-               "when requested eigenpairs did not converge.\n"
+               "\nMessages start 'lnkit COMMAND: '; an error is one such line on standard error\n"
+               "and exit status 2; eigs and blocks exit with status 3 (after writing their\n"
+               "results and one warning line) when requested eigenpairs did not converge.\n"
+               "docs/cli.md: the conventions every command follows.\n"
                "man lnkit, man lnkit-COMMAND: the manual pages.\n");
 }
 
 int main(int argc, char **argv)
 {
-    /* the best OpenBLAS kernel first: this may re-exec the program */
-    if (lnk_blas_setup() != LNK_OK)
-        cli_die_lib();
-    /* before any output file exists: a fatal signal removes the temporary ones */
-    lnk_output_init();
-    if (lnk_comm_init(&argc, &argv) != LNK_OK) {
-        fprintf(stderr, "lnkit: %s\n", lnk_errmsg());
-        return 2;
-    }
-    /* Under mpirun only rank 0 speaks on stdout (--help, CSV, JSON). */
-    if (lnk_comm_rank() != 0 && !freopen("/dev/null", "w", stdout))
-        return 2;
+    cli_start(&argc, &argv, "lnkit");
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    const char *name = argv[1];
+    int help = !strcmp(name, "help");
+    if (help && argc > 3)
+        cli_die("help: give one command (lnkit help COMMAND)");
+    if (help && argc == 3)
+        name = argv[2];
+    else if (help || !strcmp(name, "--help") || !strcmp(name, "-h")) {
         usage(stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
-        char *v = lnk_version_text();
+    if (!strcmp(name, "--version")) {
+        char *v = lnk_version_text(cli_blas_note());
         if (!v)
             cli_die("out of memory");
         fputs(v, stdout);
         free(v);
         return 0;
     }
-    lnk_prov_args(argc, argv); /* the command line, exactly, for the sidecars */
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!strcmp(argv[1], cmds[i].name)) {
-            int rc = cmds[i].fn(argc - 1, argv + 1);
-            lnk_comm_finalize();
-            return rc;
+    for (const lnkit_command *c = lnkit_commands; c->name; c++)
+        if (!strcmp(name, c->name)) {
+            /* lnkit help CMD is lnkit CMD --help */
+            char *hv[] = {argv[1 + help], "--help", NULL};
+            return help ? c->run(2, hv) : c->run(argc - 1, argv + 1);
         }
-    cli_die("unknown command '%s' (see lnkit --help for the commands)",
-            argv[1]);
+    cli_die("unknown command '%s' (lnkit --help lists the commands)", name);
 }

@@ -1,8 +1,8 @@
 /* Output files that appear whole or not at all (see include/lnkit/sys.h):
  * temporary file + rename for regular files, in-place writes for devices
  * and FIFOs, group commits for the several outputs of one command, clean-up
- * of temporary files on fatal signals and at exit, and the test-only fault
- * hook LNK_OUTPUT_FAULT. */
+ * of temporary files on fatal signals and at exit, and the fault points of
+ * test builds (LNK_TESTING). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,7 +22,8 @@
 
 /* ------------------------------------------------------------- fault hook */
 
-/* LNK_OUTPUT_FAULT (tests only; read once, never on a computing path):
+/* Test builds only (-DLNK_TESTING, include/lnkit/fault.h): LNK_FAULT_OUTPUT's
+ * spec POINT:ACTION[:N]
  *   write:ENOSPC:B  (or EIO, EFBIG)  writes to output files fail with that
  *                   error once B bytes have been written in all
  *   create:term:N   SIGTERM to the process right after the N-th temporary
@@ -32,8 +33,11 @@
  *                   before the first rename
  *   rename:term:N   SIGTERM after the N-th rename of a group commit
  *   rename:EIO:N    the N-th rename of a group commit fails (roll-back)
- * N counts from 1 (default 1), B from 0 (default 0). */
+ * N counts from 1 (default 1), B from 0 (default 0).  The signal stands for
+ * one arriving from outside at that exact point. */
 enum { FP_NONE, FP_CREATE, FP_WRITE, FP_SYNCED, FP_RENAME };
+#ifdef LNK_TESTING
+#include "core/fault_internal.h"
 static struct {
     int point;
     int err;        /* errno to fail with, or 0 = send SIGTERM */
@@ -41,30 +45,33 @@ static struct {
     long long hits; /* hits so far / bytes so far */
 } fault;
 
-static void fault_parse(void)
+int lnk_fault_output_set(const char *s)
 {
-    const char *s = getenv("LNK_OUTPUT_FAULT");
+    memset(&fault, 0, sizeof fault);
     if (!s || !*s)
-        return;
-    char point[16] = "", action[16] = "";
+        return LNK_OK;
+    char point[16] = "", action[16] = "", rest = 0;
     long long n = -1;
-    if (sscanf(s, "%15[a-z]:%15[A-Za-z]:%lld", point, action, &n) < 2)
-        return;
+    int got = sscanf(s, "%15[a-z]:%15[A-Za-z]:%lld%c", point, action, &n, &rest);
     static const char *const pts[] = {"", "create", "write", "synced", "rename"};
     for (int i = 1; i < 5; i++)
         if (!strcmp(point, pts[i]))
             fault.point = i;
-    if (!strcmp(action, "term"))
-        fault.err = 0;
-    else if (!strcmp(action, "ENOSPC"))
-        fault.err = ENOSPC;
-    else if (!strcmp(action, "EIO"))
-        fault.err = EIO;
-    else if (!strcmp(action, "EFBIG"))
-        fault.err = EFBIG;
-    else
-        fault.point = FP_NONE;
+    static const struct { const char *name; int err; } acts[] = {
+        {"term", 0}, {"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EFBIG", EFBIG}};
+    int act = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(action, acts[i].name))
+            act = i;
+    if (got < 2 || got > 3 || (got == 3 && n < 0) || !fault.point || act < 0) {
+        memset(&fault, 0, sizeof fault);
+        return lnk_error(LNK_EINVAL, "output fault '%s': expected POINT:ACTION[:N] with POINT "
+                         "create, write, synced or rename and ACTION term, ENOSPC, EIO or "
+                         "EFBIG", s);
+    }
+    fault.err = acts[act].err;
     fault.n = n >= 0 ? n : (fault.point == FP_WRITE ? 0 : 1);
+    return LNK_OK;
 }
 
 /* At a counted point: 1 if the fault fires now (a signal is sent here). */
@@ -76,6 +83,9 @@ static int fault_hit(int point)
         kill(getpid(), SIGTERM);
     return 1;
 }
+#else
+static inline int fault_hit(int point) { return (void)point, 0; }
+#endif
 
 /* ------------------------------------------------- temporary files, signals */
 
@@ -168,7 +178,6 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init(void)
 {
     owner = getpid();
-    fault_parse();
     sigset_t block;
     fatal_set(&block);
     for (int k = 0; k < N_FATAL; k++) {
@@ -279,6 +288,7 @@ static ssize_t ck_write(void *c, const char *buf, size_t n)
     size_t done = 0;
     while (done < n) {
         size_t want = n - done;
+#ifdef LNK_TESTING
         if (fault.point == FP_WRITE) {
             long long left = fault.n - fault.hits;
             if (left <= 0) {
@@ -293,6 +303,7 @@ static ssize_t ck_write(void *c, const char *buf, size_t n)
             } else if ((long long)want > left)
                 want = (size_t)left;
         }
+#endif
         ssize_t w = write(k->fd, buf + done, want);
         if (w < 0) {
             if (errno == EINTR)
@@ -305,8 +316,10 @@ static ssize_t ck_write(void *c, const char *buf, size_t n)
             return (ssize_t)done;
         }
         done += (size_t)w;
+#ifdef LNK_TESTING
         if (fault.point == FP_WRITE && fault.hits < fault.n)
             fault.hits += w;
+#endif
     }
     return (ssize_t)done;
 }
@@ -708,11 +721,15 @@ int lnk_output_group_commit(void)
     int st = LNK_OK, k;
     for (k = 0; k < grp.n; k++) {
         pending *p = &grp.p[k];
-        int fire = fault.point == FP_RENAME && ++fault.hits == fault.n, fail = 0, e = 0;
+        int fire = 0, fail = 0, e = 0;
+#ifdef LNK_TESTING
+        fire = fault.point == FP_RENAME && ++fault.hits == fault.n;
         if (fire && fault.err) { /* test: this rename fails */
             fail = 1;
             e = fault.err;
-        } else if (rename_one(p->tmp, p->final, &p->how) != 0) {
+        } else
+#endif
+        if (rename_one(p->tmp, p->final, &p->how) != 0) {
             fail = 1;
             e = errno;
         }

@@ -1,13 +1,10 @@
-/* The OpenBLAS kernel at start-up: CPU detection, the (pure) decision and
- * the re-exec (see include/lnkit/blas.h). */
+/* The OpenBLAS kernel at start-up: CPU detection and the (pure) decision;
+ * the program restarts itself (see include/lnkit/blas.h). */
 #include <cblas.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -168,16 +165,11 @@ int lnk_blas_decide(const lnk_cpu_features *f, const char *loaded, int dynamic,
     return LNK_OK;
 }
 
-static char g_note[256];
-static int g_done;
-
 const char *lnk_blas_kernel(void)
 {
     const char *k = openblas_get_corename();
     return k ? k : "unknown";
 }
-
-const char *lnk_blas_note(void) { return g_note; }
 
 static int dynamic_arch(void)
 {
@@ -185,106 +177,20 @@ static int dynamic_arch(void)
     return c && strstr(c, "DYNAMIC_ARCH") != NULL;
 }
 
-/* The inputs of the decision from this process and its environment. */
-static int decide_here(const char **to, char *note, int n)
+int lnk_blas_choose(const char *setting, const char *user_coretype, const char *reexeced,
+                    const char **switch_to, char *note, int n)
 {
     lnk_cpu_features f;
     lnk_cpu_detect(&f);
-    /* LNK_BLAS_TEST_FALLBACK=1 (tests only): treat OPENBLAS_CORETYPE as
-     * OpenBLAS's own fallback, not the user's choice, so that a test can
-     * load a weaker kernel and watch the switch. */
-    const char *test = getenv("LNK_BLAS_TEST_FALLBACK"), *re = getenv("LNK_BLAS_REEXEC");
-    const char *user = test && !strcmp(test, "1") && !re ? NULL : getenv("OPENBLAS_CORETYPE");
-    return lnk_blas_decide(&f, lnk_blas_kernel(), dynamic_arch(), user,
-                           getenv("LNK_BLAS_KERNEL"), re, to, note, n);
+    return lnk_blas_decide(&f, lnk_blas_kernel(), dynamic_arch(), user_coretype, setting,
+                           reexeced, switch_to, note, n);
 }
 
-const char *lnk_blas_advice(void)
+const char *lnk_blas_advice(const char *setting, const char *user_coretype)
 {
     const char *to = NULL;
     char note[256];
-    if (decide_here(&to, note, sizeof note) != LNK_OK)
+    if (lnk_blas_choose(setting, user_coretype, NULL, &to, note, sizeof note) != LNK_OK)
         return NULL;
     return to;
-}
-
-/* argv of this process from /proc/self/cmdline (NUL-separated); malloc'd. */
-static char **self_argv(void)
-{
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap + 1);
-    for (ssize_t r; buf; len += (size_t)r) {
-        if (len == cap) {
-            char *nb = realloc(buf, 2 * cap + 1);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        r = read(fd, buf + len, cap - len);
-        if (r < 0 && errno == EINTR) {
-            r = 0;
-            continue;
-        }
-        if (r <= 0)
-            break;
-    }
-    close(fd);
-    if (!buf || len == 0) {
-        free(buf);
-        return NULL;
-    }
-    buf[len] = '\0';
-    size_t argc = 0;
-    for (size_t i = 0; i < len; i++)
-        argc += buf[i] == '\0';
-    if (buf[len - 1] != '\0')
-        argc++;
-    char **argv = malloc((argc + 1) * sizeof *argv);
-    if (!argv) {
-        free(buf);
-        return NULL;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < len && k < argc; i += strlen(buf + i) + 1)
-        argv[k++] = buf + i;
-    argv[k] = NULL;
-    return argv;
-}
-
-int lnk_blas_setup(void)
-{
-    if (g_done)
-        return LNK_OK;
-    g_done = 1;
-    const char *to = NULL;
-    int st = decide_here(&to, g_note, sizeof g_note);
-    /* the guard served its purpose: programs this one starts decide afresh
-     * (and keep the OPENBLAS_CORETYPE they inherit) */
-    unsetenv("LNK_BLAS_REEXEC");
-    if (st != LNK_OK || !to)
-        return st;
-    const char *was = lnk_blas_kernel();
-    char **argv = self_argv();
-    if (argv && setenv("OPENBLAS_CORETYPE", to, 1) == 0 &&
-        setenv("LNK_BLAS_REEXEC", was, 1) == 0) {
-        fflush(NULL);
-        execv("/proc/self/exe", argv);
-    }
-    int err = errno;
-    unsetenv("LNK_BLAS_REEXEC");
-    unsetenv("OPENBLAS_CORETYPE");
-    snprintf(g_note, sizeof g_note, "auto: OpenBLAS chose %s, the CPU suits %s, but the re-exec "
-             "failed (%s): kept %s", was, to, argv ? strerror(err) : "no /proc/self/cmdline",
-             was);
-    if (argv)
-        free(argv[0]);
-    free(argv);
-    return LNK_OK;
 }

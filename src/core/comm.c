@@ -1,11 +1,9 @@
 /* The processes of a job: MPI_COMM_WORLD with ordered (deterministic)
  * reductions, or a one-process job without MPI (see include/lnkit/comm.h). */
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "lnkit/comm.h"
 #include "lnkit/error.h"
 #ifdef LNK_MPI
@@ -25,37 +23,6 @@ void lnk_comm_split(size_t n, int parts, size_t *count, size_t *displ)
 }
 
 double lnk_comm_bytes_sent(void) { return bytes_sent; }
-
-/* LNK_FAULT = "RANK:POINT:KIND[:N]": fail at the N-th (default 1st) hit. */
-int lnk_comm_fault(const char *point)
-{
-    static int hits[8];
-    static const char *names[8];
-    const char *spec = getenv("LNK_FAULT");
-    if (!spec || !*spec)
-        return 0;
-    int rank, nth = 1;
-    char pt[32], kind[16];
-    int got = sscanf(spec, "%d:%31[^:]:%15[^:]:%d", &rank, pt, kind, &nth);
-    if (got < 3 || rank != lnk_comm_rank() || strcmp(pt, point))
-        return 0;
-    int k = 0;
-    while (k < 7 && names[k] && strcmp(names[k], point))
-        k++;
-    names[k] = point;
-    if (++hits[k] != nth)
-        return 0;
-    if (!strcmp(kind, "exit")) {
-        fprintf(stderr, "lnkit: rank %d: LNK_FAULT: exiting at %s without finalize\n", rank,
-                point);
-        _exit(3);
-    }
-    if (!strcmp(kind, "kill")) {
-        fprintf(stderr, "lnkit: rank %d: LNK_FAULT: killed (SIGKILL) at %s\n", rank, point);
-        raise(SIGKILL);
-    }
-    return 1;
-}
 
 #ifndef LNK_MPI
 
@@ -96,7 +63,7 @@ int lnk_comm_gather_bytes(const void *mine, size_t n, char **all, size_t *len, i
 }
 int lnk_comm_agree(int status) { return status; }
 int lnk_comm_failed(void) { return 0; }
-_Noreturn void lnk_comm_abort(int code) { exit(code); }
+void lnk_comm_abort(int code) { (void)code; }
 int lnk_comm_barrier(void) { return LNK_OK; }
 
 #else /* LNK_MPI */
@@ -323,9 +290,8 @@ int lnk_comm_gather_bytes(const void *mine, size_t n, char **all, size_t *len, i
 {
     int P = lnk_comm_size(), me = lnk_comm_rank();
     *all = NULL;
-    if (n > INT_MAX)
-        return lnk_error(LNK_EINVAL, "gather: %zu bytes from rank %d; at most %d", n, me, INT_MAX);
-    int ni = (int)n, *lens = malloc(sizeof(int) * 2 * (size_t)P);
+    /* too many bytes: -1, so that root refuses for all (none may leave early) */
+    int ni = n > INT_MAX ? -1 : (int)n, *lens = malloc(sizeof(int) * 2 * (size_t)P);
     if (!lens)
         return lnk_error(LNK_ENOMEM, "out of memory gathering over %d ranks", P);
     int rc = MPI_Gather(&ni, 1, MPI_INT, lens, 1, MPI_INT, root, MPI_COMM_WORLD);
@@ -335,24 +301,31 @@ int lnk_comm_gather_bytes(const void *mine, size_t n, char **all, size_t *len, i
     }
     int *disp = lens + P;
     long total = 0;
+    /* root says whether it can take them all (every rank is in this call:
+     * all return the same failure, none is left waiting in the gather) */
+    int ok[2] = {1, 0};
     if (me == root) {
         for (int r = 0; r < P; r++) {
             disp[r] = (int)total;
-            total += lens[r];
-            len[r] = (size_t)lens[r];
+            total += lens[r] < 0 ? (long)INT_MAX + 1 : lens[r];
+            len[r] = lens[r] < 0 ? 0 : (size_t)lens[r];
         }
-        if (total > INT_MAX) {
-            free(lens);
-            /* the other ranks are already in the gather: abort rather than hang */
-            lnk_error(LNK_EINVAL, "gather: %ld bytes in all; at most %d", total, INT_MAX);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-        *all = malloc((size_t)total + 1);
-        if (!*all) {
-            free(lens);
-            fprintf(stderr, "lnkit: rank %d: out of memory gathering %ld bytes\n", me, total);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
+        if (total > INT_MAX)
+            ok[0] = 0, ok[1] = 1;
+        else if (!(*all = malloc((size_t)total + 1)))
+            ok[0] = 0, ok[1] = 2;
+    }
+    rc = MPI_Bcast(ok, 2, MPI_INT, root, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS || !ok[0]) {
+        free(lens);
+        free(*all);
+        *all = NULL;
+        if (rc != MPI_SUCCESS)
+            return mpi_fail(rc, "gather (status)");
+        if (ok[1] == 1)
+            return lnk_error(LNK_EINVAL, "gather: more than %d bytes in all", INT_MAX);
+        return lnk_error(LNK_ENOMEM, "gather: rank %d is out of memory for the bytes of all "
+                         "ranks", root);
     }
     rc = MPI_Gatherv(mine, ni, MPI_BYTE, *all, lens, disp, MPI_BYTE, root, MPI_COMM_WORLD);
     bytes_sent += me == root ? 0 : (double)n;
@@ -416,14 +389,12 @@ int lnk_comm_agree(int status)
     return lnk_error(st, "rank %d: %s", first, msg);
 }
 
-_Noreturn void lnk_comm_abort(int code)
+void lnk_comm_abort(int code)
 {
     fflush(stdout);
     fflush(stderr);
     if (initialized() && lnk_comm_size() > 1)
         MPI_Abort(MPI_COMM_WORLD, code);
-    lnk_comm_finalize();
-    exit(code);
 }
 
 int lnk_comm_barrier(void)

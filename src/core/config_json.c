@@ -480,3 +480,41 @@ int lnk_config_save_json(const lnk_config *c, const char *path, size_t n_params,
     free(s);
     return lnk_afile_commit(&a);
 }
+
+/* ------------------------------------------------------------ key docs */
+
+int lnk_config_describe(int i, lnk_config_key_doc *doc)
+{
+    memset(doc, 0, sizeof *doc);
+    int n = 0;
+    while (lnk_config_keys[n])
+        n++;
+    if (i < 0 || i >= n)
+        return lnk_error(LNK_EINVAL, "config: no key number %d (there are %d)", i, n);
+    const keydef *kd = &lnk_cfg_keys[lnk_cfg_find_key(lnk_config_keys[i])];
+    doc->name = kd->name;
+    doc->values = kd->kind == KIND_ENUM ? kd->names : NULL;
+    doc->arg = kd->arg;
+    doc->help = kd->help;
+    if (kd->derive) {
+        snprintf(doc->def, sizeof doc->def, "%s", kd->derive);
+        return LNK_OK;
+    }
+    /* the default's text from lnk_config_default, as a saved config writes it */
+    lnk_config c;
+    lnk_config_default(&c);
+    char *js = lnk_config_to_json(&c, 0, NULL, 0);
+    json_t *o = js ? json_loads(js, 0, NULL) : NULL, *v = o ? json_object_get(o, kd->name) : NULL;
+    char *t = v && !json_is_real(v) ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+    if (json_is_real(v) && asprintf(&t, "%.*g", shortest_digits(json_real_value(v)),
+                                    json_real_value(v)) < 0)
+        t = NULL;
+    int rc = t ? LNK_OK : lnk_error(LNK_ENOMEM, "config: out of memory");
+    if (t) /* strings without their quotes */
+        snprintf(doc->def, sizeof doc->def, "%.*s", json_is_string(v) ? (int)strlen(t) - 2 :
+                 (int)strlen(t), json_is_string(v) ? t + 1 : t);
+    free(t);
+    json_decref(o);
+    free(js);
+    return rc;
+}

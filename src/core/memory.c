@@ -1,4 +1,5 @@
 /* The memory this process may use (see include/lnkit/memory.h). */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,10 @@
 #include "lnkit/memory.h"
 
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+static _Atomic size_t user_limit; /* lnk_memory_set_limit; 0: none */
+
+void lnk_memory_set_limit(size_t bytes) { atomic_store(&user_limit, bytes); }
 
 /* A number of bytes from the first line of a file ("max" or junk: SIZE_MAX). */
 static size_t file_bytes(const char *path)
@@ -34,14 +39,8 @@ size_t lnk_memory_limit(void)
         lim = min_sz(lim, (size_t)rl.rlim_cur);
     if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         lim = min_sz(lim, (size_t)rl.rlim_cur);
-    const char *env = getenv("LNK_MEM_LIMIT_MB");
-    if (env && *env) {
-        char *end;
-        unsigned long long mb = strtoull(env, &end, 10);
-        if (!*end && mb > 0 && mb < SIZE_MAX / 1048576)
-            lim = min_sz(lim, (size_t)mb * 1048576);
-    }
-    return lim;
+    size_t user = atomic_load(&user_limit);
+    return user ? min_sz(lim, user) : lim;
 }
 
 size_t lnk_memory_available(void)

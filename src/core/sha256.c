@@ -125,3 +125,19 @@ int lnk_sha256_file(const char *path, char hex[65], uint64_t *bytes)
     lnk_sha256_hex(dg, hex);
     return LNK_OK;
 }
+
+void lnk_sha256_digest(lnk_sha256 *s, lnk_digest *d)
+{
+    unsigned char dg[32];
+    d->bytes = s->bytes;
+    lnk_sha256_final(s, dg);
+    lnk_sha256_hex(dg, d->sha256);
+}
+
+void lnk_digest_of(const void *data, size_t n, lnk_digest *d)
+{
+    lnk_sha256 s;
+    lnk_sha256_init(&s);
+    lnk_sha256_update(&s, data, n);
+    lnk_sha256_digest(&s, d);
+}

@@ -26,19 +26,43 @@
 #include "lnkit/sha256.h"
 #include "lnkit/sys.h"
 
-/* Tests only: LNK_CKPT_FAULT="rows:N" sends SIGKILL to the process in its
- * N-th save once the rows are on disk, before FILE is written; "file:N" once
- * FILE's temporary file is written, before the rename.  Rank 0 only. */
+/* Test builds only (include/lnkit/fault.h): LNK_FAULT_CKPT "rows:N" sends
+ * SIGKILL to the process in its N-th save once the rows are on disk, before
+ * FILE is written; "file:N" once FILE's temporary file is written, before
+ * the rename.  Rank 0 only. */
+#ifdef LNK_TESTING
+#include "core/fault_internal.h"
+static struct {
+    char point[8]; /* "rows", "file" or "" */
+    long n, hits;
+} ck_fault;
+
+int lnk_fault_ckpt_set(const char *spec)
+{
+    memset(&ck_fault, 0, sizeof ck_fault);
+    if (!spec || !*spec)
+        return LNK_OK;
+    char pt[8] = "", rest = 0;
+    long n = 0;
+    if (sscanf(spec, "%7[a-z]:%ld%c", pt, &n, &rest) != 2 || n < 1 ||
+        (strcmp(pt, "rows") && strcmp(pt, "file")))
+        return lnk_error(LNK_EINVAL, "checkpoint fault '%s': expected rows:N or file:N, N >= 1",
+                         spec);
+    snprintf(ck_fault.point, sizeof ck_fault.point, "%s", pt);
+    ck_fault.n = n;
+    return LNK_OK;
+}
+
 static void fault(const char *point)
 {
-    static long hits[2];
-    const char *f = getenv("LNK_CKPT_FAULT");
-    size_t k = strlen(point);
-    if (!f || strncmp(f, point, k) || f[k] != ':' || lnk_comm_rank() != 0)
+    if (strcmp(ck_fault.point, point) || lnk_comm_rank() != 0)
         return;
-    if (++hits[point[0] == 'f'] == atol(f + k + 1))
+    if (++ck_fault.hits == ck_fault.n)
         raise(SIGKILL);
 }
+#else
+static inline void fault(const char *point) { (void)point; }
+#endif
 
 /* ------------------------------------------------------------ identity */
 

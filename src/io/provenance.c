@@ -27,8 +27,7 @@ void ilaver_(int *major, int *minor, int *patch);
 
 typedef struct {
     char *path;
-    uint64_t bytes;
-    char sha256[65];
+    lnk_digest d;
 } input;
 
 typedef struct {
@@ -36,81 +35,128 @@ typedef struct {
     uint64_t value;
 } seed;
 
-static char **args;
-static int n_args;
-static input *inputs;
-static int n_inputs;
-static seed *seeds;
-static int n_seeds;
-static int rec_threads, rec_ranks; /* lnk_prov_counts; 0: this process's */
+struct lnk_prov {
+    char **args;
+    int n_args;
+    input *inputs;
+    int n_inputs;
+    seed *seeds;
+    int n_seeds;
+    int threads, ranks; /* lnk_prov_counts; 0: this process's */
+    char *blas_note;
+};
 
-void lnk_prov_clear(void)
+lnk_prov *lnk_prov_alloc(void)
 {
-    for (int i = 0; i < n_args; i++)
-        free(args[i]);
-    for (int i = 0; i < n_inputs; i++)
-        free(inputs[i].path);
-    for (int i = 0; i < n_seeds; i++)
-        free(seeds[i].name);
-    free(args);
-    free(inputs);
-    free(seeds);
-    args = NULL, inputs = NULL, seeds = NULL;
-    n_args = n_inputs = n_seeds = 0;
-    rec_threads = rec_ranks = 0;
+    lnk_prov *p = calloc(1, sizeof *p);
+    if (!p)
+        lnk_error(LNK_ENOMEM, "provenance: out of memory");
+    return p;
 }
 
-void lnk_prov_counts(int threads, int ranks)
+static void free_args(lnk_prov *p)
 {
-    rec_threads = threads > 0 ? threads : 0;
-    rec_ranks = ranks > 0 ? ranks : 0;
+    for (int i = 0; i < p->n_args; i++)
+        free(p->args[i]);
+    free(p->args);
+    p->args = NULL;
+    p->n_args = 0;
 }
 
-void lnk_prov_args(int argc, char *const *argv)
+void lnk_prov_free(lnk_prov *p)
 {
-    for (int i = 0; i < n_args; i++)
-        free(args[i]);
-    free(args);
-    n_args = 0;
-    args = calloc(argc > 0 ? (size_t)argc : 1, sizeof *args);
-    for (int i = 0; args && i < argc; i++)
-        if ((args[i] = strdup(argv[i] ? argv[i] : "")))
-            n_args = i + 1;
+    if (!p)
+        return;
+    free_args(p);
+    for (int i = 0; i < p->n_inputs; i++)
+        free(p->inputs[i].path);
+    for (int i = 0; i < p->n_seeds; i++)
+        free(p->seeds[i].name);
+    free(p->inputs);
+    free(p->seeds);
+    free(p->blas_note);
+    free(p);
 }
 
-int lnk_prov_input(const char *path)
+void lnk_prov_counts(lnk_prov *p, int threads, int ranks)
 {
-    for (int i = 0; i < n_inputs; i++)
-        if (!strcmp(inputs[i].path, path))
-            return LNK_OK;
-    input in = {0};
-    int st = lnk_sha256_file(path, in.sha256, &in.bytes);
-    if (st != LNK_OK)
-        return st;
-    input *t = realloc(inputs, sizeof *t * ((size_t)n_inputs + 1));
-    if (!t || !(in.path = strdup(path))) {
-        if (t)
-            inputs = t;
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-    }
-    inputs = t;
-    inputs[n_inputs++] = in;
+    p->threads = threads > 0 ? threads : 0;
+    p->ranks = ranks > 0 ? ranks : 0;
+}
+
+int lnk_prov_blas_note(lnk_prov *p, const char *note)
+{
+    char *n = strdup(note ? note : "");
+    if (!n)
+        return lnk_error(LNK_ENOMEM, "provenance: out of memory");
+    free(p->blas_note);
+    p->blas_note = n;
     return LNK_OK;
 }
 
-void lnk_prov_seed(const char *name, uint64_t value)
+int lnk_prov_args(lnk_prov *p, int argc, char *const *argv)
 {
-    for (int i = 0; i < n_seeds; i++)
-        if (!strcmp(seeds[i].name, name)) {
-            seeds[i].value = value;
-            return;
+    free_args(p);
+    p->args = calloc(argc > 0 ? (size_t)argc : 1, sizeof *p->args);
+    if (!p->args)
+        return lnk_error(LNK_ENOMEM, "provenance: out of memory for the command line");
+    for (int i = 0; i < argc; i++) {
+        if (!(p->args[i] = strdup(argv[i] ? argv[i] : ""))) {
+            free_args(p);
+            return lnk_error(LNK_ENOMEM, "provenance: out of memory for the command line");
         }
-    seed *t = realloc(seeds, sizeof *t * ((size_t)n_seeds + 1));
+        p->n_args = i + 1;
+    }
+    return LNK_OK;
+}
+
+const lnk_digest *lnk_prov_input_find(const lnk_prov *p, const char *path)
+{
+    for (int i = p->n_inputs - 1; i >= 0; i--)
+        if (!strcmp(p->inputs[i].path, path))
+            return &p->inputs[i].d;
+    return NULL;
+}
+
+int lnk_prov_input_digest(lnk_prov *p, const char *path, const lnk_digest *d)
+{
+    for (int i = 0; i < p->n_inputs; i++)
+        if (!strcmp(p->inputs[i].path, path) && p->inputs[i].d.bytes == d->bytes &&
+            !strcmp(p->inputs[i].d.sha256, d->sha256))
+            return LNK_OK;
+    input *t = realloc(p->inputs, sizeof *t * ((size_t)p->n_inputs + 1));
     if (!t)
-        return;
-    seeds = t;
-    if ((seeds[n_seeds].name = strdup(name)))
-        seeds[n_seeds++].value = value;
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    p->inputs = t;
+    input in = {strdup(path), *d};
+    if (!in.path)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    p->inputs[p->n_inputs++] = in;
+    return LNK_OK;
+}
+
+int lnk_prov_input(lnk_prov *p, const char *path)
+{
+    lnk_digest d;
+    int st = lnk_sha256_file(path, d.sha256, &d.bytes);
+    return st != LNK_OK ? st : lnk_prov_input_digest(p, path, &d);
+}
+
+int lnk_prov_seed(lnk_prov *p, const char *name, uint64_t value)
+{
+    for (int i = 0; i < p->n_seeds; i++)
+        if (!strcmp(p->seeds[i].name, name)) {
+            p->seeds[i].value = value;
+            return LNK_OK;
+        }
+    seed *t = realloc(p->seeds, sizeof *t * ((size_t)p->n_seeds + 1));
+    if (!t)
+        return lnk_error(LNK_ENOMEM, "seed '%s': out of memory", name);
+    p->seeds = t;
+    if (!(p->seeds[p->n_seeds].name = strdup(name)))
+        return lnk_error(LNK_ENOMEM, "seed '%s': out of memory", name);
+    p->seeds[p->n_seeds++].value = value;
+    return LNK_OK;
 }
 
 const char *lnk_git_commit(void) { return LNK_GIT_COMMIT; }
@@ -161,7 +207,7 @@ static const char *openblas_config(void)
     return c ? c : "unknown";
 }
 
-char *lnk_version_text(void)
+char *lnk_version_text(const char *blas_note)
 {
     char lapack[32], *s = NULL;
     lapack_version(lapack, sizeof lapack);
@@ -176,7 +222,8 @@ char *lnk_version_text(void)
                  "LAPACK %s, GSL %s, GLPK %s, jansson %s\n"
                  "%s%s%s",
                  LNK_VERSION, lnk_git_commit(), lnk_compiler(), openblas_config(),
-                 openblas_core(), lnk_blas_note()[0] ? lnk_blas_note() : "lnk_blas_setup not called",
+                 openblas_core(),
+                 blas_note && blas_note[0] ? blas_note : "not chosen by this program",
                  lnk_blas_threads(), lapack, gsl_version, glp_version(),
                  jansson_version_str(), mpi ? "MPI: " : "", mpi ? mpi : "", mpi ? "\n" : "") < 0)
         return NULL;
@@ -188,47 +235,47 @@ static int jset(json_t *o, const char *k, json_t *v)
     return (v && json_object_set_new(o, k, v) == 0) ? 0 : -1;
 }
 
-/* A JSON string of s; if s is not UTF-8 (a file name may not be), bytes
- * >= 0x80 become '?' so that the sidecar stays valid JSON. */
-static json_t *jstr(const char *s)
+/* command_line, and command_line_bytes_hex ([null or hex] per argument)
+ * when an argument is not UTF-8 (docs/MODEL.md §9). */
+static int args_json(const lnk_prov *p, json_t *root)
 {
-    json_t *j = json_string(s);
-    if (j)
-        return j;
-    char *t = strdup(s);
-    if (!t)
-        return NULL;
-    for (char *p = t; *p; p++)
-        if ((unsigned char)*p >= 0x80)
-            *p = '?';
-    j = json_string(t);
-    free(t);
-    return j;
+    json_t *cl = json_array(), *hx = json_array();
+    int bad = !cl || !hx, exact = 1;
+    for (int i = 0; !bad && i < p->n_args; i++) {
+        json_t *h = lnk_json_os_hex(p->args[i]);
+        exact &= json_is_null(h);
+        bad |= json_array_append_new(cl, lnk_json_os_text(p->args[i])) |
+               json_array_append_new(hx, h);
+    }
+    bad |= jset(root, "command_line", cl);
+    if (!exact)
+        bad |= jset(root, "command_line_bytes_hex", hx);
+    else
+        json_decref(hx);
+    return bad;
 }
 
-int lnk_prov_json(json_t *root)
+int lnk_prov_json(const lnk_prov *p, json_t *root)
 {
-    int bad = 0;
-    json_t *cl = json_array(), *in = json_array(), *sd = json_object(), *ver = json_object();
-    for (int i = 0; cl && i < n_args; i++)
-        bad |= json_array_append_new(cl, jstr(args[i]));
-    for (int i = 0; in && i < n_inputs; i++) {
+    int bad = args_json(p, root);
+    json_t *in = json_array(), *sd = json_object(), *ver = json_object();
+    for (int i = 0; in && i < p->n_inputs; i++) {
+        const input *x = &p->inputs[i];
         json_t *e = json_object();
-        bad |= jset(e, "path", jstr(inputs[i].path)) |
-               jset(e, "bytes", json_integer((json_int_t)inputs[i].bytes)) |
-               jset(e, "sha256", json_string(inputs[i].sha256));
+        bad |= !e || lnk_json_set_os(e, "path", x->path) |
+                         jset(e, "bytes", json_integer((json_int_t)x->d.bytes)) |
+                         jset(e, "sha256", json_string(x->d.sha256));
         bad |= json_array_append_new(in, e);
     }
-    for (int i = 0; sd && i < n_seeds; i++)
-        bad |= jset(sd, seeds[i].name, seeds[i].value <= (uint64_t)INT64_MAX
-                                           ? json_integer((json_int_t)seeds[i].value)
-                                           : json_real((double)seeds[i].value));
-    char lapack[32], cwd[4096];
+    for (int i = 0; sd && i < p->n_seeds; i++)
+        bad |= jset(sd, p->seeds[i].name, p->seeds[i].value <= (uint64_t)INT64_MAX
+                                              ? json_integer((json_int_t)p->seeds[i].value)
+                                              : json_real((double)p->seeds[i].value));
+    char lapack[32], *cwd = getcwd(NULL, 0);
     lapack_version(lapack, sizeof lapack);
-    if (!getcwd(cwd, sizeof cwd))
-        snprintf(cwd, sizeof cwd, "unknown");
-    bad |= jset(root, "command_line", cl) | jset(root, "cwd", jstr(cwd)) |
-           jset(root, "inputs", in) | jset(root, "named_seeds", sd) |
+    bad |= lnk_json_set_os(root, "cwd", cwd ? cwd : "unknown");
+    free(cwd);
+    bad |= jset(root, "inputs", in) | jset(root, "named_seeds", sd) |
            jset(root, "git_commit", json_string(lnk_git_commit())) | jset(root, "versions", ver);
     if (ver) {
         bad |= jset(ver, "lnkit", json_string(LNK_VERSION)) |
@@ -243,8 +290,8 @@ int lnk_prov_json(json_t *root)
             bad |= jset(ver, "mpi", json_string(mpi_version()));
     }
     bad |= jset(root, "blas_kernel", json_string(openblas_core())) |
-           jset(root, "blas_kernel_choice", json_string(lnk_blas_note())) |
-           jset(root, "threads", json_integer(rec_threads ? rec_threads : lnk_blas_threads())) |
-           jset(root, "ranks", json_integer(rec_ranks ? rec_ranks : lnk_comm_size()));
-    return bad ? -1 : 0;
+           lnk_json_set_os(root, "blas_kernel_choice", p->blas_note ? p->blas_note : "") |
+           jset(root, "threads", json_integer(p->threads ? p->threads : lnk_blas_threads())) |
+           jset(root, "ranks", json_integer(p->ranks ? p->ranks : lnk_comm_size()));
+    return bad ? lnk_error(LNK_ENOMEM, "provenance: out of memory for the sidecar") : LNK_OK;
 }

@@ -13,6 +13,7 @@
 
 #include "lnkit/error.h"
 #include "lnkit/io.h"
+#include "lnkit/memory.h"
 #include "lnkit/model.h"
 #include "lnkit/safetensors.h"
 
@@ -273,200 +274,234 @@ static int cmp_entry(const void *a, const void *b)
     return 0;
 }
 
-int lnk_st_read(const char *path, lnk_st_file **out)
+/* The 8-byte length and the header's bytes (NUL-terminated, UTF-8 checked)
+ * into *hdr (malloc'd), its length into *hlen. */
+static int read_header(lnk_input *in, const char *path, char **hdr, uint64_t *hlen)
 {
-    *out = NULL;
-    int st = LNK_OK;
-    FILE *fp = NULL;
-    char *hdr = NULL;
-    json_t *root = NULL;
-    entry *ent = NULL;
-    int n = 0;
-    lnk_st_file *f = NULL;
-
-    fp = fopen(path, "rb");
-    if (!fp)
-        return lnk_error(LNK_EIO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0) {
-        st = lnk_error(LNK_EIO, "%s: cannot stat: %s", path, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = lnk_error(LNK_EIO, "%s: is %s; a safetensors file must be a regular file", path,
-                       S_ISDIR(sb.st_mode) ? "a folder" : S_ISFIFO(sb.st_mode) ? "a FIFO"
-                       : S_ISCHR(sb.st_mode) ? "a character device" : "not a regular file");
-        goto done;
-    }
-    uint64_t fsize = (uint64_t)sb.st_size;
-    if (fsize < 8) {
-        st = lnk_error(LNK_EFORMAT, "%s: file is %llu bytes, too short for the 8-byte header length",
-                       path, (unsigned long long)fsize);
-        goto done;
-    }
+    *hdr = NULL;
+    /* a stream's size is known at its end: the checks against it come then */
+    uint64_t fsize = in->regular ? in->size : UINT64_MAX;
+    if (in->regular && fsize < 8)
+        return lnk_error(LNK_EFORMAT, "%s: file is %llu bytes, too short for the 8-byte header "
+                         "length", path, (unsigned long long)fsize);
     unsigned char len8[8];
-    if (fread(len8, 1, 8, fp) != 8) {
-        st = lnk_error(LNK_EIO, "%s: short read of the header length", path);
-        goto done;
-    }
-    uint64_t hlen = 0;
+    size_t got;
+    int st = lnk_input_read(in, len8, 8, &got);
+    if (st != LNK_OK)
+        return st;
+    if (got != 8)
+        return in->regular ? lnk_error(LNK_EIO, "%s: short read of the header length", path)
+                           : lnk_error(LNK_EFORMAT, "%s: %s of %zu bytes, too short for the "
+                                       "8-byte header length", path, in->kind, got);
+    uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
-        hlen = (hlen << 8) | len8[i];
-    if (hlen > fsize - 8) {
-        st = lnk_error(LNK_EFORMAT, "%s: header length %llu goes beyond the end of the file "
-                       "(%llu bytes after the length field)", path, (unsigned long long)hlen,
-                       (unsigned long long)(fsize - 8));
-        goto done;
+        n = (n << 8) | len8[i];
+    if (n > fsize - 8)
+        return lnk_error(LNK_EFORMAT, "%s: header length %llu goes beyond the end of the file "
+                         "(%llu bytes after the length field)", path, (unsigned long long)n,
+                         (unsigned long long)(fsize - 8));
+    if (n > LNK_ST_HEADER_LIMIT)
+        return lnk_error(LNK_EFORMAT, "%s: header length %llu is larger than the limit of %d "
+                         "bytes", path, (unsigned long long)n, LNK_ST_HEADER_LIMIT);
+    void *hv;
+    if ((st = lnk_input_read_alloc(in, (size_t)n, &hv, &got)) != LNK_OK)
+        return st;
+    char *h = hv;
+    if (got < n) {
+        free(h);
+        return in->regular ? lnk_error(LNK_EIO, "%s: short read of the %llu-byte header", path,
+                                       (unsigned long long)n)
+                           : lnk_error(LNK_EFORMAT, "%s: header length %llu goes beyond the end "
+                                       "of %s (%zu bytes after the length field)", path,
+                                       (unsigned long long)n, in->kind, got);
     }
-    if (hlen > LNK_ST_HEADER_LIMIT) {
-        st = lnk_error(LNK_EFORMAT, "%s: header length %llu is larger than the limit of %d bytes",
-                       path, (unsigned long long)hlen, LNK_ST_HEADER_LIMIT);
-        goto done;
-    }
-    uint64_t buflen = fsize - 8 - hlen;
-    hdr = malloc((size_t)hlen + 1);
-    if (!hdr) {
-        st = lnk_error(LNK_ENOMEM, "%s: out of memory for a %llu-byte header", path,
-                       (unsigned long long)hlen);
-        goto done;
-    }
-    if (fread(hdr, 1, (size_t)hlen, fp) != (size_t)hlen) {
-        st = lnk_error(LNK_EIO, "%s: short read of the %llu-byte header", path, (unsigned long long)hlen);
-        goto done;
-    }
-    hdr[hlen] = '\0';
-    long bad = utf8_bad((const unsigned char *)hdr, (size_t)hlen);
+    h[n] = '\0';
+    long bad = utf8_bad((const unsigned char *)h, (size_t)n);
     if (bad >= 0) {
-        st = lnk_error(LNK_EFORMAT, "%s: header is not valid UTF-8 (byte 0x%02x at header offset %ld)",
-                       path, (unsigned char)hdr[bad], bad);
-        goto done;
+        st = lnk_error(LNK_EFORMAT, "%s: header is not valid UTF-8 (byte 0x%02x at header offset "
+                       "%ld)", path, (unsigned char)h[bad], bad);
+        free(h);
+        return st;
     }
+    *hdr = h;
+    *hlen = n;
+    return LNK_OK;
+}
+
+/* The header's JSON into *root and its tensors into ent (calloc'd, *n of
+ * them named; buflen bounds their offsets). */
+static int parse_header(const char *path, const char *hdr, uint64_t hlen, uint64_t buflen,
+                        json_t **root, entry **ent, int *n)
+{
     /* Trailing spaces (the writers' padding) are accepted as JSON whitespace. */
     json_error_t jerr;
-    root = json_loadb(hdr, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
+    *root = json_loadb(hdr, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
+    if (!*root) {
         if (json_error_code(&jerr) == json_error_duplicate_key)
-            st = lnk_error(LNK_EFORMAT, "%s: duplicate tensor name in the header: %s (line %d, "
-                           "column %d)", path, jerr.text, jerr.line, jerr.column);
-        else
-            st = lnk_error(LNK_EFORMAT, "%s: header is not valid JSON: %s (line %d, column %d)",
-                           path, jerr.text, jerr.line, jerr.column);
-        goto done;
+            return lnk_error(LNK_EFORMAT, "%s: duplicate tensor name in the header: %s (line %d, "
+                             "column %d)", path, jerr.text, jerr.line, jerr.column);
+        return lnk_error(LNK_EFORMAT, "%s: header is not valid JSON: %s (line %d, column %d)",
+                         path, jerr.text, jerr.line, jerr.column);
     }
-    if (!json_is_object(root)) {
-        st = lnk_error(LNK_EFORMAT, "%s: header is %s, expected a JSON object", path, json_kind(root));
-        goto done;
-    }
-
-    size_t nkeys = json_object_size(root);
-    ent = calloc(nkeys ? nkeys : 1, sizeof *ent);
-    if (!ent) {
-        st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-        goto done;
-    }
+    if (!json_is_object(*root))
+        return lnk_error(LNK_EFORMAT, "%s: header is %s, expected a JSON object", path,
+                         json_kind(*root));
+    size_t nkeys = json_object_size(*root);
+    entry *e = *ent = calloc(nkeys ? nkeys : 1, sizeof *e);
+    if (!e)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
     const char *key;
     json_t *val;
-    json_object_foreach(root, key, val) {
+    int st;
+    json_object_foreach(*root, key, val) {
         if (strcmp(key, "__metadata__") == 0) {
             if ((st = check_metadata(path, val)) != LNK_OK)
-                goto done;
+                return st;
             continue;
         }
-        if ((st = parse_entry(path, key, val, buflen, &ent[n].t, &ent[n].s)) != LNK_OK)
-            goto done;
-        if (!(ent[n].t.name = strdup(key))) {
-            st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-            goto done;
-        }
-        n++;
+        if ((st = parse_entry(path, key, val, buflen, &e[*n].t, &e[*n].s)) != LNK_OK)
+            return st;
+        if (!(e[*n].t.name = strdup(key)))
+            return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+        (*n)++;
     }
-    if (n > INT_MAX - 1) {
-        st = lnk_error(LNK_EFORMAT, "%s: too many tensors", path);
-        goto done;
-    }
+    if (*n > INT_MAX - 1)
+        return lnk_error(LNK_EFORMAT, "%s: too many tensors", path);
+    return LNK_OK;
+}
 
-    /* Sorted by offset, the tensors must tile [0, buflen) exactly. */
+/* Sorted by offset, the tensors must tile [0, buflen) exactly (a stream's
+ * end is checked after its data); *at: the bytes they cover. */
+static int check_tiling(const char *path, entry *ent, int n, uint64_t buflen, int regular,
+                        uint64_t *at)
+{
     qsort(ent, (size_t)n, sizeof *ent, cmp_entry);
-    uint64_t at = 0;
+    uint64_t a = 0;
     for (int i = 0; i < n; i++) {
-        if (ent[i].s.begin < at) {
-            st = lnk_error(LNK_EFORMAT, "%s: tensor '" NM "' (data_offsets [%llu, %llu]) overlaps "
-                           "tensor '" NM "' (ending at %llu)", path, ent[i].t.name,
-                           (unsigned long long)ent[i].s.begin, (unsigned long long)ent[i].s.end,
-                           ent[i - 1].t.name, (unsigned long long)at);
-            goto done;
-        }
-        if (ent[i].s.begin > at) {
-            st = lnk_error(LNK_EFORMAT, "%s: tensor '" NM "' starts at data offset %llu, leaving a "
-                           "gap of %llu bytes after %s%s%s", path, ent[i].t.name,
-                           (unsigned long long)ent[i].s.begin,
-                           (unsigned long long)(ent[i].s.begin - at),
-                           i ? "tensor '" : "the start of the buffer", i ? ent[i - 1].t.name : "",
-                           i ? "'" : "");
-            goto done;
-        }
-        at = ent[i].s.end;
+        if (ent[i].s.begin < a)
+            return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "' (data_offsets [%llu, %llu]) "
+                             "overlaps tensor '" NM "' (ending at %llu)", path, ent[i].t.name,
+                             (unsigned long long)ent[i].s.begin, (unsigned long long)ent[i].s.end,
+                             ent[i - 1].t.name, (unsigned long long)a);
+        if (ent[i].s.begin > a)
+            return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "' starts at data offset %llu, "
+                             "leaving a gap of %llu bytes after %s%s%s", path, ent[i].t.name,
+                             (unsigned long long)ent[i].s.begin,
+                             (unsigned long long)(ent[i].s.begin - a),
+                             i ? "tensor '" : "the start of the buffer",
+                             i ? ent[i - 1].t.name : "", i ? "'" : "");
+        a = ent[i].s.end;
     }
-    if (at != buflen) {
-        st = lnk_error(LNK_EFORMAT, "%s: %llu trailing bytes after the last tensor%s" NM "%s "
-                       "(data buffer is %llu bytes, tensors cover %llu)", path,
-                       (unsigned long long)(buflen - at), n ? " '" : "", n ? ent[n - 1].t.name : "",
-                       n ? "'" : "", (unsigned long long)buflen, (unsigned long long)at);
-        goto done;
+    *at = a;
+    if (regular && a != buflen)
+        return lnk_error(LNK_EFORMAT, "%s: %llu trailing bytes after the last tensor%s" NM "%s "
+                         "(data buffer is %llu bytes, tensors cover %llu)", path,
+                         (unsigned long long)(buflen - a), n ? " '" : "",
+                         n ? ent[n - 1].t.name : "", n ? "'" : "", (unsigned long long)buflen,
+                         (unsigned long long)a);
+    /* A stream's tensors are bounded by nothing but its header: they must
+     * fit this process's memory (a regular file's are bounded by its size). */
+    if (!regular && a > lnk_memory_available()) {
+        char h[32];
+        return lnk_error(LNK_ENOMEM, "%s: the tensors of its header need %llu bytes, more than "
+                         "the %s this process may use", path, (unsigned long long)a,
+                         lnk_bytes_str(lnk_memory_available(), h, sizeof h));
     }
+    return LNK_OK;
+}
 
-    /* Data: contiguous in offset order, so read them in sequence. */
+/* The tensors' data, contiguous in offset order, read in sequence; a stream
+ * must end after the last one. */
+static int read_data(lnk_input *in, const char *path, entry *ent, int n, uint64_t at)
+{
+    size_t got;
+    int st;
     for (int i = 0; i < n; i++) {
         size_t bytes = ent[i].t.numel * 8;
-        ent[i].t.data = malloc(bytes ? bytes : 1);
-        if (!ent[i].t.data) {
-            st = lnk_error(LNK_ENOMEM, "%s: tensor '" NM "': out of memory for %zu bytes", path,
-                           ent[i].t.name, bytes);
-            goto done;
+        if ((st = lnk_input_read_alloc(in, bytes, &ent[i].t.data, &got)) != LNK_OK) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+            return lnk_error(st, "%s (tensor '" NM "')", msg, ent[i].t.name);
         }
-        if (fread(ent[i].t.data, 1, bytes, fp) != bytes) {
-            st = lnk_error(LNK_EIO, "%s: tensor '" NM "': short read of %zu bytes (%s)", path,
-                           ent[i].t.name, bytes, ferror(fp) ? strerror(errno) : "file shrank");
-            goto done;
-        }
+        if (got != bytes)
+            return lnk_error(in->regular ? LNK_EIO : LNK_EFORMAT, "%s: tensor '" NM "': short "
+                             "read of %zu bytes (%s)", path, ent[i].t.name, bytes,
+                             in->regular ? "file shrank" : "the stream ended");
         if (LNK_HOST_BE)
             swap8(ent[i].t.data, ent[i].t.numel);
     }
+    if (in->regular)
+        return LNK_OK;
+    unsigned char extra;
+    if ((st = lnk_input_read(in, &extra, 1, &got)) != LNK_OK)
+        return st;
+    if (got)
+        return lnk_error(LNK_EFORMAT, "%s: trailing bytes after the last tensor%s" NM "%s "
+                         "(tensors cover %llu bytes of data)", path, n ? " '" : "",
+                         n ? ent[n - 1].t.name : "", n ? "'" : "", (unsigned long long)at);
+    return LNK_OK;
+}
 
-    f = calloc(1, sizeof *f);
-    if (!f || !(f->path = strdup(path)) || !(f->t = calloc(n ? (size_t)n : 1, sizeof *f->t))) {
-        st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-        goto done;
+/* The file of the n tensors of ent (taken over: *n becomes 0) and the
+ * header's metadata. */
+static int make_file(const char *path, const json_t *root, entry *ent, int *n, lnk_st_file **out)
+{
+    lnk_st_file *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(path)) || !(f->t = calloc(*n ? (size_t)*n : 1, sizeof *f->t))) {
+        lnk_st_free(f);
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
     }
-    json_t *md = json_object_get(root, "__metadata__");
+    const json_t *md = json_object_get(root, "__metadata__");
     if (md && json_object_size(md) > 0) {
         if (!(f->meta = calloc(2 * json_object_size(md), sizeof *f->meta))) {
-            st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-            goto done;
+            lnk_st_free(f);
+            return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
         }
-        json_object_foreach(md, key, val) {
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)md, key, val) {
             int i = f->n_meta;
             f->meta[2 * i] = strdup(key);
             f->meta[2 * i + 1] = strdup(json_string_value(val));
             f->n_meta++;
             if (!f->meta[2 * i] || !f->meta[2 * i + 1]) {
-                st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-                goto done;
+                lnk_st_free(f);
+                return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
             }
         }
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < *n; i++)
         f->t[i] = ent[i].t;
-    f->n = n;
-    n = 0; /* ownership moved to f */
+    f->n = *n;
+    *n = 0; /* ownership moved to f */
     *out = f;
-    f = NULL;
+    return LNK_OK;
+}
 
-done:
-    if (f) {
-        f->n = 0; /* the tensors are still ent's */
-        lnk_st_free(f);
-    }
+int lnk_st_read(const char *path, lnk_st_file **out)
+{
+    *out = NULL;
+    char *hdr = NULL;
+    json_t *root = NULL;
+    entry *ent = NULL;
+    int n = 0;
+    uint64_t hlen = 0, at = 0;
+    /* read once, in order (a FIFO or pipe too), hashing as it goes: the
+     * digest is that of the bytes used (provenance.h) */
+    lnk_input in;
+    int st = lnk_input_open(&in, path, "safetensors file");
+    if (st != LNK_OK)
+        return st;
+    st = read_header(&in, path, &hdr, &hlen);
+    uint64_t buflen = in.regular ? in.size - 8 - hlen : UINT64_MAX;
+    if (st == LNK_OK)
+        st = parse_header(path, hdr, hlen, buflen, &root, &ent, &n);
+    if (st == LNK_OK)
+        st = check_tiling(path, ent, n, buflen, in.regular, &at);
+    if (st == LNK_OK)
+        st = read_data(&in, path, ent, n, at);
+    if (st == LNK_OK && (st = make_file(path, root, ent, &n, out)) == LNK_OK)
+        lnk_input_close(&in, &(*out)->digest);
     if (ent) {
         /* parse_entry may have failed after filling ent[n] without a name: n counts named ones */
         for (int i = 0; i < n; i++) {
@@ -477,8 +512,7 @@ done:
     }
     json_decref(root);
     free(hdr);
-    if (fp)
-        fclose(fp);
+    lnk_input_close(&in, NULL);
     return st;
 }
 
@@ -720,13 +754,18 @@ static int save_named(const char *path, const lnk_model *m, const double *theta,
     return st;
 }
 
+int lnk_weights_from_st(const lnk_st_file *f, const lnk_model *m, double *theta)
+{
+    return load_named(f->path, f, m, theta);
+}
+
 int lnk_weights_load(const char *path, const lnk_model *m, double *theta)
 {
     lnk_st_file *f;
     int st = lnk_st_read(path, &f);
     if (st != LNK_OK)
         return st;
-    st = load_named(path, f, m, theta);
+    st = lnk_weights_from_st(f, m, theta);
     lnk_st_free(f);
     return st;
 }
@@ -754,6 +793,15 @@ int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout
     int st = lnk_st_read(path, &f);
     if (st != LNK_OK)
         return st;
+    st = lnk_vector_from_st(f, m, v, layout_kind);
+    lnk_st_free(f);
+    return st;
+}
+
+int lnk_vector_from_st(const lnk_st_file *f, const lnk_model *m, double *v, int *layout_kind)
+{
+    const char *path = f->path;
+    int st = LNK_OK;
     const lnk_layout *lay = lnk_model_layout(m);
     size_t np = lnk_model_n_params(m);
     if (f->n == 1 && strcmp(f->t[0].name, "v") == 0) {
@@ -786,7 +834,6 @@ int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout
         if (st == LNK_OK && layout_kind)
             *layout_kind = LNK_VEC_NAMED;
     }
-    lnk_st_free(f);
     return st;
 }
 
@@ -843,6 +890,16 @@ int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b)
     int st = lnk_st_read(path, &f);
     if (st != LNK_OK)
         return st;
+    st = lnk_batch_from_st(f, m, b);
+    lnk_st_free(f);
+    return st;
+}
+
+int lnk_batch_from_st(lnk_st_file *f, const lnk_model *m, lnk_batch *b)
+{
+    memset(b, 0, sizeof *b);
+    const char *path = f->path;
+    int st = LNK_OK;
     lnk_task task = lnk_model_config(m)->task;
     const char *tn = lnk_task_name(task);
     int need_src = task == LNK_TASK_CLS || task == LNK_TASK_SEQ2SEQ;
@@ -921,7 +978,6 @@ int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b)
         memset(b, 0, sizeof *b);
     }
 done:
-    lnk_st_free(f);
     return st;
 }
 

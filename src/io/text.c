@@ -188,10 +188,11 @@ void lnk_text_free(lnk_text *t)
     memset(t, 0, sizeof *t);
 }
 
-/* A whole file that must be text (check_text): NUL-terminated, caller frees. */
-static int read_text(const char *path, char **buf, size_t *len)
+/* A whole file that must be text (check_text): NUL-terminated, caller frees;
+ * d (may be NULL): its digest. */
+static int read_text(const char *path, char **buf, size_t *len, lnk_digest *d)
 {
-    int st = lnk_read_file(path, buf, len);
+    int st = lnk_read_input(path, lnk_input_limit(), "text input", buf, len, d);
     if (st == LNK_OK && (st = check_text(path, *buf, *len)) != LNK_OK)
         free(*buf);
     return st;
@@ -204,7 +205,8 @@ int lnk_text_read(const char *path, lnk_text *out)
         return lnk_error(LNK_EINVAL, "text: no file name");
     char *buf;
     size_t len;
-    int st = read_text(path, &buf, &len);
+    lnk_digest dg;
+    int st = read_text(path, &buf, &len, &dg);
     if (st != LNK_OK)
         return st;
     size_t start = bom_len(buf, len);
@@ -284,6 +286,7 @@ int lnk_text_read(const char *path, lnk_text *out)
     }
     free(buf);
     out->n_lines = line;
+    out->digest = dg;
     return LNK_OK;
 }
 
@@ -491,7 +494,7 @@ int lnk_vocab_load(const char *path, lnk_vocab **out)
         return lnk_error(LNK_EINVAL, "vocabulary: no file name");
     char *buf;
     size_t len;
-    int st = read_text(path, &buf, &len);
+    int st = read_text(path, &buf, &len, NULL);
     if (st != LNK_OK)
         return st;
     /* Split into lines in place; a "\r\n" end loses its '\r'. */

@@ -1,5 +1,5 @@
 /* The study kit (see kit.h): errors that name the program and remove
- * unfinished outputs, flag values, output directories, CSV outputs with
+ * unfinished outputs, output directories, CSV outputs with
  * their sidecars, sweeps over the ranks of an MPI job, and the density plot
  * script.  One copy, compiled once, for every study and benchmark. */
 #include <errno.h>
@@ -13,36 +13,20 @@
 #include <unistd.h>
 #include "lnkit/lnkit.h"
 #include "lnkit/comm.h"
+#include "front/front.h"
 #include "kit.h"
 
-static const char *study_name = "study";
-/* Output files being written: removed if the study fails. */
-static lnk_afile *study_files[32];
-static int study_n_files;
 /* this process: rank study_R of study_P */
 static int study_P = 1, study_R = 0;
 
-/* The program's name for messages, and the best OpenBLAS kernel (lnkit/blas.h:
- * may re-exec the program, so call it first in main). */
-void study_init(const char *name)
-{
-    study_name = name;
-    if (lnk_blas_setup() != LNK_OK) {
-        fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
-        exit(2);
-    }
-}
-
-/* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
+/* The program's start (front/front.h: the BLAS kernel, the MPI job, the
+ * command line for the sidecars).  Until the study calls cli_setup_done
+ * (after its options: every rank parses the same ones, so a bad one is
+ * agreed and printed once), a failure is agreed between the ranks; after
+ * it, a rank that fails alone ends the job (cli_die). */
 void study_start(int *argc, char ***argv, const char *name)
 {
-    study_init(name);
-    lnk_prov_args(*argc, *argv); /* the command line, exactly, for every sidecar */
-    if (lnk_comm_init(argc, argv) != LNK_OK) {
-        fprintf(stderr, "%s: %s\n", name, lnk_errmsg());
-        exit(2);
-    }
-    atexit(lnk_comm_finalize);
+    cli_start(argc, argv, name);
     study_P = lnk_comm_size();
     study_R = lnk_comm_rank();
 }
@@ -53,83 +37,17 @@ int study_ranks(void) { return study_P; }
 /* 1 if sweep point i is this rank's. */
 int study_mine(long i) { return i % study_P == study_R; }
 
-void study_track(lnk_afile *a)
-{
-    if (study_n_files < 32)
-        study_files[study_n_files++] = a;
-}
-
-void study_untrack(lnk_afile *a)
-{
-    for (int i = 0; i < study_n_files; i++)
-        if (study_files[i] == a)
-            study_files[i] = study_files[--study_n_files];
-}
-
-/* "NAME: message" on stderr, remove unfinished outputs, exit 2 (see above
- * for a job of several ranks). */
-void fail(const char *fmt, ...)
-{
-    char *msg = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
-    va_end(ap);
-    if (study_R == 0)
-        fprintf(stderr, "%s: %s\n", study_name, msg ? msg : fmt);
-    for (int i = 0; i < study_n_files; i++)
-        lnk_afile_abort(study_files[i]);
-    if (study_P > 1) {
-        if (study_R != 0) {
-            /* a failure that rank 0 shares (a bad flag) ends the job, and
-             * this process, within this second: only a failure of this
-             * rank's own is printed */
-            usleep(1000000);
-            fprintf(stderr, "%s: rank %d: %s\n", study_name, study_R, msg ? msg : fmt);
-        }
-        lnk_comm_abort(2);
-    }
-    exit(2);
-}
-
-void die(void) { fail("%s", lnk_errmsg()); }
-
-void *study_alloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        fail("out of memory (%zu bytes)", n);
-    return p;
-}
-
 /* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
 void study_input(const char *path)
 {
-    if (lnk_prov_input(path) != LNK_OK)
-        die();
+    if (lnk_prov_input(cli_prov(), path) != LNK_OK)
+        cli_die_lib();
 }
 
-
-/* Integer flag value in [min, max] or fail naming the flag. */
-long arg_int(const char *name, const char *s, long min, long max)
+void study_input_read(const char *path, const lnk_digest *d)
 {
-    char *e;
-    errno = 0;
-    long v = strtol(s, &e, 10);
-    if (*s == '\0' || *e || errno || v < min || v > max)
-        fail("--%s: expected an integer in [%ld, %ld], got '%s'", name, min, max, s);
-    return v;
-}
-
-/* Finite number flag value in [min, max] or fail naming the flag. */
-double arg_num(const char *name, const char *s, double min, double max)
-{
-    char *e;
-    double v = strtod(s, &e);
-    if (*s == '\0' || *e || !isfinite(v) || v < min || v > max)
-        fail("--%s: expected a number in [%g, %g], got '%s'", name, min, max, s);
-    return v;
+    if (lnk_prov_input_digest(cli_prov(), path, d) != LNK_OK)
+        cli_die_lib();
 }
 
 /* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
@@ -140,7 +58,7 @@ void make_dir(const char *dir)
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
     if (strlen(dir) > 1000 || strchr(dir, '\'') || system(cmd) != 0)
-        fail("cannot create directory '%s'", dir);
+        cli_die("cannot create directory '%s'", dir);
 }
 
 /* ------------------------------------------------------------ byte buffers
@@ -154,7 +72,7 @@ void sbuf_put(study_buf *b, const void *x, size_t n)
             c *= 2;
         char *q = realloc(b->p, c);
         if (!q)
-            fail("out of memory (%zu bytes)", c);
+            cli_die("out of memory (%zu bytes)", c);
         b->p = q;
         b->cap = c;
     }
@@ -173,7 +91,7 @@ void sbuf_free(study_buf *b)
 void srd_get(study_rd *r, void *x, size_t n)
 {
     if (n > r->n - r->at)
-        fail("internal: short message between ranks");
+        cli_die("internal: short message between ranks");
     if (n)
         memcpy(x, r->p + r->at, n);
     r->at += n;
@@ -185,19 +103,19 @@ void *srd_array(study_rd *r, size_t n, size_t sz)
     if (n == 0)
         return NULL;
     if (sz && n > (r->n - r->at) / sz)
-        fail("internal: short message between ranks");
+        cli_die("internal: short message between ranks");
     void *x = malloc(n * sz);
     if (!x)
-        fail("out of memory (%zu bytes)", n * sz);
+        cli_die("out of memory (%zu bytes)", n * sz);
     srd_get(r, x, n * sz);
     return x;
 }
 
-/* LNK_FAULT="R:sweep:KIND" (tests): rank R fails here. */
+/* LNK_FAULT="R:sweep:KIND" (test builds, src/front/fault.c): rank R fails here. */
 static void study_fault(void)
 {
-    if (lnk_comm_fault("sweep"))
-        fail("cannot hand over its points (simulated by LNK_FAULT)");
+    if (cli_fault("sweep"))
+        cli_die("cannot hand over its points (simulated by LNK_FAULT)");
 }
 
 /* ------------------------------------------------------------ CSV outputs
@@ -220,13 +138,12 @@ static void csv_begin_(out_csv *o, const char *path, const char *const *hdr, int
     lnk_iso_time(o->start, sizeof o->start);
     o->t0 = lnk_now();
     if (study_R == 0) {
-        CK(lnk_afile_open(&o->a, o->path));
-        study_track(&o->a);
+        CLI_CK(lnk_afile_open(&o->a, o->path));
     }
     o->mem = open_memstream(&o->buf, &o->len);
     if (!o->mem)
-        fail("%s: out of memory", o->path);
-    CK(lnk_csv_begin(&o->c, o->mem, hdr, n));
+        cli_die("%s: out of memory", o->path);
+    CLI_CK(lnk_csv_begin(&o->c, o->mem, hdr, n));
 }
 
 void csv_open(out_csv *o, const char *dir, const char *name,
@@ -247,7 +164,7 @@ void csv_sweep(out_csv *o, const char *dir, const char *name,
 
 void csv_num_or_empty(out_csv *o, double v, int present)
 {
-    CK(present && isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
+    CLI_CK(present && isfinite(v) ? lnk_csv_double(&o->c, v) : lnk_csv_str(&o->c, ""));
 }
 
 /* The rows that follow are point i's. */
@@ -257,11 +174,11 @@ void csv_point(out_csv *o, long i)
         o->capseg = o->capseg ? 2 * o->capseg : 16;
         o->seg = realloc(o->seg, sizeof *o->seg * (size_t)o->capseg);
         if (!o->seg)
-            fail("out of memory");
+            cli_die("out of memory");
     }
     off_t at = ftello(o->mem);
     if (at < 0)
-        fail("%s: %s", o->path, strerror(errno));
+        cli_die("%s: %s", o->path, strerror(errno));
     o->seg[o->nseg++] = (study_seg){i, (size_t)at};
 }
 
@@ -289,7 +206,7 @@ static int study_piece_cmp(const void *a, const void *b)
 static void csv_take(out_csv *o, study_buf *to)
 {
     if (fflush(o->mem) != 0)
-        fail("%s: out of memory", o->path);
+        cli_die("%s: out of memory", o->path);
     size_t head = o->nseg ? o->seg[0].start : o->len;
     char *all = NULL;
     size_t *len = NULL;
@@ -309,8 +226,8 @@ static void csv_take(out_csv *o, study_buf *to)
         }
         len = malloc(sizeof(size_t) * (size_t)study_P);
         if (!len)
-            fail("out of memory");
-        CK(lnk_comm_gather_bytes(mine.p ? mine.p : "", mine.n, &all, len, 0));
+            cli_die("out of memory");
+        CLI_CK(lnk_comm_gather_bytes(mine.p ? mine.p : "", mine.n, &all, len, 0));
         sbuf_free(&mine);
         if (study_R == 0) {
             size_t off = 0, cap = 0;
@@ -322,12 +239,12 @@ static void csv_take(out_csv *o, study_buf *to)
                     SRD_GET(&rd, pt);
                     SRD_GET(&rd, n);
                     if (n > rd.n - rd.at)
-                        fail("internal: short message between ranks");
+                        cli_die("internal: short message between ranks");
                     if ((size_t)npc == cap) {
                         cap = cap ? 2 * cap : 64;
                         pc = realloc(pc, sizeof *pc * cap);
                         if (!pc)
-                            fail("out of memory");
+                            cli_die("out of memory");
                     }
                     pc[npc++] = (study_piece){(long)pt, r, k, rd.p + rd.at, (size_t)n};
                     rd.at += n;
@@ -351,32 +268,31 @@ static void csv_take(out_csv *o, study_buf *to)
 }
 
 /* Rank 0: the bytes into the temporary file, committed, and the sidecar. */
-static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c, const char *extra,
-                       const char *start, double t0)
+static void csv_commit(out_csv *o, const study_buf *b, const lnk_config *c,
+                       const lnk_meta *extra, const char *start, double t0)
 {
     if (b->n && fwrite(b->p, 1, b->n, o->a.f) != b->n)
-        fail("%s: write failed: %s", o->path, strerror(errno));
-    study_untrack(&o->a);
-    CK(lnk_afile_commit(&o->a));
+        cli_die("%s: write failed: %s", o->path, strerror(errno));
+    CLI_CK(lnk_afile_commit(&o->a));
     if (!start) {
         start = o->start;
         t0 = o->t0;
     }
-    CK(lnk_meta_write(o->path, c, extra, start, lnk_now() - t0));
+    CLI_CK(lnk_meta_write(o->path, cli_prov(), c, extra, start, lnk_now() - t0));
 }
 
-void csv_flush(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0)
+void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0)
 {
     if (!o->resume)
-        fail("internal: csv_flush on %s, which is not resumable", o->path);
+        cli_die("internal: csv_flush on %s, which is not resumable", o->path);
     size_t before = o->file.n;
     csv_take(o, &o->file);
     if (study_R != 0 || o->file.n == before)
         return;
     csv_commit(o, &o->file, c, extra, start, t0);
     /* the next flush writes through a new temporary file */
-    CK(lnk_afile_open(&o->a, o->path));
-    study_track(&o->a);
+    CLI_CK(lnk_afile_open(&o->a, o->path));
 }
 
 static void csv_release(out_csv *o)
@@ -389,13 +305,12 @@ static void csv_release(out_csv *o)
     o->mem = NULL, o->buf = NULL, o->seg = NULL;
 }
 
-void csv_close(out_csv *o, const lnk_config *c, const char *extra,
-                             const char *start, double t0)
+void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0)
 {
     if (o->resume) {
         csv_flush(o, c, extra, start, t0);
         if (study_R == 0) { /* the temporary file of a next flush, unused */
-            study_untrack(&o->a);
             lnk_afile_abort(&o->a);
         }
         csv_release(o);
@@ -418,22 +333,22 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
     memset(&t, 0, sizeof t);
     struct stat sb;
     if (stat(path, &sb) == 0) {
-        CK(study_csvdata_read(path, &t));
+        CLI_CK(study_csvdata_read(path, &t));
         int same = t.ncol == n;
         for (int j = 0; same && j < n; j++)
             same = strcmp(t.head[j], hdr[j]) == 0;
         if (!same)
-            fail("%s: its columns differ from this program's (column 1: '%s'); move it away or "
+            cli_die("%s: its columns differ from this program's (column 1: '%s'); move it away or "
                  "choose another --out", path, t.ncol ? t.head[0] : "");
         if (study_R == 0)
             for (size_t i = 0; i < t.nrow; i++) {
                 for (int j = 0; j < n; j++)
-                    CK(lnk_csv_str(&o->c, study_csvdata_str(&t, i, j)));
-                CK(lnk_csv_end_row(&o->c));
+                    CLI_CK(lnk_csv_str(&o->c, study_csvdata_str(&t, i, j)));
+                CLI_CK(lnk_csv_end_row(&o->c));
             }
     }
     if (fflush(o->mem) != 0)
-        fail("%s: out of memory", o->path);
+        cli_die("%s: out of memory", o->path);
     /* header and kept rows: the file as it is (or would be, empty) */
     if (study_R == 0)
         sbuf_put(&o->file, o->buf, o->len);
@@ -454,7 +369,7 @@ json_t *study_sidecar(const char *dir, const char *name)
     json_error_t e;
     json_t *o = json_load_file(p, 0, &e);
     if (!o || !json_is_object(o))
-        fail("%s: %s", p, o ? "expected a JSON object" : e.text);
+        cli_die("%s: %s", p, o ? "expected a JSON object" : e.text);
     return o;
 }
 
@@ -464,21 +379,21 @@ void study_table_read(study_table *t, const char *dir, const char *name)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    CK(study_csvdata_read(path, &t->d));
+    CLI_CK(study_csvdata_read(path, &t->d));
 }
 
 int study_table_col(const study_table *t, const char *name)
 {
     int j = study_csvdata_col(&t->d, name);
     if (j < 0)
-        fail("%s: no column '%s'", t->d.what, name);
+        cli_die("%s: no column '%s'", t->d.what, name);
     return j;
 }
 
 double study_table_num(const study_table *t, size_t row, int col)
 {
     double v;
-    CK(study_csvdata_num(&t->d, row, col, &v));
+    CLI_CK(study_csvdata_num(&t->d, row, col, &v));
     return v;
 }
 

@@ -1,10 +1,10 @@
 /* The study kit: what every study program (one .c file each) shares,
  * compiled once (studies/kit/kit.c; bench/ uses it too):
- * errors that name the program and remove unfinished outputs, flag parsing,
  * output directories, CSV outputs, and sweeps spread over the ranks of an MPI
- * job.  Call study_start(&argc, &argv, name) first in main (study_init(name)
- * in programs that never run under mpirun).
- * One error path (fail, die, CK), one CSV writer (out_csv: csv_open or
+ * job.  Call study_start(&argc, &argv, name) first in main.  The rest is the
+ * front end's, as for lnkit's commands (src/front): flags declared in an
+ * option table and parsed by cli_parse (front/opt.h; then cli_setup_done()),
+ * one error path (cli_die, cli_die_lib, CLI_CK), one CSV writer (out_csv: csv_open or
  * csv_sweep, the lnk_csv_* calls on o.c, csv_close with the sidecar).  The
  * programs compute and write rows; their summaries (tables, fits, figures,
  * claims) are studies/summary's, from the files.
@@ -22,7 +22,7 @@
  * creates directories and files and prints progress; after the last gather
  * the other ranks are done (study_root() is 0) and return from main.
  *
- * Failures.  fail() prints "NAME: message" on rank 0 (a failure every rank
+ * Failures.  cli_die() prints "NAME: message" on rank 0 (a failure every rank
  * shares, such as a bad flag, is printed once); a rank other than 0 that
  * fails on its own prints "NAME: rank R: message" and ends the job
  * (lnk_comm_abort: mpirun ends the other ranks, whose unfinished temporary
@@ -35,15 +35,14 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include "front/front.h"
+#include "front/opt.h"
 #include "lnkit/lnkit.h"
 #include <jansson.h>
 #include "csvread.h"
 
 /* ------------------------------------------------------------ the program */
-/* The program's name for messages, and the best OpenBLAS kernel (lnkit/blas.h:
- * may re-exec the program, so call it first in main). */
-void study_init(const char *name);
-/* study_init, and the MPI job (lnk_comm_init; lnk_comm_finalize at exit). */
+/* The program's start (cli_start: settings, BLAS kernel, MPI job, provenance). */
 void study_start(int *argc, char ***argv, const char *name);
 /* 1 on rank 0 (the one that writes files and prints). */
 int study_root(void);
@@ -52,29 +51,14 @@ int study_ranks(void);
 /* 1 if sweep point i is this rank's. */
 int study_mine(long i);
 
-/* ------------------------------------------------------------------ errors */
-/* "NAME: message" on stderr, remove unfinished outputs, exit 2 (see above
- * for a job of several ranks). */
-_Noreturn __attribute__((format(printf, 1, 2))) void fail(const char *fmt, ...);
-/* Fail with the library's last message. */
-_Noreturn void die(void);
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        if ((x) != LNK_OK)                                                                        \
-            die();                                                                                \
-    } while (0)
-/* An output being written by hand (lnk_afile): removed if the study fails. */
-void study_track(lnk_afile *a);
-void study_untrack(lnk_afile *a);
-
-/* malloc(n), or fail ("out of memory"). */
-void *study_alloc(size_t n);
-/* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
+/* ------------------------------------------------------------------ errors
+ * The front end's (front/front.h): cli_die, cli_die_lib, CLI_CK, cli_alloc;
+ * an unfinished output (lnk_afile, the CSVs below) is removed by them. */
+/* Record an input file (path, size, SHA-256) for the sidecars, or fail:
+ * study_input reads it to hash it; study_input_read records the digest its
+ * reader computed as it read it (read once: lnk_text's, lnk_st_file's). */
 void study_input(const char *path);
-/* Integer flag value in [min, max] or fail naming the flag. */
-long arg_int(const char *name, const char *s, long min, long max);
-/* Finite number flag value in [min, max] or fail naming the flag. */
-double arg_num(const char *name, const char *s, double min, double max);
+void study_input_read(const char *path, const lnk_digest *d);
 /* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
 void make_dir(const char *dir);
 
@@ -137,9 +121,11 @@ void csv_point(out_csv *o, long i);
 /* A number, or an empty field when absent (present 0) or not finite. */
 void csv_num_or_empty(out_csv *o, double v, int present);
 /* Collective for a sweep.  Writes the file and NAME.meta.json (config c,
- * extra JSON, start time, wall time since t0; start NULL: the file's own,
+ * the sidecar's own keys extra (lnkit/io.h; may be NULL), start time, wall
+ * time since t0; start NULL: the file's own,
  * from csv_open to csv_close) on rank 0. */
-void csv_close(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0);
+void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0);
 
 /* ------------------------------------------------- reading the rows back
  * A study CSV read whole (study_csvdata), for a resumed run that reads back
@@ -167,7 +153,8 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
  * rewritten atomically with its sidecar (arguments as csv_close) -- only if
  * there are new rows: a run that adds nothing leaves the file and its sidecar
  * untouched.  csv_close of a resumable CSV is a last csv_flush. */
-void csv_flush(out_csv *o, const lnk_config *c, const char *extra, const char *start, double t0);
+void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
+               double t0);
 
 /* DIR/NAME.meta.json (the sidecar of DIR/NAME.csv) as a JSON object, or fail
  * naming it (a resumed run checks its settings against it).  json_decref it. */

@@ -10,7 +10,7 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
     memset(p, 0, sizeof *p);
     lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, ds, NULL);
     if (!h)
-        die();
+        cli_die_lib();
     p->ws_bytes = lnk_hessian_workspace_bytes(h);
     lnk_operator op = lnk_hessian_operator(h);
     double t = lnk_now();
@@ -20,14 +20,14 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
     eo.tol = o->eig_tol;
     eo.max_steps = o->eig_steps;
     eo.seed = seed;
-    CK(lnk_eigs(&op, &eo, &p->er));
+    CLI_CK(lnk_eigs(&op, &eo, &p->er));
     p->sec_eigs = lnk_now() - t;
     t = lnk_now();
     lnk_trace_opts to;
     lnk_trace_opts_default(&to);
     to.probes = o->probes;
     to.seed = seed;
-    CK(lnk_trace(&op, &to, &p->tr));
+    CLI_CK(lnk_trace(&op, &to, &p->tr));
     p->sec_trace = lnk_now() - t;
     t = lnk_now();
     lnk_slq_opts so;
@@ -35,7 +35,7 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
     so.runs = o->runs;
     so.steps = o->steps;
     so.seed = seed;
-    CK(lnk_slq(&op, &so, &p->slq));
+    CLI_CK(lnk_slq(&op, &so, &p->slq));
     p->sec_slq = lnk_now() - t;
     p->hvp = lnk_hessian_n_products(h);
     lnk_hessian_free(h);
@@ -46,11 +46,11 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
     p->bsteps = calloc((size_t)nblk + 1, sizeof(int));
     p->bn = calloc((size_t)nblk + 1, sizeof(size_t));
     if (!p->btop || !p->bres || !p->bconv || !p->bsteps || !p->bn)
-        fail("out of memory");
+        cli_die("out of memory");
     for (int k = 0; k < nblk; k++) {
         lnk_hessian *hb = lnk_hessian_alloc_dataset(m, th, ds, blk[k].pat);
         if (!hb)
-            die();
+            cli_die_lib();
         lnk_operator bop = lnk_hessian_operator(hb);
         lnk_eigs_opts bo;
         lnk_eigs_opts_default(&bo);
@@ -59,7 +59,7 @@ void spec_run(const lnk_model *m, const double *th, const lnk_dataset *ds, const
         bo.max_steps = o->block_steps;
         bo.seed = seed;
         lnk_eigs_result br;
-        CK(lnk_eigs(&bop, &bo, &br));
+        CLI_CK(lnk_eigs(&bop, &bo, &br));
         p->btop[k] = br.value[0];
         p->bres[k] = br.residual[0];
         p->bconv[k] = br.converged[0];
@@ -86,27 +86,32 @@ void spec_point_free(spec_point *p)
 
 /* ------------------------------------------------------------------ rows */
 
+/* The key columns of the files: a point is (norm_pos, seed). */
+static const char *const KEYS[] = {"norm_pos", "seed"};
+static const lnk_csv_keys KEY_NAMES = {2, KEYS, NULL};
+
 void spec_files_open(spec_files *f, const char *dir, int long_blocks, int sweep)
 {
-    static const char *const he[] = {"norm_pos", "seed", "which", "index", "eigenvalue",
-                                     "residual", "converged"};
-    static const char *const ht[] = {"norm_pos", "seed", "method", "probes", "trace", "stderr"};
+    /* the formats of the one writer of each (lnkit/curvature_io.h), after the keys */
+    const char *he[16], *ht[16], *hn[16];
+    int ne = lnk_csv_names(&KEY_NAMES, lnk_cols_eigs, he, 16),
+        nt = lnk_csv_names(&KEY_NAMES, lnk_cols_trace, ht, 16),
+        nn = lnk_csv_names(&KEY_NAMES, lnk_cols_slq_nodes, hn, 16);
     static const char *const hb[] = {"norm_pos", "seed", "block", "layer", "kind",
                                      "top_eigenvalue", "residual", "converged"};
     static const char *const hbl[] = {"norm_pos", "seed",      "block", "side",     "layer",
                                       "kind",     "n_params",  "top_eigenvalue", "residual",
                                       "converged", "steps"};
-    static const char *const hn[] = {"norm_pos", "seed", "run", "index", "node", "weight"};
     void (*open)(out_csv *, const char *, const char *, const char *const *, int) =
         sweep ? csv_sweep : csv_open;
     f->long_blocks = long_blocks;
-    open(&f->eigs, dir, "eigs.csv", he, 7);
-    open(&f->trace, dir, "trace.csv", ht, 6);
+    open(&f->eigs, dir, "eigs.csv", he, ne);
+    open(&f->trace, dir, "trace.csv", ht, nt);
     if (long_blocks)
         open(&f->blocks, dir, "blocks.csv", hbl, 11);
     else
         open(&f->blocks, dir, "blocks.csv", hb, 8);
-    open(&f->nodes, dir, "slq_nodes.csv", hn, 6);
+    open(&f->nodes, dir, "slq_nodes.csv", hn, nn);
 }
 
 void spec_files_point(spec_files *f, long i)
@@ -120,60 +125,35 @@ void spec_files_point(spec_files *f, long i)
 void spec_rows(spec_files *f, const char *pn, int seed, const spec_point *p,
                const spec_block *blk, int nblk)
 {
-    lnk_csv *c = &f->eigs.c;
-    for (int i = 0; i < p->er.k; i++) {
-        int t = i < p->er.n_top;
-        CK(lnk_csv_str(c, pn));
-        CK(lnk_csv_int(c, seed));
-        CK(lnk_csv_str(c, t ? "top" : "bottom"));
-        CK(lnk_csv_int(c, t ? i : i - p->er.n_top));
-        CK(lnk_csv_double(c, p->er.value[i]));
-        CK(lnk_csv_double(c, p->er.residual[i]));
-        CK(lnk_csv_int(c, p->er.converged[i]));
-        CK(lnk_csv_end_row(c));
-    }
-    c = &f->trace.c;
-    CK(lnk_csv_str(c, pn));
-    CK(lnk_csv_int(c, seed));
-    CK(lnk_csv_str(c, lnk_trace_method_name(LNK_TRACE_HUTCHINSON)));
-    CK(lnk_csv_int(c, p->tr.probes));
-    CK(lnk_csv_double(c, p->tr.trace));
-    CK(lnk_csv_double(c, p->tr.std_error));
-    CK(lnk_csv_end_row(c));
-    c = &f->blocks.c;
+    char sd[24];
+    snprintf(sd, sizeof sd, "%d", seed);
+    const char *kv[] = {pn, sd};
+    lnk_csv_keys key = {2, KEYS, kv};
+    CLI_CK(lnk_eigs_rows(&f->eigs.c, &key, &p->er));
+    CLI_CK(lnk_trace_rows(&f->trace.c, &key, lnk_trace_method_name(LNK_TRACE_HUTCHINSON), &p->tr));
+    lnk_csv *c = &f->blocks.c;
     for (int k = 0; k < nblk; k++) {
-        CK(lnk_csv_str(c, pn));
-        CK(lnk_csv_int(c, seed));
-        CK(lnk_csv_str(c, blk[k].pat));
+        CLI_CK(lnk_csv_str(c, pn));
+        CLI_CK(lnk_csv_int(c, seed));
+        CLI_CK(lnk_csv_str(c, blk[k].pat));
         if (f->long_blocks)
-            CK(lnk_csv_str(c, blk[k].side));
-        CK(lnk_csv_int(c, blk[k].layer));
-        CK(lnk_csv_str(c, blk[k].kind));
+            CLI_CK(lnk_csv_str(c, blk[k].side));
+        CLI_CK(lnk_csv_int(c, blk[k].layer));
+        CLI_CK(lnk_csv_str(c, blk[k].kind));
         if (f->long_blocks)
-            CK(lnk_csv_int(c, (long long)p->bn[k]));
-        CK(lnk_csv_double(c, p->btop[k]));
-        CK(lnk_csv_double(c, p->bres[k]));
-        CK(lnk_csv_int(c, p->bconv[k]));
+            CLI_CK(lnk_csv_int(c, (long long)p->bn[k]));
+        CLI_CK(lnk_csv_double(c, p->btop[k]));
+        CLI_CK(lnk_csv_double(c, p->bres[k]));
+        CLI_CK(lnk_csv_int(c, p->bconv[k]));
         if (f->long_blocks)
-            CK(lnk_csv_int(c, p->bsteps[k]));
-        CK(lnk_csv_end_row(c));
+            CLI_CK(lnk_csv_int(c, p->bsteps[k]));
+        CLI_CK(lnk_csv_end_row(c));
     }
-    c = &f->nodes.c;
-    const lnk_slq_result *sr = &p->slq;
-    for (int r = 0; r < sr->runs; r++)
-        for (int i = sr->offset[r]; i < sr->offset[r + 1]; i++) {
-            CK(lnk_csv_str(c, pn));
-            CK(lnk_csv_int(c, seed));
-            CK(lnk_csv_int(c, r));
-            CK(lnk_csv_int(c, i - sr->offset[r]));
-            CK(lnk_csv_double(c, sr->node[i]));
-            CK(lnk_csv_double(c, sr->weight[i]));
-            CK(lnk_csv_end_row(c));
-        }
+    CLI_CK(lnk_slq_nodes_rows(&f->nodes.c, &key, &p->slq));
 }
 
-void spec_files_close(spec_files *f, const lnk_config *c, const char *extra, const char *start,
-                      double t0)
+void spec_files_close(spec_files *f, const lnk_config *c, const lnk_meta *extra,
+                      const char *start, double t0)
 {
     csv_close(&f->eigs, c, extra, start, t0);
     csv_close(&f->trace, c, extra, start, t0);

@@ -4,7 +4,8 @@
  * block; its rows in the four CSVs (their summary, the pooled SLQ density
  * among it, is studies/summary/spectra.py's).
  *
- * Files (columns):
+ * Files (columns; eigs, trace, slq_nodes and density are the formats of
+ * lnkit/curvature_io.h, written by its writers, after the key columns):
  *   eigs.csv      norm_pos,seed,which,index,eigenvalue,residual,converged
  *   trace.csv     norm_pos,seed,method,probes,trace,stderr
  *   blocks.csv    norm_pos,seed,block,layer,kind,top_eigenvalue,residual,converged
@@ -65,7 +66,7 @@ void spec_files_point(spec_files *f, long i);
 void spec_rows(spec_files *f, const char *norm_pos, int seed, const spec_point *p,
                const spec_block *blk, int nblk);
 /* csv_close the four files (collective for a sweep). */
-void spec_files_close(spec_files *f, const lnk_config *c, const char *extra, const char *start,
-                      double t0);
+void spec_files_close(spec_files *f, const lnk_config *c, const lnk_meta *extra,
+                      const char *start, double t0);
 
 #endif

@@ -26,11 +26,11 @@ void pl_cross_frob(pl_ctx *c, lnk_op_kind kind, const int *src, int nsrc)
     lnk_operator op = pl_op(c, NULL, kind);
     const lnk_layout *lay = lnk_model_layout(c->m);
     int P = c->num.cross_probes, na = c->G.n;
-    double *x = study_alloc(sizeof(double) * op.n), *y = study_alloc(sizeof(double) * op.n);
-    double *s = study_alloc(sizeof(double) * (size_t)na * (size_t)P);
+    double *x = cli_alloc(sizeof(double) * op.n), *y = cli_alloc(sizeof(double) * op.n);
+    double *s = cli_alloc(sizeof(double) * (size_t)na * (size_t)P);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     if (!rng)
-        fail("out of memory");
+        cli_die("out of memory");
     for (int ib = 0; ib < nsrc; ib++) {
         const pl_group *b = &c->G.g[src[ib]];
         gsl_rng_set(rng, stream_seed(c->num.rng, src[ib]));
@@ -41,7 +41,7 @@ void pl_cross_frob(pl_ctx *c, lnk_op_kind kind, const int *src, int nsrc)
                 for (size_t q = 0; q < t->size; q++)
                     x[t->offset + q] = gsl_rng_uniform_int(rng, 2) ? 1.0 : -1.0;
             }
-            CK(op.apply(op.ctx, x, y));
+            CLI_CK(op.apply(op.ctx, x, y));
             for (int a = 0; a < na; a++) {
                 const pl_group *g = &c->G.g[a];
                 double acc = 0;
@@ -77,7 +77,7 @@ void pl_cross_frob(pl_ctx *c, lnk_op_kind kind, const int *src, int nsrc)
  * Hessian. */
 void pl_part_coupling(pl_ctx *c)
 {
-    int *src = study_alloc(sizeof(int) * (size_t)c->G.n);
+    int *src = cli_alloc(sizeof(int) * (size_t)c->G.n);
     for (int i = 0; i < c->G.n; i++)
         src[i] = i;
     pl_cross_frob(c, LNK_OP_HESSIAN, src, c->G.n);
@@ -111,7 +111,7 @@ void pl_part_scale(pl_ctx *c)
         for (int i = 0; i < c->G.n; i++) {
             lnk_operator op = pl_op(c, &c->G.g[i], OPS[k]);
             lnk_frob_result fr;
-            CK(lnk_frobenius(&op, c->num.probes, c->num.rng, &fr));
+            CLI_CK(lnk_frobenius(&op, c->num.probes, c->num.rng, &fr));
             pl_row(c, "frob", lnk_op_kind_name(OPS[k]), NULL, &c->G.g[i], NULL, fr.frob,
                    fr.frob_se, NAN, -1, fr.probes);
         }

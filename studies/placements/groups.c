@@ -52,7 +52,7 @@ void pl_groups_make(const lnk_model *m, pl_groups *G)
 {
     const lnk_layout *lay = lnk_model_layout(m);
     G->n = 0;
-    G->g = study_alloc(sizeof *G->g * (size_t)lay->n_tensors);
+    G->g = cli_alloc(sizeof *G->g * (size_t)lay->n_tensors);
     for (int i = 0; i < lay->n_tensors; i++) {
         char kind[8], side[4], name[48];
         int layer, weight;
@@ -74,15 +74,15 @@ void pl_groups_make(const lnk_model *m, pl_groups *G)
             snprintf(g->kind, sizeof g->kind, "%s", kind);
             snprintf(g->side, sizeof g->side, "%s", side);
             g->layer = layer;
-            g->t = study_alloc(sizeof(int) * (size_t)lay->n_tensors);
-            g->pat = study_alloc(1);
+            g->t = cli_alloc(sizeof(int) * (size_t)lay->n_tensors);
+            g->pat = cli_alloc(1);
             g->pat[0] = '\0';
         }
         g->weight |= weight;
         g->t[g->nt++] = i;
         g->n += lay->t[i].size;
         size_t len = strlen(g->pat) + strlen(lay->t[i].name) + 2;
-        char *p = study_alloc(len);
+        char *p = cli_alloc(len);
         snprintf(p, len, "%s%s%s", g->pat, g->pat[0] ? "," : "", lay->t[i].name);
         free(g->pat);
         g->pat = p;
@@ -105,42 +105,42 @@ void pl_row(pl_ctx *c, const char *measure, const char *op, const char *which,
             int converged, int steps)
 {
     lnk_csv *w = &c->o->c;
-    CK(lnk_csv_str(w, measure));
-    CK(lnk_csv_str(w, op ? op : ""));
-    CK(lnk_csv_str(w, which ? which : ""));
-    CK(lnk_csv_str(w, a ? a->name : ""));
-    CK(lnk_csv_str(w, a ? a->kind : ""));
+    CLI_CK(lnk_csv_str(w, measure));
+    CLI_CK(lnk_csv_str(w, op ? op : ""));
+    CLI_CK(lnk_csv_str(w, which ? which : ""));
+    CLI_CK(lnk_csv_str(w, a ? a->name : ""));
+    CLI_CK(lnk_csv_str(w, a ? a->kind : ""));
     if (a && a->layer >= 0)
-        CK(lnk_csv_int(w, a->layer));
+        CLI_CK(lnk_csv_int(w, a->layer));
     else
-        CK(lnk_csv_str(w, ""));
+        CLI_CK(lnk_csv_str(w, ""));
     if (a)
-        CK(lnk_csv_int(w, (long long)a->n));
+        CLI_CK(lnk_csv_int(w, (long long)a->n));
     else
-        CK(lnk_csv_str(w, ""));
-    CK(lnk_csv_str(w, block_b ? block_b : ""));
+        CLI_CK(lnk_csv_str(w, ""));
+    CLI_CK(lnk_csv_str(w, block_b ? block_b : ""));
     if (!isfinite(value))
-        fail("%s %s %s: the value is not finite (%g)", measure, op ? op : "",
+        cli_die("%s %s %s: the value is not finite (%g)", measure, op ? op : "",
              a ? a->name : "", value);
-    CK(lnk_csv_double(w, value));
+    CLI_CK(lnk_csv_double(w, value));
     csv_num_or_empty(c->o, se, isfinite(se));
     csv_num_or_empty(c->o, residual, isfinite(residual));
     csv_num_or_empty(c->o, converged, converged >= 0);
     csv_num_or_empty(c->o, steps, steps >= 0);
-    CK(lnk_csv_end_row(w));
+    CLI_CK(lnk_csv_end_row(w));
 }
 
 lnk_operator pl_op(pl_ctx *c, const pl_group *g, lnk_op_kind kind)
 {
-    CK(lnk_hessian_set_block(c->h, g ? g->pat : NULL));
-    CK(lnk_hessian_set_kind(c->h, kind));
+    CLI_CK(lnk_hessian_set_block(c->h, g ? g->pat : NULL));
+    CLI_CK(lnk_hessian_set_kind(c->h, kind));
     return lnk_hessian_operator(c->h);
 }
 
 void pl_eigs(pl_ctx *c, lnk_op_kind kind, int bottom, int vectors, lnk_eigs_result *r)
 {
     lnk_operator op = lnk_hessian_operator(c->h);
-    CK(lnk_hessian_set_kind(c->h, kind));
+    CLI_CK(lnk_hessian_set_kind(c->h, kind));
     op = lnk_hessian_operator(c->h);
     lnk_eigs_opts eo;
     lnk_eigs_opts_default(&eo);
@@ -150,5 +150,5 @@ void pl_eigs(pl_ctx *c, lnk_op_kind kind, int bottom, int vectors, lnk_eigs_resu
     eo.max_steps = c->num.eig_steps;
     eo.vectors = vectors;
     eo.seed = c->num.rng;
-    CK(lnk_eigs(&op, &eo, r));
+    CLI_CK(lnk_eigs(&op, &eo, r));
 }

@@ -56,7 +56,7 @@ void pl_part_extremes(pl_ctx *c)
         to.probes = c->num.trace_probes;
         to.seed = c->num.rng;
         lnk_trace_result tr;
-        CK(lnk_trace(&op, &to, &tr));
+        CLI_CK(lnk_trace(&op, &to, &tr));
         pl_row(c, "trace", lnk_op_kind_name(OPS[k]), NULL, NULL, NULL, tr.trace, tr.std_error,
                NAN, -1, tr.probes);
     }
@@ -67,7 +67,7 @@ void pl_part_extremes(pl_ctx *c)
 static void js_matrix(const lnk_slq_result *r, int nb, double frac, double *d, double *sigma)
 {
     double lo = INFINITY, hi = -INFINITY;
-    const lnk_slq_result **rp = study_alloc(sizeof *rp * (size_t)nb);
+    const lnk_slq_result **rp = cli_alloc(sizeof *rp * (size_t)nb);
     for (int i = 0; i < nb; i++) {
         rp[i] = &r[i];
         lo = fmin(lo, r[i].node_min);
@@ -75,14 +75,14 @@ static void js_matrix(const lnk_slq_result *r, int nb, double frac, double *d, d
     }
     double *t;
     size_t npts;
-    CK(lnk_sigma_from_fraction(frac, lo, hi, sigma));
-    CK(lnk_slq_grid_common(rp, nb, *sigma, LNK_SLQ_PAD, 4, 5000000, &t, &npts));
-    double *phi = study_alloc(sizeof(double) * npts * (size_t)nb);
+    CLI_CK(lnk_sigma_from_fraction(frac, lo, hi, sigma));
+    CLI_CK(lnk_slq_grid_common(rp, nb, *sigma, LNK_SLQ_PAD, 4, 5000000, &t, &npts));
+    double *phi = cli_alloc(sizeof(double) * npts * (size_t)nb);
     for (int i = 0; i < nb; i++)
-        CK(lnk_slq_density(&r[i], *sigma, t, npts, phi + (size_t)i * npts));
+        CLI_CK(lnk_slq_density(&r[i], *sigma, t, npts, phi + (size_t)i * npts));
     for (int i = 0; i < nb; i++)
         for (int j = i + 1; j < nb; j++)
-            CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts,
+            CLI_CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts,
                                &d[(size_t)i * nb + j]));
     free(phi);
     free(t);
@@ -97,7 +97,7 @@ static void js_rows(pl_ctx *c, const char *which, const int *blk, int nb, const 
                     double sigma)
 {
     const pl_group *g = c->G.g;
-    const char **kinds = study_alloc(sizeof *kinds * (size_t)nb);
+    const char **kinds = cli_alloc(sizeof *kinds * (size_t)nb);
     int nk = 0;
     for (int i = 0; i < nb; i++) {
         int seen = 0;
@@ -148,15 +148,15 @@ void pl_part_anatomy(pl_ctx *c)
     for (int i = 0; i < c->G.n; i++) {
         lnk_operator op = pl_op(c, &c->G.g[i], LNK_OP_HESSIAN);
         lnk_frob_result fr;
-        CK(lnk_frobenius(&op, c->num.probes, c->num.rng, &fr));
+        CLI_CK(lnk_frobenius(&op, c->num.probes, c->num.rng, &fr));
         pl_row(c, "frob", "hessian", NULL, &c->G.g[i], NULL, fr.frob, fr.frob_se, NAN, -1,
                fr.probes);
     }
-    int *blk = study_alloc(sizeof(int) * (size_t)c->G.n), nb = 0;
+    int *blk = cli_alloc(sizeof(int) * (size_t)c->G.n), nb = 0;
     for (int i = 0; i < c->G.n; i++)
         if (c->G.g[i].weight)
             blk[nb++] = i;
-    lnk_slq_result *r = study_alloc(sizeof *r * (size_t)nb);
+    lnk_slq_result *r = cli_alloc(sizeof *r * (size_t)nb);
     for (int i = 0; i < nb; i++) {
         lnk_operator op = pl_op(c, &c->G.g[blk[i]], LNK_OP_HESSIAN);
         lnk_slq_opts so;
@@ -164,15 +164,15 @@ void pl_part_anatomy(pl_ctx *c)
         so.runs = c->num.slq_runs;
         so.steps = c->num.slq_steps;
         so.seed = c->num.rng;
-        CK(lnk_slq(&op, &so, &r[i]));
+        CLI_CK(lnk_slq(&op, &so, &r[i]));
     }
-    double *d = study_alloc(sizeof(double) * (size_t)nb * (size_t)nb), sigma;
+    double *d = cli_alloc(sizeof(double) * (size_t)nb * (size_t)nb), sigma;
     js_matrix(r, nb, c->num.sigma_frac, d, &sigma);
     js_rows(c, "raw", blk, nb, d, sigma);
     for (int i = 0; i < nb; i++) {
         double sc = fmax(fabs(r[i].node_min), fabs(r[i].node_max));
         if (!(sc > 0))
-            fail("block %s: every SLQ node is 0", c->G.g[blk[i]].name);
+            cli_die("block %s: every SLQ node is 0", c->G.g[blk[i]].name);
         for (int q = 0; q < r[i].offset[r[i].runs]; q++)
             r[i].node[q] /= sc;
         r[i].node_min /= sc;
@@ -192,8 +192,8 @@ void pl_part_anatomy(pl_ctx *c)
 void pl_part_grad(pl_ctx *c)
 {
     size_t n = lnk_model_n_params(c->m);
-    double loss, *g = study_alloc(sizeof(double) * n);
-    CK(lnk_dataset_loss(c->m, c->theta, c->ds, &loss, g));
+    double loss, *g = cli_alloc(sizeof(double) * n);
+    CLI_CK(lnk_dataset_loss(c->m, c->theta, c->ds, &loss, g));
     pl_row(c, "loss", NULL, NULL, NULL, NULL, loss, NAN, NAN, -1, -1);
     for (int i = 0; i < c->G.n; i++) {
         double s = 0;

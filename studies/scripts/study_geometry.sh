@@ -20,10 +20,10 @@ trap 'rm -rf "$tmp"' EXIT
 start=$(date +%s)
 
 # shellcheck disable=SC2086
-"$bin" --out "$out" --text "$text" --part random $args >"$tmp/random.log" 2>&1 &
+"$bin" --out "$out" --text "$text" --parts random $args >"$tmp/random.log" 2>&1 &
 p1=$!
 # shellcheck disable=SC2086
-"$bin" --out "$out" --text "$text" --part ortho,heads,model,maps,counts $args >"$tmp/rest.log" 2>&1 &
+"$bin" --out "$out" --text "$text" --parts ortho,heads,model,maps,counts $args >"$tmp/rest.log" 2>&1 &
 p2=$!
 st=0
 wait $p1 || st=1

@@ -20,7 +20,7 @@
 # Overrides (the test runs a tiny factorial): GF_OUT (results/grad_factorial),
 # GF_WORK, GF_SEEDS (3), GF_LS (2,4,8,16,32), GF_D (64), GF_DS (32,64,128,256),
 # GF_L (4), GF_VS ("64 256"), GF_TASKS (cls,lm), GF_ARGS (more grad_norms
-# options, e.g. --batch 2 --len 4).
+# options, e.g. --rows 2 --len 4).
 set -euo pipefail
 BUILD=${1:-build}
 G=$BUILD/studies/grad_norms

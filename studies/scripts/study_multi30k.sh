@@ -10,7 +10,7 @@
 # The data folder is data/multi30k (shipped in the repository) or
 # $LNK_DATA/multi30k when LNK_DATA is set; --src/--tgt among the options
 # override it.  MULTI30K_OUT overrides the output directory.  Extra options go
-# to the study program (e.g. --sentences 0 --d 64 --d-ff 128 for a larger run;
+# to the study program (e.g. --rows 0 --d 64 --d-ff 128 for a larger run;
 # see build/studies/multi30k_hessian --help).
 set -euo pipefail
 BUILD=${1:-build}

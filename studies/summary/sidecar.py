@@ -37,6 +37,38 @@ def now_iso():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def os_string(obj, key, index=None):
+    """A string the system gave (a path, an argument) as a sidecar records it
+    (docs/MODEL.md section 9), exactly: from KEY_bytes_hex when present, else
+    KEY (index: the element of an array such as command_line).  A str as os
+    functions take paths: bytes that are not UTF-8 as surrogate escapes."""
+    h = obj.get(key + "_bytes_hex")
+    if index is not None:
+        h = h[index] if h is not None else None
+    if h is not None:
+        return os.fsdecode(bytes.fromhex(h))
+    return obj[key] if index is None else obj[key][index]
+
+
+def os_form(extra):
+    """extra with each string that is not UTF-8 (a path's surrogate escapes)
+    in the sidecar's form: its text with U+FFFD for each stray byte, and its
+    exact bytes in KEY_bytes_hex (docs/MODEL.md section 9)."""
+    out = {}
+    for k, v in extra.items():
+        out[k] = v
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                b = os.fsencode(v)
+                # one U+FFFD a stray byte, as the C writer (surrogateescape: one escape a byte)
+                t = b.decode("utf-8", "surrogateescape")
+                out[k] = "".join("\ufffd" if "\udc80" <= c <= "\udcff" else c for c in t)
+                out[k + "_bytes_hex"] = b.hex()
+    return out
+
+
 def die(who, msg):
     print(f"{who}: {msg}", file=sys.stderr)
     sys.exit(2)
@@ -73,9 +105,9 @@ class Run:
         for p in ([self.script] if self.script else []) + list(inputs):
             cmd += ["--input", p]
         for k, v in (seeds or {}).items():
-            cmd += ["--seed", f"{k}={int(v)}"]
+            cmd += ["--named-seed", f"{k}={int(v)}"]
         cmd += ["--"] + self.argv
-        r = subprocess.run(cmd, input=json.dumps(ext), capture_output=True, text=True)
+        r = subprocess.run(cmd, input=json.dumps(os_form(ext)), capture_output=True, text=True)
         if r.returncode != 0:
             msg = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
             die(who, f"{out}: sidecar not written: {msg}")

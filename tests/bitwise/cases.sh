@@ -23,10 +23,10 @@ run() { "$L" "$@" --quiet; }
 "$L" init --task seq2seq --d 16 --h 2 --L 1 --V 32 --seed 5 --quiet -o s2s_post.safetensors
 "$L" init --task seq2seq --norm-pos pre --d 24 --h 3 --L 2 --V 40 --seed 6 --quiet \
     -o s2s_pre.safetensors
-"$L" batch --synthetic --config lm_post.json --batch 6 --len 8 --seed 1 -o lm_post.b.safetensors >/dev/null 2>&1
-"$L" batch --synthetic --config lm_pre.json --batch 8 --len 16 --seed 2 -o lm_pre.b.safetensors >/dev/null 2>&1
-"$L" batch --synthetic --config s2s_post.json --batch 4 --len 6 --seed 3 -o s2s_post.b.safetensors >/dev/null 2>&1
-"$L" batch --synthetic --config s2s_pre.json --batch 6 --len 7 --seed 4 -o s2s_pre.b.safetensors >/dev/null 2>&1
+"$L" batch --synthetic --config lm_post.json --rows 6 --len 8 --rng-seed 1 -o lm_post.b.safetensors >/dev/null 2>&1
+"$L" batch --synthetic --config lm_pre.json --rows 8 --len 16 --rng-seed 2 -o lm_pre.b.safetensors >/dev/null 2>&1
+"$L" batch --synthetic --config s2s_post.json --rows 4 --len 6 --rng-seed 3 -o s2s_post.b.safetensors >/dev/null 2>&1
+"$L" batch --synthetic --config s2s_pre.json --rows 6 --len 7 --rng-seed 4 -o s2s_pre.b.safetensors >/dev/null 2>&1
 
 for m in lm_post lm_pre s2s_post s2s_pre; do
     M=(--config $m.json --weights $m.safetensors --batch $m.b.safetensors)

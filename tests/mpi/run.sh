@@ -16,6 +16,8 @@ set -u
 SB=${1:-build}; MB=${2:-build-mpi}
 S=$(cd "$SB" && pwd)/bin/lnkit
 M=$(cd "$MB" && pwd)/bin/lnkit
+# the test build's program, for the injected failures (LNK_FAULT; make testing)
+MT=$(cd "$MB" && pwd)/testing/bin/lnkit
 HERE=$(cd "$(dirname "$0")" && pwd)
 CMP="python3 $HERE/compare.py"
 # Every job has a time limit: OpenMPI's mpirun has been seen to hang after a
@@ -28,10 +30,10 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 
 # --- data: a seq2seq model (one batch of 12 rows) and an lm model (two batch files)
 run "$S" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s2s.safetensors || exit 1
-run "$S" batch --synthetic --config s2s.json --batch 12 --len 7 --seed 1 -o s2s_b.safetensors || exit 1
+run "$S" batch --synthetic --config s2s.json --rows 12 --len 7 --rng-seed 1 -o s2s_b.safetensors || exit 1
 run "$S" init --task lm --norm-pos pre --d 16 --h 4 --L 2 --V 48 --seed 5 -o lm.safetensors || exit 1
-run "$S" batch --synthetic --config lm.json --batch 9 --len 10 --seed 2 -o lm_b1.safetensors || exit 1
-run "$S" batch --synthetic --config lm.json --batch 5 --len 6 --seed 4 -o lm_b2.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --rows 9 --len 10 --rng-seed 2 -o lm_b1.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --rows 5 --len 6 --rng-seed 4 -o lm_b2.safetensors || exit 1
 C2=(--config s2s.json --weights s2s.safetensors --batch s2s_b.safetensors)
 CL=(--config lm.json --weights lm.safetensors --batch lm_b1.safetensors --batch lm_b2.safetensors
     --chunk 3 --block '*.attn.*,*emb')
@@ -133,7 +135,7 @@ fault() { # NAME SPEC EXPECT_REGEX [noq: mpirun without -q]
     for try in 1 2; do
         rm -rf fdir && mkdir fdir
         t0=$SECONDS
-        LNK_FAULT=$spec "${mr[@]}" -np 3 "$M" eigs "${C2[@]}" -k 3 --quiet -o fdir/e.csv \
+        LNK_FAULT=$spec "${mr[@]}" -np 3 "$MT" eigs "${C2[@]}" -k 3 --quiet -o fdir/e.csv \
             >fdir.out 2>fdir.err
         rc=$?
         [ $((SECONDS - t0)) -lt $LIMIT ] && break
@@ -147,13 +149,13 @@ fault() { # NAME SPEC EXPECT_REGEX [noq: mpirun without -q]
         bad "$name: exit $rc, files left: '$left', stderr ($lines lines): $(cat fdir.err)"
     fi
 }
-fault "rank 1 runs out of memory in its 3rd H v" 1:hvp:error:3 '^lnkit: rank 1: out of memory'
-fault "rank 2 cannot load its shard" 2:load:error '^lnkit: rank 2: cannot load its shard'
-fault "rank 0 fails in its 2nd H v" 0:hvp:error:2 '^lnkit: rank 0: out of memory'
+fault "rank 1 runs out of memory in its 3rd H v" 1:hvp:error:3 '^lnkit eigs: rank 1: out of memory'
+fault "rank 2 cannot load its shard" 2:load:error '^lnkit eigs: rank 2: cannot load its shard'
+fault "rank 0 fails in its 2nd H v" 0:hvp:error:2 '^lnkit eigs: rank 0: out of memory'
 fault "rank 1 exits without finalize" 1:hvp:exit:2 'rank 1'
 # without -q mpirun itself names the dead rank and the signal
 fault "rank 1 is killed (SIGKILL)" 1:hvp:kill:4 'process rank 1 .*signal 9' noq
-LNK_FAULT=1:hvp:error:3 "${MR[@]}" -np 3 "$M" eigs "${C2[@]}" -k 3 --quiet -o e.csv 2>f.err
+LNK_FAULT=1:hvp:error:3 "${MR[@]}" -np 3 "$MT" eigs "${C2[@]}" -k 3 --quiet -o e.csv 2>f.err
 n=$(grep -c . f.err)
 [ "$n" -eq 1 ] && ok "a reported failure prints exactly one line" || bad "a reported failure printed $n lines: $(cat f.err)"
 # a bad file that every rank reads: the one-process message, once
@@ -164,6 +166,23 @@ if [ $rc -ne 0 ] && [ "$(grep -c . f.err)" -eq 1 ] && grep -q 'nosuch.safetensor
 else
     bad "missing weights file: exit $rc, stderr: $(cat f.err)"
 fi
+
+# a FIFO as an input: every rank reads its inputs, and a FIFO has one reader (inputs are read
+# once: issue 30): refused at once, one line, no rank waiting for a writer
+for opt in --config --weights; do
+    rm -f in.fifo && mkfifo in.fifo
+    case $opt in --config) src=s2s.json; args=(--config in.fifo --weights s2s.safetensors) ;;
+                 *) src=s2s.safetensors; args=(--config s2s.json --weights in.fifo) ;; esac
+    (timeout 60 sh -c "cat $src > in.fifo" 2>/dev/null &)
+    "${MR[@]}" -np 2 "$M" eigs "${args[@]}" --batch s2s_b.safetensors -k 3 -o e.csv 2>f.err; rc=$?
+    if [ $rc -eq 2 ] && [ "$(grep -c . f.err)" -eq 1 ] && grep -q 'in.fifo: is a FIFO or pipe; under mpirun' f.err &&
+        [ ! -e e.csv ]; then
+        ok "$opt as a FIFO on 2 ranks: exit 2, one line: $(cat f.err)"
+    else
+        bad "$opt as a FIFO on 2 ranks: exit $rc, stderr: $(cat f.err)"
+    fi
+    timeout 5 cat in.fifo > /dev/null 2>&1 # lets the writer go
+done
 
 # a bad flag: every rank meets it while setting up; one line, a clean exit 2 (no abort)
 "${MR[@]}" -np 3 "$M" eigs "${C2[@]}" -k 3 --bogus -o e.csv 2>f.err; rc=$?

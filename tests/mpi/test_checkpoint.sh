@@ -10,13 +10,15 @@
 # Prints "ok - ..." / "not ok - ..." and "tests: N passed, N failed, N skipped".
 set -u
 M=$(cd "${1:-build-mpi}" && pwd)/bin/lnkit
+# the test build's program, for the injected failures (LNK_FAULT, LNK_CKPT_FAULT)
+MT=$(cd "${1:-build-mpi}" && pwd)/testing/bin/lnkit
 LIMIT=120
 MR=(timeout -k 10 $LIMIT mpirun -q --allow-run-as-root --oversubscribe)
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 . "$(cd "$(dirname "$0")" && pwd)/../harness.sh"
 
 "$M" init --task seq2seq --d 16 --h 2 --L 2 --V 40 --seed 3 -o s.safetensors >/dev/null 2>&1 &&
-"$M" batch --synthetic --config s.json --batch 16 --len 8 --seed 1 -o b.safetensors >/dev/null 2>&1 ||
+"$M" batch --synthetic --config s.json --rows 16 --len 8 --rng-seed 1 -o b.safetensors >/dev/null 2>&1 ||
     { bad "set-up"; echo "tests: $pass passed, $fail failed, 0 skipped"; exit 1; }
 C=(--config s.json --weights s.safetensors --batch b.safetensors --chunk 2)
 # name | exit status (eigs --tol 0: not converged, 3) | arguments
@@ -26,6 +28,7 @@ CASES=(
   "density|0|density ${C[*]} --runs 2 --steps 12 --sigma-fraction 0.01"
 )
 R2=("${MR[@]}" -np 2 "$M")
+R2T=("${MR[@]}" -np 2 "$MT")
 for c in "${CASES[@]}"; do
     name=${c%%|*}; c=${c#*|}; want=${c%%|*}; read -r -a A <<< "${c#*|}"
     "${R2[@]}" "${A[@]}" --quiet -o ref.csv > ref.out 2>err
@@ -34,10 +37,10 @@ for c in "${CASES[@]}"; do
     for how in rows:2 file:3 hvp:5 hvp:11 hvp:17; do
         rm -f ck ck.* out.*
         if [ "${how%%:*}" = hvp ]; then
-            LNK_FAULT=1:hvp:kill:${how#*:} "${R2[@]}" "${A[@]}" --quiet --checkpoint ck \
+            LNK_FAULT=1:hvp:kill:${how#*:} "${R2T[@]}" "${A[@]}" --quiet --checkpoint ck \
                 --checkpoint-every 2 -o out.csv > out.out 2>/dev/null
         else
-            LNK_CKPT_FAULT=$how "${R2[@]}" "${A[@]}" --quiet --checkpoint ck \
+            LNK_CKPT_FAULT=$how "${R2T[@]}" "${A[@]}" --quiet --checkpoint ck \
                 --checkpoint-every 2 -o out.csv > out.out 2>/dev/null
         fi
         krc=$?
@@ -57,7 +60,7 @@ done
 # another rank count: refused
 A0=${CASES[0]#*|}; read -r -a A <<< "${A0#*|}"
 rm -f ck ck.* out.*
-LNK_CKPT_FAULT=rows:3 "${R2[@]}" "${A[@]}" --quiet --checkpoint ck -o out.csv >/dev/null 2>&1
+LNK_CKPT_FAULT=rows:3 "${R2T[@]}" "${A[@]}" --quiet --checkpoint ck -o out.csv >/dev/null 2>&1
 for np in 1 3; do
     "${MR[@]}" -np $np "$M" "${A[@]}" --quiet --checkpoint ck -o out.csv > /dev/null 2>err
     rc=$?
@@ -69,12 +72,13 @@ for np in 1 3; do
     fi
 done
 # one checkpoint, two jobs: rank 0 holds it (a lock on ck.lock) from before
-# any input is read (the holder waits on a FIFO --config) to its end; a second
-# job, of 2 ranks or of 1, is refused at once naming the holder; once rank 0
-# is killed (SIGKILL), the next job takes the checkpoint and finishes
-rm -f ck ck.* out.* cfg
-mkfifo cfg
-"${R2[@]}" "${A[@]}" --quiet --config cfg --checkpoint ck -o out.csv >/dev/null 2>&1 &
+# any input is read to its end (the holder stops itself, SIGSTOP, where it
+# takes its shard: LNK_FAULT=0:load:stop of the test build; a FIFO input under
+# mpirun is refused); a second job, of 2 ranks or of 1, is refused at once
+# naming the holder; once rank 0 is killed (SIGKILL), the next job takes the
+# checkpoint and finishes
+rm -f ck ck.* out.*
+LNK_FAULT=0:load:stop "${R2T[@]}" "${A[@]}" --quiet --checkpoint ck -o out.csv >/dev/null 2>&1 &
 job=$!
 for i in $(seq 2000); do grep -q pid ck.lock 2>/dev/null && break; sleep 0.01; done
 holder=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' ck.lock 2>/dev/null)
@@ -89,9 +93,7 @@ for np in 2 1; do
     fi
 done
 [ -n "$holder" ] && kill -9 "$holder"
-exec 3<>cfg; exec 3>&- # the other rank, if still waiting on the FIFO
 wait $job 2>/dev/null
-rm -f cfg
 "${R2[@]}" "${A[@]}" --quiet --checkpoint ck -o out.csv >/dev/null 2>err
 rc=$?; left=$(ls ck* 2>/dev/null | tr '\n' ' ')
 if [ $rc -eq 3 ] && cmp -s out.csv ref_eigs.csv && [ -z "$left" ]; then

@@ -44,8 +44,8 @@ run "$S" batch --src m.de --tgt m.en --quiet -o m30k.safetensors || exit 1
 run "$S" init --task seq2seq --d 16 --h 2 --d-ff 32 --L 2 --V-src "$(wc -l < m30k.src.vocab)" \
     --V-tgt "$(wc -l < m30k.tgt.vocab)" --seed 7 -o s2s.safetensors || exit 1
 run "$S" init --task lm --d 16 --h 4 --L 2 --V 48 --seed 5 -o lm.safetensors || exit 1
-run "$S" batch --synthetic --config lm.json --batch 9 --len 10 --seed 2 -o lm_b1.safetensors || exit 1
-run "$S" batch --synthetic --config lm.json --batch 5 --len 6 --seed 4 -o lm_b2.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --rows 9 --len 10 --rng-seed 2 -o lm_b1.safetensors || exit 1
+run "$S" batch --synthetic --config lm.json --rows 5 --len 6 --rng-seed 4 -o lm_b2.safetensors || exit 1
 CS=(--config s2s.json --weights s2s.safetensors --batch m30k.safetensors --chunk 5)
 CL=(--config lm.json --weights lm.safetensors --batch lm_b1.safetensors --batch lm_b2.safetensors
     --chunk 3)
@@ -160,7 +160,7 @@ done
 # with ANATOMY_MPI): a run in two parts equals one run of one process, byte for byte
 if [ -x "$SB/studies/anatomy" ] && [ -x "$MB/studies/anatomy" ]; then
     AC=(--lm-d '' --s2s-L '' --s2s-d '' --no-variants --lm-L-ref 2 --lm-d-ref 8 --h 2 --seeds 2
-        --probes 2 --runs 1 --steps 6 --eig-steps 60 --quiet --V 16 --batch 2 --len 4)
+        --probes 2 --runs 1 --steps 6 --eig-steps 60 --quiet --V 16 --rows 2 --len 4)
     "$SB/studies/anatomy" --out an1 --lm-L 1,2,3 "${AC[@]}" 2>an.err &&
         "${MR[@]}" "$MB/studies/anatomy" --out an2 --lm-L 1,2 "${AC[@]}" --resume 2>>an.err &&
         "${MR[@]}" "$MB/studies/anatomy" --out an2 --lm-L 1,2,3 "${AC[@]}" --resume 2>>an.err

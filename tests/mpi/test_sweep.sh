@@ -80,7 +80,7 @@ for i in $(seq 1 12); do
     echo "a dog $i sees the cat and $((i % 5)) children run"
 done >tgt.txt
 
-GN=(--batches 2 --batch 2 --len 6 --V 40)
+GN=(--batches 2 --rows 2 --len 6 --V 40)
 # run_all LABEL PROGRAM ARGS...: the four runs (s: one-process build, p1: MPI build
 # without mpirun, p2, p3: 2 and 3 ranks), OUT in ARGS replaced by LABEL.RUN, compared
 run_all() {
@@ -116,9 +116,9 @@ run_all grad_norms-profile grad_norms profile --out OUT/profile.csv --task cls,s
 # resume: the depth sweep extended (more seeds, one more depth, a depth given twice)
 for r in s p1 p2 p3; do mkdir -p grad_norms-resume.$r && cp grad_norms-depth.s/* grad_norms-resume.$r/; done
 run_all grad_norms-resume grad_norms depth --out OUT/depth.csv --Ls 1,2,2,4 --d 16 --seeds 5 \
-    --checkpoint 0 "${GN[@]}"
-run_all demo_postpre demo_postpre --out OUT --seeds 3 --d 16 --L 2 --batch 2 --len 6 --V 40
-run_all hessian_spectrum hessian_spectrum --out OUT --d 8 --h 2 --L 1 --V 20 --batch 2 --len 5 \
+    --save-every 0 "${GN[@]}"
+run_all demo_postpre demo_postpre --out OUT --seeds 3 --d 16 --L 2 --rows 2 --len 6 --V 40
+run_all hessian_spectrum hessian_spectrum --out OUT --d 8 --h 2 --L 1 --V 20 --rows 2 --len 5 \
     --seeds 2 --k 2 --probes 4 --runs 2 --steps 6 --block-steps 4
 run_all multi30k_hessian multi30k_hessian --out OUT --src src.txt --tgt tgt.txt --d 8 --h 2 \
     --d-ff 16 --L 1 --seeds 2 --k 2 --eig-steps 8 --probes 4 --runs 2 --steps 6 --block-steps 4 \
@@ -130,7 +130,7 @@ fault() { # NAME NP SPEC REGEX PROGRAM ARGS... (output directory fdir)
     local try rc left note=
     for try in 1 2; do
         rm -rf fdir && mkdir fdir
-        LNK_FAULT=$spec timeout -s KILL 30 "${MR[@]}" -np "$np" "$MB/studies/$prog" "$@" \
+        LNK_FAULT=$spec timeout -s KILL 30 "${MR[@]}" -np "$np" "$MB/testing/studies/$prog" "$@" \
             >f.out 2>f.err
         rc=$?
         [ $rc -eq 137 ] || break
@@ -144,12 +144,12 @@ fault() { # NAME NP SPEC REGEX PROGRAM ARGS... (output directory fdir)
     fi
 }
 fault "demo_postpre, rank 1 of 2 fails" 2 1:sweep:error '^demo_postpre: rank 1: ' \
-    demo_postpre --out fdir --seeds 3 --d 16 --L 2 --batch 2 --len 6 --V 40
+    demo_postpre --out fdir --seeds 3 --d 16 --L 2 --rows 2 --len 6 --V 40
 fault "demo_postpre, rank 1 of 2 exits without finalize" 2 1:sweep:exit 'rank 1' \
-    demo_postpre --out fdir --seeds 3 --d 16 --L 2 --batch 2 --len 6 --V 40
+    demo_postpre --out fdir --seeds 3 --d 16 --L 2 --rows 2 --len 6 --V 40
 fault "hessian_spectrum, rank 1 of 2 fails (rank 0 has 4 files open)" 2 1:sweep:error \
     '^hessian_spectrum: rank 1: ' hessian_spectrum --out fdir --d 8 --h 2 --L 1 --V 20 \
-    --batch 2 --len 5 --seeds 2 --k 2 --probes 4 --runs 2 --steps 6 --block-steps 4
+    --rows 2 --len 5 --seeds 2 --k 2 --probes 4 --runs 2 --steps 6 --block-steps 4
 fault "grad_norms, rank 1 of 2 fails" 2 1:sweep:error '^grad_norms: rank 1: ' \
     grad_norms depth --out fdir/depth.csv --Ls 1,2 --d 16 --seeds 2 "${GN[@]}"
 

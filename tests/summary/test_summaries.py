@@ -218,7 +218,7 @@ def test_factorial_script_tiny(tmp_path):
         pytest.skip(f"{g} not built")
     env = dict(ENV, GF_OUT=str(tmp_path / "out"), GF_WORK=str(tmp_path / "work"), GF_SEEDS="2",
                GF_LS="1,2,3", GF_D="8", GF_DS="8,16,24", GF_L="1", GF_VS="16",
-               GF_TASKS="cls", GF_ARGS="--batch 2 --len 4 --batches 2", PYTHON=sys.executable)
+               GF_TASKS="cls", GF_ARGS="--rows 2 --len 4 --batches 2", PYTHON=sys.executable)
     r = subprocess.run(["bash", "studies/scripts/study_grad_factorial.sh", BUILD], cwd=ROOT,
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -16,8 +16,8 @@
 
 static void add(cli_files *f, const char *path, const char *flag, int role)
 {
-    if (!path)
-        return;
+    if (!path || cli_is_stdout(path))
+        return; /* none, or standard output/input */
     if (f->n == f->cap) {
         int nc = f->cap ? 2 * f->cap : 16;
         struct cli_path *p = realloc(f->p, sizeof *p * (size_t)nc);
@@ -142,6 +142,10 @@ static int temp_of(const char *path, const char *ck)
 
 static int check(const char *cmd, const cli_files *f)
 {
+    /* cmd NULL: the message prefix names the command already (cli_die) */
+    char pre[64] = "";
+    if (cmd)
+        snprintf(pre, sizeof pre, "%s: ", cmd);
     int *kind = calloc((size_t)f->n + 1, sizeof *kind);
     if (!kind)
         return lnk_error(LNK_ENOMEM, "out of memory");
@@ -150,7 +154,7 @@ static int check(const char *cmd, const cli_files *f)
         if (f->p[i].role == CLI_OUT && lnk_output_check(f->p[i].path, &kind[i]) != LNK_OK) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-            st = lnk_error(LNK_EIO, "%s: %s %s", cmd, f->p[i].flag, msg);
+            st = lnk_error(LNK_EIO, "%s%s %s", pre, f->p[i].flag, msg);
         }
     for (int i = 0; !st && i < f->n; i++) {
         const struct cli_path *a = &f->p[i];
@@ -158,16 +162,16 @@ static int check(const char *cmd, const cli_files *f)
             const struct cli_path *b = &f->p[j];
             if (a->role == CLI_OUT && kind[i] == LNK_OUT_FILE && b->role == CLI_OUT && j < i &&
                 kind[j] == LNK_OUT_FILE && lnk_output_same(a->path, b->path))
-                st = lnk_error(LNK_EINVAL, "%s: %s %s and %s %s are the same file; each output "
-                               "needs its own", cmd, b->flag, b->path, a->flag, a->path);
+                st = lnk_error(LNK_EINVAL, "%s%s %s and %s %s are the same file; each output "
+                               "needs its own", pre, b->flag, b->path, a->flag, a->path);
             else if (a->role == CLI_OUT && b->role == CLI_IN && lnk_output_same(a->path, b->path))
-                st = lnk_error(LNK_EINVAL, "%s: %s %s is also an input (%s): an output never "
-                               "replaces an input; choose another name", cmd, a->flag, a->path,
+                st = lnk_error(LNK_EINVAL, "%s%s %s is also an input (%s): an output never "
+                               "replaces an input; choose another name", pre, a->flag, a->path,
                                b->flag);
             else if (a->role == CLI_GONE && b->role != CLI_GONE && temp_of(b->path, a->path))
-                st = lnk_error(LNK_EINVAL, "%s: %s %s has the name of a temporary file of "
+                st = lnk_error(LNK_EINVAL, "%s%s %s has the name of a temporary file of "
                                "--checkpoint %s, which a run removes when it starts; choose "
-                               "another name", cmd, b->flag, b->path, a->path);
+                               "another name", pre, b->flag, b->path, a->path);
         }
     }
     free(kind);
@@ -198,6 +202,8 @@ void cli_check_outputs(const char *cmd, const cli_file *out, int n_out, const cl
 
 char *cli_sidecar_path(const char *out, const char *given, const char *suffix)
 {
+    if (!given && cli_is_stdout(out))
+        return NULL; /* the sidecar of standard output is none */
     if (given) {
         char *p = strdup(given);
         if (!p)
@@ -211,7 +217,7 @@ char *cli_sidecar_path(const char *out, const char *given, const char *suffix)
 
 char *cli_meta_path(const char *csv)
 {
-    if (lnk_output_kind(csv) == LNK_OUT_STREAM)
+    if (cli_is_stdout(csv) || lnk_output_kind(csv) == LNK_OUT_STREAM)
         return NULL;
     char *p = lnk_meta_path(csv);
     if (!p)
@@ -229,9 +235,10 @@ void cli_outputs_commit(void)
 {
     if (cli_root() && lnk_output_group_commit() != LNK_OK)
         cli_die_lib();
+    cli_stdout_flush();
 }
 
-void cli_max_input(const char *opt, const char *s)
+void cli_size_arg(const char *opt, const char *s, void *dst)
 {
     char *end;
     errno = 0;
@@ -247,6 +254,6 @@ void cli_max_input(const char *opt, const char *s)
         end++;
     v *= mul;
     if (errno || end == s || *end || !(v >= 1) || v > 1e15)
-        cli_die("--%s: expected a size in bytes such as 4096, 512M or 2G, got '%s'", opt, s);
-    lnk_set_input_limit((size_t)v);
+        cli_die("%s: expected a size in bytes such as 4096, 512M or 2G, got '%s'", opt, s);
+    *(size_t *)dst = (size_t)v;
 }

@@ -1,0 +1,25 @@
+/* lnkit batch: its arguments, shared by the synthetic and text batches
+ * (cmd_batch.c) and the parallel corpus (cmd_batch_s2s.c). */
+#ifndef LNK_CLI_BATCH_H
+#define LNK_CLI_BATCH_H
+
+#include "cli/cli.h"
+
+typedef struct {
+    cli_model_opts mo;
+    const char *out;
+    int synthetic;
+    const char *text, *src, *tgt;
+    long rows;           /* -1: the mode's default */
+    int len;
+    uint64_t rng_seed;
+    const char *vocab_in, *vocab_out, *vocab_src, *vocab_tgt;
+    int joint, min_count, max_vocab, max_len, first, truncate, src_eos, keep_order;
+    long max_tokens;
+    size_t max_input;
+} batch_args;
+
+/* The data set of a parallel corpus (--src, --tgt). */
+int cli_batch_s2s(const batch_args *a);
+
+#endif

@@ -1,0 +1,123 @@
+/* The result table of a command (docs/cli.md): CSV to -o FILE (or to
+ * standard output, -o -), and with --json the same rows as a JSON array of
+ * objects on standard output, column names as keys, numbers as numbers, an
+ * empty field as null. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli/cli.h"
+
+/* The next field of CSV text at *p (lnk_csv's quoting); *end: 1 at the end
+ * of a row.  The field, unquoted, in buf. */
+static int next_field(const char **p, char *buf, size_t n, int *end)
+{
+    const char *s = *p;
+    size_t k = 0;
+    if (*s == '"') {
+        for (s++; *s && !(*s == '"' && s[1] != '"'); s++) {
+            if (*s == '"')
+                s++;
+            if (k + 1 < n)
+                buf[k++] = *s;
+        }
+        if (*s == '"')
+            s++;
+    } else {
+        for (; *s && *s != ',' && *s != '\n'; s++)
+            if (k + 1 < n)
+                buf[k++] = *s;
+    }
+    buf[k] = 0;
+    *end = *s != ',';
+    *p = *s ? s + 1 : s;
+    return LNK_OK;
+}
+
+static json_t *value(const char *t)
+{
+    char *e;
+    if (!*t)
+        return json_null();
+    long long i = strtoll(t, &e, 10);
+    if (!*e)
+        return json_integer(i);
+    double d = strtod(t, &e);
+    return *e ? json_string(t) : json_real(d);
+}
+
+/* CSV text (a header row, then rows) as a JSON array of objects. */
+static json_t *csv_json(const char *csv)
+{
+    char names[64][64], field[4096];
+    int nc = 0, end = 0;
+    const char *p = csv;
+    while (!end && *p && nc < 64)
+        next_field(&p, names[nc++], sizeof names[0], &end);
+    json_t *rows = json_array();
+    while (rows && *p) {
+        json_t *row = json_object();
+        end = 0;
+        for (int c = 0; !end && *p; c++) {
+            next_field(&p, field, sizeof field, &end);
+            if (c < nc)
+                json_object_set_new(row, names[c], value(field));
+        }
+        json_array_append_new(rows, row);
+    }
+    return rows;
+}
+
+static char *json_path, *json_tmp; /* the CSV that --json prints; a temporary one */
+
+static void remove_json_tmp(void)
+{
+    if (json_tmp)
+        unlink(json_tmp);
+}
+
+const char *cli_result_path(const char *out, int json)
+{
+    if (!json)
+        return cli_out(out, 0);
+    if (!cli_is_stdout(out))
+        return json_path = (char *)out;
+    /* --json alone: the CSV goes to a private temporary file, printed as JSON */
+    const char *dir = getenv("TMPDIR");
+    if (asprintf(&json_tmp, "%s/lnkit-json.XXXXXX", dir && *dir ? dir : "/tmp") < 0)
+        cli_die("out of memory");
+    int fd = mkstemp(json_tmp);
+    if (fd < 0)
+        cli_die("--json: cannot create a temporary file: %s", strerror(errno));
+    close(fd);
+    atexit(remove_json_tmp);
+    return json_path = json_tmp;
+}
+
+void cli_result_json(void)
+{
+    if (!json_path || !cli_root())
+        return;
+    char *csv;
+    CLI_CK(lnk_read_text_file(json_path, (size_t)1 << 40, "result", &csv, NULL));
+    json_t *rows = csv_json(csv);
+    free(csv);
+    char *txt = rows ? json_dumps(rows, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                            JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(rows);
+    if (!txt)
+        cli_die("out of memory");
+    puts(txt);
+    free(txt);
+    if (fflush(stdout))
+        cli_die("could not write to standard output");
+}
+
+void cli_result_check(const char *out, int json)
+{
+    if (json && cli_is_stdout(out) && cli_given("output"))
+        cli_die("-o - and --json would both write standard output: give -o FILE for the CSV, or "
+                "leave -o out");
+}
