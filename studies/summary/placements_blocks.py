@@ -11,8 +11,8 @@ from matplotlib import ticker
 
 from . import plots
 from . import stats as S
-from .placements_data import (DEPTHS, NAME, PLACEMENTS, STYLE, gmean, js0, mean, ratio,
-                              transpose, txt)
+from .placements_data import (DEPTHS, NAME, PLACEMENTS, STYLE, gmean, js0, mean, nseeds_text,
+                              ratio, transpose, txt)
 
 KINDS = ("Q", "K", "V", "O", "FFN1", "FFN2", "norm", "bias", "emb", "final", "out")
 HUTCH = "Hutchinson estimates (their se in the rows; nothing to converge)"
@@ -74,7 +74,8 @@ def anatomy(out, cl, D):
         e = ratio(kn["V"], kn["Q"])
         cl.ratio(f"VQ.{p}", f"{NAME[p]} (L = 6, d = 64): ||H_VV||_F over ||H_QQ||_F, every "
                  "layer's blocks together (Ormaniec et al.: value blocks far larger)", e,
-                 "anatomy/*.csv", f"{e.n if e else 0} seeds, paired (the same model); {HUTCH}")
+                 "anatomy/*.csv",
+                 f"{nseeds_text(e.n if e else 0)}, paired (the same model); {HUTCH}")
         rows.append(row + [txt(e)])
     out.table("blocknorms", "||H_bb||_F by tensor kind at L = 6, d = 64 (the root sum of "
               "squares over the layers' blocks; Hutchinson), geometric mean over seeds [95% "
@@ -90,8 +91,8 @@ def anatomy(out, cl, D):
         if p != "pre":
             cl.ratio(f"js0.{p}", f"JS0 of the block spectra (scaled), {NAME[p]} / Pre-LN (L = "
                      "6, d = 64)", e, "anatomy/*.csv",
-                     f"{e.n if e else 0} seeds, paired; SLQ spectra (Lanczos at a fixed number "
-                     "of steps: nothing to converge)")
+                     f"{nseeds_text(e.n if e else 0)}, paired; SLQ spectra (Lanczos at a fixed "
+                     "number of steps: nothing to converge)")
         out.value(f"js0.{p}.scaled", txt(mean(js[p])))
         out.value(f"js0.{p}.raw", txt(mean(raw)))
         rows.append([NAME[p], len(js[p]), txt(mean(raw)), txt(mean(js[p])),
@@ -229,11 +230,11 @@ def coupling(out, cl, D):
         e = gmean(col["od"])
         cl.ratio(f"coupling.{p}.od", f"{NAME[p]} (L = 6, d = 64): ||H_off||_F / ||H_diag||_F "
                  "over the blocks of each layer's tensors", e, "coupling/*.csv",
-                 f"{len(col['od'])} seeds; {HUTCH}")
+                 f"{nseeds_text(len(col['od']))}; {HUTCH}")
         e2 = gmean(col["top"])
         cl.ratio(f"coupling.{p}.top", f"{NAME[p]} (L = 6, d = 64): top of the block-diagonal "
                  "approximation over the full Hessian's top", e2, "coupling/*.csv",
-                 f"{len(col['top'])} seeds where every block's and the full run converged")
+                 f"{nseeds_text(len(col['top']))} where every block's and the full run converged")
         rows.append([NAME[p], len(c)] + [txt(mean(col[m])) if col[m] else "-"
                                          for m in ("share", "within", "across", "outside")] +
                     [txt(e), txt(e2), txt(gmean(col["bottom"]))])

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 from . import plots
 from . import stats as S
 from .placements_data import (DEPTHS, LOO_NOTE, NAME, PLACEMENTS, SEEDS, STYLE, VAR_NAME,
-                              VARIATIONS, WIDTHS, design_leverage, ftxt, gmean, js0,
+                              VARIATIONS, WIDTHS, design_leverage, ftxt, gmean, js0, nseeds_text,
                               power_fit, ratio, signed, txt, xiong)
 
 REF = ("base", 6, 64)
@@ -70,8 +70,8 @@ def how(D, part, keys, n):
     """The claim's method: the seeds used, and those present but left out (an
     eigenvalue that did not converge)."""
     both = set.intersection(*(set(D.pts(part, k)) for k in keys))
-    return (f"{n} seeds paired by seed; {len(both) - n} of the {len(both)} present in both "
-            "left out as unconverged")
+    return (f"{nseeds_text(n)} paired by seed; {len(both) - n} of the {len(both)} present in "
+            "both left out as unconverged")
 
 
 def extremes(out, cl, D):

@@ -364,6 +364,10 @@ def transpose(first, head, rows):
                                             for i, h in enumerate(head[1:], 1)]
 
 
+def nseeds_text(n):
+    return f"{n} seed" + ("" if n == 1 else "s")
+
+
 def nseeds(*ds):
     return min((len(d) for d in ds), default=0)
 
