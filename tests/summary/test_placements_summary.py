@@ -1,7 +1,9 @@
 """The placement study's summary (studies/summary/placements.py) on made-up rows whose
 answers are worked out by hand here: a paired ratio to Pre-LN with an unconverged seed
 left out, depth exponents of the gradient against Theorem 1's lines, the status and time
-of each part from the sidecars, a partial grid (parts without points say so), and a bad
+of each part from the sidecars (and the estimate of what is left), the anatomy's value over
+query block norms and JS0 ratio, leverage and one-point marks, a partial grid (parts without
+points say so), and a bad
 sidecar as one line with exit status 2.
 
     BUILD=build python3 -m pytest tests/summary/test_placements_summary.py
@@ -238,3 +240,34 @@ def test_leverage_and_one_point_fits():
     # within the interval: not carried, no mark
     g = S.Fit(f.slope, 0.0, math.nan, f.points, f.n_at, f.leverage, (1.05, 0.98, 1.2), "")
     assert carried(g) is None and not ftxt(g, flags).endswith("*") and len(flags) == 1
+
+
+def test_anatomy_by_hand(tmp_path):
+    # ||H_bb||_F of Q and V in two layers; JS0 of the scaled block spectra.  Post-LN seed 0:
+    # ||Q|| = sqrt(1 + 4), ||V|| = sqrt(9 + 16) = 5, V/Q = sqrt 5; seed 1: V/Q = 10 / sqrt 5
+    # = 2 sqrt 5: geometric mean sqrt 10, log sd ln 2 / sqrt 2, 1 dof.  JS0 Post / Pre:
+    # 0.1 / 0.2 and 0.2 / 0.2: geometric mean sqrt(1/2).
+    d = str(tmp_path)
+    make(d)
+    norms = {("post", 0): ((1, 2), (3, 4)), ("post", 1): ((2, 1), (6, 8)),
+             ("pre", 0): ((1, 1), (1, 1)), ("pre", 1): ((1, 1), (2, 2))}
+    js = {("post", 0): 0.1, ("post", 1): 0.2, ("pre", 0): 0.2, ("pre", 1): 0.2}
+    for (p, s), (q, v) in norms.items():
+        rows = [["frob", "hessian", "", f"dec.{l}.{k}", k, l, 4096, "", repr(float(x)), "0", "",
+                 "", 16] for k, xs in (("Q", q), ("V", v)) for l, x in enumerate(xs)]
+        rows += [["js0", "hessian", w, "", "", "", "", "", repr(js[(p, s)]), "0", "", "", 10]
+                 for w in ("scaled", "raw")]
+        point(d, "anatomy", p, 6, s, rows)
+    run(d)
+    c = table(d, "claims.csv")
+    h = T1 * math.log(2) / 2
+    g = math.sqrt(10)
+    assert near(est(c["VQ.post"]["value"]), [g, g * math.exp(-h), g * math.exp(h)])
+    assert c["VQ.post"]["method"].startswith("2 seeds, paired (the same model)")
+    assert near(est(c["js0.post"]["value"])[:1], [math.sqrt(0.5)])
+    v = table(d, "values.csv")
+    assert v["VQ.peri"]["value"] == "not yet run" and "VQ.peri" not in c
+    assert v["status.core.anatomy"]["value"] == "4 of 198"
+    with open(os.path.join(d, "blocknorms.md")) as f:
+        q = [r for r in f if r.startswith("| Q |")][0]
+    assert q.split("|")[2].strip().startswith("2.24 [")   # sqrt 5 both seeds of Post-LN
