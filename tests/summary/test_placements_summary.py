@@ -2,9 +2,8 @@
 answers are worked out by hand here: a paired ratio to Pre-LN with an unconverged seed
 left out, depth exponents of the gradient against Theorem 1's lines, the status and time
 of each part from the sidecars (and the estimate of what is left), the anatomy's value over
-query block norms and JS0 ratio, leverage and one-point marks, a partial grid (parts without
-points say so), and a bad
-sidecar as one line with exit status 2.
+query block norms and JS0 ratio, leverage and one-point marks, a partial grid (parts
+without points say so), and a bad sidecar as one line with exit status 2.
 
     BUILD=build python3 -m pytest tests/summary/test_placements_summary.py
 """
