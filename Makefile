@@ -94,6 +94,7 @@ T_STUDY_BIN := $(filter-out %/placements,$(STUDY_SRC:studies/%.c=$(BUILD)/testin
 .PHONY: all deps deps-test deps-check demo test run-tests check check-asan bench bench-torch clean \
         fuzz fuzz-build test-python bench-python \
         test-mpi bench-mpi bench-peer install uninstall test-install test-readme test-fresh-root \
+        docs test-docs examples \
         FORCE check-results quotes report test-summary test-placements \
         results study-grad study-geometry study-hessian study-multi30k study-demo \
         study-grad-factorial study-anatomy study-anatomy-quick study-placements testing
@@ -206,7 +207,8 @@ $(T_BIN): $(call testing,$(CLI_OBJ)) $(T_FRONT) $(T_LIB)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 $(BUILD)/testing/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(T_KIT) $(T_FRONT) $(T_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(T_KIT) $(T_FRONT) $(T_LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(PARTS) $(T_KIT) $(T_FRONT) $(T_LIB) \
+	    $(LDLIBS) -o $@
 testing: $(T_BIN) $(T_STUDY_BIN)
 
 $(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/lnkit/*.h)
@@ -230,15 +232,16 @@ $(KIT): $(KIT_OBJ)
 
 $(BUILD)/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(PARTS) $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
 
-# The placement study's driver: studies/placements.c and its parts in
-# studies/placements/ (one program).
-PLACE_SRC := $(wildcard studies/placements/*.c)
-$(BUILD)/studies/placements: studies/placements.c $(PLACE_SRC) studies/placements/place.h \
-                             $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Istudies $(LDFLAGS) $< $(PLACE_SRC) $(KIT) $(FRONT) $(LIB) $(LDLIBS) -o $@
+# A study X is one program: its driver studies/X.c and, when the folder
+# studies/X/ exists, the parts there (compiled with it: PARTS).
+STUDY_DIRS := $(filter $(STUDY_SRC:studies/%.c=%),$(patsubst studies/%/,%,$(dir $(wildcard studies/*/*.c))))
+define study_parts
+$(BUILD)/studies/$(1) $(BUILD)/testing/studies/$(1): $(wildcard studies/$(1)/*.c studies/$(1)/*.h)
+$(BUILD)/studies/$(1) $(BUILD)/testing/studies/$(1): private PARTS := $(wildcard studies/$(1)/*.c)
+endef
+$(foreach s,$(sort $(STUDY_DIRS)),$(eval $(call study_parts,$(s))))
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(wildcard studies/kit/*.h) $(KIT) $(FRONT) $(LIB)
 	@mkdir -p $(dir $@)
@@ -252,6 +255,7 @@ test: deps-test
 	$(MAKE) test-mpi
 	$(MAKE) test-install
 	$(MAKE) test-readme
+	$(MAKE) test-docs
 	$(MAKE) test-bitwise
 	$(MAKE) test-summary
 	$(MAKE) test-placements
@@ -311,7 +315,7 @@ test-fresh-root:
 # values from their values.csv), and every study's summarising step re-run on
 # its committed rows against its committed tables and values
 # (tools/check_summaries.sh); `make quotes` rewrites the marks.
-QUOTED := README.md results/README.md
+QUOTED := docs/guide/performance.md docs/guide/studies.md results/README.md
 check-results: all
 	python3 tools/quotes.py --check $(QUOTED)
 	PYTHON=$(PYTHON) bash tools/check_summaries.sh $(BUILD)
@@ -328,6 +332,26 @@ test-bitwise: all
 # written in an empty folder (every exit status checked).
 test-readme: all
 	PYTHON=$(PYTHON) bash tests/test_readme.sh $(BUILD)
+
+# The user guide's command reference (docs/guide/commands.md), generated from
+# the option tables by tools/cli_doc, as the man pages' OPTIONS are, and the
+# study programs' options (docs/guide/study-options.md: their --help).
+docs: $(CLI_DOC) $(STUDY_BIN)
+	$(CLI_DOC) --markdown > docs/guide/commands.md.tmp
+	mv docs/guide/commands.md.tmp docs/guide/commands.md
+	bash tools/study_doc.sh $(BUILD) > docs/guide/study-options.md.tmp
+	mv docs/guide/study-options.md.tmp docs/guide/study-options.md
+# The documents against what they describe: the command reference equals
+# what `make docs` makes, every link of README.md and docs/ resolves, every
+# man page renders without a warning, lnkit(1) names every environment
+# variable the programs read (tests/test_docs.sh).
+test-docs: all
+	PYTHON=$(PYTHON) bash tests/test_docs.sh $(BUILD)
+
+# The examples (examples/), built against the installed lnkit (pkg-config);
+# their binaries are ignored by git.
+examples:
+	$(MAKE) -C examples
 
 # The MPI build and its tests (1, 2 and 3 ranks against one process); skipped
 # with a message when mpicc is not installed.

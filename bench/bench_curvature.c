@@ -72,6 +72,82 @@ static const cli_cmd cmd = {
              "of config (b)'s size: full steps, the reorthogonalisation kernel, light steps.",
     .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
+/* What every timing row holds first (-o: out, or NULL). */
+typedef struct {
+    FILE *out;
+    size_t n;
+    int threads;
+} rows_t;
+
+/* FULL: ten real steps on a fresh workspace (after its first touch). */
+static void full_steps(lnk_lanczos *w, lnk_operator *op, const rows_t *R)
+{
+    printf("\n  FULL step j   apply (s)   vector work (s)\n");
+    for (int j = 1; j <= 10; j++) {
+        if (lnk_lanczos_step(w, op) != LNK_OK)
+            cli_die_lib();
+        printf("  %11d   %9.4f   %15.4f\n", j, w->last_apply, w->last_orth);
+        if (R->out)
+            fprintf(R->out, "%zu,%d,full_step,%d,%.6g,\n", R->n, R->threads, j, w->last_orth);
+    }
+}
+
+/* 2 x CGS against the first js[k] rows of the basis: the median of 3 into
+ * tj[k] (x, h: scratch). */
+static void reorth_cgs(const lnk_lanczos *w, const int *js, double *tj, double *x, double *h,
+                       const rows_t *R)
+{
+    size_t n = R->n;
+    printf("\n  reorthogonalisation at step j (2 x CGS = 4 dgemv over j x n)\n");
+    printf("  %6s   %10s   %8s\n", "j", "median (s)", "GB/s");
+    for (int k = 0; k < 4; k++) {
+        double t[3];
+        for (int rep = 0; rep < 3; rep++) {
+            memcpy(x, w->V + 10 * n, n * sizeof(double));
+            double a = lnk_now();
+            lnk_orthogonalize(w->V, js[k], n, x, h);
+            t[rep] = lnk_now() - a;
+        }
+        qsort(t, 3, sizeof(double), cmp_double);
+        tj[k] = t[1];
+        double gbs = 4.0 * js[k] * (double)n * 8 / tj[k] / 1e9;
+        printf("  %6d   %10.4f   %8.2f\n", js[k], tj[k], gbs);
+        if (R->out)
+            fprintf(R->out, "%zu,%d,reorth,%d,%.6g,%.4g\n", n, R->threads, js[k], tj[k], gbs);
+    }
+}
+
+/* The blocked kernel of partial reorthogonalisation against the same rows
+ * (lnk_cv_reorth: coefficients, then update + next coefficients block by
+ * block; 2 reads of the rows when one pass suffices). */
+static void reorth_blocked(const lnk_lanczos *w, int M, const int *js, double *x, const rows_t *R)
+{
+    size_t n = R->n;
+    printf("\n  blocked Gram-Schmidt with the DGKS test (lnk_cv_reorth) against j rows\n");
+    printf("  %6s   %10s   %8s   %10s\n", "j", "median (s)", "GB/s", "rows read");
+    double *hh = calloc(2 * ((size_t)M + 2) * 2, sizeof(double));
+    for (int k = 0; k < 4; k++) {
+        double t[3], rows = 0;
+        int run[2] = {0, js[k]};
+        for (int rep = 0; rep < 3; rep++) {
+            /* a vector with a part outside the rows' span, as a Lanczos residual has */
+            for (size_t i = 0; i < n; i++)
+                x[i] = w->V[10 * n + i] + 1e-3 * (double)((i * 2654435761u) % 2001 - 1000);
+            double nrm = cblas_dnrm2((int)n, x, 1), r0 = 0, a = lnk_now();
+            lnk_cv_reorth(NULL, w->V, n, run, 1, x, nrm, hh, hh + M + 2, &r0);
+            t[rep] = lnk_now() - a;
+            rows = r0;
+        }
+        qsort(t, 3, sizeof(double), cmp_double);
+        double gbs = rows * (double)n * 8 / t[1] / 1e9;
+        printf("  %6d   %10.4f   %8.2f   %10.0f\n", js[k], t[1], gbs, rows);
+        if (R->out)
+            fprintf(R->out, "%zu,%d,reorth_blocked,%d,%.6g,%.4g\n", n, R->threads, js[k], t[1],
+                    gbs);
+    }
+    free(hh);
+}
+
 int main(int argc, char **argv)
 {
     cli_start(&argc, &argv, "bench_curvature");
@@ -93,8 +169,8 @@ int main(int argc, char **argv)
     FILE *out = arg.out ? cli_fopen(arg.out, "w") : NULL;
     if (out)
         fprintf(out, "n,threads,what,j,seconds,gb_per_s\n");
+    rows_t R = {out, n, threads};
 
-    /* FULL: ten real steps. */
     double t0 = lnk_now();
     lnk_lanczos *w = lnk_lanczos_alloc(n, M, LNK_LANCZOS_FULL);
     if (!w)
@@ -105,14 +181,7 @@ int main(int argc, char **argv)
     if (lnk_lanczos_start(w, NULL, 1) != LNK_OK)
         cli_die_lib();
     printf("  allocated, first-touched and started in %.2f s\n", lnk_now() - t0);
-    printf("\n  FULL step j   apply (s)   vector work (s)\n");
-    for (int j = 1; j <= 10; j++) {
-        if (lnk_lanczos_step(w, &op) != LNK_OK)
-            cli_die_lib();
-        printf("  %11d   %9.4f   %15.4f\n", j, w->last_apply, w->last_orth);
-        if (out)
-            fprintf(out, "%zu,%d,full_step,%d,%.6g,\n", n, threads, j, w->last_orth);
-    }
+    full_steps(w, &op, &R);
     /* Rows 11..M: copies of real vectors (dgemv time does not depend on values). */
     for (int r = 11; r <= M; r++)
         memcpy(w->V + (size_t)r * n, w->V + (size_t)(r % 10) * n, n * sizeof(double));
@@ -120,48 +189,8 @@ int main(int argc, char **argv)
     double *x = cli_alloc(n * sizeof(double)), *h = cli_alloc(2 * ((size_t)M + 1) * sizeof(double));
     int js[4] = {M / 8, M / 4, M / 2, M}; /* 10, 20, 40, 80 at the default */
     double tj[4];
-    printf("\n  reorthogonalisation at step j (2 x CGS = 4 dgemv over j x n)\n");
-    printf("  %6s   %10s   %8s\n", "j", "median (s)", "GB/s");
-    for (int k = 0; k < 4; k++) {
-        double t[3];
-        for (int rep = 0; rep < 3; rep++) {
-            memcpy(x, w->V + 10 * n, n * sizeof(double));
-            double a = lnk_now();
-            lnk_orthogonalize(w->V, js[k], n, x, h);
-            t[rep] = lnk_now() - a;
-        }
-        qsort(t, 3, sizeof(double), cmp_double);
-        tj[k] = t[1];
-        double gbs = 4.0 * js[k] * (double)n * 8 / tj[k] / 1e9;
-        printf("  %6d   %10.4f   %8.2f\n", js[k], tj[k], gbs);
-        if (out)
-            fprintf(out, "%zu,%d,reorth,%d,%.6g,%.4g\n", n, threads, js[k], tj[k], gbs);
-    }
-    /* the blocked kernel of partial reorthogonalisation against the same rows
-     * (lnk_cv_reorth: coefficients, then update + next coefficients block by
-     * block; 2 reads of the rows when one pass suffices) */
-    printf("\n  blocked Gram-Schmidt with the DGKS test (lnk_cv_reorth) against j rows\n");
-    printf("  %6s   %10s   %8s   %10s\n", "j", "median (s)", "GB/s", "rows read");
-    double *hh = calloc(2 * ((size_t)M + 2) * 2, sizeof(double));
-    for (int k = 0; k < 4; k++) {
-        double t[3], rows = 0;
-        int run[2] = {0, js[k]};
-        for (int rep = 0; rep < 3; rep++) {
-            /* a vector with a part outside the rows' span, as a Lanczos residual has */
-            for (size_t i = 0; i < n; i++)
-                x[i] = w->V[10 * n + i] + 1e-3 * (double)((i * 2654435761u) % 2001 - 1000);
-            double nrm = cblas_dnrm2((int)n, x, 1), r0 = 0, a = lnk_now();
-            lnk_cv_reorth(NULL, w->V, n, run, 1, x, nrm, hh, hh + M + 2, &r0);
-            t[rep] = lnk_now() - a;
-            rows = r0;
-        }
-        qsort(t, 3, sizeof(double), cmp_double);
-        double gbs = rows * (double)n * 8 / t[1] / 1e9;
-        printf("  %6d   %10.4f   %8.2f   %10.0f\n", js[k], t[1], gbs, rows);
-        if (out)
-            fprintf(out, "%zu,%d,reorth_blocked,%d,%.6g,%.4g\n", n, threads, js[k], t[1], gbs);
-    }
-    free(hh);
+    reorth_cgs(w, js, tj, x, h, &R);
+    reorth_blocked(w, M, js, x, &R);
     /* least-squares line t = a + b j through the 4 points */
     double sj = 0, st = 0, sjj = 0, sjt = 0;
     for (int k = 0; k < 4; k++) {

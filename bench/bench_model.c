@@ -133,10 +133,6 @@ static double flops_hvp(const size_cfg *s) { return flops_hvp_v(s, 0); }
 
 /* ---------------------------------------------------------------- helpers */
 
-/* The -o file, opened before the (long) runs so that a bad path fails at
- * once; a failure (kit: fail) removes its temporary file. */
-static lnk_afile csv_file;
-
 static _Noreturn void die_at(const char *what) { cli_die("%s: %s", what, lnk_errmsg()); }
 
 static double maxrss_mb(void)
@@ -488,6 +484,9 @@ int main(int argc, char **argv)
     const char *which = a.model, *csv = a.out;
     if (strcmp(which, "a") && strcmp(which, "b") && strcmp(which, "all"))
         cli_die("--model: expected a, b or all, got '%s'", which);
+    /* the -o file, opened before the (long) runs so that a bad path fails at
+     * once; a failure (cli_die) removes its temporary file */
+    lnk_afile csv_file = {0};
     if (csv && lnk_afile_open(&csv_file, cli_out(csv, 0)))
         die_at("-o");
     if (threads > 0)

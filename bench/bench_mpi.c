@@ -95,23 +95,22 @@ static const cli_cmd cmd = {
              "on Multi30k, the data set in length-sorted chunks sharded by scored tokens.",
     .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
-int main(int argc, char **argv)
+/* The pairs (Multi30k, or synthetic pairs when --src is absent) cut into
+ * chunks of at most --max-tokens padded tokens. */
+typedef struct {
+    const char *data; /* "multi30k" or "synthetic" */
+    lnk_corpus c;
+    lnk_vocab *vs, *vt;
+    lnk_pairs p;
+    lnk_batch *chunks;
+    int n_chunks;
+} pairs_t;
+
+static void load_pairs(const args_t *a, int me, pairs_t *D)
 {
-    cli_start(&argc, &argv, "bench_mpi");
-    args_t a;
-    cli_parse(&cmd, &a, argc, argv);
-    cli_setup_done();
-    int P = lnk_comm_size(), me = lnk_comm_rank();
-    const char *src = a.src, *tgt = a.tgt, *size = a.size, *csv = a.out;
-    int pairs = a.rows, repeat = a.repeat, steps = a.steps, threads = a.threads;
-    long max_tokens = a.max_tokens;
-    if (threads > 0)
-        lnk_set_blas_threads(threads);
-    int d, h, dff, L = 6;
-    if (sscanf(size, "%d,%d,%d,%d", &d, &h, &dff, &L) < 3)
-        cli_die("--size: expected D,H,DFF[,L], got '%s'", size);
+    const char *src = a->src, *tgt = a->tgt;
     char sp[64], tp[64];
-    const char *data = "multi30k";
+    D->data = "multi30k";
     FILE *probe = fopen(src, "r");
     if (probe) {
         fclose(probe);
@@ -121,45 +120,33 @@ int main(int argc, char **argv)
         snprintf(tp, sizeof tp, "/tmp/lnk_bench_mpi_%d_%d.tgt", (int)getpid(), me);
         synth(sp, 1000, 1);
         synth(tp, 1000, 2);
-        src = sp, tgt = tp, data = "synthetic";
+        src = sp, tgt = tp, D->data = "synthetic";
     }
-    lnk_corpus c;
-    CLI_CK(lnk_corpus_read(src, tgt, &c));
-    if (!strcmp(data, "synthetic"))
+    CLI_CK(lnk_corpus_read(src, tgt, &D->c));
+    if (!strcmp(D->data, "synthetic"))
         remove(sp), remove(tp);
-    lnk_vocab *vs, *vt;
-    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
-    lnk_pairs p;
-    CLI_CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
-    if (pairs > 0 && pairs < p.n)
-        p.n = pairs; /* the first N pairs (the arrays keep their size) */
-    lnk_batch *chunks;
-    int n_chunks;
-    CLI_CK(lnk_pairs_batches(&p, (size_t)max_tokens, &chunks, &n_chunks));
+    CLI_CK(lnk_corpus_vocabs(&D->c, 0, 1, 0, &D->vs, &D->vt));
+    CLI_CK(lnk_pairs_make(&D->c, D->vs, D->vt, NULL, &D->p));
+    if (a->rows > 0 && a->rows < D->p.n)
+        D->p.n = a->rows; /* the first N pairs (the arrays keep their size) */
+    CLI_CK(lnk_pairs_batches(&D->p, (size_t)a->max_tokens, &D->chunks, &D->n_chunks));
+}
 
-    lnk_config cfg;
-    CLI_CK(bench_s2s_config(&cfg, "post", d, h, dff, L, lnk_vocab_size(vs), lnk_vocab_size(vt)));
-    lnk_model *m = lnk_model_alloc(&cfg);
-    if (!m)
-        cli_die_lib();
-    size_t n = lnk_model_n_params(m);
-    lnk_dataset ds; /* takes the chunks over; chunks[] stays readable for the balance below */
-    lnk_dataset_init(&ds);
-    CLI_CK(lnk_dataset_add_chunks(&ds, m, chunks, n_chunks));
-    size_t N = ds.n_scored;
-    int *first = malloc(sizeof(int) * ((size_t)P + 1));
-    double *th = malloc(sizeof(double) * n);
-    if (!first || !th) {
-        lnk_error(LNK_ENOMEM, "out of memory (%zu parameters)", n);
-        cli_die_lib();
-    }
-    CLI_CK(lnk_model_init_params(m, th));
-    CLI_CK(lnk_shard_chunks(m, chunks, n_chunks, P, first));
-    size_t mine_tokens = 0;
-    for (int k = first[me]; k < first[me + 1]; k++)
-        mine_tokens += lnk_batch_n_scored(m, &chunks[k]);
-    /* load balance: the largest shard against the mean, in scored tokens and
-     * in padded positions (what the GEMMs actually compute) */
+static void pairs_free(pairs_t *D)
+{
+    lnk_batches_free(D->chunks, D->n_chunks);
+    lnk_pairs_free(&D->p);
+    lnk_vocab_free(D->vs);
+    lnk_vocab_free(D->vt);
+    lnk_corpus_free(&D->c);
+}
+
+/* Load balance: the largest shard (ranks r's chunks first[r] .. first[r+1])
+ * against the mean, in scored tokens (N in all) and in padded positions
+ * (what the GEMMs actually compute). */
+static void balance(lnk_model *m, const lnk_batch *chunks, const int *first, int P, size_t N,
+                    double *imb_sc, double *imb_pad)
+{
     double max_sc = 0, max_pad = 0, all_pad = 0;
     for (int r = 0; r < P; r++) {
         double sc = 0, pad = 0;
@@ -171,14 +158,20 @@ int main(int argc, char **argv)
         max_pad = pad > max_pad ? pad : max_pad;
         all_pad += pad;
     }
-    double imb_sc = max_sc * P / (double)N, imb_pad = max_pad * P / all_pad;
-    CLI_CK(lnk_dataset_shard(&ds, m, lnk_comm_world()));
-    lnk_hessian *hs = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
-    if (!hs)
-        cli_die_lib();
-    lnk_operator op = lnk_hessian_operator(hs);
-    size_t off, cnt;
-    lnk_hessian_slice(hs, &off, &cnt);
+    *imb_sc = max_sc * P / (double)N, *imb_pad = max_pad * P / all_pad;
+}
+
+/* What is measured (see the top of the file). */
+typedef struct {
+    double t_hvp, t_comm, bytes, bytes_rank, t_step, t_orth;
+} timing;
+
+/* H v on this rank's slice (cnt entries from off of n): the median of
+ * `repeat` products after a warm-up, the bytes sent per product, and the
+ * communication of a product alone. */
+static void time_hvp(lnk_operator *op, size_t off, size_t cnt, size_t n, int P, int repeat,
+                     timing *T)
+{
     double *x = malloc(sizeof(double) * cnt), *y = malloc(sizeof(double) * cnt);
     double *full = malloc(sizeof(double) * n), *t = malloc(sizeof(double) * (size_t)repeat);
     double *tc = malloc(sizeof(double) * (size_t)repeat);
@@ -189,17 +182,17 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < cnt; i++)
         x[i] = ((off + i) * 2654435761u) % 3 ? 1.0 : -1.0;
-    CLI_CK(op.apply(op.ctx, x, y)); /* warm-up */
+    CLI_CK(op->apply(op->ctx, x, y)); /* warm-up */
     double b0 = lnk_comm_bytes_sent();
     for (int r = 0; r < repeat; r++) {
         CLI_CK(lnk_comm_barrier());
         double t0 = lnk_now();
-        CLI_CK(op.apply(op.ctx, x, y));
+        CLI_CK(op->apply(op->ctx, x, y));
         CLI_CK(lnk_comm_barrier());
         t[r] = lnk_now() - t0;
     }
-    double bytes_rank = (lnk_comm_bytes_sent() - b0) / repeat, bytes = bytes_rank;
-    CLI_CK(lnk_comm_sum(&bytes, 1));
+    T->bytes_rank = (lnk_comm_bytes_sent() - b0) / repeat, T->bytes = T->bytes_rank;
+    CLI_CK(lnk_comm_sum(&T->bytes, 1));
     /* the communication of an apply alone */
     lnk_comm_split(n, P, ct, ct + P);
     for (int r = 0; r < repeat; r++) {
@@ -210,48 +203,101 @@ int main(int argc, char **argv)
         CLI_CK(lnk_comm_barrier());
         tc[r] = lnk_now() - t0;
     }
-    double t_hvp = median(t, repeat), t_comm = median(tc, repeat);
-    /* Lanczos, FULL reorthogonalisation on slices */
+    T->t_hvp = median(t, repeat), T->t_comm = median(tc, repeat);
+    free(x), free(y), free(full), free(t), free(tc), free(ct);
+}
+
+/* Lanczos, FULL reorthogonalisation on slices: seconds per step and of its
+ * reorthogonalisation. */
+static void time_lanczos(lnk_operator *op, size_t cnt, int steps, timing *T)
+{
     lnk_lanczos *lz = lnk_lanczos_alloc(cnt, steps, LNK_LANCZOS_FULL);
     if (!lz)
         cli_die_lib();
-    CLI_CK(lnk_lanczos_distribute(lz, op.group));
+    CLI_CK(lnk_lanczos_distribute(lz, op->group));
     CLI_CK(lnk_lanczos_start(lz, NULL, 7));
     CLI_CK(lnk_comm_barrier());
     double t0 = lnk_now();
-    CLI_CK(lnk_lanczos_run(lz, &op, steps));
+    CLI_CK(lnk_lanczos_run(lz, op, steps));
     CLI_CK(lnk_comm_barrier());
-    double t_step = (lnk_now() - t0) / lz->steps, t_orth = lz->t_orth / lz->steps;
+    T->t_step = (lnk_now() - t0) / lz->steps, T->t_orth = lz->t_orth / lz->steps;
+    lnk_lanczos_free(lz);
+}
+
+int main(int argc, char **argv)
+{
+    cli_start(&argc, &argv, "bench_mpi");
+    args_t a;
+    cli_parse(&cmd, &a, argc, argv);
+    cli_setup_done();
+    int P = lnk_comm_size(), me = lnk_comm_rank();
+    const char *size = a.size, *csv = a.out;
+    if (a.threads > 0)
+        lnk_set_blas_threads(a.threads);
+    int d, h, dff, L = 6;
+    if (sscanf(size, "%d,%d,%d,%d", &d, &h, &dff, &L) < 3)
+        cli_die("--size: expected D,H,DFF[,L], got '%s'", size);
+    pairs_t D;
+    load_pairs(&a, me, &D);
+    lnk_config cfg;
+    CLI_CK(bench_s2s_config(&cfg, "post", d, h, dff, L, lnk_vocab_size(D.vs),
+                            lnk_vocab_size(D.vt)));
+    lnk_model *m = lnk_model_alloc(&cfg);
+    if (!m)
+        cli_die_lib();
+    size_t n = lnk_model_n_params(m);
+    lnk_dataset ds; /* takes the chunks over; chunks[] stays readable for the balance below */
+    lnk_dataset_init(&ds);
+    CLI_CK(lnk_dataset_add_chunks(&ds, m, D.chunks, D.n_chunks));
+    size_t N = ds.n_scored;
+    int *first = malloc(sizeof(int) * ((size_t)P + 1));
+    double *th = malloc(sizeof(double) * n);
+    if (!first || !th) {
+        lnk_error(LNK_ENOMEM, "out of memory (%zu parameters)", n);
+        cli_die_lib();
+    }
+    CLI_CK(lnk_model_init_params(m, th));
+    CLI_CK(lnk_shard_chunks(m, D.chunks, D.n_chunks, P, first));
+    size_t mine_tokens = 0;
+    for (int k = first[me]; k < first[me + 1]; k++)
+        mine_tokens += lnk_batch_n_scored(m, &D.chunks[k]);
+    double imb_sc, imb_pad;
+    balance(m, D.chunks, first, P, N, &imb_sc, &imb_pad);
+    CLI_CK(lnk_dataset_shard(&ds, m, lnk_comm_world()));
+    lnk_hessian *hs = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
+    if (!hs)
+        cli_die_lib();
+    lnk_operator op = lnk_hessian_operator(hs);
+    size_t off, cnt;
+    lnk_hessian_slice(hs, &off, &cnt);
+    timing T;
+    time_hvp(&op, off, cnt, n, P, a.repeat, &T);
+    time_lanczos(&op, cnt, a.steps, &T);
     double basis_mb = 81.0 * (double)cnt * 8 / 1048576.0;
     if (me == 0) {
         printf("bench_mpi: %s, %d pairs, %d chunks (<= %ld padded tokens), %zu scored tokens "
-               "(rank 0: %zu), 6-6 d %d h %d d_ff %d, %zu parameters\n", data, p.n, n_chunks,
-               max_tokens, N, mine_tokens, d, h, dff, n);
+               "(rank 0: %zu), 6-6 d %d h %d d_ff %d, %zu parameters\n", D.data, D.p.n,
+               D.n_chunks, a.max_tokens, N, mine_tokens, d, h, dff, n);
         printf("%5s %7s %9s %9s %12s %12s %9s %9s %9s %9s\n", "ranks", "threads", "t_hvp_s",
                "t_comm_s", "MB_per_hvp", "MB_per_rank", "t_step_s", "t_orth_s", "basis_MB",
                "imbalance");
         printf("%5d %7d %9.4f %9.5f %12.2f %12.2f %9.4f %9.5f %9.1f %9.3f\n", P,
-               lnk_blas_threads(), t_hvp, t_comm, bytes / 1e6, bytes_rank / 1e6, t_step, t_orth,
-               basis_mb, imb_pad);
+               lnk_blas_threads(), T.t_hvp, T.t_comm, T.bytes / 1e6, T.bytes_rank / 1e6,
+               T.t_step, T.t_orth, basis_mb, imb_pad);
         if (csv) {
             FILE *f = cli_fopen(csv, "a");
             fprintf(f, "%s,%d,%zu,%d,%d,%d,%zu,%d,%d,%.6f,%.6f,%.0f,%.6f,%.6f,%.3f,%.4f,%.4f\n",
-                    data, p.n, N, n_chunks, d, dff, n, P, lnk_blas_threads(), t_hvp, t_comm, bytes,
-                    t_step, t_orth, basis_mb, imb_sc, imb_pad);
+                    D.data, D.p.n, N, D.n_chunks, d, dff, n, P, lnk_blas_threads(), T.t_hvp,
+                    T.t_comm, T.bytes, T.t_step, T.t_orth, basis_mb, imb_sc, imb_pad);
             cli_fclose(f, csv);
         }
     }
-    lnk_lanczos_free(lz);
-    free(x), free(y), free(full), free(t), free(tc), free(ct), free(first), free(th);
+    free(first), free(th);
     lnk_hessian_free(hs);
     lnk_model_free(m);
     lnk_config_clear(&cfg);
     lnk_dataset_free(&ds);
-    lnk_batches_free(chunks, n_chunks);
-    lnk_pairs_free(&p);
-    lnk_vocab_free(vs);
-    lnk_vocab_free(vt);
-    lnk_corpus_free(&c);
+    pairs_free(&D);
     lnk_comm_finalize();
     return 0;
 }

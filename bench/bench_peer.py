@@ -43,8 +43,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "studies", "kit"))
-import sidecar  # noqa: E402  (studies/kit/sidecar.py: lnkit meta, the one sidecar writer)
+sys.path.insert(0, os.path.join(ROOT, "studies", "summary"))
+import sidecar  # noqa: E402  (studies/summary/sidecar.py: lnkit meta, the one sidecar writer)
 CFG_B = dict(d=256, h=4, L=6, d_ff=1024, V=4000, B=16, T=32)
 
 
@@ -153,7 +153,7 @@ def parse_hvp_median(stderr):
     sys.exit(f"bench_peer: no median in lnkit hvp's output: {stderr}")
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description="lnkit vs PyTorch + SciPy (make bench-peer)")
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "bench"))
@@ -165,7 +165,126 @@ def main():
     ap.add_argument("--config")
     ap.add_argument("--weights")
     ap.add_argument("--batch")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+class Rows:
+    """The measured rows (measure, tool, value, unit), each printed as it comes."""
+
+    def __init__(self):
+        self.rows = []
+
+    def __call__(self, measure, tool, value, unit):
+        self.rows.append((measure, tool, value, unit))
+        print(f"  {measure:<34} {tool:<16} {value:>14.6g} {unit}", flush=True)
+
+
+FILES = ("--config", "w.json", "--weights", "w.safetensors", "--batch", "b.safetensors")
+
+
+def make_problem(lnkit, work, threads):
+    """Config (b)'s weights and batch in WORK; lnkit's version and BLAS kernel."""
+    s = CFG_B
+    run([lnkit, "init", "--d", str(s["d"]), "--h", str(s["h"]), "--L", str(s["L"]),
+         "--d-ff", str(s["d_ff"]), "--V", str(s["V"]), "--norm-pos", "post", "--seed", "0",
+         "-o", "w.safetensors"], cwd=work)
+    run([lnkit, "batch", "--synthetic", "--V", str(s["V"]), "--rows", str(s["B"]),
+         "--len", str(s["T"]), "--rng-seed", "1", "-o", "b.safetensors"], cwd=work)
+    ver, kernel = lnkit_version(lnkit)
+    print(f"bench_peer: config (b) lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 Post-LN, "
+          f"{threads} threads; {ver}; {kernel}")
+    return ver, kernel
+
+
+def eigs_rows(a, lnkit, work, row):
+    """1. Top-5 eigenvalues, PyTorch + scipy and lnkit: the worker's answers (tw) and
+    lnkit eigs's sidecar."""
+    # PyTorch + scipy, in its own process and default environment
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LNK_")}
+    print("== PyTorch float64 + scipy eigsh (graph built once, reused) ...", flush=True)
+    p, _ = run(["/usr/bin/python3", os.path.abspath(__file__), "--torch-worker",
+                "--threads", str(a.threads), "--repeat", str(a.repeat), "--tol", str(a.tol),
+                "--config", "w.json", "--weights", "w.safetensors", "--batch",
+                "b.safetensors"], env=env, cwd=work)
+    tw = json.loads(p.stdout.strip().splitlines()[-1])
+    print("== lnkit eigs -k 5 --which top --tol 1e-6 ...", flush=True)
+    _, lt = run([lnkit, "eigs", *FILES, "-k", "5", "--which", "top", "--tol", str(a.tol),
+                 "--threads", str(a.threads), "--quiet", "-o", "e.csv"], cwd=work)
+    with open(os.path.join(work, "e.meta.json")) as f:
+        lmeta = json.load(f)
+    with open(os.path.join(work, "e.csv")) as f:
+        hdr = f.readline().strip().split(",")
+        lvals = [float(line.split(",")[hdr.index("eigenvalue")]) for line in f if line.strip()]
+    lprod = int(lmeta.get("hvp_products", 0))
+    agree = max(abs(x - y) / abs(y) for x, y in zip(lvals, tw["eigs_values"]))
+    print("== results", flush=True)
+    row("eigs_top5_wall", "torch+scipy", tw["eigs_s"], "s")
+    row("eigs_top5_wall", "lnkit", lt, "s")
+    row("eigs_top5_products", "torch+scipy", tw["eigs_products"], "H v")
+    row("eigs_top5_products", "lnkit", lprod, "H v")
+    row("eigs_top5_speedup", "lnkit", tw["eigs_s"] / lt, "x")
+    row("eigs_top5_agreement", "both", agree, "max rel. diff")
+    for i, (x, y) in enumerate(zip(lvals, tw["eigs_values"])):
+        row(f"eigenvalue_{i}", "lnkit", x, "")
+        row(f"eigenvalue_{i}", "torch+scipy", y, "")
+    row("torch_graph_build", "torch", tw["graph_s"], "s")
+    return tw, lmeta
+
+
+def hvp_rows(a, lnkit, work, tw, row):
+    """2. One H v: lnkit with the primal pass kept and recomputed, PyTorch on the reused
+    and on a fresh graph."""
+    import numpy as np  # noqa: E402 (the driver needs numpy only here)
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    import ref_torch as R  # noqa: E402
+    v = np.random.default_rng(3).standard_normal(tw["n_params"])
+    R.st_write(os.path.join(work, "v.safetensors"), {"v": v})
+    hv = ["hvp", *FILES, "--vector", "v.safetensors", "-o", "hv.safetensors",
+          "--threads", str(a.threads)]
+    p, _ = run([lnkit, *hv, "--repeat", str(a.repeat + 1)], cwd=work)
+    kept = parse_hvp_median(p.stderr)
+    p, _ = run([lnkit, *hv, "--repeat", str(a.repeat), "--cache-mb", "0"], cwd=work)
+    fresh = parse_hvp_median(p.stderr)
+    row("hvp_primal_kept", "lnkit", kept, "s")
+    row("hvp_recomputed", "lnkit", fresh, "s")
+    row("hvp_reused_graph", "torch", tw["hvp_reused_s"], "s")
+    row("hvp_fresh_graph", "torch", tw["hvp_fresh_s"], "s")
+    row("hvp_speedup_kept_vs_reused", "lnkit", tw["hvp_reused_s"] / kept, "x")
+    row("hvp_speedup_recomputed_vs_fresh", "lnkit", tw["hvp_fresh_s"] / fresh, "x")
+
+
+def multi30k_rows(a, m30k, work, row):
+    """3. The Multi30k full-size product: bench_multi30k's rows."""
+    print("== bench_multi30k --all (6-6, d=512, h=8, d_ff=2048, all pairs) ...", flush=True)
+    mcsv = os.path.join(work, "m30k.csv")
+    run([m30k, "--all", "--sizes", "512,8,2048", "--products", "2", "--threads",
+         str(a.threads), "-o", mcsv,
+         "--src", os.path.join(ROOT, "data", "multi30k", "val.de"),
+         "--tgt", os.path.join(ROOT, "data", "multi30k", "val.en")])
+    with open(mcsv, newline="") as f:
+        m30 = list(csv.DictReader(f))
+    for r in m30:
+        k = int(r["product"])
+        row(f"multi30k_full_hvp_{'first' if k == 1 else 'kept'}", "lnkit",
+            float(r["seconds"]), "s")
+    row("multi30k_cached_chunks", "lnkit", int(m30[-1]["cached_chunks"]),
+        f"of {m30[-1]['chunks']}")
+    return m30
+
+
+def cpu_name():
+    cpu = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f
+                       if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return cpu
+
+
+def main():
+    a = parse_args()
     if a.torch_worker:
         return torch_worker(a)
 
@@ -181,90 +300,12 @@ def main():
             sys.exit(f"bench_peer: {f} not found (make bench-peer builds it)")
     os.makedirs(a.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="lnkit-peer-")
-    rows = []
-
-    def row(measure, tool, value, unit):
-        rows.append((measure, tool, value, unit))
-        print(f"  {measure:<34} {tool:<16} {value:>14.6g} {unit}", flush=True)
-
+    row = Rows()
     try:
-        s = CFG_B
-        run([lnkit, "init", "--d", str(s["d"]), "--h", str(s["h"]), "--L", str(s["L"]),
-             "--d-ff", str(s["d_ff"]), "--V", str(s["V"]), "--norm-pos", "post", "--seed", "0",
-             "-o", "w.safetensors"], cwd=work)
-        run([lnkit, "batch", "--synthetic", "--V", str(s["V"]), "--rows", str(s["B"]),
-             "--len", str(s["T"]), "--rng-seed", "1", "-o", "b.safetensors"], cwd=work)
-        files = ["--config", "w.json", "--weights", "w.safetensors", "--batch", "b.safetensors"]
-        ver, kernel = lnkit_version(lnkit)
-        print(f"bench_peer: config (b) lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 Post-LN, "
-              f"{a.threads} threads; {ver}; {kernel}")
-
-        # PyTorch + scipy, in its own process and default environment
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LNK_")}
-        print("== PyTorch float64 + scipy eigsh (graph built once, reused) ...", flush=True)
-        p, _ = run(["/usr/bin/python3", os.path.abspath(__file__), "--torch-worker",
-                    "--threads", str(a.threads), "--repeat", str(a.repeat), "--tol", str(a.tol),
-                    "--config", "w.json", "--weights", "w.safetensors", "--batch",
-                    "b.safetensors"], env=env, cwd=work)
-        tw = json.loads(p.stdout.strip().splitlines()[-1])
-        print("== lnkit eigs -k 5 --which top --tol 1e-6 ...", flush=True)
-        _, lt = run([lnkit, "eigs", *files, "-k", "5", "--which", "top", "--tol", str(a.tol),
-                     "--threads", str(a.threads), "--quiet", "-o", "e.csv"], cwd=work)
-        with open(os.path.join(work, "e.meta.json")) as f:
-            lmeta = json.load(f)
-        with open(os.path.join(work, "e.csv")) as f:
-            hdr = f.readline().strip().split(",")
-            lvals = [float(line.split(",")[hdr.index("eigenvalue")]) for line in f if line.strip()]
-        lprod = int(lmeta.get("hvp_products", 0))
-        agree = max(abs(x - y) / abs(y) for x, y in zip(lvals, tw["eigs_values"]))
-        print("== results", flush=True)
-        row("eigs_top5_wall", "torch+scipy", tw["eigs_s"], "s")
-        row("eigs_top5_wall", "lnkit", lt, "s")
-        row("eigs_top5_products", "torch+scipy", tw["eigs_products"], "H v")
-        row("eigs_top5_products", "lnkit", lprod, "H v")
-        row("eigs_top5_speedup", "lnkit", tw["eigs_s"] / lt, "x")
-        row("eigs_top5_agreement", "both", agree, "max rel. diff")
-        for i, (x, y) in enumerate(zip(lvals, tw["eigs_values"])):
-            row(f"eigenvalue_{i}", "lnkit", x, "")
-            row(f"eigenvalue_{i}", "torch+scipy", y, "")
-        row("torch_graph_build", "torch", tw["graph_s"], "s")
-
-        # one product
-        import numpy as np  # noqa: E402 (the driver needs numpy only here)
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        import ref_torch as R  # noqa: E402
-        v = np.random.default_rng(3).standard_normal(tw["n_params"])
-        R.st_write(os.path.join(work, "v.safetensors"), {"v": v})
-        hv = ["hvp", *files, "--vector", "v.safetensors", "-o", "hv.safetensors",
-              "--threads", str(a.threads)]
-        p, _ = run([lnkit, *hv, "--repeat", str(a.repeat + 1)], cwd=work)
-        kept = parse_hvp_median(p.stderr)
-        p, _ = run([lnkit, *hv, "--repeat", str(a.repeat), "--cache-mb", "0"], cwd=work)
-        fresh = parse_hvp_median(p.stderr)
-        row("hvp_primal_kept", "lnkit", kept, "s")
-        row("hvp_recomputed", "lnkit", fresh, "s")
-        row("hvp_reused_graph", "torch", tw["hvp_reused_s"], "s")
-        row("hvp_fresh_graph", "torch", tw["hvp_fresh_s"], "s")
-        row("hvp_speedup_kept_vs_reused", "lnkit", tw["hvp_reused_s"] / kept, "x")
-        row("hvp_speedup_recomputed_vs_fresh", "lnkit", tw["hvp_fresh_s"] / fresh, "x")
-
-        m30 = None
-        if not a.skip_multi30k:
-            print("== bench_multi30k --all (6-6, d=512, h=8, d_ff=2048, all pairs) ...",
-                  flush=True)
-            mcsv = os.path.join(work, "m30k.csv")
-            run([m30k, "--all", "--sizes", "512,8,2048", "--products", "2", "--threads",
-                 str(a.threads), "-o", mcsv,
-                 "--src", os.path.join(ROOT, "data", "multi30k", "val.de"),
-                 "--tgt", os.path.join(ROOT, "data", "multi30k", "val.en")])
-            with open(mcsv, newline="") as f:
-                m30 = list(csv.DictReader(f))
-            for r in m30:
-                k = int(r["product"])
-                row(f"multi30k_full_hvp_{'first' if k == 1 else 'kept'}", "lnkit",
-                    float(r["seconds"]), "s")
-            row("multi30k_cached_chunks", "lnkit", int(m30[-1]["cached_chunks"]),
-                f"of {m30[-1]['chunks']}")
+        ver, kernel = make_problem(lnkit, work, a.threads)
+        tw, lmeta = eigs_rows(a, lnkit, work, row)
+        hvp_rows(a, lnkit, work, tw, row)
+        m30 = None if a.skip_multi30k else multi30k_rows(a, m30k, work, row)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -277,15 +318,8 @@ def main():
     tmp = csvp + ".tmp"
     with open(tmp, "w") as f:
         f.write("measure,tool,value,unit\n")
-        for m, t, v, u in rows:
+        for m, t, v, u in row.rows:
             f.write(f"{m},{t},{v:.17g},{u}\n")
-    cpu = platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f
-                       if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     # the sidecar by lnkit's one writer (lnkit meta): command line, commit, versions,
     # BLAS kernel, threads, start and wall time; these are the benchmark's own keys
     meta = dict(
@@ -296,7 +330,7 @@ def main():
         torch=dict((k, tw[k]) for k in ("torch", "scipy", "numpy", "threads",
                                         "openblas_kernel", "blas_info", "import_s", "loss")),
         multi30k=m30,
-        machine=dict(cpu=cpu, cores=os.cpu_count(),
+        machine=dict(cpu=cpu_name(), cores=os.cpu_count(),
                      load_average_start=load0, load_average_end=loadavg(),
                      machine_busy_share=busy,
                      note="machine shared with other work: figures are provisional unless "

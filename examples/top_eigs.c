@@ -55,8 +55,10 @@ int main(int argc, char **argv)
         check(LNK_EINVAL);
     lnk_operator op = lnk_hessian_operator(h);
 
-    /* Lanczos with full reorthogonalisation, residuals computed explicitly;
-     * the same settings as `lnkit eigs -k K --tol 1e-10` */
+    /* Lanczos with the library's defaults (a stored basis kept
+     * semi-orthogonal by partial reorthogonalisation, LNK_REORTH_PARTIAL;
+     * o.reorth = LNK_REORTH_ALWAYS reorthogonalises at every step), residuals
+     * computed explicitly; the same settings as `lnkit eigs -k K --tol 1e-10` */
     lnk_eigs_opts o;
     lnk_eigs_opts_default(&o);
     o.k_top = k;

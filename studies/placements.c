@@ -112,7 +112,7 @@ static const cli_cmd cmd = {
 
 static void parse(int argc, char **argv, opts_t *o, lnk_config *c)
 {
-    static args_t a;
+    args_t a;
     cli_parse(&cmd, &a, argc, argv);
     cli_setup_done();
     *o = a.o;

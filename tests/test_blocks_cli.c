@@ -238,8 +238,8 @@ static void test_blocks(void **s)
                             dir, tu_lnkit(), task, task, task, task, stack, grp, one, kinds[k]);
             if (st != 0 && st != 3)
                 fail_msg("blocks %s %s (%d): %s", task, kinds[k], st, out);
-            /* exit 3 exactly when an extreme did not converge (README, "Inputs, outputs
-             * and failures"): a 0 in top_converged or bottom_converged */
+            /* exit 3 exactly when an extreme did not converge (docs/guide/files.md, "Exit
+             * status"): a 0 in top_converged or bottom_converged */
             int zeros = 0;
             for (const char *p = strchr(out, '\n'); p && p[1] && strncmp(p + 1, "PAIRS", 5);
                  p = strchr(p + 1, '\n')) {

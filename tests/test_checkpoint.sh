@@ -26,8 +26,8 @@ export OPENBLAS_NUM_THREADS=1
 C=(--config m.json --weights m.safetensors --batch b1.safetensors --batch b2.safetensors --chunk 8)
 
 # name | exit status | arguments (output options added below); --tol 0 runs
-# eigs to its step limit, not converged: status 3 (README, "Inputs, outputs
-# and failures")
+# eigs to its step limit, not converged: status 3 (docs/guide/files.md,
+# "Exit status")
 CASES=(
   "eigs|3|eigs ${C[*]} -k 3 --which both --tol 0 --max-steps 40"
   "hutchinson|0|trace ${C[*]} --probes 24"

@@ -16,9 +16,6 @@
 #include "front/front.h"
 #include "kit.h"
 
-/* this process: rank study_R of study_P */
-static int study_P = 1, study_R = 0;
-
 /* The program's start (front/front.h: the BLAS kernel, the MPI job, the
  * command line for the sidecars).  Until the study calls cli_setup_done
  * (after its options: every rank parses the same ones, so a bad one is
@@ -27,15 +24,13 @@ static int study_P = 1, study_R = 0;
 void study_start(int *argc, char ***argv, const char *name)
 {
     cli_start(argc, argv, name);
-    study_P = lnk_comm_size();
-    study_R = lnk_comm_rank();
 }
 
 /* 1 on rank 0 (the one that writes files and prints). */
-int study_root(void) { return study_R == 0; }
-int study_ranks(void) { return study_P; }
+int study_root(void) { return lnk_comm_rank() == 0; }
+int study_ranks(void) { return lnk_comm_size(); }
 /* 1 if sweep point i is this rank's. */
-int study_mine(long i) { return i % study_P == study_R; }
+int study_mine(long i) { return i % lnk_comm_size() == lnk_comm_rank(); }
 
 /* Record an input file (path, size, SHA-256) for the sidecars, or fail. */
 void study_input(const char *path)
@@ -53,7 +48,7 @@ void study_input_read(const char *path, const lnk_digest *d)
 /* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
 void make_dir(const char *dir)
 {
-    if (study_R != 0)
+    if (!study_root())
         return;
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
@@ -137,7 +132,7 @@ static void csv_begin_(out_csv *o, const char *path, const char *const *hdr, int
     o->sweep = sweep;
     lnk_iso_time(o->start, sizeof o->start);
     o->t0 = lnk_now();
-    if (study_R == 0) {
+    if (study_root()) {
         CLI_CK(lnk_afile_open(&o->a, o->path));
     }
     o->mem = open_memstream(&o->buf, &o->len);
@@ -224,14 +219,14 @@ static void csv_take(out_csv *o, study_buf *to)
             SBUF_PUT(&mine, n);
             sbuf_put(&mine, o->buf + o->seg[k].start, n);
         }
-        len = malloc(sizeof(size_t) * (size_t)study_P);
+        len = malloc(sizeof(size_t) * (size_t)study_ranks());
         if (!len)
             cli_die("out of memory");
         CLI_CK(lnk_comm_gather_bytes(mine.p ? mine.p : "", mine.n, &all, len, 0));
         sbuf_free(&mine);
-        if (study_R == 0) {
+        if (study_root()) {
             size_t off = 0, cap = 0;
-            for (int r = 0; r < study_P; r++) {
+            for (int r = 0; r < study_ranks(); r++) {
                 study_rd rd = {all + off, len[r], 0};
                 for (int k = 0; rd.at < rd.n; k++) {
                     int64_t pt;
@@ -255,7 +250,7 @@ static void csv_take(out_csv *o, study_buf *to)
                 qsort(pc, (size_t)npc, sizeof *pc, study_piece_cmp);
         }
     }
-    if (study_R == 0) {
+    if (study_root()) {
         sbuf_put(to, o->buf + o->sent, head - o->sent);
         for (int k = 0; k < npc; k++)
             sbuf_put(to, pc[k].p, pc[k].n);
@@ -288,7 +283,7 @@ void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const cha
         cli_die("internal: csv_flush on %s, which is not resumable", o->path);
     size_t before = o->file.n;
     csv_take(o, &o->file);
-    if (study_R != 0 || o->file.n == before)
+    if (!study_root() || o->file.n == before)
         return;
     csv_commit(o, &o->file, c, extra, start, t0);
     /* the next flush writes through a new temporary file */
@@ -310,7 +305,7 @@ void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const cha
 {
     if (o->resume) {
         csv_flush(o, c, extra, start, t0);
-        if (study_R == 0) { /* the temporary file of a next flush, unused */
+        if (study_root()) { /* the temporary file of a next flush, unused */
             lnk_afile_abort(&o->a);
         }
         csv_release(o);
@@ -318,7 +313,7 @@ void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const cha
     }
     study_buf b = {0};
     csv_take(o, &b);
-    if (study_R == 0)
+    if (study_root())
         csv_commit(o, &b, c, extra, start, t0);
     sbuf_free(&b);
     csv_release(o);
@@ -340,7 +335,7 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
         if (!same)
             cli_die("%s: its columns differ from this program's (column 1: '%s'); move it away or "
                  "choose another --out", path, t.ncol ? t.head[0] : "");
-        if (study_R == 0)
+        if (study_root())
             for (size_t i = 0; i < t.nrow; i++) {
                 for (int j = 0; j < n; j++)
                     CLI_CK(lnk_csv_str(&o->c, study_csvdata_str(&t, i, j)));
@@ -350,7 +345,7 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
     if (fflush(o->mem) != 0)
         cli_die("%s: out of memory", o->path);
     /* header and kept rows: the file as it is (or would be, empty) */
-    if (study_R == 0)
+    if (study_root())
         sbuf_put(&o->file, o->buf, o->len);
     o->sent = o->len;
     size_t nrow = t.nrow;

@@ -1,0 +1,94 @@
+/* The anatomy study's points and their data (anatomy.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "lnkit/corpus.h"
+#include "front/front.h"
+#include "anatomy.h"
+
+static int add_point(point_t *P, int n, point_t p)
+{
+    for (int i = 0; i < n; i++)
+        if (!memcmp(&P[i], &p, sizeof p))
+            return n;
+    P[n] = p;
+    return n + 1;
+}
+
+int make_points(const opts_t *o, point_t **out)
+{
+    int cap = 2 * o->seeds * (o->lm_L.n + o->lm_d.n + o->s2s_L.n + o->s2s_d.n + 4) + 8;
+    point_t *P = calloc((size_t)cap, sizeof *P);
+    if (!P)
+        cli_die("out of memory");
+    int n = 0;
+    for (int task = 0; task < 2; task++) {
+        const ilist *Ls = task ? &o->s2s_L : &o->lm_L, *ds = task ? &o->s2s_d : &o->lm_d;
+        int refL = task ? o->s2s_refL : o->lm_refL, refd = task ? o->s2s_refd : o->lm_refd;
+        /* configurations (L, d, norm, qk) */
+        int cfg[4 * MAXLIST + 4][4], nc = 0;
+        for (int i = 0; i < Ls->n; i++)
+            cfg[nc][0] = Ls->v[i], cfg[nc][1] = refd, cfg[nc][2] = LNK_NORM_LAYERNORM,
+            cfg[nc++][3] = LNK_NORM_NONE;
+        for (int i = 0; i < ds->n; i++)
+            cfg[nc][0] = refL, cfg[nc][1] = ds->v[i], cfg[nc][2] = LNK_NORM_LAYERNORM,
+            cfg[nc++][3] = LNK_NORM_NONE;
+        if (!task && o->variants && Ls->n + ds->n > 0) {
+            cfg[nc][0] = refL, cfg[nc][1] = refd, cfg[nc][2] = LNK_NORM_RMSNORM,
+            cfg[nc++][3] = LNK_NORM_NONE;
+            cfg[nc][0] = refL, cfg[nc][1] = refd, cfg[nc][2] = LNK_NORM_LAYERNORM,
+            cfg[nc++][3] = LNK_NORM_LAYERNORM;
+        }
+        for (int k = 0; k < nc; k++)
+            for (int pre = 0; pre < 2; pre++)
+                for (int s = 0; s < o->seeds; s++)
+                    n = add_point(P, n, (point_t){task ? LNK_TASK_SEQ2SEQ : LNK_TASK_LM, pre,
+                                                  cfg[k][2], cfg[k][3], cfg[k][0], cfg[k][1], s});
+    }
+    *out = P;
+    return n;
+}
+
+void load_pairs(const opts_t *o, s2s_data *D)
+{
+    lnk_corpus c;
+    CLI_CK(lnk_corpus_read(o->src, o->tgt, &c));
+    study_input_read(o->src, &c.src.digest);
+    study_input_read(o->tgt, &c.tgt.digest);
+    if (o->pairs > 0 && o->pairs < c.src.n_lines)
+        c.src.n_lines = c.tgt.n_lines = o->pairs;
+    lnk_vocab *vs, *vt;
+    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
+    lnk_pairs_opts po;
+    lnk_pairs_opts_default(&po);
+    lnk_pairs p;
+    CLI_CK(lnk_pairs_make(&c, vs, vt, &po, &p));
+    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
+    D->V_src = lnk_vocab_size(vs);
+    D->V_tgt = lnk_vocab_size(vt);
+    D->n_pairs = p.n;
+    D->n_scored = p.n_scored;
+    lnk_pairs_free(&p);
+    lnk_vocab_free(vs);
+    lnk_vocab_free(vt);
+    lnk_corpus_free(&c);
+}
+
+void make_config(lnk_config *c, const opts_t *o, const s2s_data *D, const point_t *p)
+{
+    lnk_config_default(c);
+    c->task = (lnk_task)p->task;
+    c->norm_pos = p->pre ? LNK_POS_PRE : LNK_POS_POST;
+    c->norm = (lnk_norm_type)p->norm;
+    c->qk_norm = (lnk_norm_type)p->qk;
+    c->d = p->d;
+    c->h = o->h;
+    c->L = p->L;
+    c->V = o->V;
+    if (p->task == LNK_TASK_SEQ2SEQ) {
+        c->V = D->V_src;
+        c->V_src = D->V_src;
+        c->V_tgt = D->V_tgt;
+    }
+    c->seed = (uint64_t)p->seed;
+    CLI_CK(lnk_config_finalize(c));
+}
