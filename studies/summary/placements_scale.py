@@ -279,7 +279,13 @@ def scale_figure(out, D):
         plots.log_axes(a, SCALES)
         a.set_xlabel("input scale sigma")
         a.set_title(lab, fontsize=7)
-    plots.legend(ax[0], ncol=2, fontsize=6)
+    seen = {}
+    for a in ax:   # one legend below the middle panel, clear of the data
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if seen:
+        ax[1].legend(list(seen.values()), list(seen), loc="upper center", fontsize=6,
+                     bbox_to_anchor=(0.5, -0.22), ncol=4)
     out.figure("scale", "Block norms of H against the input scale sigma (d = 64): the first "
                "layer's query and value blocks at L = 1 (black: no norms; dotted: Ormaniec et "
                "al.'s small-sigma exponent for one self-attention layer, sigma^5 and sigma^2, "
