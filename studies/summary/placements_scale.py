@@ -98,6 +98,18 @@ def grad(out, cl, D):
             ("fit", "exponent of the last ||dL/dW2||_F in L", "d = 64, L = 1-24", fits)]
 
 
+def legend_below(axes, under, ncol):
+    """One legend of every labelled series of axes, below the panel under (clear of the
+    data)."""
+    seen = {}
+    for a in axes:
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if seen:
+        under.legend(list(seen.values()), list(seen), loc="upper center", fontsize=6,
+                     bbox_to_anchor=(0.5, -0.22), ncol=ncol)
+
+
 def grad_figure(out, D, bound):
     fig, ax = plots.figure(2, 3.5, 2.9)
     for a, xn, xs in ((ax[0], "L", DEPTHS), (ax[1], "d", WIDTHS)):
@@ -127,7 +139,7 @@ def grad_figure(out, D, bound):
         plots.log_axes(a, xs)
         a.set_xlabel("depth L (d = 64)" if xn == "L" else "width d (L = 6)")
         a.set_ylabel("last layer ||dL/dW2||_F")
-    plots.legend(ax[0], ncol=2, fontsize=6)
+    legend_below([ax[0]], ax[0], 3)
     out.figure("grad", "Xiong et al.'s Theorem 1 quantity, the last layer's ||dL/dW2||_F, "
                "against depth and width, every placement; dotted: the theorem's lines (Post-LN "
                "flat, Pre-LN L^(-1/2); in d the bound's d sqrt(ln d)), shapes only, drawn "
@@ -279,13 +291,7 @@ def scale_figure(out, D):
         plots.log_axes(a, SCALES)
         a.set_xlabel("input scale sigma")
         a.set_title(lab, fontsize=7)
-    seen = {}
-    for a in ax:   # one legend below the middle panel, clear of the data
-        for h, lab in zip(*a.get_legend_handles_labels()):
-            seen.setdefault(lab, h)
-    if seen:
-        ax[1].legend(list(seen.values()), list(seen), loc="upper center", fontsize=6,
-                     bbox_to_anchor=(0.5, -0.22), ncol=4)
+    legend_below(ax, ax[1], 4)
     out.figure("scale", "Block norms of H against the input scale sigma (d = 64): the first "
                "layer's query and value blocks at L = 1 (black: no norms; dotted: Ormaniec et "
                "al.'s small-sigma exponent for one self-attention layer, sigma^5 and sigma^2, "
