@@ -53,7 +53,9 @@ CMDS     := $(BUILD)/libcmds.a
 CLI_DOC  := $(BUILD)/tools/cli_doc
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-TEST_UTIL:= $(BUILD)/tests/testutil.o
+# The tests' shared helpers: testutil.c, and tests/testutil_TOPIC.c for the
+# programs of one topic; compiled once, linked into every test program.
+TEST_UTIL:= $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(wildcard tests/testutil*.c))
 BENCH_SRC:= $(wildcard bench/*.c)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 STUDY_SRC:= $(wildcard studies/*.c)
@@ -211,7 +213,7 @@ $(BUILD)/testing/studies/%: studies/%.c $(wildcard studies/kit/*.h) $(T_KIT) $(T
 	    $(LDLIBS) -o $@
 testing: $(T_BIN) $(T_STUDY_BIN)
 
-$(BUILD)/tests/testutil.o: tests/testutil.c tests/testutil.h $(wildcard include/lnkit/*.h)
+$(TEST_UTIL): $(BUILD)/tests/%.o: tests/%.c $(wildcard tests/testutil*.h include/lnkit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -120,7 +120,7 @@ typedef int lnk_progress_fn(void *ctx, int done, int total, double elapsed);
  *   applies).  For SLQ the ghosts need no removal: a multiple copy splits the
  *   weight of its eigenvalue among the copies, and the Gauss quadrature of
  *   finite-precision Lanczos stays close to that of exact Lanczos (Greenbaum
- *   1989; Knizhnerman 1996); tests/test_curvature.c compares both modes.
+ *   1989; Knizhnerman 1996); tests/test_slq.c compares both modes.
  *
  * Breakdown.  beta[i] <= breakdown_rtol * tnorm (default rtol max(n,100) eps,
  * tnorm = max_i |alpha[i]| + beta[i-1] + beta[i], a running estimate of

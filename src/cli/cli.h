@@ -46,6 +46,12 @@ typedef struct {
     lnk_batch b;        /* the one file of a one-file, one-process run */
     lnk_workspace *ws;  /* its workspace */
 } cli_session;
+/* The configuration (cli_make_config) and its model, or die. */
+lnk_model *cli_model_new(const cli_model_opts *mo, lnk_config *c);
+/* The inputs of a model run, for cli_files_check: --config, --weights,
+ * every --batch (NULL ones are not used). */
+void cli_files_model(cli_files *f, const cli_model_opts *mo, const char *weights,
+                     const char *const *batch, int n_batch);
 /* The configuration (cli_make_config), the model and its weights, or die. */
 void cli_load_model(const cli_model_opts *mo, const char *weights, lnk_config *c, lnk_model **m,
                     double **theta);

@@ -192,6 +192,89 @@ static int not_converged(const block_row *b, int nb, double *worst, int *steps)
     return bad;
 }
 
+/* A failure st of the library on block or group NAME: its message prefixed
+ * by "WHAT 'NAME': " (cli_check: every rank ends). */
+static void check_named(int st, const char *what, const char *name)
+{
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", lnk_errmsg());
+        cli_check(lnk_error(st, "%s '%s': %s", what, name, msg));
+    }
+}
+
+/* The blocks: the tensors of sel, then the groups (their globs checked
+ * before the work starts). */
+static block_row *make_rows(const lnk_model *m, const lnk_block *sel, const char *const *groups,
+                            int n_groups)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    int nb = sel->n_tensors + n_groups;
+    block_row *b = calloc((size_t)nb, sizeof *b);
+    cli_check(b ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+    for (int i = 0; i < nb; i++) {
+        int tensor = i < sel->n_tensors;
+        const char *nm = tensor ? lay->t[sel->tensor[i]].name : groups[i - sel->n_tensors];
+        b[i].name = strdup(nm);
+        b[i].type = tensor ? "tensor" : "group";
+        cli_check(b[i].name ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+        lnk_block g;
+        check_named(tensor ? LNK_OK : lnk_block_select(m, nm, &g), "--group", nm);
+        if (!tensor)
+            lnk_block_free(&g);
+    }
+    return b;
+}
+
+/* The blocks' densities on one grid (its width: --sigma... over all their
+ * nodes), checked to integrate to 1, and the distances between them (js,
+ * nb x nb). */
+typedef struct {
+    double sigma, value, worst; /* value: of the option that chose sigma; worst |integral - 1| */
+    const char *option;
+    double *t;
+    size_t npts;
+} grid;
+static void densities(block_row *b, int nb, const cli_sigma_opts *sg, int steps, double *js,
+                      grid *g)
+{
+    const lnk_slq_result **r = malloc(sizeof *r * (size_t)nb);
+    cli_check(r ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < nb; i++) {
+        r[i] = &b[i].st.slq;
+        lo = fmin(lo, r[i]->node_min);
+        hi = fmax(hi, r[i]->node_max);
+    }
+    g->sigma = cli_sigma(sg, lo, hi, steps, &g->option, &g->value, MAX_GRID);
+    g->t = NULL;
+    g->npts = 0;
+    g->worst = 0;
+    if (lnk_slq_grid_common(r, nb, g->sigma, LNK_SLQ_PAD, sg->per, MAX_GRID, &g->t, &g->npts))
+        cli_die_lib();
+    size_t npts = g->npts;
+    for (int i = 0; i < nb; i++) {
+        b[i].phi = malloc(sizeof(double) * npts);
+        cli_check(b[i].phi ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for a grid of %zu",
+                                                npts));
+        if (lnk_slq_density(r[i], g->sigma, g->t, npts, b[i].phi) != LNK_OK)
+            cli_die_lib();
+        double integral = lnk_trapezoid(g->t, b[i].phi, npts);
+        g->worst = fmax(g->worst, fabs(integral - 1));
+        if (!(fabs(integral - 1) < 1e-6))
+            cli_die("the density of block '%s' integrates to %.12g, not 1 (grid of %zu "
+                    "points): this is a bug, please report it", b[i].name, integral, npts);
+    }
+    for (int i = 0; i < nb; i++)
+        for (int j = i + 1; j < nb; j++) {
+            double d;
+            if (lnk_js_distance(g->t, b[i].phi, b[j].phi, npts, &d) != LNK_OK)
+                cli_die_lib();
+            js[(size_t)i * nb + j] = js[(size_t)j * nb + i] = d;
+        }
+    free(r);
+}
+
 int cmd_blocks(int argc, char **argv)
 {
     blocks_args a;
@@ -213,7 +296,6 @@ int cmd_blocks(int argc, char **argv)
         cli_die("--no-tensors without --group leaves no block");
     bo.seed = co->rng_seed;
     cli_curv_out outs[3] = {{out, "-o", 1}, {pairs, "--pairs", 1}, {dens, "--density", 1}};
-    cli_curv_check_outputs("blocks", co, outs, 3);
     /* the model, the data set and the operator once; then the operator is
      * restricted to each block in turn (lnk_hessian_set_block: the kept
      * primal passes serve every block).  --block selects the per-tensor
@@ -221,31 +303,13 @@ int cmd_blocks(int argc, char **argv)
     const char *tensor_pat = co->block;
     co->block = NULL;
     cli_curv s;
-    cli_curv_open(&s, co);
+    cli_curv_open(&s, co, "blocks", opts, &a, outs, 3);
     co->block = tensor_pat;
-    const lnk_layout *lay = lnk_model_layout(s.m);
     lnk_block sel = {0};
     if (tensors)
         cli_check(lnk_block_select(s.m, tensor_pat, &sel));
     int nb = sel.n_tensors + n_groups;
-    block_row *b = calloc((size_t)nb, sizeof *b);
-    cli_check(b ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
-    for (int i = 0; i < nb; i++) {
-        const char *nm = i < sel.n_tensors ? lay->t[sel.tensor[i]].name : groups[i - sel.n_tensors];
-        b[i].name = strdup(nm);
-        b[i].type = i < sel.n_tensors ? "tensor" : "group";
-        cli_check(b[i].name ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
-        /* every group's globs are checked before the work starts */
-        lnk_block g;
-        int st = i < sel.n_tensors ? LNK_OK : lnk_block_select(s.m, nm, &g);
-        if (st) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-            cli_check(lnk_error(st, "--group '%s': %s", nm, msg));
-        }
-        if (i >= sel.n_tensors)
-            lnk_block_free(&g);
-    }
+    block_row *b = make_rows(s.m, &sel, groups, n_groups);
     /* what the run works on and how long it may take: every block costs at most
      * probes + eig-steps + 2 + runs x steps products */
     long per_block = bo.probes + bo.eig_steps + 2 + (long)bo.slq_runs * bo.slq_steps;
@@ -258,12 +322,7 @@ int cmd_blocks(int argc, char **argv)
         if (lnk_hessian_set_block(s.h, b[i].name) != LNK_OK) /* agreed over the ranks */
             cli_die_lib();
         lnk_operator op = lnk_hessian_operator(s.h);
-        int st = lnk_blockstat_compute(&op, &bo, &b[i].st);
-        if (st) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-            cli_check(lnk_error(st, "block '%s': %s", b[i].name, msg));
-        }
+        check_named(lnk_blockstat_compute(&op, &bo, &b[i].st), "block", b[i].name);
         double el = lnk_now() - t0, left = el / (i + 1) * (nb - i - 1);
         cli_say("%d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, %.6g]  %.1f s, about "
                 "%.0f s left\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
@@ -273,41 +332,12 @@ int cmd_blocks(int argc, char **argv)
     double worst_res;
     int max_steps, n_bad = not_converged(b, nb, &worst_res, &max_steps);
     long products = lnk_hessian_n_products(s.h);
-    /* the densities on one grid, and the distances between them */
-    const lnk_slq_result **r = malloc(sizeof *r * (size_t)nb);
-    double *js = calloc((size_t)nb * nb, sizeof(double)), *t = NULL;
-    cli_check(r && js ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
-    double lo = INFINITY, hi = -INFINITY, per = a.sg.per, sigma_value;
-    for (int i = 0; i < nb; i++) {
-        r[i] = &b[i].st.slq;
-        lo = fmin(lo, r[i]->node_min);
-        hi = fmax(hi, r[i]->node_max);
-    }
-    const char *sigma_option;
-    double sigma = cli_sigma(&a.sg, lo, hi, bo.slq_steps, &sigma_option, &sigma_value, MAX_GRID);
-    size_t npts = 0;
-    if (lnk_slq_grid_common(r, nb, sigma, LNK_SLQ_PAD, per, MAX_GRID, &t, &npts) != LNK_OK)
-        cli_die_lib();
-    double worst = 0;
-    for (int i = 0; i < nb; i++) {
-        b[i].phi = malloc(sizeof(double) * npts);
-        cli_check(b[i].phi ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for a grid of %zu",
-                                                npts));
-        if (lnk_slq_density(r[i], sigma, t, npts, b[i].phi) != LNK_OK)
-            cli_die_lib();
-        double integral = lnk_trapezoid(t, b[i].phi, npts);
-        worst = fmax(worst, fabs(integral - 1));
-        if (!(fabs(integral - 1) < 1e-6))
-            cli_die("the density of block '%s' integrates to %.12g, not 1 (grid of %zu "
-                    "points): this is a bug, please report it", b[i].name, integral, npts);
-    }
-    for (int i = 0; i < nb; i++)
-        for (int j = i + 1; j < nb; j++) {
-            double d;
-            if (lnk_js_distance(t, b[i].phi, b[j].phi, npts, &d) != LNK_OK)
-                cli_die_lib();
-            js[(size_t)i * nb + j] = js[(size_t)j * nb + i] = d;
-        }
+    double *js = calloc((size_t)nb * nb, sizeof(double));
+    cli_check(js ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+    grid g;
+    densities(b, nb, &a.sg, bo.slq_steps, js, &g);
+    const double *t = g.t;
+    size_t npts = g.npts;
     if (cli_root()) {
         const char *opname = lnk_op_kind_name(co->op_kind);
         cli_outputs_begin(); /* every CSV and sidecar, or none */
@@ -321,19 +351,19 @@ int cmd_blocks(int argc, char **argv)
         json_t *res = json_pack("{s:i, s:i, s:s, s:i, s:f, s:s, s:f, s:I, s:f, s:f, s:f, s:s, "
                                 "s:I, s:i, s:i}", "blocks", nb, "tensor_blocks", sel.n_tensors,
                                 "tensors_pattern", tensor_pat ? tensor_pat : "*", "groups",
-                                n_groups, "sigma", sigma, "sigma_option", sigma_option,
-                                "sigma_value", sigma_value, "grid_points", (json_int_t)npts,
+                                n_groups, "sigma", g.sigma, "sigma_option", g.option,
+                                "sigma_value", g.value, "grid_points", (json_int_t)npts,
                                 "grid_min", t[0], "grid_max", t[npts - 1],
-                                "max_integral_error", worst, "js_log", "natural",
+                                "max_integral_error", g.worst, "js_log", "natural",
                                 "block_products", (json_int_t)products, "extremes", 2 * nb,
                                 "converged", 2 * nb - n_bad);
-        cli_curv_meta(&s, co, out, "blocks", opts, &a, json_incref(res));
-        cli_curv_meta(&s, co, pairs, "blocks", opts, &a, json_incref(res));
-        cli_curv_meta(&s, co, dens, "blocks", opts, &a, res);
+        cli_curv_meta(&s, out, json_incref(res));
+        cli_curv_meta(&s, pairs, json_incref(res));
+        cli_curv_meta(&s, dens, res);
         cli_outputs_commit();
         cli_result_json();
         cli_say("%d blocks (%s), %ld products, sigma %.6g, %zu grid points, %.2f s -> %s\n", nb,
-                opname, products, sigma, npts, lnk_now() - t0,
+                opname, products, g.sigma, npts, lnk_now() - t0,
                 cli_is_stdout(out) ? "standard output" : out);
     }
     /* the rule for extremes that did not converge (cli_not_converged) */
@@ -346,9 +376,8 @@ int cmd_blocks(int argc, char **argv)
         lnk_blockstat_free(&b[i].st);
     }
     free(b);
-    free(r);
     free(js);
-    free(t);
+    free(g.t);
     lnk_block_free(&sel);
     cli_curv_close(&s);
     return status;

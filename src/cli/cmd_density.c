@@ -31,13 +31,7 @@ static const cli_opt opts[] = {
      .flags = CLI_ID | CLI_META, .help = "Lanczos steps per run m"},
     {.type = CLI_CHOICE, .name = "start-vectors", CLI_AT(T, so.start), .ref = starts,
      .flags = CLI_ID | CLI_META, .meta = "start", .help = "the start vectors' entries"},
-    {.type = CLI_CHOICE, .name = "mode", CLI_AT(T, so.mode), .ref = cli_lanczos_modes,
-     .flags = CLI_ID | CLI_META,
-     .help = "a stored basis, or none with ghost removal (memory 4 n)"},
-    {.type = CLI_CHOICE, .name = "reorth", CLI_AT(T, so.reorth), .ref = cli_reorths,
-     .flags = CLI_ID | CLI_META,
-     .help = "full mode: reorthogonalise the basis when it loses semi-orthogonality (Simon's "
-             "omega recurrence), or at every step"},
+    CLI_LANCZOS(T, so.mode, so.reorth),
     CLI_SIGMA(T, sg), CLI_CURV(T, co), CLI_CKPT(T, co), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
@@ -73,10 +67,7 @@ static int save(void *ctx, const lnk_slq_state *st, int must)
     cli_curv *s = ctx;
     if (!cli_ckpt_due(s, must))
         return LNK_OK;
-    int rc = lnk_ckpt_save_slq(s->ck, st, cli_ckpt_products(s));
-    if (rc == LNK_OK)
-        cli_ckpt_saved(s);
-    return rc;
+    return cli_ckpt_saved(s, lnk_ckpt_save_slq(s->ck, st, cli_ckpt_products(s)));
 }
 
 int cmd_density(int argc, char **argv)
@@ -89,19 +80,16 @@ int cmd_density(int argc, char **argv)
     cli_result_check(out, a.json);
     so.seed = co->rng_seed;
     cli_curv_out outs[2] = {{out, "-o", 1}, {nodes, "--nodes", 0}};
-    cli_curv_check_outputs("density", co, outs, 2);
     cli_curv s;
     cli_progress prog = {"density", "step", -1e9, &s};
     so.progress = cli_progress_fn;
     so.progress_ctx = &prog;
-    cli_curv_open(&s, co);
-    /* --checkpoint: what the run belongs to (the kernel width only shapes the
-     * output: not part of it); one run's basis in FILE.basis */
-    lnk_ckpt_id id = {0};
-    cli_check(cli_opts_id(opts, &a, 0, &id));
+    cli_curv_open(&s, co, "density", opts, &a, outs, 2);
+    /* --checkpoint: one run's basis in FILE.basis (the kernel width only
+     * shapes the output: not in the checkpoint's identity) */
     int m = (size_t)so.steps < s.block_n ? so.steps : (int)s.block_n;
     int full = so.mode == LNK_LANCZOS_FULL;
-    cli_ckpt_open(&s, co, &id, LNK_CKPT_SLQ, full ? (size_t)m + 1 : 6, full, (long)so.runs * m);
+    cli_ckpt_open(&s, LNK_CKPT_SLQ, full ? (size_t)m + 1 : 6, full, (long)so.runs * m);
     if (s.ck) {
         so.basis = lnk_ckpt_basis(s.ck);
         so.resume = lnk_ckpt_slq_state(s.ck);
@@ -113,8 +101,7 @@ int cmd_density(int argc, char **argv)
         cli_die_lib();
     if (!cli_root()) {
         lnk_slq_result_free(&r);
-        cli_ckpt_done(&s);
-        cli_curv_close(&s);
+        cli_curv_done(&s);
         return 0;
     }
     const char *sigma_option;
@@ -139,11 +126,10 @@ int cmd_density(int argc, char **argv)
         cli_die_lib();
     if (nodes && lnk_slq_write_nodes(&r, cli_out(nodes, 0)) != LNK_OK)
         cli_die_lib();
-    cli_curv_meta(&s, co, out, "density", opts, &a,
-                  json_pack("{s:f, s:s, s:f, s:I, s:f, s:f, s:f}", "sigma", sigma, "sigma_option",
-                            sigma_option, "sigma_value", sigma_value, "grid_points",
-                            (json_int_t)np, "integral", integral, "node_min", r.node_min,
-                            "node_max", r.node_max));
+    cli_curv_meta(&s, out, json_pack("{s:f, s:s, s:f, s:I, s:f, s:f, s:f}", "sigma", sigma,
+                                     "sigma_option", sigma_option, "sigma_value", sigma_value,
+                                     "grid_points", (json_int_t)np, "integral", integral,
+                                     "node_min", r.node_min, "node_max", r.node_max));
     cli_outputs_commit();
     cli_result_json();
     cli_ckpt_done(&s);

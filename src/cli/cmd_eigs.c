@@ -30,13 +30,7 @@ static const cli_opt opts[] = {
      .flags = CLI_ID | CLI_META, .help = "stop when every residual bound is at most T max|l|"},
     {.type = CLI_INT, .name = "max-steps", .arg = "M", CLI_AT(T, eo.max_steps), .min = 1,
      .max = 1 << 24, .flags = CLI_ID | CLI_META, .help = "Lanczos step limit"},
-    {.type = CLI_CHOICE, .name = "mode", CLI_AT(T, eo.mode), .ref = cli_lanczos_modes,
-     .flags = CLI_ID | CLI_META,
-     .help = "a stored basis, or none with ghost removal (memory 4 n)"},
-    {.type = CLI_CHOICE, .name = "reorth", CLI_AT(T, eo.reorth), .ref = cli_reorths,
-     .flags = CLI_ID | CLI_META,
-     .help = "full mode: reorthogonalise the basis when it loses semi-orthogonality (Simon's "
-             "omega recurrence), or at every step"},
+    CLI_LANCZOS(T, eo.mode, eo.reorth),
     {.type = CLI_STR, .name = "vectors", .arg = "FILE", CLI_AT(T, vec), .flags = CLI_WRITES,
      .help = "also write the eigenvectors: safetensors 'values' [k], 'vectors' [k, n_block]"},
     {.type = CLI_STR, .name = "mass", .arg = "FILE", CLI_AT(T, mass), .flags = CLI_WRITES,
@@ -103,10 +97,7 @@ static int save(void *ctx, const lnk_eigs_state *st, int must)
     cli_curv *s = ctx;
     if (!cli_ckpt_due(s, must))
         return LNK_OK;
-    int rc = lnk_ckpt_save_eigs(s->ck, st, cli_ckpt_products(s));
-    if (rc == LNK_OK)
-        cli_ckpt_saved(s);
-    return rc;
+    return cli_ckpt_saved(s, lnk_ckpt_save_eigs(s->ck, st, cli_ckpt_products(s)));
 }
 
 
@@ -151,9 +142,8 @@ int cmd_eigs(int argc, char **argv)
     eo.seed = co->rng_seed;
     /* the outputs can be written: checked before the hours of work */
     cli_curv_out outs[3] = {{out, "-o", 1}, {vec, "--vectors", 0}, {mass, "--mass", 1}};
-    cli_curv_check_outputs("eigs", co, outs, 3);
     cli_curv s;
-    cli_curv_open(&s, co);
+    cli_curv_open(&s, co, "eigs", opts, &a, outs, 3);
     if ((size_t)k > s.block_n)
         cli_die("-k %d is larger than the operator's size %zu", k, s.block_n);
     if (eo.k_top && eo.k_bottom && 2 * (size_t)k > s.block_n)
@@ -163,13 +153,10 @@ int cmd_eigs(int argc, char **argv)
     if (eo.max_steps < eo.k_top + eo.k_bottom && (size_t)eo.max_steps < s.block_n)
         cli_die("--max-steps %d is smaller than the %d eigenpairs asked for", eo.max_steps,
                 eo.k_top + eo.k_bottom);
-    /* --checkpoint: what the run belongs to, and the basis in FILE.basis */
-    lnk_ckpt_id id = {0};
-    cli_check(cli_opts_id(opts, &a, 0, &id));
+    /* --checkpoint: the basis in FILE.basis */
     int m = (size_t)eo.max_steps < s.block_n ? eo.max_steps : (int)s.block_n;
     int full = eo.mode == LNK_LANCZOS_FULL;
-    cli_ckpt_open(&s, co, &id, LNK_CKPT_EIGS, full ? (size_t)m + 1 : 6, full,
-                  m + eo.k_top + eo.k_bottom);
+    cli_ckpt_open(&s, LNK_CKPT_EIGS, full ? (size_t)m + 1 : 6, full, m + eo.k_top + eo.k_bottom);
     if (s.ck) {
         eo.basis = lnk_ckpt_basis(s.ck);
         eo.resume = lnk_ckpt_eigs_state(s.ck);
@@ -215,8 +202,7 @@ int cmd_eigs(int argc, char **argv)
         if (Y != r.vectors)
             free(Y);
         lnk_eigs_result_free(&r);
-        cli_ckpt_done(&s);
-        cli_curv_close(&s);
+        cli_curv_done(&s);
         return status;
     }
     /* the CSV, the vectors and the sidecar appear together or not at all */
@@ -241,8 +227,8 @@ int cmd_eigs(int argc, char **argv)
                             "reorth_rows_read", r.reorth_rows, "steps", r.steps,
                             "stop", lnk_eigs_stop_name(r.stop), "converged", nconv,
                             "scale", r.scale);
-    cli_curv_meta(&s, co, out, "eigs", opts, &a, json_incref(res));
-    cli_curv_meta(&s, co, mass, "eigs", opts, &a, res);
+    cli_curv_meta(&s, out, json_incref(res));
+    cli_curv_meta(&s, mass, res);
     cli_outputs_commit();
     cli_result_json();
     cli_ckpt_done(&s);

@@ -45,8 +45,8 @@ const cli_cmd cmd_eval_decl = {
     .example = "--config CONFIG --weights WEIGHTS --batch BATCH -o OUT",
 };
 
-/* The results as JSON text (malloc'd), every value checked finite before. */
-static char *json_text(const lnk_layout *lay, double loss, size_t nsc, const double *norm)
+/* The results as JSON, every value checked finite before. */
+static json_t *json_result(const lnk_layout *lay, double loss, size_t nsc, const double *norm)
 {
     json_t *o = json_object(), *gn = json_object();
     int bad = !o || !gn;
@@ -56,14 +56,19 @@ static char *json_text(const lnk_layout *lay, double loss, size_t nsc, const dou
         bad |= json_object_set_new(gn, lay->t[i].name, json_real(norm[i]));
     bad |= json_object_set_new(o, "grad_norms", gn);
     bad |= json_object_set_new(o, "grad_norm_total", json_real(norm[lay->n_tensors]));
-    char *j = bad ? NULL : json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                          JSON_REAL_PRECISION(17));
-    json_decref(o);
-    char *txt = NULL;
-    if (!j || asprintf(&txt, "%s\n", j) < 0)
+    if (bad)
         cli_die("out of memory for the JSON");
-    free(j);
-    return txt;
+    return o;
+}
+
+/* One row quantity,tensor,value of the CSV (value: a count when value_int). */
+static int csv_row(lnk_csv *csv, const char *quantity, const char *tensor, double value,
+                   int value_int)
+{
+    int st = lnk_csv_str(csv, quantity);
+    st = st ? st : lnk_csv_str(csv, tensor);
+    st = st ? st : value_int ? lnk_csv_int(csv, (long long)value) : lnk_csv_double(csv, value);
+    return st ? st : lnk_csv_end_row(csv);
 }
 
 /* The results as CSV text quantity,tensor,value (malloc'd), whole before it is printed. */
@@ -77,24 +82,11 @@ static char *csv_text(const lnk_layout *lay, double loss, size_t nsc, const doub
     static const char *const hdr[] = {"quantity", "tensor", "value"};
     lnk_csv csv;
     int st = lnk_csv_begin(&csv, f, hdr, 3);
-    st = st ? st : lnk_csv_str(&csv, "loss");
-    st = st ? st : lnk_csv_str(&csv, "");
-    st = st ? st : lnk_csv_double(&csv, loss);
-    st = st ? st : lnk_csv_end_row(&csv);
-    st = st ? st : lnk_csv_str(&csv, "n_scored");
-    st = st ? st : lnk_csv_str(&csv, "");
-    st = st ? st : lnk_csv_int(&csv, (long long)nsc);
-    st = st ? st : lnk_csv_end_row(&csv);
-    for (int i = 0; !st && i < lay->n_tensors; i++) {
-        st = lnk_csv_str(&csv, "grad_norm");
-        st = st ? st : lnk_csv_str(&csv, lay->t[i].name);
-        st = st ? st : lnk_csv_double(&csv, norm[i]);
-        st = st ? st : lnk_csv_end_row(&csv);
-    }
-    st = st ? st : lnk_csv_str(&csv, "grad_norm_total");
-    st = st ? st : lnk_csv_str(&csv, "");
-    st = st ? st : lnk_csv_double(&csv, norm[lay->n_tensors]);
-    st = st ? st : lnk_csv_end_row(&csv);
+    st = st ? st : csv_row(&csv, "loss", "", loss, 0);
+    st = st ? st : csv_row(&csv, "n_scored", "", (double)nsc, 1);
+    for (int i = 0; !st && i < lay->n_tensors; i++)
+        st = csv_row(&csv, "grad_norm", lay->t[i].name, norm[i], 0);
+    st = st ? st : csv_row(&csv, "grad_norm_total", "", norm[lay->n_tensors], 0);
     lnk_csv_free(&csv);
     if (fclose(f) != 0 || st)
         cli_die("%s", st ? lnk_errmsg() : "out of memory for the CSV");
@@ -115,10 +107,7 @@ int cmd_eval(int argc, char **argv)
     cli_files f = {0};
     cli_files_out_meta(&f, out, "-o");
     cli_files_out(&f, a.gout, "--grad-out");
-    cli_files_in(&f, mo.config_path, "--config");
-    cli_files_in(&f, wpath, "--weights");
-    for (int i = 0; i < n_batch; i++)
-        cli_files_in(&f, bpath[i], "--batch");
+    cli_files_model(&f, &mo, wpath, bpath, n_batch);
     cli_files_check(NULL, &f);
     cli_session s;
     cli_open(&s, &mo, wpath, bpath, n_batch, 0);
@@ -162,7 +151,8 @@ int cmd_eval(int argc, char **argv)
         cli_close(&s);
         return 0;
     }
-    char *csv = csv_text(lay, loss, nsc, norm), *js = a.json ? json_text(lay, loss, nsc, norm) : NULL;
+    char *csv = csv_text(lay, loss, nsc, norm);
+    json_t *js = a.json ? json_result(lay, loss, nsc, norm) : NULL;
     cli_outputs_begin(); /* the CSV, its sidecar and the gradient: all or none */
     if (!a.json || !cli_is_stdout(out)) {
         lnk_afile af;
@@ -181,10 +171,9 @@ int cmd_eval(int argc, char **argv)
     if (a.gout && lnk_vector_save(cli_out(a.gout, 1), s.m, g, LNK_VEC_NAMED) != LNK_OK)
         cli_die_lib();
     cli_outputs_commit();
-    if (js && (fputs(js, stdout) == EOF || fflush(stdout) != 0))
-        cli_die("could not write to standard output");
+    if (js)
+        cli_json_print(js);
     free(csv);
-    free(js);
     free(norm);
     free(g);
     cli_close(&s);

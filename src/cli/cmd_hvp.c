@@ -62,10 +62,7 @@ int cmd_hvp(int argc, char **argv)
     cli_model_opts mo = co->mo;
     cli_files f = {0};
     cli_files_out(&f, out, "-o");
-    cli_files_in(&f, mo.config_path, "--config");
-    cli_files_in(&f, wpath, "--weights");
-    for (int i = 0; i < n_batch; i++)
-        cli_files_in(&f, bpath[i], "--batch");
+    cli_files_model(&f, &mo, wpath, bpath, n_batch);
     cli_files_in(&f, vpath, "--vector");
     cli_files_check(NULL, &f);
     cli_session s;

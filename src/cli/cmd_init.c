@@ -41,10 +41,7 @@ int cmd_init(int argc, char **argv)
              ins[1] = {{a.mo.config_path, "--config"}};
     cli_check_outputs(NULL, outs, 2, ins, 1);
     lnk_config c;
-    cli_make_config(&a.mo, &c);
-    lnk_model *m = lnk_model_alloc(&c);
-    if (!m)
-        cli_die_lib();
+    lnk_model *m = cli_model_new(&a.mo, &c);
     size_t np = lnk_model_n_params(m);
     double *theta = cli_alloc(sizeof(double) * np);
     CLI_CK(lnk_model_init_params(m, theta));

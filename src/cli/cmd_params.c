@@ -72,6 +72,18 @@ static void shape_text(const lnk_tensor_info *t, char *buf, size_t n, int csv)
         snprintf(buf, n, csv ? "%d" : "[%d]", t->shape[0]);
 }
 
+/* One row kind,name,shape,count,offset of --csv (offset < 0: empty). */
+static int csv_row(lnk_csv *f, const char *kind, const char *name, const char *shape,
+                   size_t count, long long offset)
+{
+    int st = lnk_csv_str(f, kind);
+    st = st ? st : lnk_csv_str(f, name);
+    st = st ? st : lnk_csv_str(f, shape);
+    st = st ? st : lnk_csv_int(f, (long long)count);
+    st = st ? st : offset < 0 ? lnk_csv_str(f, "") : lnk_csv_int(f, offset);
+    return st ? st : lnk_csv_end_row(f);
+}
+
 int cmd_params(int argc, char **argv)
 {
     params_args a;
@@ -79,10 +91,7 @@ int cmd_params(int argc, char **argv)
     const char *block = a.block;
     int csv = a.csv, json = a.json;
     lnk_config c;
-    cli_make_config(&a.mo, &c);
-    lnk_model *m = lnk_model_alloc(&c);
-    if (!m)
-        cli_die_lib();
+    lnk_model *m = cli_model_new(&a.mo, &c);
     const lnk_layout *lay = lnk_model_layout(m);
     lnk_block sel;
     if (lnk_block_select(m, block, &sel) != LNK_OK)
@@ -130,12 +139,7 @@ int cmd_params(int argc, char **argv)
         }
         json_object_set_new(o, "tensors", ts);
         json_object_set_new(o, "groups", gs);
-        char *txt = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (!txt)
-            cli_die("out of memory");
-        puts(txt);
-        free(txt);
-        json_decref(o);
+        cli_json_print(o);
     } else if (csv) {
         static const char *const hdr[] = {"kind", "name", "shape", "count", "offset"};
         lnk_csv f;
@@ -143,23 +147,11 @@ int cmd_params(int argc, char **argv)
         for (int k = 0; !st && k < sel.n_tensors; k++) {
             const lnk_tensor_info *t = &lay->t[sel.tensor[k]];
             shape_text(t, shape, sizeof shape, 1);
-            st = lnk_csv_str(&f, "tensor");
-            st = st ? st : lnk_csv_str(&f, t->name);
-            st = st ? st : lnk_csv_str(&f, shape);
-            st = st ? st : lnk_csv_int(&f, (long long)t->size);
-            st = st ? st : lnk_csv_int(&f, (long long)t->offset);
-            st = st ? st : lnk_csv_end_row(&f);
+            st = csv_row(&f, "tensor", t->name, shape, t->size, (long long)t->offset);
         }
-        for (int i = 0; !st && i < n_groups; i++) {
-            if (!ok[i])
-                continue;
-            st = lnk_csv_str(&f, "group");
-            st = st ? st : lnk_csv_str(&f, groups[i]);
-            st = st ? st : lnk_csv_str(&f, "");
-            st = st ? st : lnk_csv_int(&f, (long long)gb[i].n);
-            st = st ? st : lnk_csv_str(&f, "");
-            st = st ? st : lnk_csv_end_row(&f);
-        }
+        for (int i = 0; !st && i < n_groups; i++)
+            if (ok[i])
+                st = csv_row(&f, "group", groups[i], "", gb[i].n, -1);
         lnk_csv_free(&f);
         if (st)
             cli_die_lib();

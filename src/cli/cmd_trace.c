@@ -59,10 +59,7 @@ static int save(void *ctx, const lnk_trace_state *st, int must)
     cli_curv *s = ctx;
     if (!cli_ckpt_due(s, must))
         return LNK_OK;
-    int rc = lnk_ckpt_save_trace(s->ck, st, cli_ckpt_products(s));
-    if (rc == LNK_OK)
-        cli_ckpt_saved(s);
-    return rc;
+    return cli_ckpt_saved(s, lnk_ckpt_save_trace(s->ck, st, cli_ckpt_products(s)));
 }
 
 int cmd_trace(int argc, char **argv)
@@ -77,19 +74,16 @@ int cmd_trace(int argc, char **argv)
         cli_die("--probes must be at least 4 with hutchpp, got %d", to.probes);
     to.seed = co->rng_seed;
     cli_curv_out outs[1] = {{out, "-o", 1}};
-    cli_curv_check_outputs("trace", co, outs, 1);
     cli_curv s;
     cli_progress prog = {"trace", "probe", -1e9, &s};
     to.progress = cli_progress_fn;
     to.progress_ctx = &prog;
-    cli_curv_open(&s, co);
-    /* --checkpoint: what the run belongs to; Hutch++'s sketch and Q in FILE.basis */
-    lnk_ckpt_id id = {0};
-    cli_check(cli_opts_id(opts, &a, 0, &id));
+    cli_curv_open(&s, co, "trace", opts, &a, outs, 1);
+    /* --checkpoint: Hutch++'s sketch and Q in FILE.basis */
     size_t sk = to.method == LNK_TRACE_HUTCHPP ? (size_t)to.probes / 3 : 0;
     if (sk > s.block_n)
         sk = s.block_n;
-    cli_ckpt_open(&s, co, &id, LNK_CKPT_TRACE, 2 * sk, 0, to.probes);
+    cli_ckpt_open(&s, LNK_CKPT_TRACE, 2 * sk, 0, to.probes);
     if (s.ck) {
         to.resume = lnk_ckpt_trace_state(s.ck);
         to.checkpoint = save;
@@ -101,8 +95,7 @@ int cmd_trace(int argc, char **argv)
     if (!isfinite(r.trace) || !isfinite(r.std_error))
         cli_die("the estimate is not finite (%g +- %g)", r.trace, r.std_error);
     if (!cli_root()) {
-        cli_ckpt_done(&s);
-        cli_curv_close(&s);
+        cli_curv_done(&s);
         return 0;
     }
     const char *mname = lnk_trace_method_name(to.method);
@@ -116,22 +109,11 @@ int cmd_trace(int argc, char **argv)
             cli_die_lib();
         }
     }
-    cli_curv_meta(&s, co, out, "trace", opts, &a, json_pack("{s:i}", "sketch", r.sketch));
+    cli_curv_meta(&s, out, json_pack("{s:i}", "sketch", r.sketch));
     cli_outputs_commit();
-    if (a.json) {
-        json_t *o = json_pack("{s:f, s:f, s:i, s:s}", "trace", r.trace, "stderr", r.std_error,
-                              "probes", r.probes, "method", mname);
-        char *txt = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                          JSON_REAL_PRECISION(17)) : NULL;
-        json_decref(o);
-        if (!txt)
-            cli_die("out of memory");
-        puts(txt);
-        free(txt);
-        if (fflush(stdout) != 0)
-            cli_die("could not write to standard output");
-    }
-    cli_ckpt_done(&s);
-    cli_curv_close(&s);
+    if (a.json)
+        cli_json_print(json_pack("{s:f, s:f, s:i, s:s}", "trace", r.trace, "stderr", r.std_error,
+                                 "probes", r.probes, "method", mname));
+    cli_curv_done(&s);
     return 0;
 }

@@ -81,16 +81,10 @@ int cmd_vector(int argc, char **argv)
     const char *out = cli_out(a.out, 1);
     cli_files f = {0};
     cli_files_out(&f, out, "-o");
-    cli_files_in(&f, a.mo.config_path, "--config");
-    cli_files_in(&f, wpath, "--weights");
-    for (int i = 0; i < n_batch; i++)
-        cli_files_in(&f, bpath[i], "--batch");
+    cli_files_model(&f, &a.mo, wpath, bpath, n_batch);
     cli_files_check(NULL, &f);
     lnk_config c;
-    cli_make_config(&a.mo, &c);
-    lnk_model *m = lnk_model_alloc(&c);
-    if (!m)
-        cli_die_lib();
+    lnk_model *m = cli_model_new(&a.mo, &c);
     lnk_block sel;
     if (lnk_block_select(m, block, &sel) != LNK_OK)
         cli_die("--block: %s", lnk_errmsg());

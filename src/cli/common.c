@@ -6,12 +6,28 @@
 #include "cli/cli.h"
 #include "lnkit/provenance.h"
 
+lnk_model *cli_model_new(const cli_model_opts *mo, lnk_config *c)
+{
+    cli_make_config(mo, c);
+    lnk_model *m = lnk_model_alloc(c);
+    if (!m)
+        cli_die_lib();
+    return m;
+}
+
+void cli_files_model(cli_files *f, const cli_model_opts *mo, const char *weights,
+                     const char *const *batch, int n_batch)
+{
+    cli_files_in(f, mo->config_path, "--config");
+    cli_files_in(f, weights, "--weights");
+    for (int i = 0; i < n_batch; i++)
+        cli_files_in(f, batch[i], "--batch");
+}
+
 void cli_load_model(const cli_model_opts *mo, const char *weights, lnk_config *c, lnk_model **m,
                     double **theta)
 {
-    cli_make_config(mo, c);
-    if (!(*m = lnk_model_alloc(c)))
-        cli_die_lib();
+    *m = cli_model_new(mo, c);
     size_t np = lnk_model_n_params(*m);
     *theta = malloc(sizeof(double) * np);
     cli_check(*theta ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for %zu parameters", np));

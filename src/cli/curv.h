@@ -34,8 +34,16 @@ extern const cli_opt cli_data_table[], cli_curv_table[], cli_op_table[], cli_ckp
 #define CLI_CKPT(T, f)                                                                            \
     {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_ckpt_table, .help = "Checkpoints"}
 void cli_curv_defaults(cli_curv_opts *o);
-/* The choices of --mode and --reorth (eigs, density). */
+/* --mode and --reorth of a Lanczos run (eigs, density), fields mode, reorth of T. */
 extern const cli_choice cli_lanczos_modes[], cli_reorths[];
+#define CLI_LANCZOS(T, mode, reorth)                                                              \
+    {.type = CLI_CHOICE, .name = "mode", CLI_AT(T, mode), .ref = cli_lanczos_modes,               \
+     .flags = CLI_ID | CLI_META,                                                                  \
+     .help = "a stored basis, or none with ghost removal (memory 4 n)"},                          \
+    {.type = CLI_CHOICE, .name = "reorth", CLI_AT(T, reorth), .ref = cli_reorths,                 \
+     .flags = CLI_ID | CLI_META,                                                                  \
+     .help = "full mode: reorthogonalise the basis when it loses semi-orthogonality (Simon's "   \
+             "omega recurrence), or at every step"}
 
 typedef struct {
     lnk_config c;
@@ -51,9 +59,12 @@ typedef struct {
     lnk_operator op;
     double t0;
     char start[32];
+    const char *cmd;        /* "eigs", ...: the sidecar's command and the checkpoint's */
+    const cli_curv_opts *o; /* the shared options; the command's own: own (its table), args */
+    const cli_opt *own;
+    const void *args;
     /* --checkpoint (see cli_ckpt_open) */
     lnk_ckpt *ck;
-    const char *cmd;
     int every;
     long resumed_from;  /* products of the state resumed from (0: a fresh run) */
     char *moved;        /* --resume-anywhere: what changed (lnk_ckpt_moved), or NULL */
@@ -62,8 +73,25 @@ typedef struct {
     long total;         /* products the run takes at most (for the estimate) */
 } cli_curv;
 
-void cli_curv_open(cli_curv *s, const cli_curv_opts *o);
+/* An output of a curvature command: its path (NULL: not asked for), the
+ * option that named it, and whether a sidecar goes beside it. */
+typedef struct {
+    const char *path, *flag;
+    int sidecar;
+} cli_curv_out;
+/* The run of command cmd (its options: own, the table, at args; the shared
+ * ones, o), writing outs[0 .. n_outs), or die.  Before the hours of work
+ * (cli_files_check): the outputs, the sidecars of those that have one,
+ * --checkpoint and its files, against each other and the inputs of o
+ * (config, weights, batches); then, with --checkpoint, its lock taken
+ * (lnk_ckpt_lock_take: another run on it is refused now), held until
+ * cli_curv_close or the end of the process.  Then the model, the data set
+ * and the operator. */
+void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const cli_opt *own,
+                   const void *args, const cli_curv_out *outs, int n_outs);
 void cli_curv_close(cli_curv *s);
+/* The run is complete: cli_ckpt_done, then cli_curv_close. */
+void cli_curv_done(cli_curv *s);
 /* Progress of a long run on stderr, at most once a second: "WHAT: UNIT done/total,
  * elapsed, time left".  Use with lnk_progress_fn (ctx = a cli_progress). */
 typedef struct {
@@ -77,36 +105,23 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed);
  * nothing for mb < 0 (the default: the library's budget). */
 void cli_set_cache(lnk_hessian *h, long mb);
 
-/* An output of a curvature command: its path (NULL: not asked for), the
- * option that named it, and whether a sidecar goes beside it. */
-typedef struct {
-    const char *path, *flag;
-    int sidecar;
-} cli_curv_out;
-/* Before the hours of work (cli_files_check): the outputs, the sidecars of
- * those that have one, --checkpoint and its files, against each other and
- * the inputs of o (config, weights, batches); then, with --checkpoint, its
- * lock taken (lnk_ckpt_lock_take: another run on it is refused now), held
- * until cli_curv_close or the end of the process.  Dies naming the first
- * problem. */
-void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_curv_out *outs,
-                            int n);
 
-/* --checkpoint: the identity items every curvature run shares (configuration,
- * weights, batches, chunk, block, seed; and what fixes the rounding: the BLAS
- * kernel, library and threads, the lnkit build) added to id, which the
- * command has filled with its own options; then the checkpoint opened (resumed or begun)
- * for kind with rows of the operator's slice (max_rows, mapped: see
- * lnk_ckpt_open), total: the run's products at most.  Dies on a mismatch or a
- * bad file.  Nothing without --checkpoint (s->ck stays NULL). */
-void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kind,
-                   size_t max_rows, int mapped, long total);
+/* --checkpoint: the identity items of the command's own options (those of
+ * its table marked CLI_ID), then those every curvature run shares
+ * (configuration, weights, batches, chunk, block, seed; and what fixes the
+ * rounding: the BLAS kernel, library and threads, the lnkit build); then the
+ * checkpoint opened (resumed or begun) for kind with rows of the operator's
+ * slice (max_rows, mapped: see lnk_ckpt_open), total: the run's products at
+ * most.  Dies on a mismatch or a bad file.  Nothing without --checkpoint
+ * (s->ck stays NULL). */
+void cli_ckpt_open(cli_curv *s, int kind, size_t max_rows, int mapped, long total);
 /* Products of the whole run so far (resumed ones included). */
 long cli_ckpt_products(const cli_curv *s);
 /* 1 if a save is due now (every N products, 10 minutes, or must); the same
- * answer on every rank.  cli_ckpt_saved records a save. */
+ * answer on every rank.  cli_ckpt_saved records a save whose status is rc
+ * (when LNK_OK) and returns rc. */
 int cli_ckpt_due(cli_curv *s, int must);
-void cli_ckpt_saved(cli_curv *s);
+int cli_ckpt_saved(cli_curv *s, int rc);
 /* The run is complete and its outputs committed: remove the checkpoint
  * (every rank calls it).  Nothing without --checkpoint. */
 void cli_ckpt_done(cli_curv *s);
@@ -135,10 +150,9 @@ double cli_sigma(const cli_sigma_opts *o, double lo, double hi, int m, const cha
 void cli_check_sigma(double sigma, double lo, double hi, double per,
                      size_t max_points);
 
-/* NAME.meta.json beside path: the command, its options (own: its table, at
- * args; the shared ones of o) as the tables record them, the run's sizes and
- * products, then the keys of results (an object, taken; NULL: none). */
-void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *path, const char *cmd,
-                   const cli_opt *own, const void *args, json_t *results);
+/* NAME.meta.json beside path: the command, its options (its own, then the
+ * shared ones) as the tables record them, the run's sizes and products, then
+ * the keys of results (an object, taken; NULL: none). */
+void cli_curv_meta(cli_curv *s, const char *path, json_t *results);
 
 #endif

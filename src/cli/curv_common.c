@@ -142,8 +142,8 @@ static void drop_lock(void)
     held = NULL;
 }
 
-void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_curv_out *outs,
-                            int n)
+static void check_outputs(const char *cmd, const cli_curv_opts *o, const cli_curv_out *outs,
+                          int n)
 {
     cli_files f = {0};
     for (int i = 0; i < n; i++)
@@ -152,10 +152,7 @@ void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_c
         if (outs[i].sidecar)
             cli_files_meta(&f, outs[i].path, outs[i].flag);
     cli_files_checkpoint(&f, o->checkpoint);
-    cli_files_in(&f, o->mo.config_path, "--config");
-    cli_files_in(&f, o->weights, "--weights");
-    for (int i = 0; i < o->n_batch; i++)
-        cli_files_in(&f, o->batch[i], "--batch");
+    cli_files_model(&f, &o->mo, o->weights, o->batch, o->n_batch);
     cli_files_check(NULL, &f);
     if (o->checkpoint) {
         cli_check(lnk_ckpt_lock_take(&held, o->checkpoint, cmd));
@@ -163,9 +160,15 @@ void cli_curv_check_outputs(const char *cmd, const cli_curv_opts *o, const cli_c
     }
 }
 
-void cli_curv_open(cli_curv *s, const cli_curv_opts *o)
+void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const cli_opt *own,
+                   const void *args, const cli_curv_out *outs, int n_outs)
 {
+    check_outputs(cmd, o, outs, n_outs);
     memset(s, 0, sizeof *s);
+    s->cmd = cmd;
+    s->o = o;
+    s->own = own;
+    s->args = args;
     lnk_iso_time(s->start, sizeof s->start);
     s->t0 = lnk_now();
     int P = lnk_comm_size();
@@ -219,17 +222,23 @@ void cli_curv_close(cli_curv *s)
     lnk_config_clear(&s->c);
 }
 
-void cli_curv_meta(cli_curv *s, const cli_curv_opts *o, const char *path, const char *cmd,
-                   const cli_opt *own, const void *args, json_t *results)
+void cli_curv_done(cli_curv *s)
+{
+    cli_ckpt_done(s);
+    cli_curv_close(s);
+}
+
+void cli_curv_meta(cli_curv *s, const char *path, json_t *results)
 {
     if (!cli_root() || !path || cli_is_stdout(path)) { /* none beside standard output */
         json_decref(results);
         return;
     }
-    json_t *x = json_pack("{s:s}", "command", cmd);
-    int bad = !x || cli_opts_meta(own, args, 0, x) || cli_opts_meta(cli_data_table, o, 0, x) ||
-              cli_opts_meta(cli_curv_table, o, 0, x) || cli_opts_meta(cli_op_table, o, 0, x) ||
-              cli_opts_meta(cli_ckpt_table, o, 0, x);
+    const cli_curv_opts *o = s->o;
+    json_t *x = json_pack("{s:s}", "command", s->cmd);
+    int bad = !x || cli_opts_meta(s->own, s->args, 0, x) ||
+              cli_opts_meta(cli_data_table, o, 0, x) || cli_opts_meta(cli_curv_table, o, 0, x) ||
+              cli_opts_meta(cli_op_table, o, 0, x) || cli_opts_meta(cli_ckpt_table, o, 0, x);
     /* a resume elsewhere (--resume-anywhere) is recorded with what changed */
     json_t *run = json_pack("{s:I, s:i, s:I, s:I, s:I, s:I, s:s, s:i}",
                             "block_size", (json_int_t)s->block_n, "chunks", s->n_chunks,
@@ -290,19 +299,18 @@ void cli_set_cache(lnk_hessian *h, long mb)
 
 /* ------------------------------------------------------------ --checkpoint */
 
-void cli_ckpt_open(cli_curv *s, const cli_curv_opts *o, lnk_ckpt_id *id, int kind,
-                   size_t max_rows, int mapped, long total)
+void cli_ckpt_open(cli_curv *s, int kind, size_t max_rows, int mapped, long total)
 {
-    static const char *const names[] = {"", "eigs", "trace", "density"};
-    s->cmd = names[kind];
+    const cli_curv_opts *o = s->o;
     s->total = total;
     s->every = o->checkpoint_every;
     s->work_t0 = s->last_save_t = lnk_now();
-    if (!o->checkpoint) {
-        lnk_ckpt_id_free(id);
+    if (!o->checkpoint)
         return;
-    }
-    /* what the run belongs to: the numbers it computes depend on these */
+    /* what the run belongs to: the numbers it computes depend on these; the
+     * command's own options first (the order of checkpoints written before) */
+    lnk_ckpt_id id0 = {0}, *id = &id0;
+    cli_check(cli_opts_id(s->own, s->args, 0, id));
     char *cj = lnk_config_to_json(&s->c, 0, NULL, 0);
     cli_check(cj ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
     lnk_sha256 h;
@@ -350,10 +358,13 @@ int cli_ckpt_due(cli_curv *s, int must)
     return go;
 }
 
-void cli_ckpt_saved(cli_curv *s)
+int cli_ckpt_saved(cli_curv *s, int rc)
 {
-    s->last_saved = cli_ckpt_products(s);
-    s->last_save_t = lnk_now();
+    if (rc == LNK_OK) {
+        s->last_saved = cli_ckpt_products(s);
+        s->last_save_t = lnk_now();
+    }
+    return rc;
 }
 
 void cli_ckpt_done(cli_curv *s)

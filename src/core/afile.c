@@ -1,8 +1,9 @@
 /* Output files that appear whole or not at all (see include/lnkit/sys.h):
  * temporary file + rename for regular files, in-place writes for devices
- * and FIFOs, group commits for the several outputs of one command, clean-up
- * of temporary files on fatal signals and at exit, and the fault points of
- * test builds (LNK_TESTING). */
+ * and FIFOs, group commits for the several outputs of one command, and the
+ * fault points of test builds (LNK_TESTING).  Where a path leads is
+ * output_target.c; the list of temporary files, removed on fatal signals
+ * and at exit, is output_live.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/output_internal.h"
 #include "lnkit/error.h"
 #include "lnkit/sys.h"
 
@@ -86,149 +88,6 @@ static int fault_hit(int point)
 #else
 static inline int fault_hit(int point) { return (void)point, 0; }
 #endif
-
-/* ------------------------------------------------- temporary files, signals */
-
-/* Temporary files that exist now: removed by a fatal signal (SIGTERM,
- * SIGINT, SIGHUP, SIGPIPE) and at exit.  Every change of this list and every
- * rename phase happens in a critical section: the calling thread blocks the
- * fatal signals, and `busy` tells a handler running in another thread (the
- * process has BLAS threads) to wait.  The handler sets `dying` first and a
- * critical section that sees it does nothing, so (sequentially consistent
- * atomics) either the handler sees the section and waits for it, or the
- * section sees the handler: a temporary file cannot be created without being
- * on the list when the handler reads it. */
-#define LIVE_MAX 256
-static char *_Atomic live[LIVE_MAX];
-static atomic_int busy, dying; /* dying: 0, or why */
-enum { DYING_SIGNAL = 1, DYING_EXIT = 2 };
-static const int fatal_sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE};
-#define N_FATAL 4
-
-static void fatal_set(sigset_t *s)
-{
-    sigemptyset(s);
-    for (int k = 0; k < N_FATAL; k++)
-        sigaddset(s, fatal_sigs[k]);
-}
-
-static int crit_enter(sigset_t *old)
-{
-    sigset_t s;
-    fatal_set(&s);
-    pthread_sigmask(SIG_BLOCK, &s, old);
-    atomic_fetch_add(&busy, 1);
-    int d = atomic_load(&dying);
-    if (d) {
-        atomic_fetch_sub(&busy, 1);
-        pthread_sigmask(SIG_SETMASK, old, NULL);
-        /* a fatal signal is being handled in another thread, which ends the
-         * process in a moment: wait for it rather than report an error */
-        struct timespec ts = {0, 1000000};
-        for (int k = 0; d == DYING_SIGNAL && k < 10000; k++)
-            nanosleep(&ts, NULL);
-        return -1;
-    }
-    return 0;
-}
-
-static void crit_leave(const sigset_t *old)
-{
-    atomic_fetch_sub(&busy, 1);
-    pthread_sigmask(SIG_SETMASK, old, NULL);
-}
-
-/* The process that listed the files: a child made by fork() that exits or
- * is signalled must not remove its parent's temporary files. */
-static pid_t owner;
-
-static void remove_live(void)
-{
-    if (getpid() != owner)
-        return;
-    for (int i = 0; i < LIVE_MAX; i++) {
-        char *p = atomic_load(&live[i]);
-        if (p)
-            unlink(p);
-    }
-}
-
-static void on_fatal_signal(int sig)
-{
-    int e = errno;
-    atomic_store(&dying, DYING_SIGNAL);
-    /* a critical section in another thread lasts microseconds; wait at most 5 s */
-    struct timespec ts = {0, 100000};
-    for (int k = 0; k < 50000 && atomic_load(&busy) > 0; k++)
-        nanosleep(&ts, NULL);
-    remove_live();
-    signal(sig, SIG_DFL);
-    errno = e;
-    raise(sig);
-}
-
-static void at_exit(void)
-{
-    atomic_store(&dying, DYING_EXIT);
-    remove_live();
-}
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-
-static void init(void)
-{
-    owner = getpid();
-    sigset_t block;
-    fatal_set(&block);
-    for (int k = 0; k < N_FATAL; k++) {
-        struct sigaction old, sa;
-        /* leave alone a signal that is ignored or that the program handles */
-        if (sigaction(fatal_sigs[k], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
-            (old.sa_flags & SA_SIGINFO))
-            continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_fatal_signal;
-        sa.sa_mask = block;
-        sigaction(fatal_sigs[k], &sa, NULL);
-    }
-    atexit(at_exit);
-}
-
-void lnk_output_init(void) { pthread_once(&init_once, init); }
-
-/* Put p on the list (critical section held); -1 if full. */
-static int live_add(char *p)
-{
-    for (int i = 0; i < LIVE_MAX; i++) {
-        char *expect = NULL;
-        if (atomic_compare_exchange_strong(&live[i], &expect, p))
-            return 0;
-    }
-    return -1;
-}
-
-static void live_drop(const char *p)
-{
-    for (int i = 0; i < LIVE_MAX; i++)
-        if (atomic_load(&live[i]) == p)
-            atomic_store(&live[i], NULL);
-}
-
-/* Take a temporary file off the list, removing it (unlink_it) or not (it
- * was renamed), and free its name.  While the process is terminating the
- * name stays listed and allocated: the handler or the exit clean-up reads
- * it, so it must never be freed while listed. */
-static void tmp_release(char *p, int unlink_it)
-{
-    sigset_t old;
-    if (!p || crit_enter(&old) != 0)
-        return;
-    if (unlink_it)
-        unlink(p);
-    live_drop(p);
-    crit_leave(&old);
-    free(p);
-}
 
 /* ---------------------------------------------- open output files by FILE* */
 
@@ -336,164 +195,6 @@ static int ck_close(void *c)
     return r;
 }
 
-/* ---------------------------------------------------------- output targets */
-
-/* Where a path leads: a regular file (existing or to be created) that is
- * replaced by rename, or a device or FIFO written in place.  Symbolic links
- * are followed: the link stays, the file it leads to is written. */
-typedef struct {
-    int kind;      /* LNK_OUT_FILE or LNK_OUT_STREAM */
-    int exists;
-    mode_t mode;   /* of an existing regular file */
-    char *final;   /* the regular file's path after following links (malloc'd) */
-} target;
-
-static const char *kind_name(mode_t m)
-{
-    return S_ISDIR(m) ? "a folder" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket"
-         : S_ISCHR(m) ? "a character device" : S_ISFIFO(m) ? "a FIFO" : "not a regular file";
-}
-
-/* The path a chain of symbolic links ends at (the last one may be dangling). */
-static char *follow_links(const char *path)
-{
-    char *p = strdup(path);
-    for (int hops = 0; p && hops < 40; hops++) {
-        struct stat sb;
-        if (lstat(p, &sb) != 0 || !S_ISLNK(sb.st_mode))
-            return p;
-        char buf[PATH_MAX];
-        ssize_t n = readlink(p, buf, sizeof buf - 1);
-        if (n < 0)
-            return p;
-        buf[n] = '\0';
-        char *next = NULL;
-        if (buf[0] == '/')
-            next = strdup(buf);
-        else {
-            const char *slash = strrchr(p, '/');
-            int dl = slash ? (int)(slash - p + 1) : 0;
-            if (asprintf(&next, "%.*s%s", dl, p, buf) < 0)
-                next = NULL;
-        }
-        free(p);
-        p = next;
-    }
-    return p;
-}
-
-/* The folder of a path ("." if none), malloc'd. */
-static char *dir_of(const char *p)
-{
-    const char *slash = strrchr(p, '/');
-    if (!slash)
-        return strdup(".");
-    if (slash == p)
-        return strdup("/");
-    return strndup(p, (size_t)(slash - p));
-}
-
-static int resolve(const char *path, target *t)
-{
-    memset(t, 0, sizeof *t);
-    if (!path || !path[0])
-        return lnk_error(LNK_EINVAL, "output file: empty path");
-    struct stat sb;
-    if (stat(path, &sb) == 0) {
-        t->exists = 1;
-        if (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)) {
-            t->kind = LNK_OUT_STREAM;
-            if (access(path, W_OK) != 0)
-                return lnk_error(LNK_EIO, "%s: cannot write to this %s: %s", path,
-                                 kind_name(sb.st_mode) + 2, strerror(errno));
-            return LNK_OK;
-        }
-        if (!S_ISREG(sb.st_mode))
-            return lnk_error(LNK_EIO, "%s: is %s; an output must be a regular file, a character "
-                             "device or a FIFO", path, kind_name(sb.st_mode));
-        /* a file we may not write is not ours to replace (root may write
-         * anything: the mode says whether it was meant to be kept) */
-        if ((sb.st_mode & 0222) == 0 || access(path, W_OK) != 0)
-            return lnk_error(LNK_EIO, "%s: exists and is read-only (mode %04o): not replaced "
-                             "(remove it or make it writable)", path,
-                             (unsigned)(sb.st_mode & 07777));
-        t->mode = sb.st_mode & 07777;
-        t->final = realpath(path, NULL); /* also right for /dev/stdout, /proc/self/fd/N */
-    } else if (errno == ENOENT) {
-        t->final = follow_links(path);
-    } else if (errno == ENOTDIR) {
-        return lnk_error(LNK_EIO, "%s: a component of the path is not a folder", path);
-    } else {
-        return lnk_error(LNK_EIO, "%s: %s", path, strerror(errno));
-    }
-    if (!t->final)
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-    t->kind = LNK_OUT_FILE;
-    char *dir = dir_of(t->final);
-    int st = LNK_OK;
-    if (!dir)
-        st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-    else if (stat(dir, &sb) != 0)
-        st = lnk_error(LNK_EIO, "%s: folder '%s' %s", path, dir,
-                       errno == ENOENT ? "does not exist" : strerror(errno));
-    else if (!S_ISDIR(sb.st_mode))
-        st = lnk_error(LNK_EIO, "%s: '%s' is not a folder", path, dir);
-    else if (access(dir, W_OK | X_OK) != 0)
-        st = lnk_error(LNK_EIO, "%s: cannot create files in folder '%s': %s", path, dir,
-                       strerror(errno));
-    free(dir);
-    if (st != LNK_OK) {
-        free(t->final);
-        t->final = NULL;
-    }
-    return st;
-}
-
-int lnk_output_check(const char *path, int *kind)
-{
-    target t;
-    int st = resolve(path, &t);
-    if (st == LNK_OK && kind)
-        *kind = t.kind;
-    free(t.final);
-    return st;
-}
-
-int lnk_output_kind(const char *path)
-{
-    struct stat sb;
-    if (path && stat(path, &sb) == 0 && (S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode)))
-        return LNK_OUT_STREAM;
-    return LNK_OUT_FILE;
-}
-
-int lnk_output_same(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    int ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-    if (ea && eb)
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    if (ea || eb)
-        return 0;
-    /* neither exists yet: the same folder and the same name */
-    char *fa = follow_links(a), *fb = follow_links(b);
-    int same = 0;
-    if (fa && fb) {
-        char *da = dir_of(fa), *db = dir_of(fb);
-        const char *na = strrchr(fa, '/'), *nb = strrchr(fb, '/');
-        na = na ? na + 1 : fa;
-        nb = nb ? nb + 1 : fb;
-        struct stat xa, xb;
-        same = da && db && !strcmp(na, nb) && stat(da, &xa) == 0 && stat(db, &xb) == 0 &&
-               xa.st_dev == xb.st_dev && xa.st_ino == xb.st_ino;
-        free(da);
-        free(db);
-    }
-    free(fa);
-    free(fb);
-    return same;
-}
-
 /* ------------------------------------------------------------------- afile */
 
 /* mkstemp creates files with mode 0600; a new file gets the mode an ordinary
@@ -524,8 +225,8 @@ int lnk_afile_open(lnk_afile *a, const char *path)
 {
     memset(a, 0, sizeof *a);
     lnk_output_init();
-    target t;
-    int st = resolve(path, &t);
+    lnk_out_target t;
+    int st = lnk_out_resolve(path, &t);
     if (st != LNK_OK)
         return st;
     a->path = strdup(path);
@@ -553,17 +254,17 @@ int lnk_afile_open(lnk_afile *a, const char *path)
         }
         /* created and listed in one critical section: a signal cannot come between */
         sigset_t old;
-        if (crit_enter(&old) != 0)
+        if (lnk_out_crit_enter(&old) != 0)
             return afile_fail(a, lnk_error(LNK_EIO, "%s: the process is terminating", path));
         int e = 0;
-        if (live_add(a->tmp) != 0)
+        if (lnk_out_live_add(a->tmp) != 0)
             e = EMFILE;
         else if ((fd = mkostemp(a->tmp, O_CLOEXEC)) < 0) {
             e = errno;
-            live_drop(a->tmp);
+            lnk_out_live_drop(a->tmp);
         } else
             fault_hit(FP_CREATE);
-        crit_leave(&old);
+        lnk_out_crit_leave(&old);
         if (fd < 0)
             return afile_fail(a, lnk_error(LNK_EIO, "%s: cannot create a temporary file in its "
                                            "folder: %s", path, strerror(e)));
@@ -575,7 +276,7 @@ int lnk_afile_open(lnk_afile *a, const char *path)
     if (!f) {
         free(ck);
         close(fd);
-        tmp_release(a->tmp, 1);
+        lnk_out_tmp_release(a->tmp, 1);
         a->tmp = NULL;
         return afile_fail(a, lnk_error(LNK_ENOMEM, "%s: out of memory", path));
     }
@@ -645,7 +346,7 @@ static void afile_release(lnk_afile *a)
 /* The folder of path synced (a rename is durable once its folder is). */
 static void sync_dir(const char *path)
 {
-    char *d = dir_of(path);
+    char *d = lnk_out_dir_of(path);
     int fd = d ? open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (fd >= 0) {
         if (fsync(fd) != 0) { /* not every file system can: not an error */ }
@@ -694,7 +395,7 @@ void lnk_output_group_abort(void)
 {
     pthread_mutex_lock(&grp_lock);
     for (int i = 0; i < grp.n; i++) {
-        tmp_release(grp.p[i].tmp, 1);
+        lnk_out_tmp_release(grp.p[i].tmp, 1);
         grp.p[i].tmp = NULL;
     }
     group_free();
@@ -710,7 +411,7 @@ int lnk_output_group_commit(void)
     }
     fault_hit(FP_SYNCED);
     sigset_t old;
-    if (crit_enter(&old) != 0) {
+    if (lnk_out_crit_enter(&old) != 0) {
         for (int i = 0; i < grp.n; i++)
             grp.p[i].tmp = NULL; /* still listed: the signal handler removes them */
         group_free();
@@ -758,8 +459,8 @@ int lnk_output_group_commit(void)
                 unlink(grp.p[i].tmp); /* the replaced content */
     }
     for (int i = 0; i < grp.n; i++)
-        live_drop(grp.p[i].tmp);
-    crit_leave(&old);
+        lnk_out_live_drop(grp.p[i].tmp);
+    lnk_out_crit_leave(&old);
     if (st == LNK_OK)
         for (int i = 0; i < grp.n; i++)
             sync_dir(grp.p[i].final);
@@ -777,7 +478,7 @@ int lnk_afile_commit(lnk_afile *a)
     int e;
     if (close_file(a, &e)) {
         int st = lnk_error(LNK_EIO, "%s: write failed: %s", a->path, strerror(e));
-        tmp_release(a->tmp, 1);
+        lnk_out_tmp_release(a->tmp, 1);
         a->tmp = NULL;
         afile_release(a);
         return st;
@@ -794,7 +495,7 @@ int lnk_afile_commit(lnk_afile *a)
             pending *np = realloc(grp.p, sizeof *np * (size_t)nc);
             if (!np) {
                 pthread_mutex_unlock(&grp_lock);
-                tmp_release(a->tmp, 1);
+                lnk_out_tmp_release(a->tmp, 1);
                 a->tmp = NULL;
                 int st = lnk_error(LNK_ENOMEM, "%s: out of memory", a->path);
                 afile_release(a);
@@ -812,7 +513,7 @@ int lnk_afile_commit(lnk_afile *a)
     pthread_mutex_unlock(&grp_lock);
     sigset_t old;
     int st = LNK_OK;
-    if (crit_enter(&old) != 0) {
+    if (lnk_out_crit_enter(&old) != 0) {
         st = lnk_error(LNK_EIO, "%s: the process is terminating", a->path);
         a->tmp = NULL; /* still listed: the signal handler removes it */
     } else {
@@ -821,8 +522,8 @@ int lnk_afile_commit(lnk_afile *a)
             st = lnk_error(LNK_EIO, "%s: cannot rename %s to it: %s", a->path, a->tmp, strerror(e));
             unlink(a->tmp);
         }
-        live_drop(a->tmp);
-        crit_leave(&old);
+        lnk_out_live_drop(a->tmp);
+        lnk_out_crit_leave(&old);
         if (st == LNK_OK)
             sync_dir(a->final);
     }
@@ -837,7 +538,7 @@ void lnk_afile_abort(lnk_afile *a)
         __fpurge(a->f); /* nothing more reaches a device or FIFO */
         fclose(a->f);
     }
-    tmp_release(a->tmp, 1);
+    lnk_out_tmp_release(a->tmp, 1);
     a->tmp = NULL;
     afile_release(a);
 }
@@ -845,15 +546,5 @@ void lnk_afile_abort(lnk_afile *a)
 void lnk_output_abort_all(void)
 {
     lnk_output_group_abort();
-    sigset_t old;
-    if (crit_enter(&old) != 0)
-        return;
-    for (int i = 0; i < LIVE_MAX; i++) {
-        char *p = atomic_load(&live[i]);
-        if (p) {
-            unlink(p);
-            atomic_store(&live[i], NULL);
-        }
-    }
-    crit_leave(&old);
+    lnk_out_live_remove_all();
 }

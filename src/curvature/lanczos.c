@@ -1,10 +1,11 @@
 /* Lanczos tridiagonalisation of a symmetric operator: FULL (two-pass
  * classical Gram-Schmidt against the stored basis) and LIGHT (three-term
- * recurrence only, Cullum-Willoughby ghost test), Ritz values by LAPACK's
- * tridiagonal MRRR solver, Ritz vectors.  See include/lnkit/curvature.h. */
+ * recurrence only): the workspace, the iteration and its state.  The
+ * breakdown restart and partial reorthogonalisation are in lanczos_reorth.c,
+ * Ritz values, vectors and the ghost test in lanczos_ritz.c.  See
+ * include/lnkit/curvature.h. */
 #include <cblas.h>
 #include <float.h>
-#include <lapacke.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "curvature/internal.h"
+#include "curvature/lanczos_internal.h"
 #include "core/blas_fixed.h"
 #include "lnkit/curvature.h"
 #include "lnkit/error.h"
@@ -203,137 +205,6 @@ int lnk_lanczos_start(lnk_lanczos *w, const double *v0, uint64_t seed)
     return LNK_OK;
 }
 
-/* A fresh direction after a breakdown: a Gaussian vector orthogonalised
- * twice against the j stored vectors.  Returns 1 if it has something left. */
-static int restart_vector(lnk_lanczos *w, int j, double *x)
-{
-    gsl_rng *r = lnk_cv_rng(w->seed, LNK_STREAM_RESTART + (uint64_t)w->n_restarts);
-    if (!r)
-        return -1;
-    lnk_cv_random(w->group, r, 0, x, w->n);
-    gsl_rng_free(r);
-    double nrm0 = lnk_cv_nrm2(w->group, w->n, x);
-    double nrm = lnk_cv_orthogonalize(w->group, w->V, j, w->n, x, w->h);
-    /* Twice more if much was removed (the new vector then lies close to the span). */
-    if (nrm < 0.5 * nrm0)
-        nrm = lnk_cv_orthogonalize(w->group, w->V, j, w->n, x, w->h);
-    if (!(nrm > 1e-8 * nrm0))
-        return 0;
-    cblas_dscal((int)w->n, 1.0 / nrm, x, 1);
-    return 1;
-}
-
-/* ------------------------------------------- partial reorthogonalisation */
-
-/* Simon's thresholds for m steps on n_global: the rounding level eps1 of
- * one step, semi-orthogonality delta and the level eta whose neighbourhood
- * of a large omega is reorthogonalised too (PROPACK's defaults). */
-static void pro_levels(const lnk_lanczos *w, double *eps1, double *delta, double *eta)
-{
-    size_t ng = w->group ? w->group->n_global : w->n;
-    *eps1 = sqrt((double)ng) * DBL_EPSILON / 2;
-    *delta = sqrt(DBL_EPSILON / w->max_steps);
-    *eta = pow(DBL_EPSILON, 0.75) / sqrt(w->max_steps);
-}
-
-/* The omega recurrence at step j (alpha[0..j], beta[0..j-1] and b = beta_j
- * known): from om = omega_{j,.} and om_prev = omega_{j-1,.} the estimates
- * omega_{j+1,k} ~ v_{j+1}.v_k, k <= j, into om (om_prev takes omega_{j,.}):
- *   b omega_{j+1,k} = beta_k omega_{j,k+1} + (alpha_k - alpha_j) omega_{j,k}
- *                     + beta_{k-1} omega_{j,k-1} - beta_{j-1} omega_{j-1,k}
- *                     +- eps1 ||A||                      (k <= j-2),
- * omega_{j+1,j-1} = eps1 ||A|| / b, omega_{j+1,j} = eps1 (local orthogonality).
- * Returns max_k |omega_{j+1,k}|. */
-static double update_omega(lnk_lanczos *w, int j, double b, double anorm, double eps1)
-{
-    double *cur = w->om, *prev = w->om_prev, T = eps1 * anorm, big = 0;
-    const double *al = w->alpha, *be = w->beta;
-    for (int k = 0; k <= j - 2; k++) {
-        double s = be[k] * cur[k + 1] + (al[k] - al[j]) * cur[k] +
-                   (k > 0 ? be[k - 1] * cur[k - 1] : 0) - be[j - 1] * prev[k];
-        prev[k] = (s + (s < 0 ? -T : T)) / b; /* prev[k] is read last: in place */
-        big = fmax(big, fabs(prev[k]));
-    }
-    if (j >= 1) {
-        prev[j - 1] = T / b;
-        big = fmax(big, prev[j - 1]);
-    }
-    prev[j] = eps1;
-    w->om = prev;
-    w->om_prev = cur;
-    return big;
-}
-
-/* The runs of basis rows to reorthogonalise against: maximal runs of
- * |omega| >= eta that hold some |omega| > delta (PROPACK's compute_int). */
-static void pick_runs(lnk_lanczos *w, int j, double delta, double eta)
-{
-    const double *om = w->om;
-    w->n_ivl = 0;
-    for (int k = 0; k <= j;) {
-        if (fabs(om[k]) < eta) {
-            k++;
-            continue;
-        }
-        int lo = k, hit = 0;
-        while (k <= j && fabs(om[k]) >= eta)
-            hit |= fabs(om[k++]) > delta;
-        if (hit) {
-            w->ivl[2 * w->n_ivl] = lo;
-            w->ivl[2 * w->n_ivl + 1] = k;
-            w->n_ivl++;
-        }
-    }
-}
-
-/* Step j's w = x (norm r, alpha *a so far) after the three-term recurrence:
- * local and partial reorthogonalisation.  Returns ||x||. */
-static double partial_reorth(lnk_lanczos *w, int j, double *x, double *a, double r)
-{
-    const lnk_group *g = w->group;
-    size_t n = w->n;
-    int ni = (int)n;
-    double eps1, delta, eta;
-    pro_levels(w, &eps1, &delta, &eta);
-    const double *vj = w->V + (size_t)j * n, *vp = j ? w->V + (size_t)(j - 1) * n : NULL;
-    /* extended local reorthogonalisation: beta fell, cancellation took local
-     * orthogonality with it */
-    if (j > 0 && r < M_SQRT1_2 * w->beta[j - 1]) {
-        double t[2] = {lnk_dot(n, vp, x), lnk_dot(n, vj, x)};
-        if (g && g->sum(g->ctx, t, 2) != 0)
-            return NAN;
-        lnk_axpy((size_t)ni, -t[0], vp, x);
-        lnk_axpy((size_t)ni, -t[1], vj, x);
-        w->beta[j - 1] += t[0];
-        *a += t[1];
-        r = lnk_cv_nrm2(g, n, x);
-    }
-    double anorm = fmax(w->tnorm, fabs(*a) + r + (j ? w->beta[j - 1] : 0));
-    w->alpha[j] = *a; /* the recurrence needs alpha_j (the caller stores its final value) */
-    double big = update_omega(w, j, r > 0 ? r : DBL_MIN, anorm, eps1);
-    int tiny = r * delta < anorm * eps1; /* omega would jump past delta at once */
-    if (!w->force && !tiny && !(big > delta))
-        return r;
-    if (tiny) { /* the recurrence cannot tell which: all of them, twice */
-        w->ivl[0] = 0, w->ivl[1] = j + 1, w->n_ivl = 1;
-        w->force = 1;
-    } else if (w->force) {
-        w->force = 0; /* the second of a pair: the same runs again */
-    } else {
-        pick_runs(w, j, delta, eta);
-        w->force = 1;
-    }
-    double *h = w->h, *work = w->h + w->max_steps + 2;
-    memset(h, 0, sizeof(double) * (size_t)(j + 1));
-    r = lnk_cv_reorth(g, w->V, n, w->ivl, w->n_ivl, x, r, h, work, &w->reorth_rows);
-    *a += h[j]; /* the v_j part removed belongs to alpha */
-    for (int i = 0; i < w->n_ivl; i++)
-        for (int k = w->ivl[2 * i]; k < w->ivl[2 * i + 1]; k++)
-            w->om[k] = eps1;
-    w->n_reorth++;
-    return r;
-}
-
 /* ------------------------------------------------ first touch of a new row */
 
 /* The first write to a basis row faults its pages in: on a VM about 0.04 to
@@ -399,7 +270,8 @@ static int prefault_init(prefault_job *job, double *x, size_t n)
     return 1;
 }
 
-int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
+/* lnk_lanczos_step's arguments and state: an error unless a step can be taken. */
+static int step_check(const lnk_lanczos *w, const lnk_operator *op)
 {
     if (!w)
         return lnk_error(LNK_EINVAL, "lanczos_step: NULL workspace");
@@ -419,14 +291,17 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
                          w->steps, w->invariant ? "invariant subspace" : "stopped");
     if (w->steps >= w->max_steps)
         return lnk_error(LNK_EINVAL, "lanczos_step: max_steps = %d reached", w->max_steps);
+    return LNK_OK;
+}
 
-    int j = w->steps, ni = (int)w->n;
+/* Step j's product x = A v_j, with the new basis rows faulted in around it
+ * (FULL).  *tb, *t0, *t1: the clock at the step's start (less the wait for
+ * the helper), before and after the product. */
+static int step_apply(lnk_lanczos *w, const lnk_operator *op, int j, const double *vj, double *x,
+                      double *tb, double *t0, double *t1)
+{
     int full = w->mode == LNK_LANCZOS_FULL;
-    const double *vj = full ? w->V + (size_t)j * w->n : w->vcur;
-    const double *vp = j == 0 ? NULL : full ? w->V + (size_t)(j - 1) * w->n : w->vprev;
-    double *x = full ? w->V + (size_t)(j + 1) * w->n : w->w;
-
-    double tb = lnk_now();
+    *tb = lnk_now();
     if (full && j + 1 > w->touched && w->prefault != LNK_PREFAULT_NONE) {
         /* Row j+1 not faulted in ahead (the first step, or no helper):
          * here, counted as vector work, rather than inside the operator's
@@ -443,23 +318,30 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
                   j + 2 > w->touched &&
                   prefault_init(&ahead, w->V + (size_t)(j + 2) * w->n, w->n) &&
                   pthread_create(&helper, NULL, prefault_main, &ahead) == 0;
-    double t0 = lnk_now();
-    rc = op->apply(op->ctx, vj, x);
-    double t1 = lnk_now();
+    *t0 = lnk_now();
+    int rc = op->apply(op->ctx, vj, x);
+    *t1 = lnk_now();
     w->n_applies++;
-    w->last_apply = t1 - t0;
-    w->t_apply += t1 - t0;
+    w->last_apply = *t1 - *t0;
+    w->t_apply += *t1 - *t0;
     if (helping) {
         prefault_work(&ahead); /* the chunks the helper has not taken */
         pthread_join(helper, NULL);
         w->touched = j + 2;
         double tj = lnk_now();
-        tb -= tj - t1; /* counted as first-touch time below */
-        t1 = tj;
+        *tb -= tj - *t1; /* counted as first-touch time below */
+        *t1 = tj;
     }
-    if (rc != LNK_OK)
-        return rc;
+    return rc;
+}
 
+/* The three-term recurrence on x = A v_j and its reorthogonalisation:
+ * alpha_j into *a, ||x|| into *r; alpha, steps and tnorm updated. */
+static void step_recurrence(lnk_lanczos *w, int j, const double *vj, const double *vp, double *x,
+                            double *a_out, double *r_out)
+{
+    int ni = (int)w->n;
+    int full = w->mode == LNK_LANCZOS_FULL;
     if (vp)
         lnk_axpy((size_t)ni, -w->beta[j - 1], vp, x);
     double a = lnk_cv_dot(w->group, w->n, vj, x);
@@ -471,7 +353,7 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
         w->n_reorth++;
         w->reorth_rows += 4.0 * (j + 1);
     } else if (full) {
-        r = partial_reorth(w, j, x, &a, lnk_cv_nrm2(w->group, w->n, x));
+        r = lnk_lz_partial_reorth(w, j, x, &a, lnk_cv_nrm2(w->group, w->n, x));
     } else {
         r = lnk_cv_nrm2(w->group, w->n, x);
     }
@@ -480,40 +362,32 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
     double tn = fabs(a) + r + (j > 0 ? w->beta[j - 1] : 0);
     if (tn > w->tnorm)
         w->tnorm = tn;
+    *a_out = a;
+    *r_out = r;
+}
 
-    rc = LNK_OK;
-    if (!isfinite(a) || !isfinite(r)) {
-        w->beta[j] = r;
-        w->done = 1;
-        rc = lnk_error(LNK_ENONFINITE, "lanczos_step %d: alpha = %g, beta = %g: the operator "
-                       "returned non-finite values", j, a, r);
-    } else if ((size_t)w->steps >= (w->group ? w->group->n_global : w->n)) {
-        /* n orthogonal directions: the whole space is invariant (FULL; in
-         * LIGHT mode the vectors may have lost orthogonality by now). */
-        w->beta[j] = r;
-        w->done = 1;
-        w->invariant = full;
-    } else if (r <= w->breakdown_rtol * w->tnorm) {
-        if (full && w->on_breakdown == LNK_BREAKDOWN_RESTART) {
-            int ok = restart_vector(w, j + 1, x);
-            if (ok < 0) {
-                rc = lnk_error(LNK_ENOMEM, "lanczos_step: cannot allocate a random stream");
-                w->done = 1;
-            } else if (ok) {
-                w->beta[j] = 0; /* T becomes block diagonal */
-                w->n_restarts++;
-                if (w->reorth == LNK_REORTH_PARTIAL) {
-                    /* orthogonal to all of the basis now; and again at the next step */
-                    double eps1, delta, eta;
-                    pro_levels(w, &eps1, &delta, &eta);
-                    for (int k = 0; k <= j; k++)
-                        w->om[k] = eps1;
-                    w->ivl[0] = 0, w->ivl[1] = j + 1, w->n_ivl = 1;
-                    w->force = 1;
-                }
-            } else {
-                w->beta[j] = r;
-                w->done = w->invariant = 1;
+/* A breakdown at step j (residual x of norm r): restart in the complement
+ * (FULL, LNK_BREAKDOWN_RESTART) or stop as invariant. */
+static int step_breakdown(lnk_lanczos *w, int j, double *x, double r)
+{
+    int full = w->mode == LNK_LANCZOS_FULL;
+    int rc = LNK_OK;
+    if (full && w->on_breakdown == LNK_BREAKDOWN_RESTART) {
+        int ok = lnk_lz_restart_vector(w, j + 1, x);
+        if (ok < 0) {
+            rc = lnk_error(LNK_ENOMEM, "lanczos_step: cannot allocate a random stream");
+            w->done = 1;
+        } else if (ok) {
+            w->beta[j] = 0; /* T becomes block diagonal */
+            w->n_restarts++;
+            if (w->reorth == LNK_REORTH_PARTIAL) {
+                /* orthogonal to all of the basis now; and again at the next step */
+                double eps1, delta, eta;
+                lnk_lz_pro_levels(w, &eps1, &delta, &eta);
+                for (int k = 0; k <= j; k++)
+                    w->om[k] = eps1;
+                w->ivl[0] = 0, w->ivl[1] = j + 1, w->n_ivl = 1;
+                w->force = 1;
             }
         } else {
             w->beta[j] = r;
@@ -521,7 +395,32 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
         }
     } else {
         w->beta[j] = r;
-        cblas_dscal(ni, 1.0 / r, x, 1);
+        w->done = w->invariant = 1;
+    }
+    return rc;
+}
+
+/* Step j's end: beta_j = r and the next vector x / r, or the run stops
+ * (non-finite values, n steps, a breakdown). */
+static int step_finish(lnk_lanczos *w, int j, double *x, double a, double r)
+{
+    int full = w->mode == LNK_LANCZOS_FULL;
+    if (!isfinite(a) || !isfinite(r)) {
+        w->beta[j] = r;
+        w->done = 1;
+        return lnk_error(LNK_ENONFINITE, "lanczos_step %d: alpha = %g, beta = %g: the operator "
+                         "returned non-finite values", j, a, r);
+    } else if ((size_t)w->steps >= (w->group ? w->group->n_global : w->n)) {
+        /* n orthogonal directions: the whole space is invariant (FULL; in
+         * LIGHT mode the vectors may have lost orthogonality by now). */
+        w->beta[j] = r;
+        w->done = 1;
+        w->invariant = full;
+    } else if (r <= w->breakdown_rtol * w->tnorm) {
+        return step_breakdown(w, j, x, r);
+    } else {
+        w->beta[j] = r;
+        cblas_dscal((int)w->n, 1.0 / r, x, 1);
         if (!full) { /* slide the window: prev <- cur <- next */
             double *t = w->vprev;
             w->vprev = w->vcur;
@@ -529,6 +428,27 @@ int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
             w->w = t;
         }
     }
+    return LNK_OK;
+}
+
+int lnk_lanczos_step(lnk_lanczos *w, const lnk_operator *op)
+{
+    int rc = step_check(w, op);
+    if (rc != LNK_OK)
+        return rc;
+    int j = w->steps;
+    int full = w->mode == LNK_LANCZOS_FULL;
+    const double *vj = full ? w->V + (size_t)j * w->n : w->vcur;
+    const double *vp = j == 0 ? NULL : full ? w->V + (size_t)(j - 1) * w->n : w->vprev;
+    double *x = full ? w->V + (size_t)(j + 1) * w->n : w->w;
+
+    double tb, t0, t1;
+    rc = step_apply(w, op, j, vj, x, &tb, &t0, &t1);
+    if (rc != LNK_OK)
+        return rc;
+    double a, r;
+    step_recurrence(w, j, vj, vp, x, &a, &r);
+    rc = step_finish(w, j, x, a, r);
     double t2 = lnk_now();
     w->last_touch = t0 - tb;
     w->t_touch += w->last_touch;
@@ -620,173 +540,5 @@ int lnk_lanczos_set_state(lnk_lanczos *w, const lnk_lanczos_state *s)
     w->t_touch = w->last_touch = 0;
     w->touched = full ? s->steps : 0;
     w->started = 1;
-    return LNK_OK;
-}
-
-/* Eigenvalues (and vectors) of the symmetric tridiagonal (d[0..j), e[0..j-1)). */
-static int tridiag_eig(int j, const double *d0, const double *e0, double *theta, double *S)
-{
-    double *d = malloc((size_t)j * sizeof(double));
-    double *e = calloc((size_t)j, sizeof(double)); /* dstemr touches e[j-1] */
-    lapack_int *isuppz = malloc(2 * (size_t)j * sizeof(lapack_int));
-    if (!d || !e || !isuppz) {
-        free(d), free(e), free(isuppz);
-        return lnk_error(LNK_ENOMEM, "lanczos_ritz: cannot allocate the %d x %d tridiagonal", j, j);
-    }
-    memcpy(d, d0, (size_t)j * sizeof(double));
-    if (j > 1)
-        memcpy(e, e0, (size_t)(j - 1) * sizeof(double));
-    lapack_int mfound = 0;
-    lapack_int info = LAPACKE_dstevr(LAPACK_ROW_MAJOR, S ? 'V' : 'N', 'A', j, d, e, 0.0, 0.0, 0, 0,
-                                     0.0, &mfound, theta, S, j, isuppz);
-    free(d), free(e), free(isuppz);
-    if (info != 0 || mfound != j)
-        return lnk_error(LNK_ENONFINITE, "lanczos_ritz: LAPACKE_dstevr failed on the %d x %d "
-                         "tridiagonal (info %d, %d eigenvalues found)", j, j, (int)info,
-                         (int)mfound);
-    return LNK_OK;
-}
-
-int lnk_lanczos_ritz(const lnk_lanczos *w, double *theta, double *S)
-{
-    if (!w || !theta)
-        return lnk_error(LNK_EINVAL, "lanczos_ritz: NULL %s", w ? "theta" : "workspace");
-    if (w->steps < 1)
-        return lnk_error(LNK_EINVAL, "lanczos_ritz: no Lanczos step done yet");
-    return tridiag_eig(w->steps, w->alpha, w->beta, theta, S);
-}
-
-
-int lnk_lanczos_ritz_vectors(lnk_lanczos *w, const lnk_operator *op, const double *S,
-                             const int *idx, int k, double *Y)
-{
-    if (!w || !S || !idx || !Y)
-        return lnk_error(LNK_EINVAL, "lanczos_ritz_vectors: NULL argument");
-    int j = w->steps, ni = (int)w->n;
-    size_t n = w->n;
-    if (j < 1)
-        return lnk_error(LNK_EINVAL, "lanczos_ritz_vectors: no Lanczos step done yet");
-    for (int i = 0; i < k; i++)
-        if (idx[i] < 0 || idx[i] >= j)
-            return lnk_error(LNK_EINVAL, "lanczos_ritz_vectors: idx[%d] = %d; expected 0 <= "
-                             "idx < steps = %d", i, idx[i], j);
-    if (w->mode == LNK_LANCZOS_FULL) {
-        double *s = w->h; /* 2(m+1) >= j */
-        for (int i = 0; i < k; i++) {
-            for (int r = 0; r < j; r++)
-                s[r] = S[(size_t)r * j + idx[i]];
-            double *y = Y + (size_t)i * n;
-            lnk_gemv(CblasTrans, j, ni, 1.0, w->V, ni, s, 1, 0.0, y, 1);
-            lnk_cv_normalise_sign(w->group, y, n);
-        }
-        return LNK_OK;
-    }
-    /* LIGHT: regenerate v_0..v_{j-1} with the recurrence and the stored
-     * coefficients, in the same order of operations as the first pass. */
-    int rc = lnk_operator_check(op, "lanczos_ritz_vectors");
-    if (rc != LNK_OK)
-        return rc;
-    if (op->n != n)
-        return lnk_error(LNK_EINVAL, "lanczos_ritz_vectors: operator size n = %zu differs "
-                         "from the workspace's n = %zu", op->n, n);
-    double *prev = malloc(n * sizeof(double)), *cur = malloc(n * sizeof(double));
-    double *next = malloc(n * sizeof(double));
-    if (!prev || !cur || !next) {
-        free(prev), free(cur), free(next);
-        return lnk_error(LNK_ENOMEM, "lanczos_ritz_vectors: cannot allocate 3 vectors of %zu", n);
-    }
-    memcpy(cur, w->v0, n * sizeof(double));
-    memset(Y, 0, (size_t)k * n * sizeof(double));
-    for (int r = 0; r < j; r++) {
-        for (int i = 0; i < k; i++)
-            lnk_axpy((size_t)ni, S[(size_t)r * j + idx[i]], cur, Y + (size_t)i * n);
-        if (r == j - 1)
-            break;
-        rc = op->apply(op->ctx, cur, next);
-        w->n_applies++;
-        if (rc != LNK_OK)
-            break;
-        if (r > 0)
-            lnk_axpy((size_t)ni, -w->beta[r - 1], prev, next);
-        lnk_axpy((size_t)ni, -w->alpha[r], cur, next);
-        cblas_dscal(ni, 1.0 / w->beta[r], next, 1);
-        double *t = prev;
-        prev = cur;
-        cur = next;
-        next = t;
-    }
-    free(prev), free(cur), free(next);
-    if (rc != LNK_OK)
-        return rc;
-    for (int i = 0; i < k; i++)
-        lnk_cv_normalise_sign(w->group, Y + (size_t)i * n, n);
-    return LNK_OK;
-}
-
-static int nearest_within(const double *mu, int nm, double x, double tol)
-{
-    int lo = 0, hi = nm; /* first mu >= x */
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (mu[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < nm && mu[lo] - x <= tol)
-        return 1;
-    if (lo > 0 && x - mu[lo - 1] <= tol)
-        return 1;
-    return 0;
-}
-
-int lnk_lanczos_ghosts(const lnk_lanczos *w, const double *theta, const double *S, int *flag)
-{
-    if (!w || !theta || !flag)
-        return lnk_error(LNK_EINVAL, "lanczos_ghosts: NULL argument");
-    int j = w->steps;
-    for (int i = 0; i < j; i++)
-        flag[i] = LNK_RITZ_GOOD;
-    if (w->mode == LNK_LANCZOS_FULL || j < 2)
-        return LNK_OK;
-    double tmax = 0;
-    for (int i = 0; i < j; i++) {
-        tmax = fmax(tmax, fabs(w->alpha[i]));
-        tmax = fmax(tmax, w->beta[i]);
-    }
-    double tol = 500.0 * (j + 1000) * DBL_EPSILON * tmax;
-
-    /* Groups of numerically equal values: keep one (smallest bound). */
-    enum { SINGLE = -1 };
-    for (int i = 0; i < j;) {
-        int g = i;
-        while (g + 1 < j && theta[g + 1] - theta[g] <= tol)
-            g++;
-        if (g == i) {
-            flag[i] = SINGLE;
-        } else {
-            int best = i;
-            for (int c = i; c <= g; c++) {
-                flag[c] = LNK_RITZ_COPY;
-                if (S && fabs(S[(size_t)(j - 1) * j + c]) < fabs(S[(size_t)(j - 1) * j + best]))
-                    best = c;
-            }
-            flag[best] = LNK_RITZ_GOOD;
-        }
-        i = g + 1;
-    }
-    /* Simple values that are also eigenvalues of T-hat are spurious. */
-    double *mu = malloc((size_t)(j - 1) * sizeof(double));
-    if (!mu)
-        return lnk_error(LNK_ENOMEM, "lanczos_ghosts: cannot allocate %d values", j - 1);
-    int rc = tridiag_eig(j - 1, w->alpha + 1, w->beta + 1, mu, NULL);
-    if (rc != LNK_OK) {
-        free(mu);
-        return rc;
-    }
-    for (int i = 0; i < j; i++)
-        if (flag[i] == SINGLE)
-            flag[i] = nearest_within(mu, j - 1, theta[i], tol) ? LNK_RITZ_SPURIOUS : LNK_RITZ_GOOD;
-    free(mu);
     return LNK_OK;
 }

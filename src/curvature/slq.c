@@ -32,11 +32,8 @@ void lnk_slq_result_free(lnk_slq_result *r)
     memset(r, 0, sizeof *r);
 }
 
-int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
+static int check_opts(const lnk_operator *op, const lnk_slq_opts *o)
 {
-    if (!res)
-        return lnk_error(LNK_EINVAL, "slq: result is NULL");
-    memset(res, 0, sizeof *res);
     int rc = lnk_operator_check(op, "slq");
     if (rc != LNK_OK)
         return rc;
@@ -55,10 +52,12 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
     if (o->reorth != LNK_REORTH_PARTIAL && o->reorth != LNK_REORTH_ALWAYS)
         return lnk_error(LNK_EINVAL, "slq: reorth = %d; expected LNK_REORTH_PARTIAL (0) or "
                          "LNK_REORTH_ALWAYS (1)", o->reorth);
-    const lnk_slq_state *rs = o->resume;
-    double t0 = lnk_now() - (rs ? rs->elapsed : 0);
-    size_t n = op->n, ng = op->group ? op->group->n_global : n;
-    int m = (size_t)o->steps < ng ? o->steps : (int)ng;
+    return LNK_OK;
+}
+
+/* The state to resume from, checked against runs of m steps. */
+static int check_resume(const lnk_slq_state *rs, const lnk_slq_opts *o, int m)
+{
     int total = o->runs * m;
     if (rs && (rs->run < 0 || rs->run > o->runs || (rs->run == o->runs && rs->lanczos.steps) ||
                rs->steps_done < 0 || rs->steps_done > total || !rs->offset ||
@@ -66,6 +65,104 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
                (rs->run && (!rs->node || !rs->weight || !rs->steps || !rs->invariant))))
         return lnk_error(LNK_EINVAL, "slq: the state to resume from does not fit the options "
                          "(%d of %d runs done)", rs->run, o->runs);
+    return LNK_OK;
+}
+
+/* The finished runs of the resumed state into res. */
+static void take_finished(lnk_slq_result *res, const lnk_slq_state *rs)
+{
+    int v0 = rs->run;
+    res->n_applies = rs->n_applies;
+    memcpy(res->offset, rs->offset, (size_t)(v0 + 1) * sizeof(int));
+    if (v0 > 0) {
+        memcpy(res->node, rs->node, (size_t)rs->offset[v0] * sizeof(double));
+        memcpy(res->weight, rs->weight, (size_t)rs->offset[v0] * sizeof(double));
+        memcpy(res->steps, rs->steps, (size_t)v0 * sizeof(int));
+        memcpy(res->invariant, rs->invariant, (size_t)v0 * sizeof(int));
+    }
+    for (int v = 0; v < v0; v++) {
+        res->node_min = fmin(res->node_min, res->node[res->offset[v]]);
+        res->node_max = fmax(res->node_max, res->node[res->offset[v + 1] - 1]);
+    }
+}
+
+/* Run v's start: the resumed Lanczos state (resume), or random vector v of
+ * the seed (z: room for it). */
+static int start_run(lnk_lanczos *lz, const lnk_operator *op, const lnk_slq_opts *o,
+                     const lnk_slq_state *resume, int v, double *z)
+{
+    if (resume)
+        return lnk_lanczos_set_state(lz, &resume->lanczos);
+    gsl_rng *r = lnk_cv_rng(o->seed, (uint64_t)v);
+    if (!r)
+        return lnk_error(LNK_ENOMEM, "slq: cannot allocate a random stream");
+    lnk_cv_random(op->group, r, o->start == LNK_SLQ_RADEMACHER, z, op->n);
+    gsl_rng_free(r);
+    return lnk_lanczos_start(lz, z, o->seed); /* normalises z */
+}
+
+/* Run v's Lanczos steps (up to m; *done counts all runs' steps), each
+ * followed by a checkpoint and the progress callback. */
+static int run_steps(lnk_lanczos *lz, const lnk_operator *op, const lnk_slq_opts *o,
+                     lnk_slq_result *res, int v, int m, int *done, double t0)
+{
+    int rc, total = o->runs * m;
+    while (!lz->done && lz->steps < m) {
+        if ((rc = lnk_lanczos_step(lz, op)) != LNK_OK)
+            return rc;
+        ++*done;
+        if (o->checkpoint) {
+            lnk_slq_state st = {v, *done, res->n_applies, res->offset, res->steps,
+                                res->invariant, res->node, res->weight, {0}, lnk_now() - t0};
+            lnk_lanczos_get_state(lz, &st.lanczos);
+            if ((rc = o->checkpoint(o->checkpoint_ctx, &st, 0)) != LNK_OK)
+                return rc;
+        }
+        if (o->progress && o->progress(o->progress_ctx, *done, total, lnk_now() - t0))
+            return lnk_error(LNK_EINVAL, "slq: cancelled by the progress callback in run %d "
+                             "at step %d", v, lz->steps);
+    }
+    return LNK_OK;
+}
+
+/* Run v's quadrature (T's eigenvalues, squared first components) into res. */
+static int store_run(lnk_lanczos *lz, const lnk_operator *op, lnk_slq_result *res, int v,
+                     double *theta, double *S)
+{
+    int j = lz->steps, rc;
+    if ((rc = lnk_cv_check_same(op->group, lz->alpha, (size_t)j, "slq")) != LNK_OK ||
+        (rc = lnk_cv_check_same(op->group, lz->beta, (size_t)j, "slq")) != LNK_OK ||
+        (rc = lnk_lanczos_ritz(lz, theta, S)) != LNK_OK)
+        return rc;
+    int off = res->offset[v];
+    for (int i = 0; i < j; i++) {
+        res->node[off + i] = theta[i];
+        res->weight[off + i] = S[i] * S[i]; /* row 0: first components */
+    }
+    res->offset[v + 1] = off + j;
+    res->steps[v] = j;
+    res->invariant[v] = lz->invariant;
+    res->node_min = fmin(res->node_min, theta[0]);
+    res->node_max = fmax(res->node_max, theta[j - 1]);
+    res->n_applies += lz->n_applies;
+    return LNK_OK;
+}
+
+int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
+{
+    if (!res)
+        return lnk_error(LNK_EINVAL, "slq: result is NULL");
+    memset(res, 0, sizeof *res);
+    int rc = check_opts(op, o);
+    if (rc != LNK_OK)
+        return rc;
+    const lnk_slq_state *rs = o->resume;
+    double t0 = lnk_now() - (rs ? rs->elapsed : 0);
+    size_t n = op->n, ng = op->group ? op->group->n_global : n;
+    int m = (size_t)o->steps < ng ? o->steps : (int)ng;
+    int total = o->runs * m;
+    if ((rc = check_resume(rs, o, m)) != LNK_OK)
+        return rc;
 
     lnk_lanczos *lz = lnk_lanczos_alloc_basis(n, m, o->mode, o->basis);
     if (!lz)
@@ -92,77 +189,22 @@ int lnk_slq(const lnk_operator *op, const lnk_slq_opts *o, lnk_slq_result *res)
     res->node_min = INFINITY;
     res->node_max = -INFINITY;
     int done = 0, v0 = 0;
-    lnk_slq_state st = {0};
     if (rs) { /* the finished runs' results, and where the run under way is */
         v0 = rs->run;
         done = rs->steps_done;
-        res->n_applies = rs->n_applies;
-        memcpy(res->offset, rs->offset, (size_t)(v0 + 1) * sizeof(int));
-        if (v0 > 0) {
-            memcpy(res->node, rs->node, (size_t)rs->offset[v0] * sizeof(double));
-            memcpy(res->weight, rs->weight, (size_t)rs->offset[v0] * sizeof(double));
-            memcpy(res->steps, rs->steps, (size_t)v0 * sizeof(int));
-            memcpy(res->invariant, rs->invariant, (size_t)v0 * sizeof(int));
-        }
-        for (int v = 0; v < v0; v++) {
-            res->node_min = fmin(res->node_min, res->node[res->offset[v]]);
-            res->node_max = fmax(res->node_max, res->node[res->offset[v + 1] - 1]);
-        }
+        take_finished(res, rs);
     }
     for (int v = v0; v < o->runs; v++) {
-        if (rs && v == v0 && rs->lanczos.steps > 0) {
-            if ((rc = lnk_lanczos_set_state(lz, &rs->lanczos)) != LNK_OK)
-                goto out;
-        } else {
-            gsl_rng *r = lnk_cv_rng(o->seed, (uint64_t)v);
-            if (!r) {
-                rc = lnk_error(LNK_ENOMEM, "slq: cannot allocate a random stream");
-                goto out;
-            }
-            lnk_cv_random(op->group, r, o->start == LNK_SLQ_RADEMACHER, z, n);
-            gsl_rng_free(r);
-            if ((rc = lnk_lanczos_start(lz, z, o->seed)) != LNK_OK) /* normalises z */
-                goto out;
-        }
-        while (!lz->done && lz->steps < m) {
-            if ((rc = lnk_lanczos_step(lz, op)) != LNK_OK)
-                goto out;
-            done++;
-            if (o->checkpoint) {
-                st = (lnk_slq_state){v, done, res->n_applies, res->offset, res->steps,
-                                     res->invariant, res->node, res->weight, {0},
-                                     lnk_now() - t0};
-                lnk_lanczos_get_state(lz, &st.lanczos);
-                if ((rc = o->checkpoint(o->checkpoint_ctx, &st, 0)) != LNK_OK)
-                    goto out;
-            }
-            if (o->progress && o->progress(o->progress_ctx, done, total, lnk_now() - t0)) {
-                rc = lnk_error(LNK_EINVAL, "slq: cancelled by the progress callback in run %d "
-                               "at step %d", v, lz->steps);
-                goto out;
-            }
-        }
-        int j = lz->steps;
-        if ((rc = lnk_cv_check_same(op->group, lz->alpha, (size_t)j, "slq")) != LNK_OK ||
-            (rc = lnk_cv_check_same(op->group, lz->beta, (size_t)j, "slq")) != LNK_OK ||
-            (rc = lnk_lanczos_ritz(lz, theta, S)) != LNK_OK)
+        const lnk_slq_state *resume = rs && v == v0 && rs->lanczos.steps > 0 ? rs : NULL;
+        if ((rc = start_run(lz, op, o, resume, v, z)) != LNK_OK ||
+            (rc = run_steps(lz, op, o, res, v, m, &done, t0)) != LNK_OK ||
+            (rc = store_run(lz, op, res, v, theta, S)) != LNK_OK)
             goto out;
-        int off = res->offset[v];
-        for (int i = 0; i < j; i++) {
-            res->node[off + i] = theta[i];
-            res->weight[off + i] = S[i] * S[i]; /* row 0: first components */
-        }
-        res->offset[v + 1] = off + j;
-        res->steps[v] = j;
-        res->invariant[v] = lz->invariant;
-        res->node_min = fmin(res->node_min, theta[0]);
-        res->node_max = fmax(res->node_max, theta[j - 1]);
-        res->n_applies += lz->n_applies;
-        done += m - j; /* a run that ended early leaves its steps undone */
+        done += m - lz->steps; /* a run that ended early leaves its steps undone */
         if (o->checkpoint && v + 1 < o->runs) {
             /* the next run overwrites the basis the last state refers to */
-            st = (lnk_slq_state){v + 1, done, res->n_applies, res->offset, res->steps,
-                                 res->invariant, res->node, res->weight, {0}, lnk_now() - t0};
+            lnk_slq_state st = {v + 1, done, res->n_applies, res->offset, res->steps,
+                                res->invariant, res->node, res->weight, {0}, lnk_now() - t0};
             if ((rc = o->checkpoint(o->checkpoint_ctx, &st, 1)) != LNK_OK)
                 goto out;
         }

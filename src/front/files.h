@@ -27,6 +27,9 @@
 void cli_result_check(const char *out, int json);
 const char *cli_result_path(const char *out, int json);
 void cli_result_json(void);
+/* The JSON value o (taken) on standard output: indented, keys in order,
+ * reals to 17 digits; dies if it cannot be written. */
+void cli_json_print(json_t *o);
 
 /* A file named on the command line and the
  * option that named it, for messages. */

@@ -104,15 +104,19 @@ void cli_result_json(void)
     CLI_CK(lnk_read_text_file(json_path, (size_t)1 << 40, "result", &csv, NULL));
     json_t *rows = csv_json(csv);
     free(csv);
-    char *txt = rows ? json_dumps(rows, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                            JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(rows);
+    cli_json_print(rows);
+}
+
+void cli_json_print(json_t *o)
+{
+    char *txt = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                      JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(o);
     if (!txt)
         cli_die("out of memory");
-    puts(txt);
-    free(txt);
-    if (fflush(stdout))
+    if (puts(txt) == EOF || fflush(stdout) != 0)
         cli_die("could not write to standard output");
+    free(txt);
 }
 
 void cli_result_check(const char *out, int json)

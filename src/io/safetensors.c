@@ -1,9 +1,9 @@
-/* safetensors files: a validating reader, an atomic writer, and the
- * model-aware helpers for weights, vectors and batches (MODEL.md §6, §8).
+/* safetensors files: the validating reader (header parsing, offsets, data)
+ * and the file's accessors; the writer is st_write.c, the model-aware
+ * helpers for weights, vectors and batches (MODEL.md §6, §8) st_model.c.
  * See include/lnkit/safetensors.h for the format and the checks. */
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,22 +11,13 @@
 
 #include <jansson.h>
 
+#include "io/st_internal.h"
 #include "lnkit/error.h"
 #include "lnkit/io.h"
 #include "lnkit/memory.h"
-#include "lnkit/model.h"
 #include "lnkit/safetensors.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define LNK_HOST_BE 1
-#else
-#define LNK_HOST_BE 0
-#endif
-
-/* Names can be long and hostile; keep messages within the error buffer. */
-#define NM "%.160s"
-
-static void swap8(void *p, size_t n)
+void lnk_st_swap8(void *p, size_t n)
 {
     unsigned char *b = p;
     for (size_t i = 0; i < n; i++, b += 8)
@@ -37,10 +28,9 @@ static void swap8(void *p, size_t n)
         }
 }
 
-static const char *dtype_name(lnk_dtype d) { return d == LNK_DT_F64 ? "F64" : "I64"; }
+const char *lnk_st_dtype_name(lnk_dtype d) { return d == LNK_DT_F64 ? "F64" : "I64"; }
 
-/* "[4, 4]" (or "[]" for a scalar) into buf. */
-static const char *fmt_shape(char *buf, size_t n, const int64_t *shape, int ndim)
+const char *lnk_st_fmt_shape(char *buf, size_t n, const int64_t *shape, int ndim)
 {
     size_t k = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < ndim && k < n; i++)
@@ -215,7 +205,7 @@ static int parse_entry(const char *path, const char *name, json_t *e, uint64_t b
         numel = 0;
     else if (overflow)
         return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': shape %s has too many elements",
-                         path, name, fmt_shape(shs, sizeof shs, t->shape, t->ndim));
+                         path, name, lnk_st_fmt_shape(shs, sizeof shs, t->shape, t->ndim));
     t->numel = (size_t)numel;
 
     /* data_offsets */
@@ -234,7 +224,7 @@ static int parse_entry(const char *path, const char *name, json_t *e, uint64_t b
         return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': data_offsets [%llu, %llu] hold %llu bytes "
                          "but shape %s of %s needs %llu", path, name, (unsigned long long)s->begin,
                          (unsigned long long)s->end, (unsigned long long)(s->end - s->begin),
-                         fmt_shape(shs, sizeof shs, t->shape, t->ndim), dtype_name(t->dtype),
+                         lnk_st_fmt_shape(shs, sizeof shs, t->shape, t->ndim), lnk_st_dtype_name(t->dtype),
                          (unsigned long long)need_bytes);
     if (s->end > buflen)
         return lnk_error(LNK_EFORMAT, "%s: tensor '" NM "': data_offsets [%llu, %llu] go beyond the "
@@ -428,7 +418,7 @@ static int read_data(lnk_input *in, const char *path, entry *ent, int n, uint64_
                              "read of %zu bytes (%s)", path, ent[i].t.name, bytes,
                              in->regular ? "file shrank" : "the stream ended");
         if (LNK_HOST_BE)
-            swap8(ent[i].t.data, ent[i].t.numel);
+            lnk_st_swap8(ent[i].t.data, ent[i].t.numel);
     }
     if (in->regular)
         return LNK_OK;
@@ -514,494 +504,4 @@ int lnk_st_read(const char *path, lnk_st_file **out)
     free(hdr);
     lnk_input_close(&in, NULL);
     return st;
-}
-
-/* ------------------------------------------------------------------ writing */
-
-/* Little-endian bytes of n 8-byte values. */
-static int write_le8(FILE *f, const void *data, size_t n)
-{
-    if (n == 0)
-        return 0;
-    if (!LNK_HOST_BE)
-        return fwrite(data, 8, n, f) == n ? 0 : -1;
-    unsigned char buf[8 * 512];
-    const unsigned char *p = data;
-    while (n) {
-        size_t k = n < 512 ? n : 512;
-        memcpy(buf, p, k * 8);
-        swap8(buf, k);
-        if (fwrite(buf, 8, k, f) != k)
-            return -1;
-        p += k * 8;
-        n -= k;
-    }
-    return 0;
-}
-
-int lnk_st_write(const char *path, const lnk_st_tensor *t, int n, const char *const *metadata)
-{
-    if (n < 0 || (n > 0 && !t))
-        return lnk_error(LNK_EINVAL, "%s: invalid tensor list (n = %d)", path, n);
-    int st = LNK_OK;
-    char *text = NULL;
-    json_t *root = json_object();
-    if (!root)
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-
-    if (metadata) {
-        json_t *md = json_object();
-        if (!md || json_object_set_new(root, "__metadata__", md) != 0) {
-            st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-            goto done;
-        }
-        for (int i = 0; metadata[i]; i += 2) {
-            if (!metadata[i + 1]) {
-                st = lnk_error(LNK_EINVAL, "%s: metadata key '" NM "' has no value", path, metadata[i]);
-                goto done;
-            }
-            json_t *s = json_string(metadata[i + 1]);
-            if (!s || json_object_set_new(md, metadata[i], s) != 0) {
-                st = lnk_error(LNK_EINVAL, "%s: metadata key '" NM "': not valid UTF-8", path, metadata[i]);
-                goto done;
-            }
-        }
-    }
-
-    uint64_t at = 0;
-    for (int i = 0; i < n; i++) {
-        const lnk_st_tensor *x = &t[i];
-        const char *name = x->name ? x->name : "";
-        if (!name[0] || strcmp(name, "__metadata__") == 0)
-            st = lnk_error(LNK_EINVAL, "%s: tensor %d has an invalid name '" NM "'", path, i, name);
-        else if (json_object_get(root, name))
-            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "' appears twice", path, name);
-        else if (x->dtype != LNK_DT_F64 && x->dtype != LNK_DT_I64)
-            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': invalid dtype %d", path, name, (int)x->dtype);
-        else if (x->ndim < 0 || x->ndim > LNK_ST_MAXDIM)
-            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': %d dimensions, expected 0..%d", path, name,
-                           x->ndim, LNK_ST_MAXDIM);
-        if (st)
-            goto done;
-        uint64_t numel = 1;
-        int has0 = 0, overflow = 0;
-        json_t *shape = json_array();
-        if (!shape) {
-            st = lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-            goto done;
-        }
-        for (int k = 0; k < x->ndim; k++) {
-            if (x->shape[k] < 0) {
-                json_decref(shape);
-                st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': shape[%d] = %lld is negative", path,
-                               name, k, (long long)x->shape[k]);
-                goto done;
-            }
-            uint64_t d = (uint64_t)x->shape[k];
-            has0 |= d == 0;
-            if (d && numel > (uint64_t)(SIZE_MAX / 8) / d)
-                overflow = 1;
-            numel *= d;
-            json_array_append_new(shape, json_integer(x->shape[k]));
-        }
-        if (has0)
-            numel = 0;
-        if ((overflow && !has0) || numel != (uint64_t)x->numel || (numel && !x->data)) {
-            json_decref(shape);
-            char shs[160];
-            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': numel %zu (data %s) does not match shape %s",
-                           path, name, x->numel, x->data ? "given" : "NULL",
-                           fmt_shape(shs, sizeof shs, x->shape, x->ndim));
-            goto done;
-        }
-        json_t *e = json_pack("{s:s, s:o, s:[I, I]}", "dtype", dtype_name(x->dtype), "shape", shape,
-                              "data_offsets", (json_int_t)at, (json_int_t)(at + numel * 8));
-        if (!e || json_object_set_new(root, name, e) != 0) {
-            st = lnk_error(LNK_EINVAL, "%s: tensor '" NM "': cannot build the header entry (name not "
-                           "valid UTF-8?)", path, name);
-            goto done;
-        }
-        at += numel * 8;
-    }
-
-    text = json_dumps(root, JSON_COMPACT);
-    if (!text) {
-        st = lnk_error(LNK_ENOMEM, "%s: cannot serialise the header", path);
-        goto done;
-    }
-    /* Pad with spaces so that 8 + N is a multiple of 8: the data start aligned. */
-    size_t hl = strlen(text), pad = (8 - hl % 8) % 8;
-    unsigned char len8[8];
-    uint64_t N = hl + pad;
-    for (int i = 0; i < 8; i++)
-        len8[i] = (unsigned char)(N >> (8 * i));
-
-    lnk_afile a;
-    if ((st = lnk_afile_open(&a, path)) != LNK_OK)
-        goto done;
-    int bad = fwrite(len8, 1, 8, a.f) != 8 || fwrite(text, 1, hl, a.f) != hl;
-    for (size_t i = 0; i < pad && !bad; i++)
-        bad = fputc(' ', a.f) == EOF;
-    for (int i = 0; i < n && !bad; i++)
-        bad = write_le8(a.f, t[i].data, t[i].numel) != 0;
-    if (bad) {
-        int e = errno;
-        lnk_afile_abort(&a);
-        st = lnk_error(LNK_EIO, "%s: write failed: %s", path, strerror(e));
-        goto done;
-    }
-    st = lnk_afile_commit(&a);
-done:
-    free(text);
-    json_decref(root);
-    return st;
-}
-
-/* --------------------------------------------------------- model-aware files */
-
-/* Prefix the current message with the path (the message may be read while
- * formatting the new one, so copy it first). */
-static int with_path(int st, const char *path)
-{
-    char msg[900];
-    snprintf(msg, sizeof msg, "%s", lnk_errmsg());
-    return lnk_error(st, "%s: %s", path, msg);
-}
-
-static int check_finite(const char *what, const char *name, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return lnk_error(LNK_ENONFINITE, "%s: tensor '" NM "': element %zu is %g (not finite)",
-                             what, name, i, x[i]);
-    return LNK_OK;
-}
-
-/* Does st tensor x have the layout tensor's dtype and shape?  Error if not. */
-static int check_like(const char *path, const lnk_st_tensor *x, const lnk_tensor_info *ti)
-{
-    if (x->dtype != LNK_DT_F64)
-        return lnk_error(LNK_EMISMATCH, "%s: tensor '" NM "' has dtype %s, expected F64", path,
-                         x->name, dtype_name(x->dtype));
-    int64_t want[2] = {ti->shape[0], ti->shape[1]};
-    int same = x->ndim == ti->ndim;
-    for (int k = 0; same && k < ti->ndim; k++)
-        same = x->shape[k] == want[k];
-    if (!same) {
-        char a[160], b[64];
-        return lnk_error(LNK_EMISMATCH, "%s: tensor '" NM "' has shape %s, this configuration needs %s",
-                         path, x->name, fmt_shape(a, sizeof a, x->shape, x->ndim),
-                         fmt_shape(b, sizeof b, want, ti->ndim));
-    }
-    return LNK_OK;
-}
-
-/* The named tensors of the layout: validate everything first, then copy, so
- * theta is untouched on error. */
-static int load_named(const char *path, const lnk_st_file *f, const lnk_model *m, double *theta)
-{
-    const lnk_layout *lay = lnk_model_layout(m);
-    int st;
-    for (int i = 0; i < f->n; i++) {
-        const lnk_st_tensor *x = &f->t[i];
-        int k = lnk_layout_find(lay, x->name);
-        if (k < 0)
-            return lnk_error(LNK_EMISMATCH, "%s: tensor '" NM "' is not a parameter of this "
-                             "configuration (task %s, %d tensors expected)", path, x->name,
-                             lnk_task_name(lnk_model_config(m)->task), lay->n_tensors);
-        if ((st = check_like(path, x, &lay->t[k])) != LNK_OK)
-            return st;
-        if ((st = check_finite(path, x->name, x->data, x->numel)) != LNK_OK)
-            return st;
-    }
-    for (int k = 0; k < lay->n_tensors; k++)
-        if (!lnk_st_get(f, lay->t[k].name))
-            return lnk_error(LNK_EMISMATCH, "%s: tensor '" NM "' is missing (this configuration "
-                             "needs %d tensors, the file has %d)", path, lay->t[k].name,
-                             lay->n_tensors, f->n);
-    for (int i = 0; i < f->n; i++) {
-        const lnk_tensor_info *ti = &lay->t[lnk_layout_find(lay, f->t[i].name)];
-        memcpy(theta + ti->offset, f->t[i].data, ti->size * sizeof *theta);
-    }
-    return LNK_OK;
-}
-
-/* Write theta as the named tensors of the layout (MODEL.md §6 order). */
-static int save_named(const char *path, const lnk_model *m, const double *theta, const char *what)
-{
-    const lnk_layout *lay = lnk_model_layout(m);
-    int st;
-    char pre[600];
-    snprintf(pre, sizeof pre, "%s: cannot save %s", path, what);
-    for (int k = 0; k < lay->n_tensors; k++)
-        if ((st = check_finite(pre, lay->t[k].name, theta + lay->t[k].offset, lay->t[k].size)))
-            return st;
-    lnk_st_tensor *t = calloc(lay->n_tensors ? (size_t)lay->n_tensors : 1, sizeof *t);
-    if (!t)
-        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
-    for (int k = 0; k < lay->n_tensors; k++) {
-        const lnk_tensor_info *ti = &lay->t[k];
-        t[k].name = (char *)ti->name;
-        t[k].dtype = LNK_DT_F64;
-        t[k].ndim = ti->ndim;
-        for (int j = 0; j < ti->ndim; j++)
-            t[k].shape[j] = ti->shape[j];
-        t[k].numel = ti->size;
-        t[k].data = (void *)(theta + ti->offset);
-    }
-    st = lnk_st_write(path, t, lay->n_tensors, NULL);
-    free(t);
-    return st;
-}
-
-int lnk_weights_from_st(const lnk_st_file *f, const lnk_model *m, double *theta)
-{
-    return load_named(f->path, f, m, theta);
-}
-
-int lnk_weights_load(const char *path, const lnk_model *m, double *theta)
-{
-    lnk_st_file *f;
-    int st = lnk_st_read(path, &f);
-    if (st != LNK_OK)
-        return st;
-    st = lnk_weights_from_st(f, m, theta);
-    lnk_st_free(f);
-    return st;
-}
-
-int lnk_weights_save(const char *path, const lnk_model *m, const double *theta)
-{
-    return save_named(path, m, theta, "weights");
-}
-
-/* The layout tensor holding flat index i, for messages. */
-static const char *tensor_of(const lnk_layout *lay, size_t i, size_t *local)
-{
-    for (int k = 0; k < lay->n_tensors; k++)
-        if (i >= lay->t[k].offset && i < lay->t[k].offset + lay->t[k].size) {
-            *local = i - lay->t[k].offset;
-            return lay->t[k].name;
-        }
-    *local = i;
-    return "?";
-}
-
-int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout_kind)
-{
-    lnk_st_file *f;
-    int st = lnk_st_read(path, &f);
-    if (st != LNK_OK)
-        return st;
-    st = lnk_vector_from_st(f, m, v, layout_kind);
-    lnk_st_free(f);
-    return st;
-}
-
-int lnk_vector_from_st(const lnk_st_file *f, const lnk_model *m, double *v, int *layout_kind)
-{
-    const char *path = f->path;
-    int st = LNK_OK;
-    const lnk_layout *lay = lnk_model_layout(m);
-    size_t np = lnk_model_n_params(m);
-    if (f->n == 1 && strcmp(f->t[0].name, "v") == 0) {
-        const lnk_st_tensor *x = &f->t[0];
-        char a[160];
-        if (x->dtype != LNK_DT_F64)
-            st = lnk_error(LNK_EMISMATCH, "%s: tensor 'v' has dtype %s, expected F64", path,
-                           dtype_name(x->dtype));
-        else if (x->ndim != 1 || (uint64_t)x->shape[0] != (uint64_t)np)
-            st = lnk_error(LNK_EMISMATCH, "%s: tensor 'v' has shape %s, expected [%zu] (the number "
-                           "of parameters of this configuration)", path,
-                           fmt_shape(a, sizeof a, x->shape, x->ndim), np);
-        else {
-            const double *d = x->data;
-            for (size_t i = 0; i < np && st == LNK_OK; i++)
-                if (!isfinite(d[i])) {
-                    size_t j;
-                    const char *nm = tensor_of(lay, i, &j);
-                    st = lnk_error(LNK_ENONFINITE, "%s: tensor 'v': element %zu (tensor '" NM
-                                   "' element %zu) is %g (not finite)", path, i, nm, j, d[i]);
-                }
-            if (st == LNK_OK) {
-                memcpy(v, d, np * sizeof *v);
-                if (layout_kind)
-                    *layout_kind = LNK_VEC_FLAT;
-            }
-        }
-    } else {
-        st = load_named(path, f, m, v);
-        if (st == LNK_OK && layout_kind)
-            *layout_kind = LNK_VEC_NAMED;
-    }
-    return st;
-}
-
-int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int layout_kind)
-{
-    if (layout_kind == LNK_VEC_NAMED)
-        return save_named(path, m, v, "vector");
-    if (layout_kind != LNK_VEC_FLAT)
-        return lnk_error(LNK_EINVAL, "%s: unknown vector layout %d (expected flat or named)", path,
-                         layout_kind);
-    const lnk_layout *lay = lnk_model_layout(m);
-    size_t np = lnk_model_n_params(m);
-    for (size_t i = 0; i < np; i++)
-        if (!isfinite(v[i])) {
-            size_t j;
-            const char *nm = tensor_of(lay, i, &j);
-            return lnk_error(LNK_ENONFINITE, "%s: cannot save vector: element %zu (tensor '" NM
-                             "' element %zu) is %g (not finite)", path, i, nm, j, v[i]);
-        }
-    lnk_st_tensor t = {.name = "v", .dtype = LNK_DT_F64, .ndim = 1,
-                       .shape = {(int64_t)np}, .numel = np, .data = (void *)v};
-    return lnk_st_write(path, &t, 1, NULL);
-}
-
-/* One I64 2-D batch array: present, right dtype, rows and row length in int range. */
-static int batch_tensor(const char *path, const lnk_st_file *f, const char *name, const char *task,
-                        lnk_st_tensor **out)
-{
-    *out = NULL;
-    for (int i = 0; i < f->n; i++)
-        if (strcmp(f->t[i].name, name) == 0)
-            *out = &f->t[i];
-    const lnk_st_tensor *x = *out;
-    char a[160];
-    if (!x)
-        return lnk_error(LNK_EMISMATCH, "%s: tensor '%s' is missing (task %s needs it)", path, name, task);
-    if (x->dtype != LNK_DT_I64)
-        return lnk_error(LNK_EMISMATCH, "%s: tensor '%s' has dtype %s, expected I64 (token ids)",
-                         path, name, dtype_name(x->dtype));
-    if (x->ndim != 2)
-        return lnk_error(LNK_EMISMATCH, "%s: tensor '%s' has shape %s, expected 2 dimensions [B, len]",
-                         path, name, fmt_shape(a, sizeof a, x->shape, x->ndim));
-    if (x->shape[0] < 1 || x->shape[1] < 1 || x->shape[0] > INT_MAX || x->shape[1] > INT_MAX)
-        return lnk_error(LNK_EMISMATCH, "%s: tensor '%s' has shape %s, expected at least one row "
-                         "and one column (and fewer than 2^31)", path, name,
-                         fmt_shape(a, sizeof a, x->shape, x->ndim));
-    return LNK_OK;
-}
-
-int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b)
-{
-    memset(b, 0, sizeof *b);
-    lnk_st_file *f;
-    int st = lnk_st_read(path, &f);
-    if (st != LNK_OK)
-        return st;
-    st = lnk_batch_from_st(f, m, b);
-    lnk_st_free(f);
-    return st;
-}
-
-int lnk_batch_from_st(lnk_st_file *f, const lnk_model *m, lnk_batch *b)
-{
-    memset(b, 0, sizeof *b);
-    const char *path = f->path;
-    int st = LNK_OK;
-    lnk_task task = lnk_model_config(m)->task;
-    const char *tn = lnk_task_name(task);
-    int need_src = task == LNK_TASK_CLS || task == LNK_TASK_SEQ2SEQ;
-    int need_tgt = task == LNK_TASK_LM || task == LNK_TASK_SEQ2SEQ;
-    int need_lab = task == LNK_TASK_CLS;
-    lnk_st_tensor *src = NULL, *tgt = NULL, *lab = NULL;
-    char a[160], c[160];
-    /* A data file made for another task gives an answer to another question
-     * (an lm scoring only the tgt rows of a seq2seq data set): refused. */
-    const char *ft = lnk_st_meta(f, "task");
-    if (ft) {
-        if (strcmp(ft, "lm") && strcmp(ft, "seq2seq") && strcmp(ft, "cls")) {
-            st = lnk_error(LNK_EMISMATCH, "%s: metadata 'task' is '" NM "', expected lm, seq2seq "
-                           "or cls", path, ft);
-            goto done;
-        }
-        if (strcmp(ft, tn)) {
-            st = lnk_error(LNK_EMISMATCH, "%s: the file is a %s data file (metadata task '%s') but "
-                           "the model's task is %s: use a %s model (--task %s) or a %s data file",
-                           path, ft, ft, tn, ft, ft, tn);
-            goto done;
-        }
-    }
-    if (need_src && (st = batch_tensor(path, f, "src", tn, &src)))
-        goto done;
-    if (need_tgt && (st = batch_tensor(path, f, "tgt", tn, &tgt)))
-        goto done;
-    if (need_lab && (st = batch_tensor(path, f, "labels", tn, &lab)))
-        goto done;
-    if (!ft) {
-        static const char *const role[3] = {"src", "tgt", "labels"};
-        int used[3] = {need_src, need_tgt, need_lab};
-        for (int r = 0; r < 3; r++)
-            if (!used[r] && lnk_st_get(f, role[r])) {
-                int has_s = lnk_st_get(f, "src") != NULL, has_t = lnk_st_get(f, "tgt") != NULL;
-                const char *looks = lnk_st_get(f, "labels") ? "cls" : has_s && has_t ? "seq2seq"
-                                    : has_t ? "lm" : "cls";
-                st = lnk_error(LNK_EMISMATCH, "%s: the file has a tensor '%s', which the model's "
-                               "task %s does not use: it looks like a %s data file; use a %s model "
-                               "(--task %s) or a %s data file", path, role[r], tn, looks, looks,
-                               looks, tn);
-                goto done;
-            }
-    }
-    if (src && tgt && src->shape[0] != tgt->shape[0]) {
-        st = lnk_error(LNK_EMISMATCH, "%s: tensors 'src' and 'tgt' have %lld and %lld rows; the batch "
-                       "size B must agree", path, (long long)src->shape[0], (long long)tgt->shape[0]);
-        goto done;
-    }
-    if (src && lab && (src->shape[0] != lab->shape[0] || src->shape[1] != lab->shape[1])) {
-        st = lnk_error(LNK_EMISMATCH, "%s: tensor 'labels' has shape %s, expected the shape %s of 'src'",
-                       path, fmt_shape(a, sizeof a, lab->shape, 2), fmt_shape(c, sizeof c, src->shape, 2));
-        goto done;
-    }
-    /* Take the arrays over from the file. */
-    lnk_st_tensor *any = src ? src : tgt;
-    b->B = (int)any->shape[0];
-    b->owns = 1;
-    if (src) {
-        b->S = (int)src->shape[1];
-        b->src = src->data;
-        src->data = NULL;
-    }
-    if (tgt) {
-        b->T = (int)tgt->shape[1];
-        b->tgt = tgt->data;
-        tgt->data = NULL;
-    }
-    if (lab) {
-        b->labels = lab->data;
-        lab->data = NULL;
-    }
-    if ((st = lnk_batch_check(m, b)) != LNK_OK) {
-        st = with_path(st, path);
-        lnk_batch_free(b);
-        memset(b, 0, sizeof *b);
-    }
-done:
-    return st;
-}
-
-int lnk_batch_save(const char *path, const lnk_batch *b)
-{
-    if (b->B < 0 || b->S < 0 || b->T < 0)
-        return lnk_error(LNK_EINVAL, "%s: batch has negative sizes B=%d S=%d T=%d", path, b->B, b->S, b->T);
-    lnk_st_tensor t[3];
-    int n = 0;
-    const char *names[3] = {"src", "tgt", "labels"};
-    int64_t *arr[3] = {b->src, b->tgt, b->labels};
-    int len[3] = {b->S, b->T, b->S};
-    for (int i = 0; i < 3; i++) {
-        if (!arr[i])
-            continue;
-        t[n] = (lnk_st_tensor){.name = (char *)names[i], .dtype = LNK_DT_I64, .ndim = 2,
-                               .shape = {b->B, len[i]}, .numel = (size_t)b->B * (size_t)len[i],
-                               .data = arr[i]};
-        n++;
-    }
-    if (n == 0)
-        return lnk_error(LNK_EINVAL, "%s: batch has no src, tgt or labels array", path);
-    /* the task the arrays make, for the loader's check */
-    const char *meta[3] = {"task", b->labels ? "cls" : b->src && b->tgt ? "seq2seq"
-                                   : b->tgt ? "lm" : "cls", NULL};
-    return lnk_st_write(path, t, n, meta);
 }
