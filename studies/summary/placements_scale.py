@@ -201,7 +201,8 @@ def scale(out, cl, D):
                       ["block"] + [lab for lab, _, _ in sets], rows)
     for p in PLACEMENTS:
         cl.fit(f"scale.{p}.all", f"{NAME[p]} (L = 6, d = 64): all blocks' ||H_bb||_F against "
-               "the input scale sigma = 1/4-4 (Hutchinson estimates; nothing to converge)",
+               f"the input scale sigma = 1/4-4 ({present(D, 'base', p, 6)} planned "
+               "seed-points; Hutchinson estimates, nothing to converge)",
                sigma_fit(D, "base", p, 6, block_f("H", None)), "scale/*.csv", "sigma")
     ormaniec(out, cl, D)
     scale_figure(out, D)
