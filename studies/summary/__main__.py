@@ -17,7 +17,7 @@ from .writer import SummaryError
 STUDIES = {  # study -> module
     "demo": "demo", "hessian": "spectra", "multi30k": "spectra", "multi30k_all": "spectra",
     "multi30k_full": "m30k_full", "anatomy": "anatomy", "grad": "grad",
-    "grad_factorial": "factorial", "geometry": "geometry",
+    "grad_factorial": "factorial", "geometry": "geometry", "placements": "placements",
 }
 
 

@@ -75,6 +75,12 @@ def fit(ax, f, color, label=None, style="--"):
             label=label)
 
 
+def legend(ax, **kw):
+    """ax.legend(**kw) where the axes have labelled artists (a partial sweep may have none)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
+
+
 def save(fig, base):
     fig.savefig(base + ".pdf", bbox_inches="tight",
                 metadata={"CreationDate": None, "Creator": None, "Producer": None})

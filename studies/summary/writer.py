@@ -15,13 +15,16 @@ Everything but the sidecars and figures is a deterministic function of the raw r
 (tools/check_summaries.sh compares it).  Errors: SummaryError, one line.
 """
 import csv
+import hashlib
 import json
 import os
+import re
 
 from . import sidecar
 from . import stats as S
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_INPUTS = 64   # lnkit meta takes at most 79 --input files (src/cli/cmd_meta.c)
 
 
 class SummaryError(Exception):
@@ -75,18 +78,25 @@ def _tex(s):
     return s
 
 
+def columns(align):
+    """The columns of a LaTeX column spec: 'l', 'r', 'c' or 'p{width}' (left in Markdown),
+    each perhaps after '>{declarations}' (the array package's)."""
+    return re.findall(r"(?:>\{[^}]*\})?(?:[lcr]|p\{[^}]*\})", align)
+
+
 def table_md(head, rows, align):
     esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
     out = ["| " + " | ".join(esc(h) for h in head) + " |",
-           "|" + "|".join(":--" if a == "l" else "--:" for a in align) + "|"]
+           "|" + "|".join("--:" if a[-1] == "r" else ":--" for a in columns(align)) + "|"]
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(out) + "\n"
 
 
-def table_tex(head, rows, align, caption, label, source):
+def table_tex(head, rows, align, caption, label, source, wide=False):
     """A booktabs table float (longtable past 40 rows), ready to \\input; source
     (STUDY/NAME) goes to \\lnksource, which prints nothing unless defined (the
-    report prints it)."""
+    report prints it).  Past 7 columns it is scaled to the line's width; wide: shrunk to
+    it where wider, whatever its columns."""
     body = [" & ".join(_tex(h) for h in head) + r" \\", r"\midrule"]
     body += [" & ".join(_tex(c) for c in r) + r" \\" for r in rows]
     cap = r"\caption{" + _tex(caption) + r"}\label{" + label + "}"
@@ -97,7 +107,10 @@ def table_tex(head, rows, align, caption, label, source):
                          + body + [r"\bottomrule", r"\end{longtable}}", src]) + "\n"
     tab = [r"\begin{tabular}{" + align + "}", r"\toprule"] + body + [r"\bottomrule",
                                                                     r"\end{tabular}"]
-    if len(head) > 7:
+    if wide:   # shrunk to the line where wider, never enlarged
+        tab = [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%"] + tab + \
+            ["}"]
+    elif len(head) > 7:
         tab = [r"\resizebox{\linewidth}{!}{%"] + tab + ["}"]
     return "\n".join([r"\begin{table}[htbp]", r"\centering\small"] + tab + [cap, src,
                       r"\end{table}"]) + "\n"
@@ -152,12 +165,13 @@ class Summary:
         self.value(cid + ".loo", loo_text(f, xname))
         return self.claim(cid, text, f.slope, file, how=fit_how(f, xname), **kw)
 
-    def table(self, name, caption, head, rows, align=None):
+    def table(self, name, caption, head, rows, align=None, wide=False):
         align = align or "l" + "r" * (len(head) - 1)
         rows = [[str(c) for c in r] for r in rows]
         self.write(name + ".md", table_md(head, rows, align))
         self.write(name + ".tex", table_tex(head, rows, align, caption,
-                                            f"tab:{self.study}-{name}", f"{self.study}/{name}"))
+                                            f"tab:{self.study}-{name}", f"{self.study}/{name}",
+                                            wide))
         self.tables.append((name, caption, head, rows, align))
 
     def figure(self, name, caption, fig):
@@ -172,9 +186,13 @@ class Summary:
             w.writerow(head)
             w.writerows([[repr(x) if isinstance(x, float) else x for x in r] for r in rows])
         os.replace(tmp, self.path(name))
-        self.run.write(self.path(name), inputs=self.inputs,
-                       extra={"study": self.study, "what": what, "summarises": self.raw,
-                              "method": "docs/statistics.md"})
+        extra = {"study": self.study, "what": what, "summarises": self.raw,
+                 "method": "docs/statistics.md"}
+        inputs = self.inputs
+        if len(inputs) > MAX_INPUTS:   # the code as inputs, the raw rows' digests here
+            inputs = [p for p in inputs if not p.startswith(self.d + os.sep)]
+            extra["summarises_sha256"] = {n: sha256(os.path.join(self.d, n)) for n in self.raw}
+        self.run.write(self.path(name), inputs=inputs, extra=extra)
 
     def close(self):
         self.csv("values.csv", ["name", "value"], sorted(self.values.items()),
@@ -199,6 +217,14 @@ class Summary:
                "command": self.command, "raw": self.raw,
                "tables": [[t[0], t[1]] for t in self.tables], "figures": self.figures}
         self.write("report.json", json.dumps(rep, indent=1, ensure_ascii=False) + "\n")
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
 
 
 def fit_how(f, xname):
