@@ -6,6 +6,99 @@
 #include "cli/batch.h"
 #include "lnkit/corpus.h"
 
+/* The vocabularies: loaded where given, built from the corpus otherwise. */
+static void s2s_vocabs(const batch_args *a, lnk_corpus *c, lnk_vocab **vs, lnk_vocab **vt)
+{
+    if (a->vocab_src && lnk_vocab_load(a->vocab_src, vs) != LNK_OK)
+        cli_die_lib();
+    if (a->vocab_tgt && lnk_vocab_load(a->vocab_tgt, vt) != LNK_OK)
+        cli_die_lib();
+    if (!*vs || !*vt) {
+        lnk_vocab *bs, *bt;
+        CLI_CK(lnk_corpus_vocabs(c, a->joint, a->min_count, a->max_vocab, &bs, &bt));
+        if (*vs)
+            lnk_vocab_free(bs);
+        else
+            *vs = bs;
+        if (*vt)
+            lnk_vocab_free(bt);
+        else
+            *vt = bt;
+    }
+}
+
+/* The data set's file, its facts in the safetensors metadata. */
+static void s2s_write(const batch_args *a, const char *out, const lnk_pairs *p,
+                      const lnk_pairs_opts *po, lnk_vocab *vs, lnk_vocab *vt, const char *vsp,
+                      const char *vtp, const lnk_batch *b, int chunk)
+{
+    char n_pairs[24], n_drop[24], n_trunc[24], vsz[24], vtz[24], nsc[24], chk[24];
+    snprintf(n_pairs, sizeof n_pairs, "%d", p->n);
+    snprintf(n_drop, sizeof n_drop, "%d", p->n_dropped);
+    snprintf(n_trunc, sizeof n_trunc, "%d", p->n_truncated);
+    snprintf(vsz, sizeof vsz, "%d", lnk_vocab_size(vs));
+    snprintf(vtz, sizeof vtz, "%d", lnk_vocab_size(vt));
+    snprintf(nsc, sizeof nsc, "%zu", p->n_scored);
+    snprintf(chk, sizeof chk, "%d", chunk);
+    const char *meta[40];
+    int k = 0;
+#define KV(key, val)                                                                              \
+    do {                                                                                          \
+        meta[k++] = key;                                                                          \
+        meta[k++] = val;                                                                          \
+    } while (0)
+    KV("task", "seq2seq");
+    KV("src_file", a->src);
+    KV("tgt_file", a->tgt);
+    KV("pairs", n_pairs);
+    KV("dropped", n_drop);
+    KV("truncated", n_trunc);
+    KV("n_scored", nsc);
+    KV("V_src", vsz);
+    KV("V_tgt", vtz);
+    KV("vocab_src", a->vocab_src ? a->vocab_src : vsp ? vsp : "");
+    KV("vocab_tgt", a->vocab_tgt ? a->vocab_tgt : vtp ? vtp : "");
+    KV("joint_vocab", a->joint ? "true" : "false");
+    KV("src_eos", po->src_eos ? "true" : "false");
+    KV("order", a->keep_order ? "file" : "length");
+    if (chunk > 0)
+        KV("chunk_rows", chk);
+    meta[k] = NULL;
+#undef KV
+    lnk_st_tensor t[2] = {
+        {.name = "src", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b->B, b->S},
+         .numel = (size_t)b->B * b->S, .data = b->src},
+        {.name = "tgt", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b->B, b->T},
+         .numel = (size_t)b->B * b->T, .data = b->tgt}};
+    CLI_CK(lnk_st_write(out, t, 2, meta));
+}
+
+/* What was written, and the flags a model for it needs. */
+static void s2s_report(const batch_args *a, const lnk_pairs *p, const lnk_pairs_opts *po,
+                       lnk_vocab *vs, lnk_vocab *vt, const char *vsp, const char *vtp,
+                       const lnk_batch *b, int chunk)
+{
+    cli_say("%d pairs of %d", p->n, p->n_lines);
+    if (po->max_len)
+        cli_say(" (%d dropped, %d truncated by --max-line-len %d)", p->n_dropped,
+                p->n_truncated, po->max_len);
+    cli_say("; src [%d, %d], tgt [%d, %d], %zu + %zu tokens (%zu + %zu <unk>), %zu "
+            "scored positions -> %s\n", b->B, b->S, b->B, b->T, p->src_tokens, p->tgt_tokens,
+            p->src_unk, p->tgt_unk, p->n_scored,
+            cli_is_stdout(a->out) ? "standard output" : a->out);
+    if (vsp)
+        cli_say("source vocabulary of %d tokens -> %s\n",
+                lnk_vocab_size(vs), vsp);
+    if (vtp)
+        cli_say("target vocabulary of %d tokens -> %s\n",
+                lnk_vocab_size(vt), vtp);
+    cli_say("use --task seq2seq --V-src %d --V-tgt %d (or larger)\n",
+            lnk_vocab_size(vs), lnk_vocab_size(vt));
+    if (chunk > 0)
+        cli_say("--chunk %d keeps every chunk within --max-tokens %ld\n",
+                chunk, a->max_tokens);
+}
+
 int cli_batch_s2s(const batch_args *a)
 {
     const char *src = a->src, *tgt = a->tgt, *vsrc_in = a->vocab_src, *vtgt_in = a->vocab_tgt;
@@ -36,22 +129,7 @@ int cli_batch_s2s(const batch_args *a)
     lnk_corpus c;
     CLI_CK(lnk_corpus_read(src, tgt, &c));
     lnk_vocab *vs = NULL, *vt = NULL;
-    if (vsrc_in && lnk_vocab_load(vsrc_in, &vs) != LNK_OK)
-        cli_die_lib();
-    if (vtgt_in && lnk_vocab_load(vtgt_in, &vt) != LNK_OK)
-        cli_die_lib();
-    if (!vs || !vt) {
-        lnk_vocab *bs, *bt;
-        CLI_CK(lnk_corpus_vocabs(&c, joint, a->min_count, a->max_vocab, &bs, &bt));
-        if (vs)
-            lnk_vocab_free(bs);
-        else
-            vs = bs;
-        if (vt)
-            lnk_vocab_free(bt);
-        else
-            vt = bt;
-    }
+    s2s_vocabs(a, &c, &vs, &vt);
     lnk_pairs p;
     CLI_CK(lnk_pairs_make(&c, vs, vt, &po, &p));
     if (p.n == 0)
@@ -81,65 +159,10 @@ int cli_batch_s2s(const batch_args *a)
     if (vtp && lnk_vocab_save(vt, vtp) != LNK_OK)
         cli_die_lib();
 
-    char n_pairs[24], n_drop[24], n_trunc[24], vsz[24], vtz[24], nsc[24], chk[24];
-    snprintf(n_pairs, sizeof n_pairs, "%d", p.n);
-    snprintf(n_drop, sizeof n_drop, "%d", p.n_dropped);
-    snprintf(n_trunc, sizeof n_trunc, "%d", p.n_truncated);
-    snprintf(vsz, sizeof vsz, "%d", lnk_vocab_size(vs));
-    snprintf(vtz, sizeof vtz, "%d", lnk_vocab_size(vt));
-    snprintf(nsc, sizeof nsc, "%zu", p.n_scored);
-    snprintf(chk, sizeof chk, "%d", chunk);
-    const char *meta[40];
-    int k = 0;
-#define KV(key, val)                                                                              \
-    do {                                                                                          \
-        meta[k++] = key;                                                                          \
-        meta[k++] = val;                                                                          \
-    } while (0)
-    KV("task", "seq2seq");
-    KV("src_file", src);
-    KV("tgt_file", tgt);
-    KV("pairs", n_pairs);
-    KV("dropped", n_drop);
-    KV("truncated", n_trunc);
-    KV("n_scored", nsc);
-    KV("V_src", vsz);
-    KV("V_tgt", vtz);
-    KV("vocab_src", vsrc_in ? vsrc_in : vsp ? vsp : "");
-    KV("vocab_tgt", vtgt_in ? vtgt_in : vtp ? vtp : "");
-    KV("joint_vocab", joint ? "true" : "false");
-    KV("src_eos", po.src_eos ? "true" : "false");
-    KV("order", keep ? "file" : "length");
-    if (chunk > 0)
-        KV("chunk_rows", chk);
-    meta[k] = NULL;
-#undef KV
-    lnk_st_tensor t[2] = {
-        {.name = "src", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b.B, b.S},
-         .numel = (size_t)b.B * b.S, .data = b.src},
-        {.name = "tgt", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b.B, b.T},
-         .numel = (size_t)b.B * b.T, .data = b.tgt}};
-    CLI_CK(lnk_st_write(out, t, 2, meta));
+    s2s_write(a, out, &p, &po, vs, vt, vsp, vtp, &b, chunk);
     cli_outputs_commit();
 
-    cli_say("%d pairs of %d", p.n, p.n_lines);
-    if (po.max_len)
-        cli_say(" (%d dropped, %d truncated by --max-line-len %d)", p.n_dropped,
-                p.n_truncated, po.max_len);
-    cli_say("; src [%d, %d], tgt [%d, %d], %zu + %zu tokens (%zu + %zu <unk>), %zu "
-            "scored positions -> %s\n", b.B, b.S, b.B, b.T, p.src_tokens, p.tgt_tokens,
-            p.src_unk, p.tgt_unk, p.n_scored, cli_is_stdout(a->out) ? "standard output" : a->out);
-    if (vsp)
-        cli_say("source vocabulary of %d tokens -> %s\n",
-                lnk_vocab_size(vs), vsp);
-    if (vtp)
-        cli_say("target vocabulary of %d tokens -> %s\n",
-                lnk_vocab_size(vt), vtp);
-    cli_say("use --task seq2seq --V-src %d --V-tgt %d (or larger)\n",
-            lnk_vocab_size(vs), lnk_vocab_size(vt));
-    if (chunk > 0)
-        cli_say("--chunk %d keeps every chunk within --max-tokens %ld\n",
-                chunk, max_tokens);
+    s2s_report(a, &p, &po, vs, vt, vsp, vtp, &b, chunk);
     free(vsp);
     free(vtp);
     free(order);
