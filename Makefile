@@ -369,7 +369,7 @@ bench-mpi: all
 	bash tools/bench_mpi.sh build build-mpi
 	$(MAKE) quotes
 
-run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN) $(T_BIN)
+run-tests: $(TEST_BIN) $(BIN) $(STUDY_BIN) $(T_BIN) $(MAN_OUT)
 	LNK_BIN=$(abspath $(T_BIN)) bash tools/runtests.sh $(TEST_BIN)
 
 check: test
