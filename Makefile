@@ -131,15 +131,18 @@ $(BUILD)/testing/%.o: %.c
 	$(CC) $(CFLAGS) -DLNK_TESTING -MMD -MP -c $< -o $@
 
 # Library objects are position-independent: the same objects make the static
-# and the shared library.
-$(LIB_OBJ): CFLAGS += -fPIC
+# and the shared library.  private: a target's variables are otherwise those
+# of its prerequisites too, and the stamp below would be written with or
+# without -fPIC by whichever object make reached first (every object rebuilt
+# when `make all` follows `make test`, and back).
+$(LIB_OBJ): private CFLAGS += -fPIC
 
-# Objects are rebuilt when the compiler flags change (a stamp of them), e.g.
-# after -fPIC came in or with another OPT.
+# Objects are rebuilt when the compiler flags change (a stamp of them: the
+# global CFLAGS, plus the mark of the library's -fPIC), e.g. with another OPT.
 $(BUILD)/gen/cflags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CC) $(CFLAGS) pic-lib' > $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
-$(LIB_OBJ) $(FRONT_OBJ) $(CLI_OBJ) $(KIT_OBJ) $(T_OBJ): $(BUILD)/gen/cflags
+$(LIB_OBJ) $(FRONT_OBJ) $(CLI_OBJ) $(KIT_OBJ) $(T_OBJ) $(TEST_UTIL): $(BUILD)/gen/cflags
 
 # The commit the library is built from (sidecars, --version): rewritten only
 # when it changes, so a rebuild recompiles provenance.c alone.  "-dirty" when
