@@ -140,7 +140,7 @@ typedef struct {
     opts_t o;
     point_t *P;
     int np;
-    s2s_data D;
+    study_pairs D;
     lnk_config base;         /* the sidecars' config: the first point's */
     char start[32], s2s_data[1200];
     double t0;
@@ -179,7 +179,7 @@ static void load_data(run_t *R)
     for (int i = 0; i < R->np; i++)
         any_s2s |= R->P[i].task == LNK_TASK_SEQ2SEQ;
     if (any_s2s)
-        load_pairs(o, &R->D);
+        study_pairs_load(&R->D, o->src, o->tgt, o->pairs, o->max_tokens);
     lnk_iso_time(R->start, sizeof R->start);
     R->t0 = lnk_now();
     point_t p0 = R->P[0];
@@ -283,8 +283,7 @@ int main(int argc, char **argv)
     free(R.todo);
     free(R.done.k);
     lnk_config_clear(&R.base);
-    if (R.D.chunks)
-        lnk_batches_free(R.D.chunks, R.D.n_chunks);
+    study_pairs_free(&R.D);
     free(R.P);
     return 0;
 }

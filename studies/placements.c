@@ -131,35 +131,18 @@ static void parse(int argc, char **argv, opts_t *o, lnk_config *c)
 /* The seq2seq data set: pairs, vocabularies (sizes into c), chunks. */
 static void load_pairs(const opts_t *o, lnk_config *c, lnk_dataset *ds, char *what, size_t wn)
 {
-    lnk_corpus cp;
-    CLI_CK(lnk_corpus_read(o->src, o->tgt, &cp));
-    study_input_read(o->src, &cp.src.digest);
-    study_input_read(o->tgt, &cp.tgt.digest);
-    if (o->pairs > 0 && o->pairs < cp.src.n_lines)
-        cp.src.n_lines = cp.tgt.n_lines = o->pairs;
-    lnk_vocab *vs, *vt;
-    CLI_CK(lnk_corpus_vocabs(&cp, 0, 1, 0, &vs, &vt));
-    lnk_pairs_opts po;
-    lnk_pairs_opts_default(&po);
-    lnk_pairs p;
-    CLI_CK(lnk_pairs_make(&cp, vs, vt, &po, &p));
-    lnk_batch *ch;
-    int nch;
-    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &ch, &nch));
-    c->V_src = lnk_vocab_size(vs);
-    c->V_tgt = lnk_vocab_size(vt);
-    ds->chunks = ch;
-    ds->n_chunks = ds->n_total = nch;
+    study_pairs D;
+    study_pairs_load(&D, o->src, o->tgt, o->pairs, o->max_tokens);
+    c->V_src = D.V_src;
+    c->V_tgt = D.V_tgt;
+    ds->chunks = D.chunks;   /* lnk_dataset_free frees them */
+    ds->n_chunks = ds->n_total = D.n_chunks;
     ds->first = 0;
-    ds->n_scored = p.n_scored;
+    ds->n_scored = D.n_scored;
     ds->procs = NULL;
     snprintf(what, wn, "%d pairs of %s / %s (vocabularies %d / %d from them, min count 1), "
-             "%d chunks of at most %d padded tokens, sorted by length", p.n, o->src, o->tgt,
-             c->V_src, c->V_tgt, nch, o->max_tokens);
-    lnk_pairs_free(&p);
-    lnk_vocab_free(vs);
-    lnk_vocab_free(vt);
-    lnk_corpus_free(&cp);
+             "%d chunks of at most %d padded tokens, sorted by length", D.n_pairs, o->src, o->tgt,
+             c->V_src, c->V_tgt, D.n_chunks, o->max_tokens);
 }
 
 /* ------------------------------------------------------ --part eigs */

@@ -32,17 +32,11 @@ typedef struct {
 
 /* ------------------------------------------------------------ points.c */
 
-typedef struct {
-    lnk_batch *chunks;
-    int n_chunks, V_src, V_tgt, n_pairs;
-    size_t n_scored;
-} s2s_data;
-
 /* Every point once, in a fixed order: task, configuration, norm position, seed. */
 int make_points(const opts_t *o, point_t **out);
-/* The first --s2s-rows pairs of --src/--tgt, as one data set (inputs recorded). */
-void load_pairs(const opts_t *o, s2s_data *D);
-void make_config(lnk_config *c, const opts_t *o, const s2s_data *D, const point_t *p);
+/* The seq2seq data (D: the first --s2s-rows pairs of --src/--tgt, study_pairs_load)
+ * gives a seq2seq point its vocabulary sizes. */
+void make_config(lnk_config *c, const opts_t *o, const study_pairs *D, const point_t *p);
 
 /* ------------------------------------------------------------ files.c */
 
@@ -78,6 +72,6 @@ void key_row(lnk_csv *c, const point_t *p, size_t n_params);
 /* ------------------------------------------------------------ point.c */
 
 /* Point p's rows in the four files: extremes and masses, block norms, JS. */
-void run_point(const opts_t *o, const point_t *p, const s2s_data *D, files_t *F);
+void run_point(const opts_t *o, const point_t *p, const study_pairs *D, files_t *F);
 
 #endif

@@ -199,7 +199,7 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
     free(js);
 }
 
-void run_point(const opts_t *o, const point_t *p, const s2s_data *D, files_t *F)
+void run_point(const opts_t *o, const point_t *p, const study_pairs *D, files_t *F)
 {
     lnk_config c;
     make_config(&c, o, D, p);

@@ -1,7 +1,6 @@
 /* The anatomy study's points and their data (anatomy.h). */
 #include <stdlib.h>
 #include <string.h>
-#include "lnkit/corpus.h"
 #include "front/front.h"
 #include "anatomy.h"
 
@@ -48,32 +47,7 @@ int make_points(const opts_t *o, point_t **out)
     return n;
 }
 
-void load_pairs(const opts_t *o, s2s_data *D)
-{
-    lnk_corpus c;
-    CLI_CK(lnk_corpus_read(o->src, o->tgt, &c));
-    study_input_read(o->src, &c.src.digest);
-    study_input_read(o->tgt, &c.tgt.digest);
-    if (o->pairs > 0 && o->pairs < c.src.n_lines)
-        c.src.n_lines = c.tgt.n_lines = o->pairs;
-    lnk_vocab *vs, *vt;
-    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
-    lnk_pairs_opts po;
-    lnk_pairs_opts_default(&po);
-    lnk_pairs p;
-    CLI_CK(lnk_pairs_make(&c, vs, vt, &po, &p));
-    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
-    D->V_src = lnk_vocab_size(vs);
-    D->V_tgt = lnk_vocab_size(vt);
-    D->n_pairs = p.n;
-    D->n_scored = p.n_scored;
-    lnk_pairs_free(&p);
-    lnk_vocab_free(vs);
-    lnk_vocab_free(vt);
-    lnk_corpus_free(&c);
-}
-
-void make_config(lnk_config *c, const opts_t *o, const s2s_data *D, const point_t *p)
+void make_config(lnk_config *c, const opts_t *o, const study_pairs *D, const point_t *p)
 {
     lnk_config_default(c);
     c->task = (lnk_task)p->task;
