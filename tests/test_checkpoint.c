@@ -528,14 +528,7 @@ static void test_files(void **s)
 static void test_cli_kill(void **s)
 {
     (void)s;
-    char script[PATH_MAX];
-    if (!realpath("tests/test_checkpoint.sh", script))
-        skip();
-    char *out;
-    int st = tu_run(&out, "bash '%s' '%s' 2>&1", script, tu_lnkit());
-    printf("%s", out);
-    free(out);
-    assert_int_equal(st, 0);
+    tu_run_script("test_checkpoint.sh");
 }
 
 int main(void)

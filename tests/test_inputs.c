@@ -114,14 +114,7 @@ static void test_st_stream(void **state)
 static void test_cli_inputs(void **state)
 {
     (void)state;
-    char script[PATH_MAX];
-    if (!realpath("tests/test_inputs.sh", script))
-        skip();
-    char *out;
-    int st = tu_run(&out, "bash '%s' '%s' 2>&1", script, tu_lnkit());
-    printf("%s", out);
-    free(out);
-    assert_int_equal(st, 0);
+    tu_run_script("test_inputs.sh");
 }
 
 int main(void)

@@ -173,14 +173,7 @@ static void test_open_locked(void **s)
 static void test_cli(void **s)
 {
     (void)s;
-    char script[PATH_MAX];
-    if (!realpath("tests/test_robust_ckpt.sh", script))
-        skip();
-    char *out;
-    int st = tu_run(&out, "bash '%s' '%s' 2>&1", script, tu_lnkit());
-    printf("%s", out);
-    free(out);
-    assert_int_equal(st, 0);
+    tu_run_script("test_robust_ckpt.sh");
 }
 
 int main(void)

@@ -1,6 +1,7 @@
 #include "testutil.h"
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,34 @@ const char *tu_lnkit(void)
 {
     const char *b = getenv("LNK_BIN");
     return b ? b : "bin/lnkit";
+}
+
+void tu_run_script(const char *name)
+{
+    char rel[PATH_MAX], script[PATH_MAX];
+    snprintf(rel, sizeof rel, "tests/%s", name);
+    if (!realpath(rel, script))
+        skip();
+    char *out;
+    int st = tu_run(&out, "bash '%s' '%s'", script, tu_lnkit());
+    printf("%s", out);
+    /* the last line that starts with "tests: " */
+    const char *t = NULL;
+    for (const char *p = out; p; p = strchr(p, '\n')) {
+        p += *p == '\n';
+        if (!strncmp(p, "tests: ", 7))
+            t = p;
+    }
+    long pass = -1, failed = -1, skipped = -1;
+    int n = t ? sscanf(t, "tests: %ld passed, %ld failed, %ld skipped", &pass, &failed, &skipped)
+              : 0;
+    free(out);
+    if (n != 3)
+        fail_msg("%s: exit status %d, no line 'tests: N passed, N failed, N skipped'", name, st);
+    print_message("%s: %ld passed, %ld failed, %ld skipped, exit status %d\n", name, pass, failed,
+                  skipped, st);
+    if (failed != 0 || pass < 1 || st != 0)
+        fail_msg("%s: %ld passed, %ld failed, exit status %d", name, pass, failed, st);
 }
 
 static int tu_row_len(int r, int T) { return T - (r * 3) % (T - 2); }

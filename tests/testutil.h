@@ -33,6 +33,12 @@ char *tu_read_file(const char *path, size_t *n);
 int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The lnkit binary (env LNK_BIN, default bin/lnkit). */
 const char *tu_lnkit(void);
+/* A test that is a shell script: bash tests/NAME LNKIT, its output printed.
+ * The script ends with "tests: N passed, N failed, N skipped"; the test fails
+ * unless it exits 0 with that line, no test failed and one passed at least
+ * (a script cut short has no such line).  Skipped where tests/NAME is not
+ * (the program run from outside the checkout). */
+void tu_run_script(const char *name);
 /* Load a JSON file, failing the test with the parser's message on error. */
 json_t *tu_load_json(const char *path);
 /* The model variants every derivative test runs on (issue 32), made in one
