@@ -127,7 +127,7 @@ static int number(const char *s, int finite, double *v)
     *v = strtod(s, &e);
     while (*e == ' ' || *e == '\t')
         e++;
-    if (e == s || *e || *s == '\0')
+    if (e == s || *e)
         return 1;
     if (errno == ERANGE && fabs(*v) == HUGE_VAL)
         return 2;
