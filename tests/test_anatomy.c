@@ -29,7 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "testutil.h"
-#include "kit/csvread.h"
+#include "lnkit/csv_table.h"
 
 static char root[4096], bin[4096];
 
@@ -81,36 +81,36 @@ static void need_bin(void)
     }
 }
 
-static void read_csv(study_csvdata *t, const char *part, const char *name)
+static void read_csv(lnk_csv_table *t, const char *part, const char *name)
 {
     char p[1200];
     snprintf(p, sizeof p, "%s/%s/%s", OUT(), part, name);
-    if (study_csvdata_read(p, t) != LNK_OK)
+    if (lnk_csv_table_read(p, NULL, t) != LNK_OK)
         fail_msg("%s: %s", p, lnk_errmsg());
 }
 
-static double num(const study_csvdata *t, size_t r, const char *col)
+static double num(const lnk_csv_table *t, size_t r, const char *col)
 {
-    int c = study_csvdata_col(t, col);
+    int c = lnk_csv_table_col(t, col);
     assert_true(c >= 0);
     double v;
-    assert_int_equal(study_csvdata_num(t, r, c, &v), LNK_OK);
+    assert_int_equal(lnk_csv_table_num(t, r, c, &v), LNK_OK);
     return v;
 }
 
-static const char *str(const study_csvdata *t, size_t r, const char *col)
+static const char *str(const lnk_csv_table *t, size_t r, const char *col)
 {
-    int c = study_csvdata_col(t, col);
+    int c = lnk_csv_table_col(t, col);
     assert_true(c >= 0);
-    return study_csvdata_str(t, r, c);
+    return lnk_csv_table_str(t, r, c);
 }
 
 /* The key columns and what follows up to `upto` as one string. */
-static void rowkey(const study_csvdata *t, size_t r, int upto, char *k, size_t n)
+static void rowkey(const lnk_csv_table *t, size_t r, int upto, char *k, size_t n)
 {
     k[0] = 0;
     for (int j = 0; j < upto; j++) {
-        strncat(k, study_csvdata_str(t, r, j), n - strlen(k) - 2);
+        strncat(k, lnk_csv_table_str(t, r, j), n - strlen(k) - 2);
         strcat(k, ",");
     }
 }
@@ -122,9 +122,9 @@ static void test_rows(void **state)
     const char *parts[2] = {"lm", "seq2seq"};
     for (int pi = 0; pi < 2; pi++) {
         /* masses: per (point, operator, which) in [0, 1], summing to 1 */
-        study_csvdata t;
+        lnk_csv_table t;
         read_csv(&t, parts[pi], "mass.csv");
-        int cm = study_csvdata_col(&t, "tensor");
+        int cm = lnk_csv_table_col(&t, "tensor");
         assert_true(cm > 0);
         char prev[512] = "", k[512];
         double sum = 0;
@@ -150,7 +150,7 @@ static void test_rows(void **state)
         /* 3 operators x top and bottom per point: lm 2 pos x (3 depths + 2
          * variants) x 2 seeds; seq2seq 2 pos x 1 seed */
         assert_int_equal(groups, 6 * (pi ? 2 : 2 * 5 * 2));
-        study_csvdata_free(&t);
+        lnk_csv_table_free(&t);
 
         /* extremes: G >= -1e-10 scale; converged = residual test */
         read_csv(&t, parts[pi], "extremes.csv");
@@ -161,7 +161,7 @@ static void test_rows(void **state)
                 assert_true(v >= -1e-10 * sc);
             assert_int_equal((int)num(&t, r, "converged"), res <= 1e-6 * sc);
         }
-        study_csvdata_free(&t);
+        lnk_csv_table_free(&t);
 
         /* JS: in [0, sqrt(ln 2)], every pair once per point */
         read_csv(&t, parts[pi], "js.csv");
@@ -175,7 +175,7 @@ static void test_rows(void **state)
                         num(&t, r, "sigma_scaled") <= 0.02 + 1e-15);
             assert_string_not_equal(str(&t, r, "block_a"), str(&t, r, "block_b"));
         }
-        study_csvdata_free(&t);
+        lnk_csv_table_free(&t);
 
         /* block norms: 6 (lm) / 16 (seq2seq) matrices a layer, 3 operators */
         read_csv(&t, parts[pi], "blocknorms.csv");
@@ -183,20 +183,20 @@ static void test_rows(void **state)
         assert_int_equal(t.nrow, want);
         for (size_t r = 0; r < t.nrow; r++)
             assert_true(num(&t, r, "frob") > 0 && num(&t, r, "frob_se") >= 0);
-        study_csvdata_free(&t);
+        lnk_csv_table_free(&t);
     }
 }
 
 /* The value of column col in the first row of a CSV file matching which and index 0. */
 static double eigs_value(const char *path, const char *which)
 {
-    study_csvdata t;
-    assert_int_equal(study_csvdata_read(path, &t), LNK_OK);
+    lnk_csv_table t;
+    assert_int_equal(lnk_csv_table_read(path, NULL, &t), LNK_OK);
     double v = NAN;
     for (size_t r = 0; r < t.nrow; r++)
         if (!strcmp(str(&t, r, "which"), which))
             v = num(&t, r, "eigenvalue");
-    study_csvdata_free(&t);
+    lnk_csv_table_free(&t);
     return v;
 }
 
@@ -220,7 +220,7 @@ static void test_against_cli(void **state)
     if (rc)
         fail_msg("lnkit (%d): %s", rc, out);
     free(out);
-    study_csvdata t;
+    lnk_csv_table t;
     read_csv(&t, "lm", "extremes.csv");
     int found = 0;
     for (size_t r = 0; r < t.nrow; r++) {
@@ -238,7 +238,7 @@ static void test_against_cli(void **state)
         found++;
     }
     assert_int_equal(found, 6);
-    study_csvdata_free(&t);
+    lnk_csv_table_free(&t);
     /* lnkit eigs --mass against the study's masses of the same point */
     read_csv(&t, "lm", "mass.csv");
     found = 0;
@@ -248,8 +248,8 @@ static void test_against_cli(void **state)
         snprintf(p, sizeof p, "m_%s.meta.json", ops[o]);
         assert_int_equal(access(tu_path(p), R_OK), 0);
         snprintf(p, sizeof p, "m_%s.csv", ops[o]);
-        study_csvdata m;
-        assert_int_equal(study_csvdata_read(tu_path(p), &m), LNK_OK);
+        lnk_csv_table m;
+        assert_int_equal(lnk_csv_table_read(tu_path(p), NULL, &m), LNK_OK);
         double sum[2] = {0, 0};
         for (size_t i = 0; i < m.nrow; i++) {
             int top = !strcmp(str(&m, i, "which"), "top");
@@ -270,11 +270,11 @@ static void test_against_cli(void **state)
                 }
         }
         assert_true(fabs(sum[0] - 1) <= 1e-12 && fabs(sum[1] - 1) <= 1e-12);
-        study_csvdata_free(&m);
+        lnk_csv_table_free(&m);
     }
     /* lm L = 2: 2 x 16 layer tensors, tgt_emb, the final norm (g, b), out.w */
     assert_int_equal(found, 3 * 2 * (2 * 16 + 4));
-    study_csvdata_free(&t);
+    lnk_csv_table_free(&t);
     /* on a block: its tensors only, in layout order, masses summing to 1 */
     rc = tu_run(&out, "cd '%s' && '%s' eigs --config w.json --weights w.safetensors --batch "
                 "b.safetensors -k 2 --which top --block 'dec.1.*,out.w' --mass mb.csv --quiet "
@@ -282,8 +282,8 @@ static void test_against_cli(void **state)
     if (rc)
         fail_msg("lnkit eigs --block --mass (%d): %s", rc, out);
     free(out);
-    study_csvdata m;
-    assert_int_equal(study_csvdata_read(tu_path("mb.csv"), &m), LNK_OK);
+    lnk_csv_table m;
+    assert_int_equal(lnk_csv_table_read(tu_path("mb.csv"), NULL, &m), LNK_OK);
     assert_int_equal((int)m.nrow, 2 * 17);
     double sum[2] = {0, 0};
     for (size_t i = 0; i < m.nrow; i++) {
@@ -292,11 +292,11 @@ static void test_against_cli(void **state)
         sum[(int)num(&m, i, "index")] += num(&m, i, "mass");
     }
     assert_true(fabs(sum[0] - 1) <= 1e-12 && fabs(sum[1] - 1) <= 1e-12);
-    study_csvdata_free(&m);
-    study_csvdata b;
-    assert_int_equal(study_csvdata_read(tu_path("bl.csv"), &b), LNK_OK);
+    lnk_csv_table_free(&m);
+    lnk_csv_table b;
+    assert_int_equal(lnk_csv_table_read(tu_path("bl.csv"), NULL, &b), LNK_OK);
     double cli = num(&b, 0, "frob");
-    study_csvdata_free(&b);
+    lnk_csv_table_free(&b);
     read_csv(&t, "lm", "blocknorms.csv");
     found = 0;
     for (size_t r = 0; r < t.nrow; r++)
@@ -310,7 +310,7 @@ static void test_against_cli(void **state)
             found++;
         }
     assert_int_equal(found, 1);
-    study_csvdata_free(&t);
+    lnk_csv_table_free(&t);
 }
 
 static void test_summary(void **state)
@@ -338,7 +338,7 @@ static void test_summary(void **state)
     }
     /* the depth exponent of Post-LN's top Hessian eigenvalue: least squares of
      * ln(eigenvalue) on ln L over every converged seed, worked out here */
-    study_csvdata t;
+    lnk_csv_table t;
     read_csv(&t, "lm", "extremes.csv");
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     int n = 0;
@@ -350,13 +350,13 @@ static void test_summary(void **state)
             double x = log(num(&t, r, "L")), y = log(fabs(num(&t, r, "eigenvalue")));
             sx += x, sy += y, sxx += x * x, sxy += x * y, n++;
         }
-    study_csvdata_free(&t);
+    lnk_csv_table_free(&t);
     assert_int_equal(n, 6); /* L = 1, 2, 3 x 2 seeds */
     double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    study_csvdata fits;
+    lnk_csv_table fits;
     char p[1200];
     snprintf(p, sizeof p, "%s/fits.csv", OUT());
-    assert_int_equal(study_csvdata_read(p, &fits), LNK_OK);
+    assert_int_equal(lnk_csv_table_read(p, NULL, &fits), LNK_OK);
     int found = 0;
     for (size_t r = 0; r < fits.nrow; r++)
         if (!strcmp(str(&fits, r, "task"), "lm") && !strcmp(str(&fits, r, "sweep"), "depth") &&
@@ -370,7 +370,7 @@ static void test_summary(void **state)
             found++;
         }
     assert_int_equal(found, 1);
-    study_csvdata_free(&fits);
+    lnk_csv_table_free(&fits);
 }
 
 static int same_file(const char *a, const char *b)

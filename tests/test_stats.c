@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <gsl/gsl_statistics_double.h>
-#include "kit/csvread.h"
+#include "lnkit/csv_table.h"
 #include "lnkit/stats.h"
 #include "model/workspace.h"
 
@@ -316,20 +316,20 @@ static size_t count_lines(const char *s)
 /* The CSV without the timing column ("seconds", the last one), lines sorted. */
 static char *canon(const char *path)
 {
-    study_csvdata t;
-    assert_int_equal(study_csvdata_read(path, &t), LNK_OK);
-    int js = study_csvdata_col(&t, "seconds");
+    lnk_csv_table t;
+    assert_int_equal(lnk_csv_table_read(path, NULL, &t), LNK_OK);
+    int js = lnk_csv_table_col(&t, "seconds");
     char **lines = calloc(t.nrow, sizeof(char *));
     size_t tot = 1;
     for (size_t r = 0; r < t.nrow; r++) {
         size_t len = 0;
         for (int j = 0; j < t.ncol; j++)
             if (j != js)
-                len += strlen(study_csvdata_str(&t, r, j)) + 1;
+                len += strlen(lnk_csv_table_str(&t, r, j)) + 1;
         lines[r] = calloc(len + 2, 1);
         for (int j = 0; j < t.ncol; j++)
             if (j != js) {
-                strcat(lines[r], study_csvdata_str(&t, r, j));
+                strcat(lines[r], lnk_csv_table_str(&t, r, j));
                 strcat(lines[r], ",");
             }
         tot += len + 1;
@@ -347,7 +347,7 @@ static char *canon(const char *path)
         free(lines[r]);
     }
     free(lines);
-    study_csvdata_free(&t);
+    lnk_csv_table_free(&t);
     return out;
 }
 

@@ -8,6 +8,7 @@
 #include "lnkit/safetensors.h"
 #include "lnkit/sys.h"
 #include "lnkit/io.h"
+#include "lnkit/csv_table.h"
 #include "lnkit/curvature.h"
 #include "lnkit/curvature_io.h"
 #include "lnkit/hessian.h"

@@ -1,13 +1,13 @@
 /* lnkit select: which keys of a set are selectable (docs/MODEL.md §7): some
  * query makes the key the strict argmax of q.k, i.e. it lies outside the convex
  * hull of the other keys.  Reads keys from CSV, optionally normalises them. */
-#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <jansson.h>
 #include "cli/cli.h"
+#include "lnkit/csv_table.h"
 #include "lnkit/geometry.h"
 
 typedef struct {
@@ -63,115 +63,28 @@ const cli_cmd cmd_select_decl = {
     .example = "--keys KEYS -o OUT",
 };
 
-static char *trim(char *s)
+/* The keys: *K [n, d] malloc'd; read once, recorded with its digest.  The
+ * first row is a header if none of its fields is a number. */
+static void read_keys(const char *path, double **K, int *n, int *d)
 {
-    while (*s == ' ' || *s == '\t')
-        s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-        *--e = '\0';
-    return s;
-}
-
-/* A finite number filling the whole field.  strtod's ERANGE on underflow (a
- * subnormal such as 1e-320, or a value rounded to 0) is no error: the value is
- * finite and exact to the precision doubles have there. */
-static int parse_num(const char *s, double *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtod(s, &end);
-    return *s != '\0' && *end == '\0' && isfinite(*v);
-}
-
-/* Split line (modified in place) at commas into at most max fields; returns the count. */
-static int split(char *line, char **f, int max)
-{
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        char *c = strchr(p, ',');
-        if (c)
-            *c = '\0';
-        if (n < max)
-            f[n] = trim(p);
-        n++;
-        if (!c)
-            break;
-        p = c + 1;
-    }
-    return n;
-}
-
-/* Read the keys: *K [n, d] malloc'd. */
-static void read_keys(const char *path, double **K, int *n_out, int *d_out)
-{
-    char *buf;
-    if (cli_read_input(path, lnk_input_limit(), "keys file", &buf) != LNK_OK)
+    lnk_csv_read_opts o;
+    lnk_csv_read_opts_default(&o);
+    o.header = LNK_CSV_HEADER_AUTO;
+    o.min_rows = 1;
+    o.finite = 1;
+    o.what = "keys file";
+    lnk_csv_table t;
+    if (lnk_csv_table_read(path, &o, &t) != LNK_OK ||
+        lnk_prov_input_digest(cli_prov(), path, &t.digest) != LNK_OK)
         cli_die_lib();
-    int cap = 64, n = 0, d = -1;
-    double *k = NULL;
-    char **f = NULL;
-    /* lines; trailing empty lines (and a final newline) are allowed */
-    char *p = buf;
-    if (!strncmp(p, "\xEF\xBB\xBF", 3)) /* a UTF-8 byte-order mark, as spreadsheets write */
-        p += 3;
-    size_t total = strlen(buf);
-    while (total > 0 && (buf[total - 1] == '\n' || buf[total - 1] == '\r'))
-        buf[--total] = '\0';
-    if (total == (size_t)(p - buf))
-        cli_die("%s: no keys (the file is empty)", path);
-    int line_no = 0;
-    while (p) {
-        char *nl = strchr(p, '\n');
-        if (nl)
-            *nl = '\0';
-        line_no++;
-        char *line = p;
-        p = nl ? nl + 1 : NULL;
-        if (*trim(line) == '\0')
-            cli_die("%s: row %d is empty", path, line_no);
-        int nf = 1;
-        for (const char *c = line; *c; c++)
-            nf += *c == ',';
-        if (d < 0) {
-            d = nf;
-            f = malloc(sizeof(char *) * (size_t)d);
-            k = malloc(sizeof(double) * (size_t)cap * d);
-            if (!f || !k)
-                cli_die("out of memory");
-        }
-        if (nf != d)
-            cli_die("%s: row %d has %d fields, expected %d (as in row 1)", path, line_no, nf, d);
-        split(line, f, d);
-        if (line_no == 1) {
-            /* a header: no field of the first row is a number */
-            int numeric = 0;
-            double v;
-            for (int c = 0; c < d; c++)
-                numeric += parse_num(f[c], &v);
-            if (numeric == 0)
-                continue;
-        }
-        if (n == cap) {
-            cap *= 2;
-            k = realloc(k, sizeof(double) * (size_t)cap * d);
-            if (!k)
-                cli_die("out of memory");
-        }
-        for (int c = 0; c < d; c++)
-            if (!parse_num(f[c], &k[(size_t)n * d + c]))
-                cli_die("%s: row %d, column %d: '%s' is not a finite number (a double: at "
-                        "most 1.7976931348623157e308 in size)", path, line_no, c + 1, f[c]);
-        n++;
-    }
-    free(f);
-    free(buf);
-    if (n < 1)
-        cli_die("%s: no keys (only a header row)", path);
-    *K = k;
-    *n_out = n;
-    *d_out = d;
+    if (t.nrow > INT_MAX)
+        cli_die("%s: %zu keys, at most %d", path, t.nrow, INT_MAX);
+    *K = cli_alloc(sizeof(double) * t.nrow * (size_t)t.ncol);
+    if (lnk_csv_table_matrix(&t, NULL, t.ncol, *K) != LNK_OK)
+        cli_die_lib();
+    *n = (int)t.nrow;
+    *d = t.ncol;
+    lnk_csv_table_free(&t);
 }
 
 /* The rows index,selectable (lnk_select_fwrite, their one writer) at path. */

@@ -9,32 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
-
-/* The next field of CSV text at *p (lnk_csv's quoting); *end: 1 at the end
- * of a row.  The field, unquoted, in buf. */
-static int next_field(const char **p, char *buf, size_t n, int *end)
-{
-    const char *s = *p;
-    size_t k = 0;
-    if (*s == '"') {
-        for (s++; *s && !(*s == '"' && s[1] != '"'); s++) {
-            if (*s == '"')
-                s++;
-            if (k + 1 < n)
-                buf[k++] = *s;
-        }
-        if (*s == '"')
-            s++;
-    } else {
-        for (; *s && *s != ',' && *s != '\n'; s++)
-            if (k + 1 < n)
-                buf[k++] = *s;
-    }
-    buf[k] = 0;
-    *end = *s != ',';
-    *p = *s ? s + 1 : s;
-    return LNK_OK;
-}
+#include "lnkit/csv_table.h"
 
 static json_t *value(const char *t)
 {
@@ -48,23 +23,14 @@ static json_t *value(const char *t)
     return *e ? json_string(t) : json_real(d);
 }
 
-/* CSV text (a header row, then rows) as a JSON array of objects. */
-static json_t *csv_json(const char *csv)
+/* A CSV table (a header row, then rows) as a JSON array of objects. */
+static json_t *csv_json(const lnk_csv_table *t)
 {
-    char names[64][64], field[4096];
-    int nc = 0, end = 0;
-    const char *p = csv;
-    while (!end && *p && nc < 64)
-        next_field(&p, names[nc++], sizeof names[0], &end);
     json_t *rows = json_array();
-    while (rows && *p) {
+    for (size_t r = 0; rows && r < t->nrow; r++) {
         json_t *row = json_object();
-        end = 0;
-        for (int c = 0; !end && *p; c++) {
-            next_field(&p, field, sizeof field, &end);
-            if (c < nc)
-                json_object_set_new(row, names[c], value(field));
-        }
+        for (int c = 0; c < t->ncol; c++)
+            json_object_set_new(row, t->head[c], value(lnk_csv_table_str(t, r, c)));
         json_array_append_new(rows, row);
     }
     return rows;
@@ -100,10 +66,14 @@ void cli_result_json(void)
 {
     if (!json_path || !cli_root())
         return;
-    char *csv;
-    CLI_CK(lnk_read_text_file(json_path, (size_t)1 << 40, "result", &csv, NULL));
-    json_t *rows = csv_json(csv);
-    free(csv);
+    lnk_csv_table t;
+    lnk_csv_read_opts o;
+    lnk_csv_read_opts_default(&o);
+    o.max = (size_t)1 << 40;
+    o.what = "result";
+    CLI_CK(lnk_csv_table_read(json_path, &o, &t));
+    json_t *rows = csv_json(&t);
+    lnk_csv_table_free(&t);
     cli_json_print(rows);
 }
 

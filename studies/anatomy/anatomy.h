@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include "lnkit/lnkit.h"
 #include "kit/kit.h"
-#include "kit/csvread.h"
 
 #define MAXLIST 16
 

@@ -53,11 +53,11 @@ void point_key(const point_t *p, char *k, size_t n)
              lnk_norm_type_name((lnk_norm_type)p->qk), p->L, p->d, p->seed);
 }
 
-static void row_key(const study_csvdata *t, size_t r, char *k, size_t n)
+static void row_key(const lnk_csv_table *t, size_t r, char *k, size_t n)
 {
     k[0] = '\0';
     for (int j = 0; j < NKEY - 1; j++)
-        snprintf(k + strlen(k), n - strlen(k), "%s%s", j ? "," : "", study_csvdata_str(t, r, j));
+        snprintf(k + strlen(k), n - strlen(k), "%s%s", j ? "," : "", lnk_csv_table_str(t, r, j));
 }
 
 int keyset_has(const keyset *s, const char *k)
@@ -77,8 +77,8 @@ void done_points(const char *dir, keyset *s)
     s->n = 0;
     if (access(p, F_OK) != 0)
         return;
-    study_csvdata t;
-    CLI_CK(study_csvdata_read(p, &t));
+    lnk_csv_table t;
+    CLI_CK(lnk_csv_table_read(p, NULL, &t));
     s->k = cli_alloc(sizeof *s->k * (t.nrow + 1));
     for (size_t r = 0; r < t.nrow; r++) {
         char k[96];
@@ -86,7 +86,7 @@ void done_points(const char *dir, keyset *s)
         if (!keyset_has(s, k))
             snprintf(s->k[s->n++], sizeof *s->k, "%s", k);
     }
-    study_csvdata_free(&t);
+    lnk_csv_table_free(&t);
 }
 
 /* Rank 0: drop from DIR/NAME the rows of points not done (a run killed
@@ -97,8 +97,8 @@ void drop_partial(const char *dir, const char *name, const keyset *done)
     snprintf(p, sizeof p, "%s/%s", dir, name);
     if (!study_root() || access(p, F_OK) != 0)
         return;
-    study_csvdata t;
-    CLI_CK(study_csvdata_read(p, &t));
+    lnk_csv_table t;
+    CLI_CK(lnk_csv_table_read(p, NULL, &t));
     size_t drop = 0;
     char k[96];
     for (size_t r = 0; r < t.nrow; r++) {
@@ -115,7 +115,7 @@ void drop_partial(const char *dir, const char *name, const keyset *done)
             if (!keyset_has(done, k))
                 continue;
             for (int j = 0; j < t.ncol; j++)
-                CLI_CK(lnk_csv_str(&c, study_csvdata_str(&t, r, j)));
+                CLI_CK(lnk_csv_str(&c, lnk_csv_table_str(&t, r, j)));
             CLI_CK(lnk_csv_end_row(&c));
         }
         lnk_csv_free(&c);
@@ -123,7 +123,7 @@ void drop_partial(const char *dir, const char *name, const keyset *done)
         fprintf(stderr, "anatomy: %s: dropped %zu rows of points not in js.csv (a run cut off "
                 "between its files); they are computed again\n", p, drop);
     }
-    study_csvdata_free(&t);
+    lnk_csv_table_free(&t);
 }
 
 /* The sidecars' own keys: the settings of this run and its counts. */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kit/csvread.h"
 #include "front/front.h"
 #include "grad.h"
 

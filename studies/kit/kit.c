@@ -324,11 +324,11 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
 {
     csv_begin_(o, path, hdr, n, 1);
     o->resume = 1;
-    study_csvdata t;
+    lnk_csv_table t;
     memset(&t, 0, sizeof t);
     struct stat sb;
     if (stat(path, &sb) == 0) {
-        CLI_CK(study_csvdata_read(path, &t));
+        CLI_CK(lnk_csv_table_read(path, NULL, &t));
         int same = t.ncol == n;
         for (int j = 0; same && j < n; j++)
             same = strcmp(t.head[j], hdr[j]) == 0;
@@ -338,7 +338,7 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
         if (study_root())
             for (size_t i = 0; i < t.nrow; i++) {
                 for (int j = 0; j < n; j++)
-                    CLI_CK(lnk_csv_str(&o->c, study_csvdata_str(&t, i, j)));
+                    CLI_CK(lnk_csv_str(&o->c, lnk_csv_table_str(&t, i, j)));
                 CLI_CK(lnk_csv_end_row(&o->c));
             }
     }
@@ -352,7 +352,7 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
     if (old)
         old->d = t;
     else
-        study_csvdata_free(&t);
+        lnk_csv_table_free(&t);
     return nrow;
 }
 
@@ -370,31 +370,17 @@ json_t *study_sidecar(const char *dir, const char *name)
 
 /* ------------------------------------------------- reading the rows back */
 
-void study_table_read(study_table *t, const char *dir, const char *name)
-{
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    CLI_CK(study_csvdata_read(path, &t->d));
-}
-
 int study_table_col(const study_table *t, const char *name)
 {
-    int j = study_csvdata_col(&t->d, name);
+    int j = lnk_csv_table_col(&t->d, name);
     if (j < 0)
-        cli_die("%s: no column '%s'", t->d.what, name);
+        cli_die("%s: no column '%s'", t->d.path, name);
     return j;
-}
-
-double study_table_num(const study_table *t, size_t row, int col)
-{
-    double v;
-    CLI_CK(study_csvdata_num(&t->d, row, col, &v));
-    return v;
 }
 
 const char *study_table_str(const study_table *t, size_t row, int col)
 {
-    return study_csvdata_str(&t->d, row, col);
+    return lnk_csv_table_str(&t->d, row, col);
 }
 
-void study_table_free(study_table *t) { study_csvdata_free(&t->d); }
+void study_table_free(study_table *t) { lnk_csv_table_free(&t->d); }

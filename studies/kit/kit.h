@@ -39,7 +39,6 @@
 #include "front/opt.h"
 #include "lnkit/lnkit.h"
 #include <jansson.h>
-#include "csvread.h"
 
 /* ------------------------------------------------------------ the program */
 /* The program's start (cli_start: settings, BLAS kernel, MPI job, provenance). */
@@ -128,15 +127,13 @@ void csv_close(out_csv *o, const lnk_config *c, const lnk_meta *extra, const cha
                double t0);
 
 /* ------------------------------------------------- reading the rows back
- * A study CSV read whole (study_csvdata), for a resumed run that reads back
- * the rows it wrote: columns by name, numbers exactly as written (%.17g
- * round-trips).  Errors fail the study naming the file, row and column. */
+ * A study CSV read whole (lnk_csv_table), for a resumed run that reads back
+ * the rows it wrote, columns by name (a missing one fails the study naming
+ * the file). */
 typedef struct {
-    study_csvdata d;
+    lnk_csv_table d;
 } study_table;
-void study_table_read(study_table *t, const char *dir, const char *name);
 int study_table_col(const study_table *t, const char *name);
-double study_table_num(const study_table *t, size_t row, int col);
 const char *study_table_str(const study_table *t, size_t row, int col);
 void study_table_free(study_table *t);
 

@@ -173,6 +173,13 @@ put("csv", "empty.csv", "")
 put("csv", "trailing_comma.csv", "a,b\n1,")
 put("csv", "found_trailing_comma", base64.b64decode("d2hpY2gsaW5kZXgsZWlnZW52YWx1ZSxyZXNpZHVhbCxjb252ZXJnZAp0b3AsMCxb9/82LA=="))
 put("csv", "nan.csv", "x\nnan\ninf\n1e999\n-0\n0x10\n")
+put("csv", "keys_bom_crlf.csv", "\ufeffa,b\r\n1.5, 2\r\n1e-320,3\r\n\r\n")
+put("csv", "keys_plain.csv", "0.1,2\n3,4")
+put("csv", "dup_names.csv", "a,b,a\n1,2,3\n")
+put("csv", "blank_line.csv", "a,b\n1,2\n\n3,4\n")
+put("csv", "one_column.csv", "a\n\n1\n\"\"\n")
+put("csv", "nul.csv", b"a,b\n1\x00,2\n")
+put("csv", "after_quote.csv", 'a,b\n"x"y,1\n')
 
 # ------------------------------------------------------------------- sidecar
 # strings the system gives (paths, arguments), NUL-separated (fuzz_sidecar.c)
