@@ -47,9 +47,8 @@ static const cli_opt opts[] = {
      .flags = CLI_META, .help = "Hutchinson probes for ||A_bb||_F"},
     {.type = CLI_INT, .name = "eig-steps", .arg = "M", CLI_AT(T, bo.eig_steps), .min = 2,
      .max = 1 << 20, .flags = CLI_META, .help = "Lanczos step limit for the extremes"},
-    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(T, bo.eig_tol), .max = HUGE_VAL,
-     .flags = CLI_META, .help = "residual tolerance of the extremes, relative to the block's "
-     "max|l|"},
+    CLI_OPT_TOL(T, bo.eig_tol, CLI_META, "residual tolerance of the extremes, relative to the "
+                "block's max|l|"),
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, bo.slq_runs), .min = 1,
      .max = 1 << 20, .flags = CLI_META, .help = "SLQ start vectors per block"},
     {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(T, bo.slq_steps), .min = 1,
