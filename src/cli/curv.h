@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "front/ckpt.h"
 #include "front/curv_opts.h"
+#include "front/density.h"
 #include "lnkit/checkpoint.h"
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
@@ -91,27 +92,6 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed);
  * lnk_ckpt_open).  Dies on a mismatch or a bad file.  Nothing more without
  * --checkpoint (s->run.ck stays NULL). */
 void cli_curv_ckpt(cli_curv *s, int kind, size_t max_rows, int mapped, long total);
-
-/* The kernel width of a density (density, blocks): one of --sigma S,
- * --sigma-variance V, --sigma-kappa K, --sigma-fraction F (the default,
- * CLI_SIGMA_FRACTION of the nodes' range), and --grid-per-sigma. */
-typedef struct {
-    double sigma, variance, kappa, fraction, per;
-} cli_sigma_opts;
-extern const cli_opt cli_sigma_table[];
-#define CLI_SIGMA(T, f)                                                                           \
-    {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_sigma_table,                                    \
-     .help = "Kernel width (one of the four; docs/MODEL.md section 7)"}
-void cli_sigma_defaults(cli_sigma_opts *o);
-/* The width for nodes in [lo, hi] after m Lanczos steps, its option's name
- * ("sigma-fraction", ...) and value in *which, *value; checked (cli_check_sigma). */
-double cli_sigma(const cli_sigma_opts *o, double lo, double hi, int m, const char **which,
-                 double *value, size_t max_points);
-/* Densities (density, blocks): the check of a kernel width sigma for nodes in [lo, hi] before its grid
- * is made: the grid's ends and spacing representable (sigma not so large
- * that they overflow), at most max_points points (sigma not too small).
- * Dies naming sigma, the nodes' range and the limit. */
-void cli_check_sigma(double sigma, double lo, double hi, double per, size_t max_points);
 
 /* NAME.meta.json beside path: the command, its options (its own, then the
  * shared ones) as the tables record them, the run's sizes and products, then
