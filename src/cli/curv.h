@@ -10,9 +10,9 @@
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
 
-/* The options every curvature command shares (cli_curv_table: the data,
- * the block, the operator; cli_ckpt_table: checkpoints, for the commands
- * whose runs resume), declared once with their identity and sidecar roles. */
+/* The options every curvature command shares (cli_curv_table: the data, the
+ * block, the operator; front/ckpt.h's cli_ckpt_table: checkpoints of resumable
+ * runs), declared once with their identity and sidecar roles. */
 typedef struct {
     cli_model_opts mo;
     const char *weights;
