@@ -30,6 +30,7 @@
 #include "lnkit/hessian.h"
 #include "lnkit/lnkit.h"
 #include "bench.h"
+#include "front/curv_opts.h"
 
 /* Median seconds of `repeat` products y = A x. */
 static double product_alone(const lnk_operator *op, const double *x, double *y, int repeat)
@@ -53,8 +54,6 @@ typedef struct {
     const char *out;
 } args_t;
 
-static const cli_choice reorths[] = {{"partial", LNK_REORTH_PARTIAL},
-                                     {"always", LNK_REORTH_ALWAYS}, {NULL, 0}};
 static const cli_choice prefaults[] = {{"ahead", LNK_PREFAULT_AHEAD}, {"step", LNK_PREFAULT_STEP},
                                        {"none", LNK_PREFAULT_NONE}, {NULL, 0}};
 static const cli_choice positions[] = {{"post", 0}, {"pre", 1}, {NULL, 0}};
@@ -68,8 +67,7 @@ static const cli_opt opts[] = {
      .max = 1000, .help = "products timed alone (their median is the reference)"},
     {.type = CLI_CHOICE, .name = "norm-pos", CLI_AT(args_t, norm_pos), .ref = positions,
      .help = "Post-LN or Pre-LN blocks"},
-    {.type = CLI_CHOICE, .name = "reorth", CLI_AT(args_t, reorth), .ref = reorths,
-     .help = "reorthogonalise when the basis loses semi-orthogonality, or at every step"},
+    CLI_OPT_REORTH(args_t, reorth, 0),
     {.type = CLI_CHOICE, .name = "prefault", CLI_AT(args_t, prefault), .ref = prefaults,
      .help = "when new basis rows are faulted in: a helper thread ahead, before each product, "
              "or by the product's first write"},

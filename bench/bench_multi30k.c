@@ -36,6 +36,7 @@
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
 #include "bench.h"
+#include "front/curv_opts.h"
 #include "kit/kit.h"
 
 
@@ -115,8 +116,7 @@ static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const cha
         lnk_hessian *hs = lnk_hessian_alloc(z.m, z.th, chunks, nc, NULL);
         if (!hs)
             cli_die_lib();
-        if (cache_mb >= 0)
-            CLI_CK(lnk_hessian_set_cache(hs, (size_t)cache_mb * 1048576));
+        cli_set_cache(hs, cache_mb);
         lnk_operator op = lnk_hessian_operator(hs);
         for (int k2 = 1; k2 <= products; k2++) {
             double t0 = lnk_now();
@@ -171,9 +171,7 @@ static const cli_opt opts[] = {
      .max = 1L << 40, .help = "--all: padded tokens per chunk at most"},
     {.type = CLI_INT, .name = "products", .arg = "K", CLI_AT(args_t, products), .min = 1,
      .max = 100000, .help = "--all: products timed, each over all chunks"},
-    {.type = CLI_LONG, .name = "cache-mb", .arg = "MB", CLI_AT(args_t, cache_mb), .min = 0,
-     .max = 1L << 40, .help = "--all: memory for keeping the chunks' primal passes",
-     .def = "half the available memory"},
+    CLI_OPT_CACHE_MB(args_t, cache_mb, "--all: " CLI_CACHE_MB_HELP),
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
      .flags = CLI_WRITES, .help = "--all: also write a CSV row per size and product; -: standard "
      "output"},

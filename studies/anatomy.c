@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "front/curv_opts.h"
 #include "front/front.h"
 #include "anatomy/anatomy.h"
 
@@ -85,15 +86,13 @@ static const cli_opt opts[] = {
     INT("s2s-rows", "N", o.pairs, 1, 1 << 24, "seq2seq: the first N sentence pairs"),
     INT("seeds", "N", o.seeds, 1, 1000, "initialisation seeds 0..N-1"),
     INT("probes", "N", o.probes, 2, 1 << 20, "Hutchinson probes per block norm"),
-    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(O, o.tol), .max = 1,
-     .help = "residual tolerance of the extremes, relative to max|l|"},
+    CLI_OPT_TOL(O, o.tol, 0, "residual tolerance of the extremes, relative to max|l|"),
     INT("eig-steps", "M", o.eig_steps, 2, 100000, "Lanczos step limit of the extremes"),
     INT("runs", "N", o.runs, 1, 10000, "SLQ start vectors per kind block"),
     INT("steps", "M", o.steps, 2, 100000, "SLQ Lanczos steps per run"),
-    {.type = CLI_REAL, .name = "sigma-fraction", .arg = "F", CLI_AT(O, o.sigma_frac),
-     .min = 1e-9, .max = 1, .help = "the JS densities' kernel width over the common node range"},
-    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(O, o.rng), .max = 0x7fffffff,
-     .help = "seed of the Lanczos start vectors and probes"},
+    CLI_OPT_SIGMA_FRACTION(O, o.sigma_frac, 0, "the JS densities' kernel width: sigma = F "
+                           "(the common range of the nodes)"),
+    CLI_OPT_RNG_SEED(O, o.rng, 0, CLI_RNG_SEED_HELP),
     {.type = CLI_FLAG, .name = "resume", CLI_AT(O, o.resume),
      .help = "continue the CSVs in --out: skip their points, append the others (the settings "
              "must be the same)"},
@@ -105,11 +104,14 @@ static const cli_opt opts[] = {
 static void defaults(void *p)
 {
     args_t *a = p;
+    lnk_eigs_opts eo;
+    lnk_eigs_opts_default(&eo);
     a->o = (opts_t){.out = "results/anatomy", .src = "data/multi30k/val.de",
                     .tgt = "data/multi30k/val.en", .h = 4, .V = 64, .B = 4, .T = 16, .seeds = 3,
                     .pairs = 12, .max_tokens = 1 << 20, .lm_refL = 4, .lm_refd = 32,
                     .s2s_refL = 2, .s2s_refd = 16, .variants = 1, .probes = 6, .eig_steps = 300,
-                    .runs = 2, .steps = 24, .tol = 1e-6, .sigma_frac = 0.01, .rng = 0};
+                    .runs = 2, .steps = 24, .tol = eo.tol, .sigma_frac = CLI_SIGMA_FRACTION,
+                    .rng = 0};
     a->lm_L = (cli_ints){4, {1, 2, 4, 8}};
     a->lm_d = (cli_ints){3, {16, 32, 64}};
     a->s2s_L = (cli_ints){4, {1, 2, 4, 6}};

@@ -25,6 +25,7 @@
  * This file: the options and the order of the parts; the parts are in
  * studies/ln_geometry/ (geom.h). */
 #include <stdio.h>
+#include "front/curv_opts.h"
 #include "front/front.h"
 #include "ln_geometry/geom.h"
 
@@ -55,8 +56,8 @@ static const cli_opt opts[] = {
      .help = "heat-map d = 3..D"},
     {.type = CLI_STR, .name = "text", .arg = "FILE", CLI_AT(args_t, S.text), .flags = CLI_READS,
      .help = "real text, one sentence a line"},
-    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(args_t, S.seed), .max = 1L << 40,
-     .help = "seed of the random keys (the parts' seeds derive from it)"},
+    CLI_OPT_RNG_SEED(args_t, S.seed, 0, "seed of the random keys (the parts' seeds derive from "
+                     "it)"),
     {0}};
 
 static void defaults(void *p)

@@ -27,13 +27,17 @@
 #include "lnkit/checkpoint.h"
 #include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
+#include "front/ckpt.h"
+#include "front/curv_opts.h"
 #include "front/front.h"
 #include "front/model.h"
 #include "placements/place.h"
 
 typedef struct {
-    const char *out, *part, *op, *src, *tgt, *checkpoint;
-    int B, T, pairs, max_tokens, cache_mb, every, quiet;
+    const char *out, *part, *op, *src, *tgt;
+    int B, T, pairs, max_tokens, quiet;
+    long cache_mb;
+    cli_ckpt_opts ck;
     uint64_t batch_seed;
     pl_num num;
 } opts_t;
@@ -56,8 +60,7 @@ static const cli_opt opts[] = {
      .flags = CLI_REQ | CLI_WRITES, .help = "the rows (and FILE.meta.json)"},
     {.type = CLI_CHOICE, .name = "part", CLI_AT(O, part), .ref = part_names, .flags = CLI_REQ,
      .help = "the part of the study to run"},
-    {.type = CLI_CHOICE, .name = "operator", CLI_AT(O, op), .ref = cli_operators,
-     .help = "eigs: the curvature operator"},
+    CLI_OPT_OPERATOR(O, op, 0),
     INT("rows", "N", o.B, 1, 1 << 20, "lm: rows of the synthetic batch"),
     INT("len", "T", o.T, 1, 1 << 20, "lm: tokens a row"),
     {.type = CLI_U64, .name = "batch-seed", .arg = "N", CLI_AT(O, o.batch_seed),
@@ -72,18 +75,15 @@ static const cli_opt opts[] = {
     INT("trace-probes", "N", o.num.trace_probes, 2, 1 << 20, "probes a trace"),
     INT("cross-probes", "N", o.num.cross_probes, 2, 1 << 20, "probes a source group"),
     INT("eig-steps", "M", o.num.eig_steps, 2, 100000, "Lanczos steps at most"),
-    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(O, o.num.tol), .max = 1,
-     .help = "an extreme converges when its residual <= T max|l|"},
+    CLI_OPT_TOL(O, o.num.tol, 0, "an extreme converges when its residual <= T max|l|"),
     INT("slq-runs", "N", o.num.slq_runs, 1, 10000, "SLQ runs a block"),
     INT("slq-steps", "M", o.num.slq_steps, 2, 100000, "SLQ steps a run"),
-    {.type = CLI_REAL, .name = "sigma-fraction", .arg = "F", CLI_AT(O, o.num.sigma_frac),
-     .min = 1e-9, .max = 1, .help = "the JS densities' kernel width over the node range"},
-    {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(O, o.num.rng), .max = 0x7fffffff,
-     .help = "seed of the Lanczos start vectors and probes"},
-    {.type = CLI_STR, .name = "checkpoint", .arg = "FILE", CLI_AT(O, o.checkpoint),
-     .flags = CLI_WRITES, .help = "eigs: save to FILE and resume from it (lnkit eigs's rules)"},
-    INT("checkpoint-every", "N", o.every, 1, 1 << 20, "eigs: products between saves"),
-    INT("cache-mb", "MB", o.cache_mb, 0, 1 << 30, "memory for the kept primal passes"),
+    CLI_OPT_SIGMA_FRACTION(O, o.num.sigma_frac, 0,
+                           "the JS densities' kernel width: sigma = F (range of the nodes)"),
+    CLI_OPT_RNG_SEED(O, o.num.rng, 0, CLI_RNG_SEED_HELP),
+    CLI_OPT_CHECKPOINT(O, o.ck.path),
+    CLI_OPT_CHECKPOINT_EVERY(O, o.ck.every),
+    CLI_OPT_CACHE_MB(O, o.cache_mb, CLI_CACHE_MB_HELP),
     {.type = CLI_GROUP, .help = "Model configuration (docs/MODEL.md section 8; the study's "
      "defaults: lm, V 64, h 4, d 64, L 6)"},
     {.type = CLI_CONFIG, CLI_AT(O, keys)},
@@ -94,11 +94,14 @@ static const cli_opt opts[] = {
 static void defaults(void *p)
 {
     args_t *a = p;
+    lnk_eigs_opts eo;
+    lnk_eigs_opts_default(&eo);
     a->o = (opts_t){.src = "data/multi30k/val.de", .tgt = "data/multi30k/val.en", .B = 8,
-                    .T = 16, .max_tokens = 512, .cache_mb = 2000, .every = 5, .batch_seed = 1234,
-                    .num = {.probes = 16, .trace_probes = 128, .eig_steps = 400, .tol = 1e-6,
-                            .slq_runs = 2, .slq_steps = 24, .sigma_frac = 0.01,
+                    .T = 16, .max_tokens = 512, .cache_mb = -1, .batch_seed = 1234,
+                    .num = {.probes = 16, .trace_probes = 128, .eig_steps = 400, .tol = eo.tol,
+                            .slq_runs = 2, .slq_steps = 24, .sigma_frac = CLI_SIGMA_FRACTION,
                             .cross_probes = 8, .rng = 0}};
+    cli_ckpt_opts_default(&a->o.ck);
     a->op = LNK_OP_HESSIAN;
 }
 
@@ -124,7 +127,7 @@ static void parse(int argc, char **argv, opts_t *o, lnk_config *c)
     size_t L = strlen(o->out);
     if (L < 5 || strcmp(o->out + L - 4, ".csv"))
         cli_die("--out: expected a path ending in .csv, got '%s'", o->out);
-    if (o->checkpoint && a.part != PART_EIGS)
+    if (o->ck.path && a.part != PART_EIGS)
         cli_die("--checkpoint: only --part eigs saves checkpoints");
 }
 
@@ -147,44 +150,10 @@ static void load_pairs(const opts_t *o, lnk_config *c, lnk_dataset *ds, char *wh
 
 /* ------------------------------------------------------ --part eigs */
 
-typedef struct {
-    const char *name;
-    lnk_ckpt *ck;
-    lnk_hessian *h;
-    long base, last;
-    int every, quiet;
-    double t_save, t_print;
-} ckpt_ctx;
-
-static int save(void *ctx, const lnk_eigs_state *st, int must)
-{
-    ckpt_ctx *k = ctx;
-    long done = k->base + lnk_hessian_n_products(k->h);
-    if (!must && done - k->last < k->every && lnk_now() - k->t_save < 600)
-        return LNK_OK;
-    int rc = lnk_ckpt_save_eigs(k->ck, st, done);
-    if (rc == LNK_OK)
-        k->last = done, k->t_save = lnk_now();
-    return rc;
-}
-
-static int progress(void *ctx, const lnk_eigs_progress *p)
-{
-    ckpt_ctx *k = ctx;
-    if (k->quiet || p->elapsed - k->t_print < 60)
-        return 0;
-    k->t_print = p->elapsed;
-    fprintf(stderr, "placements: %s: step %d/%d top %.9g bottom %.9g converged %d/%d %.0f s\n",
-            k->name, p->step, p->max_steps, p->n_top ? p->top[0] : NAN,
-            p->n_bottom ? p->bottom[0] : NAN, p->n_converged, p->n_top + p->n_bottom,
-            p->elapsed);
-    return 0;
-}
-
-/* The checkpoint, if any, is handed back (*ck) to be removed once the CSV is
- * written; *before: the products of the runs it resumed. */
-static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt **ck,
-                      long *before)
+/* With --checkpoint, the run's checkpoint (r->ck) is left open to be
+ * removed once the CSV is written; r->resumed_from: the products of the
+ * runs it resumed. */
+static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, cli_ckpt_run *r)
 {
     lnk_op_kind kind;
     CLI_CK(lnk_op_kind_parse(o->op ? o->op : "hessian", &kind));
@@ -202,23 +171,15 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
     eo.tol = c->num.tol;
     eo.max_steps = c->num.eig_steps;
     eo.seed = c->num.rng;
-    ckpt_ctx k = {o->out, NULL, c->h, 0, 0, o->every, o->quiet, lnk_now(), -1e9};
-    eo.progress = progress;
-    eo.progress_ctx = &k;
-    if (o->checkpoint) {
+    int m = (size_t)eo.max_steps < op.n ? eo.max_steps : (int)op.n;
+    cli_ckpt_start(r, c->h, m + eo.k_top + eo.k_bottom, o->ck.every);
+    cli_eigs_progress pr = {o->out, 60, -1e9, r};
+    eo.progress = cli_eigs_progress_fn;
+    eo.progress_ctx = &pr;
+    if (o->ck.path) {
+        /* the identity of the point's checkpoint (the build's items: cli_ckpt_open) */
         lnk_ckpt_id id = {0};
-        char *cj = lnk_config_to_json(cf, 0, NULL, 0);
-        if (!cj)
-            cli_die("out of memory");
-        lnk_sha256 hs;
-        unsigned char dg[32];
-        char hex[65];
-        lnk_sha256_init(&hs);
-        lnk_sha256_update(&hs, cj, strlen(cj));
-        lnk_sha256_final(&hs, dg);
-        lnk_sha256_hex(dg, hex);
-        free(cj);
-        int rc = lnk_ckpt_id_add(&id, "the configuration (SHA-256)", "%s", hex);
+        int rc = cli_ckpt_id_config(&id, "the configuration (SHA-256)", cf);
         if (cf->task == LNK_TASK_SEQ2SEQ) {
             /* the texts as they were read (their digests in the record: not read again) */
             const lnk_digest *ds = lnk_prov_input_find(cli_prov(), o->src),
@@ -236,30 +197,21 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, lnk_ckpt
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--tol", "%.17g", eo.tol);
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--eig-steps", "%d", eo.max_steps);
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--rng-seed", "%llu", (unsigned long long)eo.seed);
-        rc = rc ? rc : lnk_ckpt_id_add_build(&id);
         CLI_CK(rc);
-        int m = (size_t)eo.max_steps < op.n ? eo.max_steps : (int)op.n;
-        CLI_CK(lnk_ckpt_open(&k.ck, NULL, o->checkpoint, "placements", &id, LNK_CKPT_EIGS, op.n,
-                         (size_t)m + 1, 1));
-        lnk_ckpt_id_free(&id);
-        k.base = k.last = lnk_ckpt_products(k.ck);
-        eo.basis = lnk_ckpt_basis(k.ck);
-        eo.resume = lnk_ckpt_eigs_state(k.ck);
-        eo.checkpoint = save;
-        eo.checkpoint_ctx = &k;
-        if (!o->quiet && lnk_ckpt_resumed(k.ck))
-            fprintf(stderr, "placements: resumed %s from %ld products\n", o->checkpoint, k.base);
+        cli_ckpt_open(r, &o->ck, "placements", &id, LNK_CKPT_EIGS, op.n, (size_t)m + 1, 1);
+        eo.basis = lnk_ckpt_basis(r->ck);
+        eo.resume = lnk_ckpt_eigs_state(r->ck);
+        eo.checkpoint = cli_ckpt_save_eigs;
+        eo.checkpoint_ctx = r;
     }
-    lnk_eigs_result r;
-    CLI_CK(lnk_eigs(&op, &eo, &r));
-    for (int i = 0; i < r.k; i++)
-        pl_row(c, "eig", lnk_op_kind_name(kind), i < r.n_top ? "top" : "bottom", NULL, NULL,
-               r.value[i], NAN, r.residual[i], r.converged[i], r.steps);
+    lnk_eigs_result res;
+    CLI_CK(lnk_eigs(&op, &eo, &res));
+    for (int i = 0; i < res.k; i++)
+        pl_row(c, "eig", lnk_op_kind_name(kind), i < res.n_top ? "top" : "bottom", NULL, NULL,
+               res.value[i], NAN, res.residual[i], res.converged[i], res.steps);
     pl_row(c, "products", lnk_op_kind_name(kind), NULL, NULL, NULL,
-           (double)(k.base + lnk_hessian_n_products(c->h)), NAN, NAN, -1, -1);
-    lnk_eigs_result_free(&r);
-    *ck = k.ck;
-    *before = k.base;
+           (double)cli_ckpt_products(r), NAN, NAN, -1, -1);
+    lnk_eigs_result_free(&res);
 }
 
 /* ------------------------------------------------------------ main */
@@ -302,7 +254,7 @@ int main(int argc, char **argv)
     lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!h)
         cli_die_lib();
-    CLI_CK(lnk_hessian_set_cache(h, (size_t)o.cache_mb << 20));
+    cli_set_cache(h, o.cache_mb);
     char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
@@ -320,8 +272,7 @@ int main(int argc, char **argv)
     csv_open(&oc, dir, name, PL_HDR, PL_NCOL);
     pl_ctx c = {m, th, &ds, h, {0, NULL}, o.num, &oc, o.quiet};
     pl_groups_make(m, &c.G);
-    lnk_ckpt *ck = NULL;
-    long before = 0;
+    cli_ckpt_run run = {0}; /* --part eigs */
     if (!strcmp(o.part, "extremes"))
         pl_part_extremes(&c);
     else if (!strcmp(o.part, "anatomy"))
@@ -333,7 +284,8 @@ int main(int argc, char **argv)
     else if (!strcmp(o.part, "scale"))
         pl_part_scale(&c);
     else
-        part_eigs(&c, &o, &cf, &ck, &before);
+        part_eigs(&c, &o, &cf, &run);
+    long before = run.resumed_from;
     double sec = lnk_now() - t0, cpu = (double)clock() / CLOCKS_PER_SEC;
     long prod = lnk_hessian_n_products(h) + before;
     lnk_meta *extra = lnk_meta_alloc();
@@ -362,10 +314,7 @@ int main(int argc, char **argv)
     lnk_meta_int(extra, "blas_threads", lnk_blas_threads());
     csv_close(&oc, &cf, extra, start, t0);
     lnk_meta_free(extra);
-    if (ck) {
-        CLI_CK(lnk_ckpt_remove(ck));
-        lnk_ckpt_close(ck);
-    }
+    cli_ckpt_done(&run);
     if (!o.quiet)
         fprintf(stderr, "placements: %s: %ld products in %.1f s -> %s\n", o.part, prod, sec,
                 o.out);

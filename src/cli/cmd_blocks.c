@@ -47,9 +47,8 @@ static const cli_opt opts[] = {
      .flags = CLI_META, .help = "Hutchinson probes for ||A_bb||_F"},
     {.type = CLI_INT, .name = "eig-steps", .arg = "M", CLI_AT(T, bo.eig_steps), .min = 2,
      .max = 1 << 20, .flags = CLI_META, .help = "Lanczos step limit for the extremes"},
-    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(T, bo.eig_tol), .max = HUGE_VAL,
-     .flags = CLI_META, .help = "residual tolerance of the extremes, relative to the block's "
-     "max|l|"},
+    CLI_OPT_TOL(T, bo.eig_tol, CLI_META, "residual tolerance of the extremes, relative to the "
+                "block's max|l|"),
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, bo.slq_runs), .min = 1,
      .max = 1 << 20, .flags = CLI_META, .help = "SLQ start vectors per block"},
     {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(T, bo.slq_steps), .min = 1,
@@ -228,51 +227,22 @@ static block_row *make_rows(const lnk_model *m, const lnk_block *sel, const char
 
 /* The blocks' densities on one grid (its width: --sigma... over all their
  * nodes), checked to integrate to 1, and the distances between them (js,
- * nb x nb). */
-typedef struct {
-    double sigma, value, worst; /* value: of the option that chose sigma; worst |integral - 1| */
-    const char *option;
-    double *t;
-    size_t npts;
-} grid;
+ * nb x nb): cli_densities. */
 static void densities(block_row *b, int nb, const cli_sigma_opts *sg, int steps, double *js,
-                      grid *g)
+                      cli_grid *g)
 {
     const lnk_slq_result **r = malloc(sizeof *r * (size_t)nb);
-    cli_check(r ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
-    double lo = INFINITY, hi = -INFINITY;
-    for (int i = 0; i < nb; i++) {
-        r[i] = &b[i].st.slq;
-        lo = fmin(lo, r[i]->node_min);
-        hi = fmax(hi, r[i]->node_max);
-    }
-    g->sigma = cli_sigma(sg, lo, hi, steps, &g->option, &g->value, MAX_GRID);
-    g->t = NULL;
-    g->npts = 0;
-    g->worst = 0;
-    if (lnk_slq_grid_common(r, nb, g->sigma, LNK_SLQ_PAD, sg->per, MAX_GRID, &g->t, &g->npts))
-        cli_die_lib();
-    size_t npts = g->npts;
-    for (int i = 0; i < nb; i++) {
-        b[i].phi = malloc(sizeof(double) * npts);
-        cli_check(b[i].phi ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory for a grid of %zu",
-                                                npts));
-        if (lnk_slq_density(r[i], g->sigma, g->t, npts, b[i].phi) != LNK_OK)
-            cli_die_lib();
-        double integral = lnk_trapezoid(g->t, b[i].phi, npts);
-        g->worst = fmax(g->worst, fabs(integral - 1));
-        if (!(fabs(integral - 1) < 1e-6))
-            cli_die("the density of block '%s' integrates to %.12g, not 1 (grid of %zu "
-                    "points): this is a bug, please report it", b[i].name, integral, npts);
-    }
+    const char **names = malloc(sizeof *names * (size_t)nb);
+    double **phi = malloc(sizeof *phi * (size_t)nb);
+    cli_check(r && names && phi ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
     for (int i = 0; i < nb; i++)
-        for (int j = i + 1; j < nb; j++) {
-            double d;
-            if (lnk_js_distance(g->t, b[i].phi, b[j].phi, npts, &d) != LNK_OK)
-                cli_die_lib();
-            js[(size_t)i * nb + j] = js[(size_t)j * nb + i] = d;
-        }
+        r[i] = &b[i].st.slq, names[i] = b[i].name;
+    cli_densities(r, names, nb, sg, steps, MAX_GRID, phi, js, g);
+    for (int i = 0; i < nb; i++)
+        b[i].phi = phi[i];
     free(r);
+    free(names);
+    free(phi);
 }
 
 int cmd_blocks(int argc, char **argv)
@@ -334,7 +304,7 @@ int cmd_blocks(int argc, char **argv)
     long products = lnk_hessian_n_products(s.h);
     double *js = calloc((size_t)nb * nb, sizeof(double));
     cli_check(js ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
-    grid g;
+    cli_grid g;
     densities(b, nb, &a.sg, bo.slq_steps, js, &g);
     const double *t = g.t;
     size_t npts = g.npts;

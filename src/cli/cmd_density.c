@@ -32,7 +32,7 @@ static const cli_opt opts[] = {
     {.type = CLI_CHOICE, .name = "start-vectors", CLI_AT(T, so.start), .ref = starts,
      .flags = CLI_ID | CLI_META, .meta = "start", .help = "the start vectors' entries"},
     CLI_LANCZOS(T, so.mode, so.reorth),
-    CLI_SIGMA(T, sg), CLI_CURV(T, co), CLI_CKPT(T, co), CLI_MODEL(T, co.mo),
+    CLI_SIGMA(T, sg), CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
 
@@ -64,10 +64,10 @@ const cli_cmd cmd_density_decl = {
 /* --checkpoint: save the state when due (cli_ckpt_due). */
 static int save(void *ctx, const lnk_slq_state *st, int must)
 {
-    cli_curv *s = ctx;
-    if (!cli_ckpt_due(s, must))
+    cli_ckpt_run *r = ctx;
+    if (!cli_ckpt_due(r, must))
         return LNK_OK;
-    return cli_ckpt_saved(s, lnk_ckpt_save_slq(s->ck, st, cli_ckpt_products(s)));
+    return cli_ckpt_saved(r, lnk_ckpt_save_slq(r->ck, st, cli_ckpt_products(r)));
 }
 
 int cmd_density(int argc, char **argv)
@@ -81,7 +81,7 @@ int cmd_density(int argc, char **argv)
     so.seed = co->rng_seed;
     cli_curv_out outs[2] = {{out, "-o", 1}, {nodes, "--nodes", 0}};
     cli_curv s;
-    cli_progress prog = {"density", "step", -1e9, &s};
+    cli_progress prog = {"density", "step", -1e9, &s.run};
     so.progress = cli_progress_fn;
     so.progress_ctx = &prog;
     cli_curv_open(&s, co, "density", opts, &a, outs, 2);
@@ -89,12 +89,12 @@ int cmd_density(int argc, char **argv)
      * shapes the output: not in the checkpoint's identity) */
     int m = (size_t)so.steps < s.block_n ? so.steps : (int)s.block_n;
     int full = so.mode == LNK_LANCZOS_FULL;
-    cli_ckpt_open(&s, LNK_CKPT_SLQ, full ? (size_t)m + 1 : 6, full, (long)so.runs * m);
-    if (s.ck) {
-        so.basis = lnk_ckpt_basis(s.ck);
-        so.resume = lnk_ckpt_slq_state(s.ck);
+    cli_curv_ckpt(&s, LNK_CKPT_SLQ, full ? (size_t)m + 1 : 6, full, (long)so.runs * m);
+    if (s.run.ck) {
+        so.basis = lnk_ckpt_basis(s.run.ck);
+        so.resume = lnk_ckpt_slq_state(s.run.ck);
         so.checkpoint = save;
-        so.checkpoint_ctx = &s;
+        so.checkpoint_ctx = &s.run;
     }
     lnk_slq_result r;
     if (lnk_slq(&s.op, &so, &r) != LNK_OK)
@@ -132,7 +132,7 @@ int cmd_density(int argc, char **argv)
                                      "node_min", r.node_min, "node_max", r.node_max));
     cli_outputs_commit();
     cli_result_json();
-    cli_ckpt_done(&s);
+    cli_ckpt_done(&s.run);
     cli_say("%d runs x %d steps, nodes in [%.6g, %.6g], sigma %.6g, %zu grid points, integral "
             "%.12f -> %s\n", so.runs, so.steps, r.node_min, r.node_max, sigma, np, integral,
             cli_is_stdout(out) ? "standard output" : out);

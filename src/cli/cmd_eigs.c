@@ -26,8 +26,7 @@ static const cli_opt opts[] = {
     {.type = CLI_CHOICE, .name = "which", CLI_AT(T, which), .ref = ends, .flags = CLI_ID | CLI_META,
      .help = "which end of the spectrum (index 0: the largest for top, the most negative for "
              "bottom)"},
-    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(T, eo.tol), .max = HUGE_VAL,
-     .flags = CLI_ID | CLI_META, .help = "stop when every residual bound is at most T max|l|"},
+    CLI_OPT_TOL(T, eo.tol, CLI_ID | CLI_META, "stop when every residual bound is at most T max|l|"),
     {.type = CLI_INT, .name = "max-steps", .arg = "M", CLI_AT(T, eo.max_steps), .min = 1,
      .max = 1 << 24, .flags = CLI_ID | CLI_META, .help = "Lanczos step limit"},
     CLI_LANCZOS(T, eo.mode, eo.reorth),
@@ -37,7 +36,7 @@ static const cli_opt opts[] = {
      .help = "also write each eigenvector's mass on every tensor of the block (the sum of its "
              "squared entries there; they sum to 1): CSV which,index,tensor,n,mass "
              "(+ FILE.meta.json)"},
-    CLI_CURV(T, co), CLI_CKPT(T, co), CLI_MODEL(T, co.mo),
+    CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
 
@@ -65,41 +64,6 @@ const cli_cmd cmd_eigs_decl = {
     .defaults = defaults,
     .example = "--config CONFIG --weights WEIGHTS --batch BATCH -k 2 --max-steps 30 -o OUT",
 };
-
-typedef struct {
-    double last;
-    cli_curv *s;
-} progress_ctx;
-
-static int progress(void *ctx, const lnk_eigs_progress *p)
-{
-    progress_ctx *pc = ctx;
-    if (p->elapsed - pc->last < 1.0 && p->step != p->max_steps)
-        return 0;
-    pc->last = p->elapsed;
-    double eta = p->elapsed / p->step * (p->max_steps - p->step);
-    char top[40] = "", bot[40] = "";
-    if (p->n_top)
-        snprintf(top, sizeof top, "  top %.6g", p->top[0]);
-    if (p->n_bottom)
-        snprintf(bot, sizeof bot, "  bottom %.6g", p->bottom[0]);
-    char rate[160];
-    cli_ckpt_rate(pc->s, rate, sizeof rate);
-    cli_say("step %d/%d%s%s  converged %d/%d  %.1f s (at most %.0f s left)%s\n", p->step,
-            p->max_steps, top, bot, p->n_converged, p->n_top + p->n_bottom, p->elapsed, eta,
-            rate);
-    return 0;
-}
-
-/* --checkpoint: save the state when due (cli_ckpt_due). */
-static int save(void *ctx, const lnk_eigs_state *st, int must)
-{
-    cli_curv *s = ctx;
-    if (!cli_ckpt_due(s, must))
-        return LNK_OK;
-    return cli_ckpt_saved(s, lnk_ckpt_save_eigs(s->ck, st, cli_ckpt_products(s)));
-}
-
 
 /* The rule for pairs that did not converge (cli_not_converged): the worst
  * explicit residual of theirs relative to max|l|, and why they may not have
@@ -156,12 +120,13 @@ int cmd_eigs(int argc, char **argv)
     /* --checkpoint: the basis in FILE.basis */
     int m = (size_t)eo.max_steps < s.block_n ? eo.max_steps : (int)s.block_n;
     int full = eo.mode == LNK_LANCZOS_FULL;
-    cli_ckpt_open(&s, LNK_CKPT_EIGS, full ? (size_t)m + 1 : 6, full, m + eo.k_top + eo.k_bottom);
-    if (s.ck) {
-        eo.basis = lnk_ckpt_basis(s.ck);
-        eo.resume = lnk_ckpt_eigs_state(s.ck);
-        eo.checkpoint = save;
-        eo.checkpoint_ctx = &s;
+    cli_curv_ckpt(&s, LNK_CKPT_EIGS, full ? (size_t)m + 1 : 6, full,
+                  m + eo.k_top + eo.k_bottom);
+    if (s.run.ck) {
+        eo.basis = lnk_ckpt_basis(s.run.ck);
+        eo.resume = lnk_ckpt_eigs_state(s.run.ck);
+        eo.checkpoint = cli_ckpt_save_eigs;
+        eo.checkpoint_ctx = &s.run;
     }
     /* G is positive semidefinite: its bottom end is a cluster of eigenvalues at or just above
      * 0 (rank at most the logits' count), which Lanczos resolves slowly; say so before the
@@ -173,8 +138,8 @@ int cmd_eigs(int argc, char **argv)
                 "the i-th bottom value v still bounds G's i-th smallest eigenvalue to [0, v] "
                 "(Cauchy interlacing)\n",
                 a.which == BOTH ? "both" : "bottom", eo.max_steps);
-    progress_ctx pc = {-1e9, &s};
-    eo.progress = progress;
+    cli_eigs_progress pc = {NULL, 1.0, -1e9, &s.run};
+    eo.progress = cli_eigs_progress_fn;
     eo.progress_ctx = &pc;
     lnk_eigs_result r;
     if (lnk_eigs(&s.op, &eo, &r) != LNK_OK)
@@ -231,7 +196,7 @@ int cmd_eigs(int argc, char **argv)
     cli_curv_meta(&s, mass, res);
     cli_outputs_commit();
     cli_result_json();
-    cli_ckpt_done(&s);
+    cli_ckpt_done(&s.run);
     cli_say("%d Lanczos steps, stopped by %s, %d/%d converged by their explicit residual "
             "||Hv - lv|| <= tol max|l| (tol %g), %.2f s -> %s\n", r.steps,
             r.stop == LNK_EIGS_TOL ? "tol (residual bounds)" : lnk_eigs_stop_name(r.stop), nconv,

@@ -28,7 +28,7 @@ static const cli_opt opts[] = {
              "top subspace)"},
     {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(T, to.probes), .min = 2,
      .max = 1 << 24, .flags = CLI_ID | CLI_META, .help = "products used (hutchpp: at least 4)"},
-    CLI_CURV(T, co), CLI_CKPT(T, co), CLI_MODEL(T, co.mo),
+    CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
 
@@ -56,10 +56,10 @@ const cli_cmd cmd_trace_decl = {
 /* --checkpoint: save the state when due (cli_ckpt_due). */
 static int save(void *ctx, const lnk_trace_state *st, int must)
 {
-    cli_curv *s = ctx;
-    if (!cli_ckpt_due(s, must))
+    cli_ckpt_run *r = ctx;
+    if (!cli_ckpt_due(r, must))
         return LNK_OK;
-    return cli_ckpt_saved(s, lnk_ckpt_save_trace(s->ck, st, cli_ckpt_products(s)));
+    return cli_ckpt_saved(r, lnk_ckpt_save_trace(r->ck, st, cli_ckpt_products(r)));
 }
 
 int cmd_trace(int argc, char **argv)
@@ -75,7 +75,7 @@ int cmd_trace(int argc, char **argv)
     to.seed = co->rng_seed;
     cli_curv_out outs[1] = {{out, "-o", 1}};
     cli_curv s;
-    cli_progress prog = {"trace", "probe", -1e9, &s};
+    cli_progress prog = {"trace", "probe", -1e9, &s.run};
     to.progress = cli_progress_fn;
     to.progress_ctx = &prog;
     cli_curv_open(&s, co, "trace", opts, &a, outs, 1);
@@ -83,11 +83,11 @@ int cmd_trace(int argc, char **argv)
     size_t sk = to.method == LNK_TRACE_HUTCHPP ? (size_t)to.probes / 3 : 0;
     if (sk > s.block_n)
         sk = s.block_n;
-    cli_ckpt_open(&s, LNK_CKPT_TRACE, 2 * sk, 0, to.probes);
-    if (s.ck) {
-        to.resume = lnk_ckpt_trace_state(s.ck);
+    cli_curv_ckpt(&s, LNK_CKPT_TRACE, 2 * sk, 0, to.probes);
+    if (s.run.ck) {
+        to.resume = lnk_ckpt_trace_state(s.run.ck);
         to.checkpoint = save;
-        to.checkpoint_ctx = &s;
+        to.checkpoint_ctx = &s.run;
     }
     lnk_trace_result r;
     if (lnk_trace(&s.op, &to, &r) != LNK_OK)

@@ -3,13 +3,16 @@
 #define LNK_CLI_CURV_H
 
 #include "cli/cli.h"
+#include "front/ckpt.h"
+#include "front/curv_opts.h"
+#include "front/density.h"
 #include "lnkit/checkpoint.h"
 #include "lnkit/curvature.h"
 #include "lnkit/hessian.h"
 
-/* The options every curvature command shares (cli_curv_table: the data,
- * the block, the operator; cli_ckpt_table: checkpoints, for the commands
- * whose runs resume), declared once with their identity and sidecar roles. */
+/* The options every curvature command shares (cli_curv_table: the data, the
+ * block, the operator; front/ckpt.h's cli_ckpt_table: checkpoints of resumable
+ * runs), declared once with their identity and sidecar roles. */
 typedef struct {
     cli_model_opts mo;
     const char *weights;
@@ -20,30 +23,16 @@ typedef struct {
     uint64_t rng_seed;
     long cache_mb;      /* --cache-mb: MB for the kept primal passes; -1 (default): auto */
     int op_kind;        /* --operator: an lnk_op_kind (LNK_OP_HESSIAN) */
-    const char *checkpoint; /* --checkpoint FILE, or NULL */
-    int checkpoint_every;   /* --checkpoint-every N products */
-    int resume_anywhere;    /* --resume-anywhere: resume on another BLAS kernel, thread count */
+    cli_ckpt_opts ck;   /* --checkpoint FILE (or NULL), --checkpoint-every, --resume-anywhere */
 } cli_curv_opts;
-extern const cli_opt cli_data_table[], cli_curv_table[], cli_op_table[], cli_ckpt_table[];
+extern const cli_opt cli_data_table[], cli_curv_table[], cli_op_table[];
 /* --weights, --batch; --chunk, --block, --rng-seed; --operator, --cache-mb. */
 #define CLI_DATA(T, f)                                                                            \
     {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_data_table, .help = "Model, data and block"}
 #define CLI_OP(T, f) {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_op_table}
 #define CLI_CURV(T, f)                                                                            \
     CLI_DATA(T, f), {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_curv_table}, CLI_OP(T, f)
-#define CLI_CKPT(T, f)                                                                            \
-    {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_ckpt_table, .help = "Checkpoints"}
 void cli_curv_defaults(cli_curv_opts *o);
-/* --mode and --reorth of a Lanczos run (eigs, density), fields mode, reorth of T. */
-extern const cli_choice cli_lanczos_modes[], cli_reorths[];
-#define CLI_LANCZOS(T, mode, reorth)                                                              \
-    {.type = CLI_CHOICE, .name = "mode", CLI_AT(T, mode), .ref = cli_lanczos_modes,               \
-     .flags = CLI_ID | CLI_META,                                                                  \
-     .help = "a stored basis, or none with ghost removal (memory 4 n)"},                          \
-    {.type = CLI_CHOICE, .name = "reorth", CLI_AT(T, reorth), .ref = cli_reorths,                 \
-     .flags = CLI_ID | CLI_META,                                                                  \
-     .help = "full mode: reorthogonalise the basis when it loses semi-orthogonality (Simon's "   \
-             "omega recurrence), or at every step"}
 
 typedef struct {
     lnk_config c;
@@ -63,14 +52,7 @@ typedef struct {
     const cli_curv_opts *o; /* the shared options; the command's own: own (its table), args */
     const cli_opt *own;
     const void *args;
-    /* --checkpoint (see cli_ckpt_open) */
-    lnk_ckpt *ck;
-    int every;
-    long resumed_from;  /* products of the state resumed from (0: a fresh run) */
-    char *moved;        /* --resume-anywhere: what changed (lnk_ckpt_moved), or NULL */
-    long last_saved;    /* products at the last save */
-    double last_save_t, work_t0; /* lnk_now() at the last save, at the start of the work */
-    long total;         /* products the run takes at most (for the estimate) */
+    cli_ckpt_run run;   /* --checkpoint (cli_curv_ckpt) and the products */
 } cli_curv;
 
 /* An output of a curvature command: its path (NULL: not asked for), the
@@ -84,71 +66,32 @@ typedef struct {
  * (cli_files_check): the outputs, the sidecars of those that have one,
  * --checkpoint and its files, against each other and the inputs of o
  * (config, weights, batches); then, with --checkpoint, its lock taken
- * (lnk_ckpt_lock_take: another run on it is refused now), held until
+ * (cli_ckpt_lock: another run on it is refused now), held until
  * cli_curv_close or the end of the process.  Then the model, the data set
  * and the operator. */
 void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const cli_opt *own,
                    const void *args, const cli_curv_out *outs, int n_outs);
 void cli_curv_close(cli_curv *s);
-/* The run is complete: cli_ckpt_done, then cli_curv_close. */
+/* The run is complete: cli_ckpt_done of its run, then cli_curv_close. */
 void cli_curv_done(cli_curv *s);
 /* Progress of a long run on stderr, at most once a second: "WHAT: UNIT done/total,
  * elapsed, time left".  Use with lnk_progress_fn (ctx = a cli_progress). */
 typedef struct {
     const char *what, *unit;
     double last;
-    cli_curv *s;        /* NULL, or the run whose products and rate are shown */
+    const cli_ckpt_run *run; /* NULL, or the run whose products and rate are shown */
 } cli_progress;
 int cli_progress_fn(void *ctx, int done, int total, double elapsed);
 
-/* The kept primal passes of --cache-mb (see lnk_hessian_set_cache) for h;
- * nothing for mb < 0 (the default: the library's budget). */
-void cli_set_cache(lnk_hessian *h, long mb);
-
-
-/* --checkpoint: the identity items of the command's own options (those of
- * its table marked CLI_ID), then those every curvature run shares
- * (configuration, weights, batches, chunk, block, seed; and what fixes the
- * rounding: the BLAS kernel, library and threads, the lnkit build); then the
- * checkpoint opened (resumed or begun) for kind with rows of the operator's
- * slice (max_rows, mapped: see lnk_ckpt_open), total: the run's products at
- * most.  Dies on a mismatch or a bad file.  Nothing without --checkpoint
- * (s->ck stays NULL). */
-void cli_ckpt_open(cli_curv *s, int kind, size_t max_rows, int mapped, long total);
-/* Products of the whole run so far (resumed ones included). */
-long cli_ckpt_products(const cli_curv *s);
-/* 1 if a save is due now (every N products, 10 minutes, or must); the same
- * answer on every rank.  cli_ckpt_saved records a save whose status is rc
- * (when LNK_OK) and returns rc. */
-int cli_ckpt_due(cli_curv *s, int must);
-int cli_ckpt_saved(cli_curv *s, int rc);
-/* The run is complete and its outputs committed: remove the checkpoint
- * (every rank calls it).  Nothing without --checkpoint. */
-void cli_ckpt_done(cli_curv *s);
-/* "  P products (resumed from R), X/h, about T left" for progress lines. */
-void cli_ckpt_rate(const cli_curv *s, char *buf, size_t n);
-
-/* The kernel width of a density (density, blocks): one of --sigma S,
- * --sigma-variance V, --sigma-kappa K, --sigma-fraction F (the default,
- * 0.01 of the nodes' range), and --grid-per-sigma. */
-typedef struct {
-    double sigma, variance, kappa, fraction, per;
-} cli_sigma_opts;
-extern const cli_opt cli_sigma_table[];
-#define CLI_SIGMA(T, f)                                                                           \
-    {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_sigma_table,                                    \
-     .help = "Kernel width (one of the four; docs/MODEL.md section 7)"}
-void cli_sigma_defaults(cli_sigma_opts *o);
-/* The width for nodes in [lo, hi] after m Lanczos steps, its option's name
- * ("sigma-fraction", ...) and value in *which, *value; checked (cli_check_sigma). */
-double cli_sigma(const cli_sigma_opts *o, double lo, double hi, int m, const char **which,
-                 double *value, size_t max_points);
-/* Densities (density, blocks): the check of a kernel width sigma for nodes in [lo, hi] before
- * its grid is made: the grid's ends and spacing representable (sigma not so
- * large that they overflow), at most max_points points (sigma not too
- * small).  Dies naming sigma, the nodes' range and the limit. */
-void cli_check_sigma(double sigma, double lo, double hi, double per,
-                     size_t max_points);
+/* The work starts (cli_ckpt_start: total, the run's products at most);
+ * with --checkpoint, the identity items of the command's own options
+ * (those of its table marked CLI_ID), then those every curvature run shares
+ * (configuration, weights, batches, chunk, block, seed, operator; the
+ * build's: cli_ckpt_open), and the checkpoint opened (resumed or begun) for
+ * kind with rows of the operator's slice (max_rows, mapped: see
+ * lnk_ckpt_open).  Dies on a mismatch or a bad file.  Nothing more without
+ * --checkpoint (s->run.ck stays NULL). */
+void cli_curv_ckpt(cli_curv *s, int kind, size_t max_rows, int mapped, long total);
 
 /* NAME.meta.json beside path: the command, its options (its own, then the
  * shared ones) as the tables record them, the run's sizes and products, then

@@ -11,7 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cli/cli.h"
+#include "front/files.h"
+#include "front/model.h"
 #include "lnkit/checkpoint.h"
 
 static void add(cli_files *f, const char *path, const char *flag, int role)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "front/density.h"
 #include "place.h"
 
 static const lnk_op_kind OPS[3] = {LNK_OP_HESSIAN, LNK_OP_GGN, LNK_OP_FUNCTIONAL};
@@ -63,29 +64,19 @@ void pl_part_extremes(pl_ctx *c)
 }
 
 /* JS distances between the SLQ densities r[0..nb) on one grid (sigma a
- * fraction of the common node range); d[i * nb + j], i < j. */
+ * fraction of the common node range: cli_densities); d[i * nb + j]. */
 static void js_matrix(const lnk_slq_result *r, int nb, double frac, double *d, double *sigma)
 {
-    double lo = INFINITY, hi = -INFINITY;
+    cli_sigma_opts sg;
+    cli_sigma_defaults(&sg);
+    sg.fraction = frac;
     const lnk_slq_result **rp = cli_alloc(sizeof *rp * (size_t)nb);
-    for (int i = 0; i < nb; i++) {
+    for (int i = 0; i < nb; i++)
         rp[i] = &r[i];
-        lo = fmin(lo, r[i].node_min);
-        hi = fmax(hi, r[i].node_max);
-    }
-    double *t;
-    size_t npts;
-    CLI_CK(lnk_sigma_from_fraction(frac, lo, hi, sigma));
-    CLI_CK(lnk_slq_grid_common(rp, nb, *sigma, LNK_SLQ_PAD, 4, 5000000, &t, &npts));
-    double *phi = cli_alloc(sizeof(double) * npts * (size_t)nb);
-    for (int i = 0; i < nb; i++)
-        CLI_CK(lnk_slq_density(&r[i], *sigma, t, npts, phi + (size_t)i * npts));
-    for (int i = 0; i < nb; i++)
-        for (int j = i + 1; j < nb; j++)
-            CLI_CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts,
-                               &d[(size_t)i * nb + j]));
-    free(phi);
-    free(t);
+    cli_grid g;
+    cli_densities(rp, NULL, nb, &sg, 0, 5000000, NULL, d, &g);
+    *sigma = g.sigma;
+    free(g.t);
     free(rp);
 }
 
