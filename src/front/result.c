@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cli/cli.h"
+#include "front/front.h"
+#include "front/opt.h"
+#include "front/files.h"
 #include "lnkit/csv_table.h"
 
 static json_t *value(const char *t)
