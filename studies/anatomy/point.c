@@ -7,6 +7,7 @@
 #include <string.h>
 #include "lnkit/blockstats.h"
 #include "lnkit/hessian.h"
+#include "front/density.h"
 #include "front/front.h"
 #include "anatomy.h"
 
@@ -129,7 +130,6 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
         snprintf(jn[a++], 64, "%s.*.%s.%s", K[k].side, K[k].sub, K[k].w);
     snprintf(jn[a++], 64, "out.w");
     CLI_CK(lnk_hessian_set_kind(h, LNK_OP_HESSIAN));
-    double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < nj; i++) {
         CLI_CK(lnk_hessian_set_block(h, jn[i]));
         lnk_operator op = lnk_hessian_operator(h);
@@ -139,8 +139,6 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
         so.steps = o->steps;
         so.seed = o->rng;
         CLI_CK(lnk_slq(&op, &so, &sr[i]));
-        lo = fmin(lo, sr[i].node_min);
-        hi = fmax(hi, sr[i].node_max);
     }
     /* the distances between the densities as they are (one kernel, sigma a
      * fraction of the common node range), then between the densities of the
@@ -148,11 +146,14 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
      * [-1, 1]; Zhang et al. compare block spectra normalised by their scale) */
     double *js = cli_alloc(sizeof(double) * 2 * (size_t)nj * (size_t)nj), sig[2];
     const lnk_slq_result **rp = cli_alloc(sizeof *rp * (size_t)nj);
+    const char **names = cli_alloc(sizeof *names * (size_t)nj);
     for (int i = 0; i < nj; i++)
-        rp[i] = &sr[i];
+        rp[i] = &sr[i], names[i] = jn[i];
+    cli_sigma_opts sg;
+    cli_sigma_defaults(&sg);
+    sg.fraction = o->sigma_frac;
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            lo = INFINITY, hi = -INFINITY;
+        if (pass == 1)
             for (int i = 0; i < nj; i++) {
                 double sc = fmax(fabs(sr[i].node_min), fabs(sr[i].node_max));
                 if (!(sc > 0))
@@ -161,23 +162,12 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
                     sr[i].node[q] /= sc;
                 sr[i].node_min /= sc;
                 sr[i].node_max /= sc;
-                lo = fmin(lo, sr[i].node_min);
-                hi = fmax(hi, sr[i].node_max);
             }
-        }
-        double *t;
-        size_t npts;
-        CLI_CK(lnk_sigma_from_fraction(o->sigma_frac, lo, hi, &sig[pass]));
-        CLI_CK(lnk_slq_grid_common(rp, nj, sig[pass], LNK_SLQ_PAD, 4, 5000000, &t, &npts));
-        double *phi = cli_alloc(sizeof(double) * npts * (size_t)nj);
-        for (int i = 0; i < nj; i++)
-            CLI_CK(lnk_slq_density(&sr[i], sig[pass], t, npts, phi + (size_t)i * npts));
-        for (int i = 0; i < nj; i++)
-            for (int j = i + 1; j < nj; j++)
-                CLI_CK(lnk_js_distance(t, phi + (size_t)i * npts, phi + (size_t)j * npts, npts,
-                                   &js[((size_t)pass * nj + i) * nj + j]));
-        free(phi);
-        free(t);
+        cli_grid g;
+        cli_densities(rp, names, nj, &sg, o->steps, 5000000, NULL, js + (size_t)pass * nj * nj,
+                      &g);
+        sig[pass] = g.sigma;
+        free(g.t);
     }
     for (int i = 0; i < nj; i++)
         for (int j = i + 1; j < nj; j++) {
@@ -195,6 +185,7 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
         lnk_slq_result_free(&sr[i]);
     free(sr);
     free(rp);
+    free(names);
     free(jn);
     free(js);
 }
