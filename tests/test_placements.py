@@ -359,3 +359,30 @@ def test_eigs_checkpoint_resumes(tmp_path):
         meta = json.load(open(str(out)[:-4] + ".meta.json"))
         resumed += meta["products_before"] > 0
     assert resumed >= 2
+
+
+def test_eigs_checkpoint_other_run(tmp_path):
+    """A checkpoint of another run (here another --tol) is refused in one
+    line that names it once, after the program's name (not 'placements:
+    placements:'), exit 2, and the checkpoint is kept."""
+    import signal
+    import time
+    args = ["--part", "eigs", "--L", "2", "--d", "64", "--operator", "hessian",
+            "--eig-steps", "120", "--checkpoint-every", "1"]
+    out, ck = tmp_path / "e.csv", tmp_path / "ck"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    p = subprocess.Popen([DRIVER, "--out", str(out), "--quiet", "--checkpoint", str(ck),
+                          "--tol", "0"] + args, env=env)
+    t0 = time.time()
+    while not ck.exists() and p.poll() is None and time.time() - t0 < 60:
+        time.sleep(0.002)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert ck.exists()
+    r = subprocess.run([DRIVER, "--out", str(out), "--quiet", "--checkpoint", str(ck),
+                        "--tol", "0.001"] + args, capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("placements: checkpoint %s belongs to a different run" % ck), \
+        r.stderr
+    assert "--tol" in r.stderr and ck.exists() and not out.exists()
+

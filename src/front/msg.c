@@ -65,9 +65,11 @@ void cli_die(const char *fmt, ...)
     lnk_output_abort_all();
     /* one line: control characters of names and values escaped (lnk_error);
      * a library message that starts with the command's own name ("eigs:
-     * checkpoint ...") does not repeat it after "lnkit eigs: " */
+     * checkpoint ...") does not repeat it after "lnkit eigs: " (or
+     * "placements: ") */
     const char *cmd = strrchr(name, ' '), *m = msg;
-    size_t lc = cmd ? strlen(++cmd) : 0;
+    cmd = cmd ? cmd + 1 : name; /* "lnkit eigs": "eigs"; a study: its name */
+    size_t lc = strlen(cmd);
     if (lc && !strncmp(msg, cmd, lc) && msg[lc] == ':' && msg[lc + 1] == ' ')
         m += lc + 2;
     lnk_error(LNK_EINVAL, "%s", m);
