@@ -4,18 +4,20 @@
 #define LNK_CLI_BATCH_H
 
 #include "cli/cli.h"
+#include "front/pairs.h"
 
 typedef struct {
     cli_model_opts mo;
     const char *out;
     int synthetic;
-    const char *text, *src, *tgt;
+    const char *text;
+    cli_pairs_opts pa; /* --src, --tgt and the corpus's options; text: min-count, max-vocab,
+                          max-line-len */
     long rows;           /* -1: the mode's default */
     int len;
     uint64_t rng_seed;
-    const char *vocab_in, *vocab_out, *vocab_src, *vocab_tgt;
-    int joint, min_count, max_vocab, max_len, first, truncate, src_eos, keep_order;
-    long max_tokens;
+    const char *vocab_in, *vocab_out;
+    int first;
     size_t max_input;
 } batch_args;
 

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/batch.h"
-#include "lnkit/corpus.h"
 #include "lnkit/text.h"
 
 #define T batch_args
@@ -14,10 +13,8 @@ static const cli_opt opts[] = {
      .help = "synthetic ids, uniform in [4, V)"},
     {.type = CLI_STR, .name = "text", .arg = "FILE", CLI_AT(T, text), .excl = 1,
      .flags = CLI_REQ | CLI_READS, .help = "a whitespace-tokenised text (task lm), a sequence a line"},
-    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(T, src), .excl = 1,
-     .flags = CLI_REQ | CLI_READS, .help = "the source text of a parallel corpus (task seq2seq)"},
-    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(T, tgt), .flags = CLI_READS,
-     .help = "its target text: line i translates line i of --src"},
+    CLI_OPT_SRC(T, pa, CLI_REQ, 1),
+    CLI_OPT_TGT(T, pa),
     {.type = CLI_LONG, .name = "rows", .arg = "N", CLI_AT(T, rows), .min = 0, .max = 1 << 24,
      .help = "rows; with --text 0 means all lines", .def = "synthetic 8, text 0"},
     {.type = CLI_INT, .name = "len", .arg = "T", CLI_AT(T, len), .min = 1, .max = 1 << 24,
@@ -29,31 +26,21 @@ static const cli_opt opts[] = {
     {.type = CLI_STR, .name = "vocab-out", .arg = "FILE", CLI_AT(T, vocab_out), .flags = CLI_WRITES,
      .help = "text: where the built vocabulary is written",
      .def = "BATCH.vocab; none beside standard output, a device or a FIFO"},
-    {.type = CLI_STR, .name = "vocab-src", .arg = "FILE", CLI_AT(T, vocab_src), .flags = CLI_READS,
-     .help = "corpus: use this source vocabulary (DATA.src.vocab is then not written)"},
-    {.type = CLI_STR, .name = "vocab-tgt", .arg = "FILE", CLI_AT(T, vocab_tgt), .flags = CLI_READS,
-     .help = "corpus: use this target vocabulary (DATA.tgt.vocab is then not written)"},
-    {.type = CLI_FLAG, .name = "joint-vocab", CLI_AT(T, joint),
-     .help = "corpus: one vocabulary from both texts, for both sides"},
-    {.type = CLI_INT, .name = "min-count", .arg = "N", CLI_AT(T, min_count), .min = 1,
-     .max = 1 << 30, .help = "minimum token count to enter a vocabulary"},
-    {.type = CLI_INT, .name = "max-vocab", .arg = "N", CLI_AT(T, max_vocab), .min = 0,
-     .max = 1 << 30, .help = "vocabulary size limit, 0: none"},
-    {.type = CLI_INT, .name = "max-line-len", .arg = "N", CLI_AT(T, max_len), .min = 0,
-     .max = 1 << 24,
-     .help = "text: truncate lines to N tokens; corpus: sentence tokens per side; 0: no limit"},
+    CLI_OPT_VOCAB_SRC(T, pa),
+    CLI_OPT_VOCAB_TGT(T, pa),
+    CLI_OPT_JOINT_VOCAB(T, pa),
+    CLI_OPT_MIN_COUNT(T, pa),
+    CLI_OPT_MAX_VOCAB(T, pa),
+    CLI_OPT_MAX_LINE_LEN(T, pa, "text: truncate lines to N tokens; corpus: sentence tokens per "
+                                "side; 0: no limit"),
     {.type = CLI_INT, .name = "first", .arg = "N", CLI_AT(T, first), .min = 0, .max = 1 << 30,
      .help = "text: the first line used, from 0"},
-    {.type = CLI_FLAG, .name = "truncate", CLI_AT(T, truncate),
-     .help = "corpus: truncate longer pairs to --max-line-len (default: drop them)"},
-    {.type = CLI_FLAG, .name = "src-eos", CLI_AT(T, src_eos),
-     .help = "corpus: append <eos> to the source rows (fairseq; MODEL.md section 4 has the "
-             "source tokens alone)"},
-    {.type = CLI_FLAG, .name = "keep-order", CLI_AT(T, keep_order),
-     .help = "corpus: rows in file order instead of by length"},
-    {.type = CLI_LONG, .name = "max-tokens", .arg = "N", CLI_AT(T, max_tokens), .min = 1,
-     .max = 1L << 40, .help = "corpus: print (and record in the file's metadata) the largest "
-     "--chunk whose chunks all hold at most N padded tokens, B x max(S, T)", .def = "none"},
+    CLI_OPT_TRUNCATE(T, pa),
+    CLI_OPT_SRC_EOS(T, pa),
+    CLI_OPT_KEEP_ORDER(T, pa),
+    CLI_OPT_MAX_TOKENS(T, pa, "corpus: print (and record in the file's metadata) the largest "
+                              "--chunk whose chunks all hold at most N padded tokens, B x max(S, "
+                              "T)", "none"),
     {.type = CLI_CALL, .name = "max-input", .arg = "SIZE", CLI_AT(T, max_input),
      .ref = cli_size_arg, .def = "1G",
      .help = "size limit of each text and vocabulary file read: bytes, or with K, M, G",
@@ -65,12 +52,9 @@ static const cli_opt opts[] = {
 static void defaults(void *p)
 {
     batch_args *a = p;
-    lnk_pairs_opts po;
-    lnk_pairs_opts_default(&po);
+    cli_pairs_opts_default(&a->pa);
     a->rows = -1;
     a->len = 16;
-    a->min_count = 1;
-    a->max_len = po.max_len;
 }
 
 const cli_cmd cmd_batch_decl = {
@@ -160,10 +144,11 @@ int cmd_batch(int argc, char **argv)
         lnk_vocab *v = NULL;
         const lnk_text *tx[1] = {&t};
         CLI_CK(a.vocab_in ? lnk_vocab_load(a.vocab_in, &v)
-                          : lnk_vocab_build(tx, 1, a.min_count, a.max_vocab, &v));
+                          : lnk_vocab_build(tx, 1, a.pa.min_count, a.pa.max_vocab, &v));
         if (a.first >= t.n_lines)
             cli_die("--first %d but %s has %d lines", a.first, a.text, t.n_lines);
-        CLI_CK(lnk_text_lm_batch(&t, v, a.first, a.rows < 0 ? 0 : (int)a.rows, a.max_len, &b));
+        CLI_CK(lnk_text_lm_batch(&t, v, a.first, a.rows < 0 ? 0 : (int)a.rows, a.pa.max_len,
+                                   &b));
         if (vp)
             CLI_CK(lnk_vocab_save(v, vp));
         nv = lnk_vocab_size(v);
