@@ -4,7 +4,7 @@
  * data set, and Xiong et al.'s Figure 3 gradient norms on the same data.
  *
  * Data.  --src/--tgt (default data/multi30k/val.{de,en}, relative to
- * the repository), the first --sentences pairs (0 = all 1014), vocabularies
+ * the repository), the first --rows pairs (0 = all 1014), vocabularies
  * built from those pairs (separate by default; --joint-vocab), rows as in
  * include/lnkit/corpus.h (src = source tokens, tgt = <bos> y <eos>), cut into
  * length-sorted chunks of at most --max-tokens padded tokens: the data-set
@@ -49,14 +49,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
+#include "front/pairs.h"
 #include "kit/kit.h"
 #include "kit/spectral.h"
 
 typedef struct {
-    const char *out, *src, *tgt, *depths_str;
-    int d, h, d_ff, L, sentences, min_count, max_vocab, joint, max_len, max_tokens;
+    const char *out, *depths_str;
+    cli_pairs_opts pa; /* --src, --tgt, the vocabularies, --max-line-len, --max-tokens */
+    int d, h, d_ff, L, sentences;
     int seeds, grad_seeds, k, eig_steps, probes, runs, steps, block_steps, jobs, quiet;
     int do_spec, do_grad;
     double eig_tol, block_tol;
@@ -75,22 +76,15 @@ typedef struct {
 static const cli_opt opts[] = {
     {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(O, o.out), .flags = CLI_WRITES,
      .help = "output directory"},
-    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(O, o.src), .flags = CLI_READS,
-     .help = "source text of the parallel corpus"},
-    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(O, o.tgt), .flags = CLI_READS,
-     .help = "its target text"},
+    CLI_OPT_SRC(O, o.pa, 0, 0),
+    CLI_OPT_TGT(O, o.pa),
     {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(O, o.sentences), .max = 1 << 24,
      .help = "the first N sentence pairs, 0: all"},
-    {.type = CLI_INT, .name = "min-count", .arg = "N", CLI_AT(O, o.min_count), .min = 1,
-     .max = 1 << 24, .help = "minimum token count to enter a vocabulary"},
-    {.type = CLI_INT, .name = "max-vocab", .arg = "N", CLI_AT(O, o.max_vocab), .max = 1 << 24,
-     .help = "vocabulary size limit per side, 0: none"},
-    {.type = CLI_FLAG, .name = "joint-vocab", CLI_AT(O, o.joint),
-     .help = "one vocabulary for both sides"},
-    {.type = CLI_INT, .name = "max-line-len", .arg = "N", CLI_AT(O, o.max_len), .max = 1 << 20,
-     .help = "drop the pairs with a side longer, 0: none"},
-    {.type = CLI_INT, .name = "max-tokens", .arg = "N", CLI_AT(O, o.max_tokens), .min = 2,
-     .max = 1 << 30, .help = "padded tokens per chunk"},
+    CLI_OPT_MIN_COUNT(O, o.pa),
+    CLI_OPT_MAX_VOCAB(O, o.pa),
+    CLI_OPT_JOINT_VOCAB(O, o.pa),
+    CLI_OPT_MAX_LINE_LEN(O, o.pa, "drop the pairs with a side longer, 0: none"),
+    CLI_OPT_MAX_TOKENS(O, o.pa, "padded tokens per chunk", NULL),
     {.type = CLI_INT, .name = "d", .arg = "N", CLI_AT(O, o.d), .min = 2, .max = 8192,
      .help = "width (L-L seq2seq, LayerNorm, Xavier)"},
     {.type = CLI_INT, .name = "h", .arg = "N", CLI_AT(O, o.h), .min = 1, .max = 1024,
@@ -131,12 +125,14 @@ static const cli_opt opts[] = {
 static void defaults(void *p)
 {
     args_t *a = p;
-    a->o = (opts_t){.out = "results/multi30k", .src = "data/multi30k/val.de",
-                    .tgt = "data/multi30k/val.en", .depths_str = "6,8,10,12,14",
-                    .d = 32, .h = 4, .d_ff = 64, .L = 6, .sentences = 200, .min_count = 1,
-                    .max_tokens = 512, .seeds = 3, .grad_seeds = 6, .k = 3, .eig_steps = 40,
+    a->o = (opts_t){.out = "results/multi30k", .depths_str = "6,8,10,12,14",
+                    .d = 32, .h = 4, .d_ff = 64, .L = 6, .sentences = 200, .seeds = 3, .grad_seeds = 6, .k = 3, .eig_steps = 40,
                     .probes = 30, .runs = 4, .steps = 40, .block_steps = 10, .jobs = 2,
                     .eig_tol = 1e-6, .block_tol = 1e-3};
+    cli_pairs_opts_default(&a->o.pa);
+    a->o.pa.src = "data/multi30k/val.de";
+    a->o.pa.tgt = "data/multi30k/val.en";
+    a->o.pa.max_tokens = 512;
     a->parts = (cli_ints){2, {PART_SPECTRUM, PART_GRAD}};
 }
 
@@ -166,37 +162,14 @@ static lnk_dataset dataset_of(const data_t *D)
 
 static void load_data(const opts_t *o, data_t *D)
 {
-    lnk_corpus c;
-    CLI_CK(lnk_corpus_read(o->src, o->tgt, &c));
-    study_input_read(o->src, &c.src.digest);
-    study_input_read(o->tgt, &c.tgt.digest);
-    if (o->sentences > 0 && o->sentences < c.src.n_lines) /* a prefix: the texts are freed by */
-        c.src.n_lines = c.tgt.n_lines = o->sentences;     /* their pools, not per line */
-    lnk_vocab *vs, *vt;
-    CLI_CK(lnk_corpus_vocabs(&c, o->joint, o->min_count, o->max_vocab, &vs, &vt));
-    lnk_pairs_opts po;
-    lnk_pairs_opts_default(&po);
-    po.max_len = o->max_len;
-    lnk_pairs p;
-    CLI_CK(lnk_pairs_make(&c, vs, vt, &po, &p));
-    CLI_CK(lnk_pairs_batches(&p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));
-    D->V_src = lnk_vocab_size(vs);
-    D->V_tgt = lnk_vocab_size(vt);
-    D->n_pairs = p.n;
-    D->n_dropped = p.n_dropped;
-    D->n_scored = p.n_scored;
-    D->src_tokens = p.src_tokens;
-    D->tgt_tokens = p.tgt_tokens;
-    D->padded = D->max_chunk = 0;
-    for (int i = 0; i < D->n_chunks; i++) {
-        size_t s = lnk_pairs_padded(&D->chunks[i]);
-        D->padded += s;
-        D->max_chunk = s > D->max_chunk ? s : D->max_chunk;
-    }
-    lnk_pairs_free(&p);
-    lnk_vocab_free(vs);
-    lnk_vocab_free(vt);
-    lnk_corpus_free(&c);
+    cli_pairs P;
+    cli_pairs_load(&o->pa, o->sentences, CLI_PAIRS_CHUNKS, &P);
+    *D = (data_t){.chunks = P.chunks, .n_chunks = P.n_chunks, .V_src = lnk_vocab_size(P.vs),
+                  .V_tgt = lnk_vocab_size(P.vt), .n_pairs = P.p.n, .n_dropped = P.p.n_dropped,
+                  .n_scored = P.p.n_scored, .src_tokens = P.p.src_tokens,
+                  .tgt_tokens = P.p.tgt_tokens, .padded = P.padded, .max_chunk = P.max_chunk};
+    P.chunks = NULL; /* handed over */
+    cli_pairs_free(&P);
 }
 
 static void make_config(lnk_config *c, const opts_t *o, const data_t *D, int pre, int L,
@@ -548,19 +521,19 @@ int main(int argc, char **argv)
     if (!extra)
         cli_die_lib();
     lnk_meta_str(extra, "study", "multi30k_hessian");
-    lnk_meta_str(extra, "src", o.src);
-    lnk_meta_str(extra, "tgt", o.tgt);
+    lnk_meta_str(extra, "src", o.pa.src);
+    lnk_meta_str(extra, "tgt", o.pa.tgt);
     lnk_meta_int(extra, "sentences", o.sentences);
     lnk_meta_int(extra, "pairs", D.n_pairs);
     lnk_meta_int(extra, "dropped", D.n_dropped);
-    lnk_meta_int(extra, "max_len", o.max_len);
-    lnk_meta_int(extra, "min_count", o.min_count);
-    lnk_meta_int(extra, "max_vocab", o.max_vocab);
-    lnk_meta_bool(extra, "joint_vocab", o.joint);
+    lnk_meta_int(extra, "max_len", o.pa.max_len);
+    lnk_meta_int(extra, "min_count", o.pa.min_count);
+    lnk_meta_int(extra, "max_vocab", o.pa.max_vocab);
+    lnk_meta_bool(extra, "joint_vocab", o.pa.joint);
     lnk_meta_bool(extra, "src_eos", 0);
     lnk_meta_int(extra, "n_scored", (long long)D.n_scored);
     lnk_meta_int(extra, "chunks", D.n_chunks);
-    lnk_meta_int(extra, "max_tokens", o.max_tokens);
+    lnk_meta_int(extra, "max_tokens", o.pa.max_tokens);
     lnk_meta_int(extra, "padded_tokens", (long long)D.padded);
     lnk_meta_int(extra, "seeds", o.seeds);
     lnk_meta_int(extra, "k", o.k);

@@ -154,8 +154,9 @@ void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const cha
                double t0);
 
 /* ------------------------------------------------------ seq2seq pairs
- * A study's seq2seq data set (studies/kit/pairs.c): the parallel corpus
- * src / tgt read (lnk_corpus_read; both recorded as inputs, study_input_read),
+ * A study's seq2seq data set (studies/kit/pairs.c; front/pairs.h's
+ * cli_pairs_load with its defaults): the parallel corpus
+ * src / tgt read (lnk_corpus_read; both recorded as inputs),
  * cut to its first `rows` pairs (rows <= 0 or more than the files have: all),
  * vocabularies of the pairs kept (min count 1, no size limit, one per side),
  * the pairs with lnk_pairs_opts_default, sorted by length into chunks of at
