@@ -33,10 +33,10 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
 #include "bench.h"
 #include "front/curv_opts.h"
+#include "front/pairs.h"
 #include "kit/kit.h"
 
 
@@ -94,16 +94,14 @@ static void size_free(size_model *z)
 }
 
 /* --all: products over every pair, chunked as the Multi30k study does. */
-static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const char *sizes,
-                     const char *pos, size_t max_tokens, int products, long cache_mb,
-                     const char *csv)
+static int bench_all(const cli_pairs *D, const char *sizes, const char *pos, size_t max_tokens,
+                     int products, long cache_mb, const char *csv)
 {
-    lnk_batch *chunks;
-    int nc;
-    CLI_CK(lnk_pairs_batches(p, max_tokens, &chunks, &nc));
-    size_t padded = 0;
-    for (int i = 0; i < nc; i++)
-        padded += lnk_pairs_padded(&chunks[i]);
+    const lnk_pairs *p = &D->p;
+    lnk_vocab *vs = D->vs, *vt = D->vt;
+    lnk_batch *chunks = D->chunks;
+    int nc = D->n_chunks;
+    size_t padded = D->padded;
     FILE *f = csv ? cli_fopen(csv, "w") : NULL;
     if (f)
         fprintf(f, "size,n_params,pairs,chunks,max_tokens,padded_tokens,scored,product,seconds,"
@@ -139,22 +137,20 @@ static int bench_all(const lnk_pairs *p, lnk_vocab *vs, lnk_vocab *vt, const cha
     }
     if (f)
         cli_fclose(f, csv);
-    lnk_batches_free(chunks, nc);
     return 0;
 }
 
 typedef struct {
-    const char *src, *tgt, *sizes, *out;
+    cli_pairs_opts pa; /* --src, --tgt, --max-tokens */
+    const char *sizes, *out;
     int rows, repeat, threads, all, products, norm_pos;
-    long max_tokens, cache_mb;
+    long cache_mb;
 } args_t;
 
 static const cli_choice positions[] = {{"post", 0}, {"pre", 1}, {NULL, 0}};
 static const cli_opt opts[] = {
-    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(args_t, src), .flags = CLI_READS,
-     .help = "source text"},
-    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(args_t, tgt), .flags = CLI_READS,
-     .help = "target text"},
+    CLI_OPT_SRC(args_t, pa, 0, 0),
+    CLI_OPT_TGT(args_t, pa),
     {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(args_t, rows), .min = 1, .max = 1 << 24,
      .help = "sentence pairs in the chunk timed (the first N lines)"},
     {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1,
@@ -167,8 +163,7 @@ static const cli_opt opts[] = {
      .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
     {.type = CLI_FLAG, .name = "all", CLI_AT(args_t, all),
      .help = "no extrapolation: products over every pair, in chunks of at most --max-tokens"},
-    {.type = CLI_LONG, .name = "max-tokens", .arg = "N", CLI_AT(args_t, max_tokens), .min = 1,
-     .max = 1L << 40, .help = "--all: padded tokens per chunk at most"},
+    CLI_OPT_MAX_TOKENS(args_t, pa, "--all: padded tokens per chunk at most", NULL),
     {.type = CLI_INT, .name = "products", .arg = "K", CLI_AT(args_t, products), .min = 1,
      .max = 100000, .help = "--all: products timed, each over all chunks"},
     CLI_OPT_CACHE_MB(args_t, cache_mb, "--all: " CLI_CACHE_MB_HELP),
@@ -179,9 +174,12 @@ static const cli_opt opts[] = {
 
 static void defaults(void *p)
 {
-    *(args_t *)p = (args_t){.src = "data/multi30k/val.de", .tgt = "data/multi30k/val.en",
-                            .sizes = "512,8,2048;512,4,1024", .rows = 32, .repeat = 2,
-                            .products = 2, .max_tokens = 512, .cache_mb = -1};
+    args_t *a = p;
+    *a = (args_t){.sizes = "512,8,2048;512,4,1024", .rows = 32, .repeat = 2, .products = 2,
+                  .cache_mb = -1};
+    cli_pairs_opts_default(&a->pa);
+    a->pa.src = "data/multi30k/val.de", a->pa.tgt = "data/multi30k/val.en";
+    a->pa.max_tokens = 512;
 }
 
 static const cli_cmd cmd = {
@@ -198,28 +196,26 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_multi30k");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
-    const char *src = a.src, *tgt = a.tgt, *sizes = a.sizes, *pos = a.norm_pos ? "pre" : "post";
+    const char *src = a.pa.src, *tgt = a.pa.tgt, *sizes = a.sizes;
+    const char *pos = a.norm_pos ? "pre" : "post";
     const char *csv = a.out;
     int pairs = a.rows, repeat = a.repeat, threads = a.threads, all = a.all,
         products = a.products;
-    long max_tokens = a.max_tokens, cache_mb = a.cache_mb;
+    long max_tokens = a.pa.max_tokens, cache_mb = a.cache_mb;
     if (threads > 0)
         lnk_set_blas_threads(threads);
-    lnk_corpus c;
-    CLI_CK(lnk_corpus_read(src, tgt, &c));
-    lnk_vocab *vs, *vt;
-    CLI_CK(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt));
-    lnk_pairs p;
-    CLI_CK(lnk_pairs_make(&c, vs, vt, NULL, &p));
+    cli_pairs D; /* every pair; vocabularies of them all */
+    cli_pairs_load(&a.pa, 0, all ? CLI_PAIRS_CHUNKS : 0, &D);
+    const lnk_pairs p = D.p;
+    lnk_vocab *vs = D.vs, *vt = D.vt;
     if (pairs > p.n)
         pairs = p.n;
     if (all)
-        return bench_all(&p, vs, vt, sizes, pos, (size_t)max_tokens, products, cache_mb, csv);
+        return bench_all(&D, sizes, pos, (size_t)max_tokens, products, cache_mb, csv);
     lnk_batch chunk;
     CLI_CK(lnk_pairs_batch(&p, NULL, pairs, &chunk));
     /* the whole set cut into length-sorted chunks of `pairs` rows */
-    int *order = malloc(sizeof(int) * p.n);
-    CLI_CK(lnk_pairs_order(&p, order));
+    const int *order = D.order;
     size_t padded_all = 0;
     for (int r0 = 0; r0 < p.n; r0 += pairs) {
         int r1 = r0 + pairs < p.n ? r0 + pairs : p.n;
@@ -264,11 +260,7 @@ int main(int argc, char **argv)
         lnk_hessian_free(hs);
         size_free(&z);
     }
-    free(order);
     lnk_batch_free(&chunk);
-    lnk_pairs_free(&p);
-    lnk_vocab_free(vs);
-    lnk_vocab_free(vt);
-    lnk_corpus_free(&c);
+    cli_pairs_free(&D);
     return 0;
 }
