@@ -79,10 +79,8 @@ static const cli_opt opts[] = {
     INT("V", "N", o.V, 5, 1 << 24, "lm: vocabulary"),
     INT("rows", "N", o.B, 1, 1 << 20, "lm: rows of the synthetic batch"),
     INT("len", "T", o.T, 1, 1 << 20, "lm: positions per row"),
-    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(O, o.src), .flags = CLI_READS,
-     .help = "seq2seq: source text"},
-    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(O, o.tgt), .flags = CLI_READS,
-     .help = "seq2seq: target text"},
+    CLI_OPT_SRC(O, o.pa, 0, 0),
+    CLI_OPT_TGT(O, o.pa),
     INT("s2s-rows", "N", o.pairs, 1, 1 << 24, "seq2seq: the first N sentence pairs"),
     INT("seeds", "N", o.seeds, 1, 1000, "initialisation seeds 0..N-1"),
     INT("probes", "N", o.probes, 2, 1 << 20, "Hutchinson probes per block norm"),
@@ -106,12 +104,14 @@ static void defaults(void *p)
     args_t *a = p;
     lnk_eigs_opts eo;
     lnk_eigs_opts_default(&eo);
-    a->o = (opts_t){.out = "results/anatomy", .src = "data/multi30k/val.de",
-                    .tgt = "data/multi30k/val.en", .h = 4, .V = 64, .B = 4, .T = 16, .seeds = 3,
-                    .pairs = 12, .max_tokens = 1 << 20, .lm_refL = 4, .lm_refd = 32,
+    a->o = (opts_t){.out = "results/anatomy", .h = 4, .V = 64, .B = 4, .T = 16, .seeds = 3,
+                    .pairs = 12, .lm_refL = 4, .lm_refd = 32,
                     .s2s_refL = 2, .s2s_refd = 16, .variants = 1, .probes = 6, .eig_steps = 300,
                     .runs = 2, .steps = 24, .tol = eo.tol, .sigma_frac = CLI_SIGMA_FRACTION,
                     .rng = 0};
+    cli_pairs_opts_default(&a->o.pa);
+    a->o.pa.src = "data/multi30k/val.de", a->o.pa.tgt = "data/multi30k/val.en";
+    a->o.pa.max_tokens = 1 << 20; /* one chunk */
     a->lm_L = (cli_ints){4, {1, 2, 4, 8}};
     a->lm_d = (cli_ints){3, {16, 32, 64}};
     a->s2s_L = (cli_ints){4, {1, 2, 4, 6}};
@@ -181,7 +181,7 @@ static void load_data(run_t *R)
     for (int i = 0; i < R->np; i++)
         any_s2s |= R->P[i].task == LNK_TASK_SEQ2SEQ;
     if (any_s2s)
-        study_pairs_load(&R->D, o->src, o->tgt, o->pairs, o->max_tokens);
+        study_pairs_load(&R->D, &o->pa, o->pairs);
     lnk_iso_time(R->start, sizeof R->start);
     R->t0 = lnk_now();
     point_t p0 = R->P[0];
@@ -189,7 +189,7 @@ static void load_data(run_t *R)
     snprintf(R->s2s_data, sizeof R->s2s_data, "none (no seq2seq points)");
     if (any_s2s)
         snprintf(R->s2s_data, sizeof R->s2s_data, "first %d pairs of %s / %s (%d kept, V_src %d, "
-                 "V_tgt %d), one chunk", o->pairs, o->src, o->tgt, R->D.n_pairs, R->D.V_src,
+                 "V_tgt %d), one chunk", o->pairs, o->pa.src, o->pa.tgt, R->D.n_pairs, R->D.V_src,
                  R->D.V_tgt);
 }
 

@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/checkpoint.h"
-#include "lnkit/corpus.h"
 #include "lnkit/lnkit.h"
 #include "front/ckpt.h"
 #include "front/curv_opts.h"
@@ -34,8 +33,9 @@
 #include "placements/place.h"
 
 typedef struct {
-    const char *out, *part, *op, *src, *tgt;
-    int B, T, pairs, max_tokens, quiet;
+    const char *out, *part, *op;
+    cli_pairs_opts pa; /* --src, --tgt, --max-tokens */
+    int B, T, pairs, quiet;
     long cache_mb;
     cli_ckpt_opts ck;
     uint64_t batch_seed;
@@ -65,12 +65,10 @@ static const cli_opt opts[] = {
     INT("len", "T", o.T, 1, 1 << 20, "lm: tokens a row"),
     {.type = CLI_U64, .name = "batch-seed", .arg = "N", CLI_AT(O, o.batch_seed),
      .max = 0x7fffffff, .help = "lm: the synthetic batch's seed"},
-    {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(O, o.src), .flags = CLI_READS,
-     .help = "seq2seq: source text"},
-    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(O, o.tgt), .flags = CLI_READS,
-     .help = "seq2seq: target text"},
+    CLI_OPT_SRC(O, o.pa, 0, 0),
+    CLI_OPT_TGT(O, o.pa),
     INT("s2s-rows", "N", o.pairs, 0, 1 << 30, "seq2seq: the first N sentence pairs, 0: all"),
-    INT("max-tokens", "N", o.max_tokens, 1, 1 << 30, "seq2seq: padded tokens a chunk"),
+    CLI_OPT_MAX_TOKENS(O, o.pa, "seq2seq: padded tokens a chunk", NULL),
     INT("probes", "N", o.num.probes, 2, 1 << 20, "probes a Frobenius norm"),
     INT("trace-probes", "N", o.num.trace_probes, 2, 1 << 20, "probes a trace"),
     INT("cross-probes", "N", o.num.cross_probes, 2, 1 << 20, "probes a source group"),
@@ -96,12 +94,14 @@ static void defaults(void *p)
     args_t *a = p;
     lnk_eigs_opts eo;
     lnk_eigs_opts_default(&eo);
-    a->o = (opts_t){.src = "data/multi30k/val.de", .tgt = "data/multi30k/val.en", .B = 8,
-                    .T = 16, .max_tokens = 512, .cache_mb = -1, .batch_seed = 1234,
+    a->o = (opts_t){.B = 8, .T = 16, .cache_mb = -1, .batch_seed = 1234,
                     .num = {.probes = 16, .trace_probes = 128, .eig_steps = 400, .tol = eo.tol,
                             .slq_runs = 2, .slq_steps = 24, .sigma_frac = CLI_SIGMA_FRACTION,
                             .cross_probes = 8, .rng = 0}};
     cli_ckpt_opts_default(&a->o.ck);
+    cli_pairs_opts_default(&a->o.pa);
+    a->o.pa.src = "data/multi30k/val.de", a->o.pa.tgt = "data/multi30k/val.en";
+    a->o.pa.max_tokens = 512;
     a->op = LNK_OP_HESSIAN;
 }
 
@@ -135,7 +135,7 @@ static void parse(int argc, char **argv, opts_t *o, lnk_config *c)
 static void load_pairs(const opts_t *o, lnk_config *c, lnk_dataset *ds, char *what, size_t wn)
 {
     study_pairs D;
-    study_pairs_load(&D, o->src, o->tgt, o->pairs, o->max_tokens);
+    study_pairs_load(&D, &o->pa, o->pairs);
     c->V_src = D.V_src;
     c->V_tgt = D.V_tgt;
     ds->chunks = D.chunks;   /* lnk_dataset_free frees them */
@@ -144,8 +144,8 @@ static void load_pairs(const opts_t *o, lnk_config *c, lnk_dataset *ds, char *wh
     ds->n_scored = D.n_scored;
     ds->procs = NULL;
     snprintf(what, wn, "%d pairs of %s / %s (vocabularies %d / %d from them, min count 1), "
-             "%d chunks of at most %d padded tokens, sorted by length", D.n_pairs, o->src, o->tgt,
-             c->V_src, c->V_tgt, D.n_chunks, o->max_tokens);
+             "%d chunks of at most %ld padded tokens, sorted by length", D.n_pairs, o->pa.src,
+             o->pa.tgt, c->V_src, c->V_tgt, D.n_chunks, o->pa.max_tokens);
 }
 
 /* ------------------------------------------------------ --part eigs */
@@ -182,12 +182,12 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, cli_ckpt
         int rc = cli_ckpt_id_config(&id, "the configuration (SHA-256)", cf);
         if (cf->task == LNK_TASK_SEQ2SEQ) {
             /* the texts as they were read (their digests in the record: not read again) */
-            const lnk_digest *ds = lnk_prov_input_find(cli_prov(), o->src),
-                             *dt = lnk_prov_input_find(cli_prov(), o->tgt);
+            const lnk_digest *ds = lnk_prov_input_find(cli_prov(), o->pa.src),
+                             *dt = lnk_prov_input_find(cli_prov(), o->pa.tgt);
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--src (SHA-256)", "%s", ds ? ds->sha256 : "?");
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--tgt (SHA-256)", "%s", dt ? dt->sha256 : "?");
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--pairs", "%d", o->pairs);
-            rc = rc ? rc : lnk_ckpt_id_add(&id, "--max-tokens", "%d", o->max_tokens);
+            rc = rc ? rc : lnk_ckpt_id_add(&id, "--max-tokens", "%ld", o->pa.max_tokens);
         } else {
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--batch", "%d", o->B);
             rc = rc ? rc : lnk_ckpt_id_add(&id, "--len", "%d", o->T);

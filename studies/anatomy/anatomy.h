@@ -16,8 +16,9 @@ typedef struct {
 } ilist;
 
 typedef struct {
-    const char *out, *src, *tgt;
-    int h, V, B, T, seeds, pairs, max_tokens;
+    const char *out;
+    cli_pairs_opts pa; /* --src, --tgt; one chunk (max_tokens 2^20) */
+    int h, V, B, T, seeds, pairs;
     ilist lm_L, lm_d, s2s_L, s2s_d;
     int lm_refL, lm_refd, s2s_refL, s2s_refd, variants;
     int probes, eig_steps, runs, steps, quiet, resume;

@@ -1,16 +1,11 @@
 /* The seq2seq data set of a study (kit.h: study_pairs_load). */
 #include <string.h>
-#include "front/pairs.h"
 #include "kit.h"
 
-void study_pairs_load(study_pairs *D, const char *src, const char *tgt, int rows,
-                      int max_tokens)
+void study_pairs_load(study_pairs *D, const cli_pairs_opts *o, int rows)
 {
-    cli_pairs_opts o;
-    cli_pairs_opts_default(&o);
-    o.src = src, o.tgt = tgt, o.max_tokens = max_tokens;
     cli_pairs P;
-    cli_pairs_load(&o, rows, CLI_PAIRS_CHUNKS, &P);
+    cli_pairs_load(o, rows, CLI_PAIRS_CHUNKS, &P);
     *D = (study_pairs){.chunks = P.chunks, .n_chunks = P.n_chunks, .V_src = lnk_vocab_size(P.vs),
                        .V_tgt = lnk_vocab_size(P.vt), .n_pairs = P.p.n, .n_scored = P.p.n_scored};
     P.chunks = NULL; /* handed over */
