@@ -210,8 +210,11 @@ int main(int argc, char **argv)
     lnk_vocab *vs = D.vs, *vt = D.vt;
     if (pairs > p.n)
         pairs = p.n;
-    if (all)
-        return bench_all(&D, sizes, pos, (size_t)max_tokens, products, cache_mb, csv);
+    if (all) {
+        int rc = bench_all(&D, sizes, pos, (size_t)max_tokens, products, cache_mb, csv);
+        cli_pairs_free(&D);
+        return rc;
+    }
     lnk_batch chunk;
     CLI_CK(lnk_pairs_batch(&p, NULL, pairs, &chunk));
     /* the whole set cut into length-sorted chunks of `pairs` rows */

@@ -1,5 +1,5 @@
 /* lnkit batch --src FILE --tgt FILE: a seq2seq data-set file from a parallel
- * corpus (include/lnkit/corpus.h), plus its vocabulary files. */
+ * corpus (front/pairs.h: cli_pairs_load), plus its vocabulary files. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
