@@ -386,6 +386,45 @@ static void test_grid_rounding(void **state)
     assert_true(plain_flips > 0);
 }
 
+/* Blocks judged together: the numbers are set by hand, the expected flags
+ * follow from the rule in blockstats.h (S = 4, tol S = 4e-6). */
+static void test_settle(void **state)
+{
+    (void)state;
+    lnk_blockstat b[5];
+    memset(b, 0, sizeof b);
+    b[0] = (lnk_blockstat){.top = 4, .bottom = -1, .top_converged = 1, .bottom_residual = 2e-3,
+                           .eig_steps = 30};
+    b[1] = (lnk_blockstat){.top = 1e-12, .bottom = -2e-12, .top_residual = 3e-6,
+                           .bottom_residual = 5e-6, .eig_steps = 12}; /* zero: top passes */
+    b[2] = (lnk_blockstat){.top = 0, .bottom = 0, .top_residual = 1e-7, .bottom_residual = 1e-7};
+    b[3] = (lnk_blockstat){.top = 4e-9, .bottom = 1e-9, .top_residual = 1e-8,
+                           .bottom_residual = 1e-8, .eig_steps = 50}; /* 1e-9 S: not zero */
+    b[4] = (lnk_blockstat){.top = 1, .bottom = 0.5, .top_residual = 0.1, .bottom_residual = 0.1};
+    lnk_blockstat *p[5] = {&b[0], &b[1], &b[2], &b[3], &b[4]};
+    lnk_blockstat_settle(p, 5, 1e-6);
+    const int top[5] = {1, 1, 1, 0, 0}, bottom[5] = {0, 0, 1, 0, 0};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(b[i].top_converged, top[i]);
+        assert_int_equal(b[i].bottom_converged, bottom[i]);
+    }
+    double worst;
+    int steps;
+    assert_int_equal(lnk_blockstat_unconverged((const lnk_blockstat *const *)p, 5, &worst,
+                                               &steps), 6);
+    assert_int_equal(steps, 50);
+    assert_true(fabs(worst - 2.5e6) <= 1e-3); /* block 1's bottom: 5e-6 / 2e-12 */
+    /* a zero block alone: S = 0, its residual counts as is */
+    b[2].top_converged = b[2].bottom_converged = 0;
+    assert_int_equal(lnk_blockstat_unconverged((const lnk_blockstat *const *)&p[2], 1, &worst,
+                                               &steps), 2);
+    assert_true(worst == 1e-7);
+    /* a block alone is its own S: nothing changes unless it is exactly 0 */
+    b[4].top_converged = 0;
+    lnk_blockstat_settle(&p[4], 1, 1e-6);
+    assert_int_equal(b[4].top_converged, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_js_distance),
         cmocka_unit_test(test_common_grid),
         cmocka_unit_test(test_grid_rounding),
+        cmocka_unit_test(test_settle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

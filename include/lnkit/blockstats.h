@@ -85,6 +85,22 @@ typedef struct {
 int lnk_blockstat_compute(const lnk_operator *op, const lnk_blockstat_opts *o, lnk_blockstat *r);
 void lnk_blockstat_free(lnk_blockstat *r);
 
+/* ============================================ blocks judged together
+ * A block that is zero to rounding (an attention key bias, which softmax
+ * ignores: its H, G and F are 0) has extremes of the size of rounding, whose
+ * residuals no tolerance relative to themselves can pass.  With S the
+ * largest max|l| over the blocks b[0..nb), lnk_blockstat_settle counts the
+ * extremes of a block whose max|l| <= LNK_BLOCKSTAT_ZERO_REL S as converged
+ * when their residuals are <= tol S: they are 0 to what the products
+ * resolve.  Call it once every block is computed (lnkit blocks and Python's
+ * lnkit.blocks do).  lnk_blockstat_unconverged then counts the extremes that
+ * did not converge; *worst gets the largest residual among them relative to
+ * its block's max|l| (the residual itself if that is 0), *steps the most
+ * Lanczos steps any block took.  Cost O(nb). */
+#define LNK_BLOCKSTAT_ZERO_REL 1e-10
+void lnk_blockstat_settle(lnk_blockstat *const *b, int nb, double tol);
+int lnk_blockstat_unconverged(const lnk_blockstat *const *b, int nb, double *worst, int *steps);
+
 /* A common grid for the SLQ results r[0..k): equally spaced points from the
  * smallest node - pad sigma to the largest + pad sigma with a spacing of at
  * most sigma / per_sigma (as lnk_slq_grid_size).  *t is malloc'd (npts

@@ -170,6 +170,9 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
                                                   "elapsed": time.monotonic() - t0}):
                 raise Error("blocks: cancelled by the progress function after %d of %d blocks"
                             % (i + 1, len(names)))
+        # blocks zero to rounding: converged by the library's rule, as in lnkit blocks
+        lib.lnk_blockstat_settle((ctypes.POINTER(_lib.Blockstat) * len(st))(
+            *[ctypes.pointer(s) for s in st]), len(st), kw["tol"])
         res = _collect(names, types, st, H, kw, sigma, sigma_fraction, per_sigma)
     finally:
         for i in range(done):

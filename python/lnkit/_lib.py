@@ -288,6 +288,7 @@ for _name, _res, _args in [
     ("lnk_blockstat_compute", _I, (ctypes.POINTER(Operator), ctypes.POINTER(BlockstatOpts),
                                    ctypes.POINTER(Blockstat))),
     ("lnk_blockstat_free", None, (ctypes.POINTER(Blockstat),)),
+    ("lnk_blockstat_settle", None, (ctypes.POINTER(ctypes.POINTER(Blockstat)), _I, _D)),
     ("lnk_slq_grid_common", _I, (ctypes.POINTER(ctypes.POINTER(SlqResult)), _I, _D, _D, _D, _Z,
                                  ctypes.POINTER(c_double_p), ctypes.POINTER(_Z))),
     ("lnk_js_distance", _I, (c_double_p, c_double_p, c_double_p, _Z, c_double_p)),

@@ -187,3 +187,24 @@ def test_seed_range_is_the_programs(md, pre):
             py_ok = False
             assert "seed" in str(e)
         assert py_ok == (r.returncode == 0), (seed, r.stderr)
+
+
+def test_blocks_zero_block_rule_equal_cli(md, pre):
+    """A block that is zero to rounding (the attention key bias, which
+    softmax ignores) counts as converged by the same rule in both: its
+    extremes are 0 to what the products resolve (lnk_blockstat_settle)."""
+    m, data = md
+    o = pre.path("par_blocks_zero.csv")
+    cli(pre, "blocks", "--block", "dec.0.attn.*", "-o", o, "--quiet", ok=(0, 3))
+    rows = {r["block"]: r for r in csv.DictReader(open(o))}
+    b = lnkit.blocks(m, data, block="dec.0.attn.*")
+    zero = [n for n in b.names if n.endswith(".bk")]
+    assert zero, b.names
+    i = b.names.index(zero[0])
+    scale = max(np.max(np.abs(b.top)), np.max(np.abs(b.bottom)))
+    assert max(abs(b.top[i]), abs(b.bottom[i])) <= 1e-10 * scale   # zero to rounding
+    for n in b.names:
+        j = b.names.index(n)
+        assert (int(b.top_converged[j]), int(b.bottom_converged[j])) == (
+            int(rows[n]["top_converged"]), int(rows[n]["bottom_converged"])), n
+    assert b.top_converged[i] and b.bottom_converged[i]

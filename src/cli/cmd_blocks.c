@@ -4,7 +4,6 @@
  * SLQ density; the Jensen-Shannon distances between the densities on a
  * common grid (include/lnkit/blockstats.h). */
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,49 +147,6 @@ static int rows_density(lnk_csv *c, const void *ctx)
     return st;
 }
 
-/* A block that is zero to rounding (an attention key bias, which softmax
- * ignores: its H, G and F are 0) has extremes of the size of rounding,
- * whose residuals no tolerance relative to themselves can pass.  Its
- * extremes count as converged when the block's max|l| is below ZERO_REL of
- * the largest block's, S, and their residuals are within tol S: they are 0
- * to what the products resolve. */
-#define ZERO_REL 1e-10
-static void zero_blocks(block_row *b, int nb, double tol)
-{
-    double S = 0;
-    for (int i = 0; i < nb; i++)
-        S = fmax(S, fmax(fabs(b[i].st.top), fabs(b[i].st.bottom)));
-    for (int i = 0; i < nb; i++) {
-        lnk_blockstat *st = &b[i].st;
-        if (fmax(fabs(st->top), fabs(st->bottom)) > ZERO_REL * S)
-            continue;
-        st->top_converged |= st->top_residual <= tol * S;
-        st->bottom_converged |= st->bottom_residual <= tol * S;
-    }
-}
-
-/* Extremes that did not converge, over every block: their count, the worst
- * residual relative to its block's max|l|, the most steps a block took. */
-static int not_converged(const block_row *b, int nb, double *worst, int *steps)
-{
-    int bad = 0;
-    *worst = 0;
-    *steps = 0;
-    for (int i = 0; i < nb; i++) {
-        const lnk_blockstat *st = &b[i].st;
-        double scale = fmax(fabs(st->top), fabs(st->bottom));
-        *steps = st->eig_steps > *steps ? st->eig_steps : *steps;
-        const double res[2] = {st->top_residual, st->bottom_residual};
-        const int conv[2] = {st->top_converged, st->bottom_converged};
-        for (int e = 0; e < 2; e++)
-            if (!conv[e]) {
-                bad++;
-                *worst = fmax(*worst, scale > 0 ? res[e] / scale : res[e]);
-            }
-    }
-    return bad;
-}
-
 /* A failure st of the library on block or group NAME: its message prefixed
  * by "WHAT 'NAME': " (cli_check: every rank ends). */
 static void check_named(int st, const char *what, const char *name)
@@ -298,9 +254,15 @@ int cmd_blocks(int argc, char **argv)
                 "%.0f s left\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
                 b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, el, left);
     }
-    zero_blocks(b, nb, bo.eig_tol);
+    lnk_blockstat **st = malloc(sizeof *st * (size_t)nb);
+    cli_check(st ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
+    for (int i = 0; i < nb; i++)
+        st[i] = &b[i].st;
+    lnk_blockstat_settle(st, nb, bo.eig_tol); /* blocks zero to rounding */
     double worst_res;
-    int max_steps, n_bad = not_converged(b, nb, &worst_res, &max_steps);
+    int max_steps, n_bad = lnk_blockstat_unconverged((const lnk_blockstat *const *)st, nb,
+                                                     &worst_res, &max_steps);
+    free(st);
     long products = lnk_hessian_n_products(s.h);
     double *js = calloc((size_t)nb * nb, sizeof(double));
     cli_check(js ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));

@@ -152,6 +152,40 @@ int lnk_blockstat_compute(const lnk_operator *op, const lnk_blockstat_opts *o, l
     return LNK_OK;
 }
 
+static double max_abs(const lnk_blockstat *b) { return fmax(fabs(b->top), fabs(b->bottom)); }
+
+void lnk_blockstat_settle(lnk_blockstat *const *b, int nb, double tol)
+{
+    double S = 0;
+    for (int i = 0; i < nb; i++)
+        S = fmax(S, max_abs(b[i]));
+    for (int i = 0; i < nb; i++) {
+        if (max_abs(b[i]) > LNK_BLOCKSTAT_ZERO_REL * S)
+            continue;
+        b[i]->top_converged |= b[i]->top_residual <= tol * S;
+        b[i]->bottom_converged |= b[i]->bottom_residual <= tol * S;
+    }
+}
+
+int lnk_blockstat_unconverged(const lnk_blockstat *const *b, int nb, double *worst, int *steps)
+{
+    int bad = 0;
+    *worst = 0;
+    *steps = 0;
+    for (int i = 0; i < nb; i++) {
+        double scale = max_abs(b[i]);
+        *steps = b[i]->eig_steps > *steps ? b[i]->eig_steps : *steps;
+        const double res[2] = {b[i]->top_residual, b[i]->bottom_residual};
+        const int conv[2] = {b[i]->top_converged, b[i]->bottom_converged};
+        for (int e = 0; e < 2; e++)
+            if (!conv[e]) {
+                bad++;
+                *worst = fmax(*worst, scale > 0 ? res[e] / scale : res[e]);
+            }
+    }
+    return bad;
+}
+
 int lnk_slq_grid_common(const lnk_slq_result *const *r, int k, double sigma, double pad,
                         double per_sigma, size_t max_pts, double **t, size_t *npts)
 {
