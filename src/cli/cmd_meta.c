@@ -108,28 +108,6 @@ static int iso_time_ok(const char *s)
            p[5] <= '9' && !p[6] && atoi(p + 1) <= 23 && atoi(p + 4) <= 59;
 }
 
-static char *read_stream(FILE *f)
-{
-    size_t n = 0, cap = 4096;
-    char *b = malloc(cap);
-    while (b) {
-        n += fread(b + n, 1, cap - 1 - n, f);
-        if (ferror(f)) {
-            free(b);
-            return NULL;
-        }
-        if (feof(f))
-            break;
-        char *t = cap < ((size_t)1 << 30) ? realloc(b, cap *= 2) : NULL;
-        if (!t)
-            free(b);
-        b = t;
-    }
-    if (b)
-        b[n] = '\0';
-    return b;
-}
-
 /* A regular file, or die naming the option and the problem. */
 static void need_regular(const char *opt, const char *path)
 {
@@ -179,17 +157,13 @@ int cmd_meta(int argc, char **argv)
         cli_files_in(&f, extra_file, "--extra-file");
     cli_files_check(NULL, &f);
 
-    char *extra_text = NULL;
+    char *extra_text = NULL; /* -: standard input, read by the library's reader */
     if (extra_file) {
-        if (!strcmp(extra_file, "-")) {
-            if (!(extra_text = read_stream(stdin)))
-                cli_die("--extra-file -: cannot read standard input");
-        } else {
+        int std_in = !strcmp(extra_file, "-");
+        if (!std_in)
             need_regular("--extra-file", extra_file);
-            size_t len;
-            if (lnk_read_file(extra_file, &extra_text, &len) != LNK_OK)
-                cli_die("--extra-file %s", lnk_errmsg());
-        }
+        if (lnk_read_file(std_in ? "/dev/stdin" : extra_file, &extra_text, NULL) != LNK_OK)
+            cli_die("--extra-file %s%s", std_in ? "-: " : "", lnk_errmsg());
         extra = extra_text;
     }
 
