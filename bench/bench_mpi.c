@@ -66,7 +66,7 @@ static const cli_opt opts[] = {
     {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(args_t, tgt), .flags = CLI_READS,
      .help = "target text"},
     {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(args_t, rows), .min = 0, .max = 1 << 24,
-     .help = "sentence pairs used, 0: all"},
+     .help = "sentence pairs used, the first N (vocabularies from all pairs), 0: all"},
     {.type = CLI_STR, .name = "size", .arg = "D,H,DFF[,L]", CLI_AT(args_t, size),
      .help = "width, heads, feed-forward width and depth of the seq2seq model"},
     {.type = CLI_LONG, .name = "max-tokens", .arg = "N", CLI_AT(args_t, max_tokens), .min = 16,
