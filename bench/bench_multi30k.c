@@ -205,7 +205,7 @@ int main(int argc, char **argv)
     if (threads > 0)
         lnk_set_blas_threads(threads);
     cli_pairs D; /* every pair; vocabularies of them all */
-    cli_pairs_load(&a.pa, 0, all ? CLI_PAIRS_CHUNKS : 0, &D);
+    cli_pairs_load(&a.pa, 0, all ? CLI_PAIRS_CHUNKS : CLI_PAIRS_ORDER, &D);
     const lnk_pairs p = D.p;
     lnk_vocab *vs = D.vs, *vt = D.vt;
     if (pairs > p.n)

@@ -142,7 +142,7 @@ typedef struct {
     opts_t o;
     point_t *P;
     int np;
-    study_pairs D;
+    cli_pairs D;             /* the seq2seq data, when a point needs it */
     lnk_config base;         /* the sidecars' config: the first point's */
     char start[32], s2s_data[1200];
     double t0;
@@ -181,7 +181,7 @@ static void load_data(run_t *R)
     for (int i = 0; i < R->np; i++)
         any_s2s |= R->P[i].task == LNK_TASK_SEQ2SEQ;
     if (any_s2s)
-        study_pairs_load(&R->D, &o->pa, o->pairs);
+        cli_pairs_load(&o->pa, o->pairs, CLI_PAIRS_CHUNKS, &R->D);
     lnk_iso_time(R->start, sizeof R->start);
     R->t0 = lnk_now();
     point_t p0 = R->P[0];
@@ -189,8 +189,8 @@ static void load_data(run_t *R)
     snprintf(R->s2s_data, sizeof R->s2s_data, "none (no seq2seq points)");
     if (any_s2s)
         snprintf(R->s2s_data, sizeof R->s2s_data, "first %d pairs of %s / %s (%d kept, V_src %d, "
-                 "V_tgt %d), one chunk", o->pairs, o->pa.src, o->pa.tgt, R->D.n_pairs, R->D.V_src,
-                 R->D.V_tgt);
+                 "V_tgt %d), one chunk", o->pairs, o->pa.src, o->pa.tgt, R->D.p.n,
+                 lnk_vocab_size(R->D.vs), lnk_vocab_size(R->D.vt));
 }
 
 /* The points still to do: with --resume, those not in OUT/js.csv (the
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
     free(R.todo);
     free(R.done.k);
     lnk_config_clear(&R.base);
-    study_pairs_free(&R.D);
+    cli_pairs_free(&R.D);
     free(R.P);
     return 0;
 }

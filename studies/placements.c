@@ -30,6 +30,7 @@
 #include "front/curv_opts.h"
 #include "front/front.h"
 #include "front/model.h"
+#include "front/pairs.h"
 #include "placements/place.h"
 
 typedef struct {
@@ -134,18 +135,20 @@ static void parse(int argc, char **argv, opts_t *o, lnk_config *c)
 /* The seq2seq data set: pairs, vocabularies (sizes into c), chunks. */
 static void load_pairs(const opts_t *o, lnk_config *c, lnk_dataset *ds, char *what, size_t wn)
 {
-    study_pairs D;
-    study_pairs_load(&D, &o->pa, o->pairs);
-    c->V_src = D.V_src;
-    c->V_tgt = D.V_tgt;
+    cli_pairs D;
+    cli_pairs_load(&o->pa, o->pairs, CLI_PAIRS_CHUNKS, &D);
+    c->V_src = lnk_vocab_size(D.vs);
+    c->V_tgt = lnk_vocab_size(D.vt);
     ds->chunks = D.chunks;   /* lnk_dataset_free frees them */
     ds->n_chunks = ds->n_total = D.n_chunks;
     ds->first = 0;
-    ds->n_scored = D.n_scored;
+    ds->n_scored = D.p.n_scored;
     ds->procs = NULL;
     snprintf(what, wn, "%d pairs of %s / %s (vocabularies %d / %d from them, min count 1), "
-             "%d chunks of at most %ld padded tokens, sorted by length", D.n_pairs, o->pa.src,
+             "%d chunks of at most %ld padded tokens, sorted by length", D.p.n, o->pa.src,
              o->pa.tgt, c->V_src, c->V_tgt, D.n_chunks, o->pa.max_tokens);
+    D.chunks = NULL; /* handed over */
+    cli_pairs_free(&D);
 }
 
 /* ------------------------------------------------------ --part eigs */

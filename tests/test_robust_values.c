@@ -13,8 +13,9 @@
  *    entries, bitwise the plain sum of squares where that is safe; eval with
  *    weights of 1e160 and 1e306: every tensor's norm and the total, finite,
  *    in CSV and JSON;
- *  - density and blocks: --grid-per-sigma and sigma out of range: one line,
- *    exit 2, nothing written;
+ *  - density and blocks: --grid-per-sigma and sigma out of range, nodes all
+ *    equal: one line, exit 2, nothing written; the advice names --sigma only
+ *    where the program takes it;
  *  - meta: dates that are not in the calendar, a repeated --seed; blocks: a
  *    repeated --group; blocks --help without the checkpoint options. */
 #include "testutil.h"
@@ -23,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include "front/density.h"
 
 static char dir[512];
 
@@ -363,6 +366,9 @@ static void test_ranges(void **s)
     }
     refused("--sigma-fraction 1e-300", "density " M " --runs 1 --steps 6 --quiet -o o.csv "
             "--sigma-fraction 1e-300", "points for nodes in");
+    /* one node: no width from the range; lnkit density takes --sigma */
+    refused("one node", "density " M " --runs 1 --steps 1 --quiet -o o.csv",
+            "]: the nodes are all equal, their range 0 gives no kernel width; give --sigma S\n");
     /* meta: a date of the calendar; each seed once */
     char p[700];
     snprintf(p, sizeof p, "%s/o.res", dir);
@@ -397,12 +403,73 @@ static void test_ranges(void **s)
     free(out);
 }
 
+/* cli_sigma's advice in a program that takes --sigma-fraction alone (the
+ * studies anatomy and placements): no --sigma; the fraction to change when
+ * one can help.  In a child: cli_die exits. */
+typedef struct {
+    double frac;
+} frac_args;
+static const cli_opt frac_opts[] = {CLI_OPT_SIGMA_FRACTION(frac_args, frac, 0, "F"), {0}};
+static const cli_cmd frac_cmd = {.name = "fracprog", .summary = "s", .usage = "", .about = "a",
+                                 .opts = frac_opts, .size = sizeof(frac_args)};
+
+static int sigma_child(const char *frac, double lo, double hi, char *err, size_t n)
+{
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (!pid) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        char *argv[] = {"fracprog", "--sigma-fraction", (char *)frac, NULL};
+        frac_args a;
+        cli_parse(&frac_cmd, &a, 3, argv);
+        cli_sigma_opts o;
+        cli_sigma_defaults(&o);
+        o.fraction = a.frac;
+        const char *which;
+        double v;
+        cli_sigma(&o, lo, hi, 10, &which, &v, 1000000);
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t k = 0;
+    for (ssize_t r; k + 1 < n && (r = read(fd[0], err + k, n - 1 - k)) > 0;)
+        k += (size_t)r;
+    err[k] = 0;
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_sigma_advice(void **s)
+{
+    (void)s;
+    char err[1024];
+    assert_int_equal(sigma_child("0.01", 2, 2, err, sizeof err), 2);
+    assert_string_equal(err, "fracprog: --sigma-fraction 0.01 for nodes in [2, 2]: the nodes are "
+                        "all equal, their range 0 gives no kernel width\n");
+    /* sigma = F (range) overflows / underflows */
+    assert_int_equal(sigma_child("1e300", 0, 1e10, err, sizeof err), 2);
+    if (!strstr(err, "is not > 0") || !strstr(err, "; give a smaller --sigma-fraction\n") ||
+        strstr(err, "--sigma S") || lines(err) != 1)
+        fail_msg("overflow: '%s'", err);
+    assert_int_equal(sigma_child("1e-300", 0, 1e-30, err, sizeof err), 2);
+    if (!strstr(err, "; give a larger --sigma-fraction\n") || strstr(err, "--sigma S"))
+        fail_msg("underflow: '%s'", err);
+    /* and a width that is fine */
+    assert_int_equal(sigma_child("0.01", 0, 1, err, sizeof err), 0);
+    assert_string_equal(err, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_not_converged), cmocka_unit_test(test_select_extremes),
         cmocka_unit_test(test_norm2),         cmocka_unit_test(test_eval_norms),
-        cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_ranges),       cmocka_unit_test(test_sigma_advice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,8 +36,9 @@ const char *tu_lnkit(void);
 /* A test that is a shell script: bash tests/NAME LNKIT, its output printed.
  * The script ends with "tests: N passed, N failed, N skipped"; the test fails
  * unless it exits 0 with that line, no test failed and one passed at least
- * (a script cut short has no such line).  Skipped where tests/NAME is not
- * (the program run from outside the checkout). */
+ * (a script cut short has no such line).  Fails, naming tests/NAME, where
+ * that is not a file: a missing script is a broken test (test programs run
+ * from the repository's top directory). */
 void tu_run_script(const char *name);
 /* Load a JSON file, failing the test with the parser's message on error. */
 json_t *tu_load_json(const char *path);

@@ -94,7 +94,7 @@ int cli_batch_s2s(const batch_args *a)
     cli_check_outputs(NULL, outs, 3, ins, 4);
 
     cli_pairs D;
-    cli_pairs_load(o, 0, 0, &D);
+    cli_pairs_load(o, 0, CLI_PAIRS_ORDER, &D);
     const lnk_pairs *p = &D.p;
     lnk_batch b;
     CLI_CK(lnk_pairs_batch(p, D.order, p->n, &b));

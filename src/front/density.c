@@ -1,6 +1,7 @@
 /* Densities of spectra on a common grid (front/density.h). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "front/density.h"
 
 #define T cli_sigma_opts
@@ -27,6 +28,19 @@ void cli_sigma_defaults(cli_sigma_opts *o)
     o->per = 4;
 }
 
+/* What to try when no width came from *which: --sigma where the program
+ * takes it; else a --sigma-fraction that lands in the range of doubles
+ * (none helps nodes that are all equal). */
+static const char *sigma_hint(const char *which, double value, double lo, double hi)
+{
+    if (cli_declared("sigma"))
+        return "; give --sigma S";
+    if (strcmp(which, "sigma-fraction") || !(hi > lo) || !isfinite(hi - lo))
+        return "";
+    return isfinite(value * (hi - lo)) ? "; give a larger --sigma-fraction"
+                                       : "; give a smaller --sigma-fraction";
+}
+
 double cli_sigma(const cli_sigma_opts *o, double lo, double hi, int m, const char **which,
                  double *value, size_t max_points)
 {
@@ -43,9 +57,12 @@ double cli_sigma(const cli_sigma_opts *o, double lo, double hi, int m, const cha
     else
         *which = "sigma-fraction", *value = o->fraction,
         st = lnk_sigma_from_fraction(o->fraction, lo, hi, &sigma);
+    if (st && lo == hi)
+        cli_die("--%s %g for nodes in [%g, %g]: the nodes are all equal, their range 0 gives "
+                "no kernel width%s", *which, *value, lo, hi, sigma_hint(*which, *value, lo, hi));
     if (st)
-        cli_die("--%s %g for nodes in [%g, %g]: %s; give --sigma S", *which, *value, lo, hi,
-                lnk_errmsg());
+        cli_die("--%s %g for nodes in [%g, %g]: %s%s", *which, *value, lo, hi, lnk_errmsg(),
+                sigma_hint(*which, *value, lo, hi));
     cli_check_sigma(sigma, lo, hi, o->per, max_points);
     return sigma;
 }

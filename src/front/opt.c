@@ -309,6 +309,14 @@ int cli_given(const char *name)
     return 0;
 }
 
+int cli_declared(const char *name)
+{
+    for (int i = 0; i < n_flat; i++)
+        if (!flat[i].heading && flat[i].o->name && !strcmp(flat[i].o->name, name))
+            return 1;
+    return 0;
+}
+
 const void *cli_default_of(const void *field)
 {
     const char *p = field;

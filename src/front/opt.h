@@ -126,6 +126,10 @@ typedef struct {
 int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv);
 /* 1 if the last cli_parse saw option name (long name), else 0. */
 int cli_given(const char *name);
+/* 1 if the command of the last cli_parse declares option name (long name;
+ * groups included), else 0: a shared message names only options the
+ * running program takes. */
+int cli_declared(const char *name);
 /* The option's spelling in messages: "--tol", "-o". */
 const char *cli_opt_flag(const cli_opt *o, char *buf, size_t n);
 

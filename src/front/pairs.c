@@ -59,12 +59,14 @@ void cli_pairs_load(const cli_pairs_opts *o, int rows, int flags, cli_pairs *D)
     if (D->p.n == 0)
         cli_die("every one of the %d pairs is longer than --max-line-len %d; nothing to write",
                 D->p.n_lines, o->max_len);
-    D->order = cli_alloc(sizeof(int) * D->p.n);
-    if (o->keep_order)
-        for (int i = 0; i < D->p.n; i++)
-            D->order[i] = i;
-    else
-        CLI_CK(lnk_pairs_order(&D->p, D->order));
+    if (flags & CLI_PAIRS_ORDER) {
+        D->order = cli_alloc(sizeof(int) * D->p.n);
+        if (o->keep_order)
+            for (int i = 0; i < D->p.n; i++)
+                D->order[i] = i;
+        else
+            CLI_CK(lnk_pairs_order(&D->p, D->order));
+    }
     if (!(flags & CLI_PAIRS_CHUNKS))
         return;
     CLI_CK(lnk_pairs_batches(&D->p, (size_t)o->max_tokens, &D->chunks, &D->n_chunks));

@@ -74,14 +74,16 @@ typedef struct {
     lnk_corpus c;
     lnk_vocab *vs, *vt; /* the vocabularies, loaded or built */
     lnk_pairs p;        /* the pairs kept, in file order */
-    int *order;         /* [p.n] the rows' pairs: by length, or file order with keep_order */
+    int *order;         /* CLI_PAIRS_ORDER: [p.n] the rows' pairs, by length or file order
+                           with keep_order; else NULL */
     lnk_batch *chunks;  /* CLI_PAIRS_CHUNKS: the pairs by length in chunks of at most
-                           max_tokens padded tokens (lnk_pairs_batches), else NULL */
+                           max_tokens padded tokens (lnk_pairs_batches, which sorts them
+                           itself), else NULL */
     int n_chunks;
     size_t padded, max_chunk; /* the chunks' padded tokens, in all and of the largest */
 } cli_pairs;
 
-enum { CLI_PAIRS_CHUNKS = 1 };
+enum { CLI_PAIRS_CHUNKS = 1, CLI_PAIRS_ORDER = 2 };
 
 /* The option combinations refused (one line, exit 2): --tgt missing,
  * --joint-vocab with a given vocabulary, --truncate without --max-line-len. */
@@ -89,8 +91,8 @@ void cli_pairs_check(const cli_pairs_opts *o);
 /* Read the corpus once (both texts' digests recorded for the sidecars:
  * cli_prov), cut to its first `rows` pairs (rows <= 0 or more than the files
  * have: all; the vocabularies are those of the rows kept), the vocabularies
- * loaded where given and built otherwise, the pairs, their order and, with
- * CLI_PAIRS_CHUNKS in flags, the chunks of o->max_tokens.  Dies on a failure
+ * loaded where given and built otherwise, the pairs and, as flags ask, their
+ * order (CLI_PAIRS_ORDER) and the chunks of o->max_tokens (CLI_PAIRS_CHUNKS).  Dies on a failure
  * (no pair kept: naming --max-line-len). */
 void cli_pairs_load(const cli_pairs_opts *o, int rows, int flags, cli_pairs *D);
 void cli_pairs_free(cli_pairs *D);

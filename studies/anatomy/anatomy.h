@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "front/pairs.h"
 #include "lnkit/lnkit.h"
 #include "kit/kit.h"
 
@@ -34,9 +35,9 @@ typedef struct {
 
 /* Every point once, in a fixed order: task, configuration, norm position, seed. */
 int make_points(const opts_t *o, point_t **out);
-/* The seq2seq data (D: the first --s2s-rows pairs of --src/--tgt, study_pairs_load)
+/* The seq2seq data (D: the first --s2s-rows pairs of --src/--tgt, cli_pairs_load)
  * gives a seq2seq point its vocabulary sizes. */
-void make_config(lnk_config *c, const opts_t *o, const study_pairs *D, const point_t *p);
+void make_config(lnk_config *c, const opts_t *o, const cli_pairs *D, const point_t *p);
 
 /* ------------------------------------------------------------ files.c */
 
@@ -72,6 +73,6 @@ void key_row(lnk_csv *c, const point_t *p, size_t n_params);
 /* ------------------------------------------------------------ point.c */
 
 /* Point p's rows in the four files: extremes and masses, block norms, JS. */
-void run_point(const opts_t *o, const point_t *p, const study_pairs *D, files_t *F);
+void run_point(const opts_t *o, const point_t *p, const cli_pairs *D, files_t *F);
 
 #endif

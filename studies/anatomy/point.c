@@ -190,7 +190,7 @@ static void point_js(const opts_t *o, const point_t *p, lnk_hessian *h, size_t n
     free(js);
 }
 
-void run_point(const opts_t *o, const point_t *p, const study_pairs *D, files_t *F)
+void run_point(const opts_t *o, const point_t *p, const cli_pairs *D, files_t *F)
 {
     lnk_config c;
     make_config(&c, o, D, p);
@@ -207,7 +207,7 @@ void run_point(const opts_t *o, const point_t *p, const study_pairs *D, files_t 
         CLI_CK(lnk_batch_synthetic(m, o->B, o->T, 1234, &b));
         ds = (lnk_dataset){&b, 1, 1, 0, lnk_batch_n_scored(m, &b), NULL};
     } else
-        ds = (lnk_dataset){D->chunks, D->n_chunks, D->n_chunks, 0, D->n_scored, NULL};
+        ds = (lnk_dataset){D->chunks, D->n_chunks, D->n_chunks, 0, D->p.n_scored, NULL};
     lnk_hessian *h = lnk_hessian_alloc_dataset(m, th, &ds, NULL);
     if (!h)
         cli_die_lib();

@@ -47,7 +47,7 @@ int make_points(const opts_t *o, point_t **out)
     return n;
 }
 
-void make_config(lnk_config *c, const opts_t *o, const study_pairs *D, const point_t *p)
+void make_config(lnk_config *c, const opts_t *o, const cli_pairs *D, const point_t *p)
 {
     lnk_config_default(c);
     c->task = (lnk_task)p->task;
@@ -59,9 +59,8 @@ void make_config(lnk_config *c, const opts_t *o, const study_pairs *D, const poi
     c->L = p->L;
     c->V = o->V;
     if (p->task == LNK_TASK_SEQ2SEQ) {
-        c->V = D->V_src;
-        c->V_src = D->V_src;
-        c->V_tgt = D->V_tgt;
+        c->V = c->V_src = lnk_vocab_size(D->vs);
+        c->V_tgt = lnk_vocab_size(D->vt);
     }
     c->seed = (uint64_t)p->seed;
     CLI_CK(lnk_config_finalize(c));

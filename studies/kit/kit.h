@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include "front/front.h"
 #include "front/opt.h"
-#include "front/pairs.h"
 #include "lnkit/lnkit.h"
 #include <jansson.h>
 
@@ -153,24 +152,6 @@ size_t csv_resume(out_csv *o, const char *path, const char *const *hdr, int n,
  * untouched.  csv_close of a resumable CSV is a last csv_flush. */
 void csv_flush(out_csv *o, const lnk_config *c, const lnk_meta *extra, const char *start,
                double t0);
-
-/* ------------------------------------------------------ seq2seq pairs
- * A study's seq2seq data set (studies/kit/pairs.c; front/pairs.h's
- * cli_pairs_load with its defaults): the parallel corpus
- * src / tgt read (lnk_corpus_read; both recorded as inputs),
- * (o->src, o->tgt; chunks of o->max_tokens; the other options of o are the
- * cli_pairs_opts_default ones for every study today) cut to its first `rows` pairs (rows <= 0 or more than the files have: all),
- * vocabularies of the pairs kept (min count 1, no size limit, one per side),
- * the pairs with lnk_pairs_opts_default, sorted by length into chunks of at
- * most max_tokens padded tokens (lnk_pairs_batches).  Fails the study on a
- * bad file (cli_die: file, line, what was expected). */
-typedef struct {
-    lnk_batch *chunks;   /* n_chunks of them; study_pairs_free, or handed over */
-    int n_chunks, V_src, V_tgt, n_pairs;
-    size_t n_scored;     /* predicted positions of all the chunks */
-} study_pairs;
-void study_pairs_load(study_pairs *D, const cli_pairs_opts *o, int rows);
-void study_pairs_free(study_pairs *D);
 
 /* DIR/NAME.meta.json (the sidecar of DIR/NAME.csv) as a JSON object, or fail
  * naming it (a resumed run checks its settings against it).  json_decref it. */

@@ -73,7 +73,7 @@ def summarise(study, d):
              else "Hessian spectra at initialisation, Post-LN vs Pre-LN")
     cmd = ("make study-hessian" if not m30k else "make study-multi30k" if study == "multi30k"
            else "OPENBLAS_NUM_THREADS=1 mpirun -np 2 -x OPENBLAS_NUM_THREADS build-mpi/studies/"
-                "multi30k_hessian --sentences 0 --jobs 1 --grad-seeds 3 --out results/multi30k_all")
+                "multi30k_hessian --rows 0 --jobs 1 --grad-seeds 3 --out results/multi30k_all")
     out = Summary(study, d, title, setting_of(m), cmd, raw, "spectra")
     seeds = list(range(m["seeds"]))
     ext = lambda w: lambda r: r["which"] == w and r["index"] == "0"  # noqa: E731
