@@ -450,6 +450,120 @@ static void test_select_output(void **s)
     free(a);
 }
 
+/* The progress lines in out (stderr of a run under LNK_TEST_PROGRESS=0, a
+ * line at every report): each "PREFIX P% done  E s (about T left)", P never
+ * decreasing, the last 100.  Returns their number. */
+static int progress_lines(const char *out, const char *prefix)
+{
+    int n = 0;
+    double last = -1;
+    for (const char *p = out; *p; n++) {
+        const char *nl = strchr(p, '\n');
+        char line[300];
+        snprintf(line, sizeof line, "%.*s", (int)(nl ? nl - p : (long)strlen(p)), p);
+        double pc, e;
+        char left[40], close = 0;
+        if (strncmp(line, prefix, strlen(prefix)) ||
+            sscanf(line + strlen(prefix), "%lf%% done  %lf s (about %39[^)]%c", &pc, &e, left,
+                   &close) != 4 || close != ')' || !strstr(left, " left") || pc < last || e < 0)
+            fail_msg("not a progress line of '%s' (after %.0f%%): '%s'", prefix, last, line);
+        last = pc;
+        p = nl ? nl + 1 : p + strlen(p);
+    }
+    if (n && last != 100)
+        fail_msg("%s: the last progress line says %.0f%%, not 100%%", prefix, last);
+    return n;
+}
+
+/* eval, hvp, vector --gradient and select report their progress (every
+ * LNK_TEST_PROGRESS seconds, a test build's setting; 5 s otherwise, so
+ * these short runs print nothing), and the results stay the same. */
+static void test_progress(void **s)
+{
+    (void)s;
+    setup_files();
+    char dir[600], *a, *b;
+    snprintf(dir, sizeof dir, "%s/progress", tu_tmpdir());
+    mkdir(dir, 0777);
+    tu_write_file(tu_path("progress/k.csv"), "1,0\n0,1\n-1,0\n0,-1\n0,0\n", 22);
+    const char *L = tu_lnkit(), *C = tu_path("w.json"), *W = tu_path("w.safetensors"),
+               *B = tu_path("b.safetensors");
+    /* L = 2 lm: 4 units a sweep; eval: a forward and a reverse sweep per
+     * chunk, hvp --repeat 2 (pass kept): one primal pass, two tangent ones */
+    struct { const char *prefix, *cmd, *result; int lines; } c[] = {
+        {"lnkit eval: ", "eval --config %1$s --weights %2$s --batch %3$s --batch %3$s", "cat e.csv",
+         16},
+        {"lnkit vector: ", "vector --config %1$s --weights %2$s --batch %3$s --gradient "
+         "-o g.safetensors", "od -c g.safetensors", 8},
+        {"lnkit hvp: ", "hvp --config %1$s --weights %2$s --batch %3$s --vector %2$s --repeat 2 "
+         "-o h.safetensors", "od -c h.safetensors", 24},
+        {"lnkit select: ", "select --keys k.csv -o sel.csv", "cat sel.csv", 5},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char cmd[1500], fmt[400];
+        snprintf(fmt, sizeof fmt, "%s", c[i].cmd);
+        snprintf(cmd, sizeof cmd, fmt, C, W, B);
+        if (i == 0)
+            strcat(cmd, " -o e.csv");
+        /* stderr but the timing (and the progress lines) and the result: the same */
+        assert_int_equal(tu_run(&a, "cd '%s' && '%s' %s 2>err >/dev/null && "
+                                "grep -v median err; %s", dir, L, cmd, c[i].result), 0);
+        if (strstr(a, " done  "))
+            fail_msg("%s: a progress line in a short run: %s", cmd, a);
+        assert_int_equal(tu_run(&b, "cd '%s' && LNK_TEST_PROGRESS=0 '%s' %s 2>err >/dev/null && "
+                                "grep -v 'median\\| done  ' err; %s", dir, L, cmd, c[i].result),
+                         0);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+        assert_int_equal(tu_run(&a, "cd '%s' && grep ' done  ' err", dir), 0);
+        int n = progress_lines(a, c[i].prefix);
+        if (n != c[i].lines)
+            fail_msg("%s: %d progress lines, expected %d:\n%s", cmd, n, c[i].lines, a);
+        free(a);
+    }
+    assert_int_equal(tu_run(&a, "LNK_TEST_PROGRESS=soon '%s' select --keys %s/k.csv 2>&1", L,
+                            dir), 2);
+    assert_string_equal(a, "lnkit select: LNK_TEST_PROGRESS: expected seconds >= 0, got 'soon'\n");
+    free(a);
+}
+
+/* hvp --repeat N --json: the timings on standard output, under --quiet too;
+ * the median over products 2..N when the primal pass is kept. */
+static void test_hvp_timing(void **s)
+{
+    (void)s;
+    setup_files();
+    const char *L = tu_lnkit(), *C = tu_path("w.json"), *W = tu_path("w.safetensors"),
+               *B = tu_path("b.safetensors"), *d = tu_tmpdir();
+    char *a;
+    const char *kept[] = {"", " --cache-mb 0"};
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(tu_run(&a, "cd '%s' && '%s' hvp --config %s --weights %s --batch %s "
+                                "--vector %s --repeat 3 --json --quiet -o hj.safetensors%s 2>&1",
+                                d, L, C, W, B, W, kept[k]), 0);
+        const char *want[] = {"{\n  \"products\": 3,\n  \"timed\": ",
+                              k ? "\"timed\": 3," : "\"timed\": 2,", "\"median_seconds\": ",
+                              "\"min_seconds\": ", "\"max_seconds\": ",
+                              k ? "\"primal_pass_kept\": false" : "\"primal_pass_kept\": true",
+                              "\"first_seconds\": "};
+        for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+            if (!strstr(a, want[i]))
+                fail_msg("hvp --repeat 3 --json%s: no '%s' in '%s'", kept[k], want[i], a);
+        free(a);
+    }
+    /* one product: timed as it ran, with its primal pass */
+    assert_int_equal(tu_run(&a, "cd '%s' && '%s' hvp --config %s --weights %s --batch %s "
+                            "--vector %s --json -o hj.safetensors 2>&1", d, L, C, W, B, W), 0);
+    assert_non_null(strstr(a, "{\n  \"products\": 1,\n  \"timed\": 1,"));
+    free(a);
+    assert_int_equal(tu_run(&a, "cd '%s' && '%s' hvp --config %s --weights %s --batch %s "
+                            "--vector %s --repeat 2 --json -o - 2>&1 >/dev/null", d, L, C, W, B, W),
+                     2);
+    assert_non_null(strstr(a, "lnkit hvp: -o - and --json would both write standard output"));
+    free(a);
+}
+
 static void test_help(void **s)
 {
     (void)s;
@@ -475,6 +589,8 @@ int main(void)
         cmocka_unit_test(test_quiet_and_help),
         cmocka_unit_test(test_params_vector),
         cmocka_unit_test(test_select_output),
+        cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_hvp_timing),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -112,6 +112,12 @@ typedef struct {
  * and column), GLPK failure (LNK_EINVAL naming its return code), out of memory. */
 int lnk_geom_selectable(const double *K, int n, int d, double tol, int *sel,
                         lnk_geom_sel_info *info);
+/* lnk_geom_selectable reporting its progress (the library never prints):
+ * fn(ctx, done, n) after each key decided, keys in order (a pre-tested key
+ * costs far less than one decided by an LP).  fn NULL: none.  Same verdicts. */
+typedef void lnk_geom_progress_fn(void *ctx, int done, int total);
+int lnk_geom_selectable_progress(const double *K, int n, int d, double tol, int *sel,
+                                 lnk_geom_sel_info *info, lnk_geom_progress_fn *fn, void *ctx);
 
 /* The relative l1 distance dist_i / s_i of key i to the hull of the others, always
  * by LP (no pre-test): in [0, 1]; 0 when all keys equal.  For tests and

@@ -83,6 +83,19 @@ size_t lnk_model_n_params(const lnk_model *m);
 /* Index of a tensor by name, or -1. */
 int lnk_layout_find(const lnk_layout *lay, const char *name);
 
+/* Progress of the passes run on m, for a caller's progress line (the library
+ * never prints): fn(ctx, sweep, done, total) after each unit of each sweep of
+ * every pass on m (lnk_model_eval, the H v and G v products, the data sets'
+ * and the Hessian operator's passes): sweep is an LNK_SWEEP_* (the GGN's J^T
+ * is a REVERSE sweep, its J a TANGENT one), done the units of that sweep
+ * finished so far (all stacks together), total the sweep's units.  The
+ * numbers computed do not depend on it.  fn NULL (the default): nothing is
+ * called, at the cost of one pointer test per unit.  Set it while no pass
+ * runs on m; fn is called on the thread that runs the pass. */
+enum { LNK_SWEEP_FORWARD, LNK_SWEEP_REVERSE, LNK_SWEEP_TANGENT, LNK_SWEEP_TANGENT_REVERSE };
+typedef void (*lnk_pass_progress_fn)(void *ctx, int sweep, int done, int total);
+void lnk_model_set_progress(lnk_model *m, lnk_pass_progress_fn fn, void *ctx);
+
 /* Initialise theta (n_params doubles) as MODEL.md §5 with the config's init and seed.
  * Each tensor draws from its own GSL mt19937 stream seeded from (seed, tensor
  * name), so a tensor's values do not depend on which other tensors exist. */

@@ -1,13 +1,15 @@
 /* lnkit hvp: exact Hessian-vector product on a batch. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli/cli.h"
 #include "cli/curv.h"
+#include "front/progress.h"
 
 typedef struct {
     cli_curv_opts co;
     const char *vector, *out;
-    int repeat;
+    int repeat, json;
 } hvp_args;
 
 #define T hvp_args
@@ -17,7 +19,14 @@ static const cli_opt opts[] = {
      .flags = CLI_REQ | CLI_READS,
      .help = "the vector v: one tensor 'v' [n_params] or the named tensors (lnkit vector)"},
     {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(T, repeat), .min = 1, .max = 1000000,
-     .help = "compute N times and print the median seconds per product"},
+     .help = "compute the product N times (the same bits each time) and print the median "
+             "seconds per product: over products 2..N when the primal pass is kept (the "
+             "first, which also runs it, printed apart), over all N when it is recomputed "
+             "(--cache-mb 0, or a data set whose passes are not all kept) or N = 1"},
+    {.type = CLI_FLAG, .name = "json", CLI_AT(T, json),
+     .help = "the timings of --repeat as JSON {products, timed, median_seconds, min_seconds, "
+             "max_seconds, primal_pass_kept, first_seconds} on standard output, under --quiet "
+             "too (timed: the products the median is over)"},
     CLI_DATA(T, co), CLI_OP(T, co), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
@@ -33,7 +42,7 @@ const cli_cmd cmd_hvp_decl = {
     .name = "lnkit hvp",
     .summary = "exact Hessian-vector product H v (or G v, F v) on a batch",
     .usage = "--config C.json --weights W.safetensors --batch B.safetensors [--batch B2 ...]\n"
-             "--vector V.safetensors -o HV.safetensors [--repeat N] [config flags]",
+             "--vector V.safetensors -o HV.safetensors [--repeat N] [--json] [config flags]",
     .about = "Write H v, the exact product of the loss Hessian (the mean over the batches' scored\n"
              "tokens) with v (forward-over-reverse), or G v, F v, in the layout of the input\n"
              "vector.",
@@ -49,6 +58,38 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* One product's sweeps past the primal pass (model/ggn.c: G v is J v, then
+ * the plain reverse sweep; F v is H v, then that sweep), in forward sweeps. */
+static double tangent_cost(lnk_op_kind kind)
+{
+    double r = cli_sweep_cost[LNK_SWEEP_REVERSE];
+    return kind == LNK_OP_GGN ? cli_sweep_cost[LNK_SWEEP_TANGENT] + r
+                              : CLI_PASS_TANGENT + (kind == LNK_OP_FUNCTIONAL ? r : 0);
+}
+
+/* --repeat's timings t[repeat] (sorted here): a note, or JSON with --json.
+ * With the pass kept, the first product also ran it: the others are timed
+ * (a single product is timed as it ran). */
+static void timings(double *t, int repeat, int keep, int json)
+{
+    int skip = keep && repeat > 1, k = repeat - skip;
+    double *tk = t + skip, first = t[0];
+    qsort(tk, (size_t)k, sizeof *t, cmp);
+    double med = k % 2 ? tk[k / 2] : 0.5 * (tk[k / 2 - 1] + tk[k / 2]);
+    if (json) {
+        cli_json_print(json_pack("{s:i, s:i, s:f, s:f, s:f, s:b, s:f}", "products", repeat,
+                                 "timed", k, "median_seconds", med, "min_seconds", tk[0],
+                                 "max_seconds", tk[k - 1], "primal_pass_kept", keep,
+                                 "first_seconds", first));
+        return;
+    }
+    cli_say("median %.6f s per product over %d (min %.6f, max %.6f)", med, k, tk[0], tk[k - 1]);
+    if (keep)
+        cli_say(", primal pass kept (the first product, with it: %.6f s)\n", first);
+    else
+        cli_say(", primal pass recomputed in each\n");
+}
+
 int cmd_hvp(int argc, char **argv)
 {
     hvp_args a;
@@ -60,6 +101,8 @@ int cmd_hvp(int argc, char **argv)
     long cache_mb = co->cache_mb;
     lnk_op_kind kind = co->op_kind;
     cli_model_opts mo = co->mo;
+    if (a.json && cli_is_stdout(a.out))
+        cli_die("-o - and --json would both write standard output: give -o FILE for H v");
     cli_files f = {0};
     cli_files_out(&f, out, "-o");
     cli_files_model(&f, &mo, wpath, bpath, n_batch);
@@ -90,6 +133,12 @@ int cmd_hvp(int argc, char **argv)
     /* one batch in one process: its primal pass is kept in the workspace at no
      * extra memory, unless --cache-mb 0 */
     int keep = !cache_set || cache_mb > 0;
+    /* the plan: one primal pass per chunk and product until the first
+     * product tells how many the operator keeps */
+    double tangent = tangent_cost(kind), n_chunks = h ? ds.n_chunks : 1;
+    double primals = h || !keep ? repeat * n_chunks : 1;
+    cli_meter pr;
+    cli_meter_model(&pr, s.m, primals * CLI_PASS_PRIMAL + repeat * n_chunks * tangent);
     for (int i = 0; i < repeat; i++) {
         double t0 = lnk_now();
         int st = LNK_OK;
@@ -110,7 +159,11 @@ int cmd_hvp(int argc, char **argv)
         if (st != LNK_OK)
             cli_die_lib();
         t[i] = lnk_now() - t0;
+        if (h && i == 0) /* the primal passes the other products will run */
+            pr.total = pr.done + (repeat - 1) * (n_chunks * tangent +
+                       (n_chunks - lnk_hessian_cached_chunks(h, NULL)) * CLI_PASS_PRIMAL);
     }
+    cli_meter_end(&pr);
     if (h)
         keep = lnk_hessian_cached_chunks(h, NULL) == ds.n_chunks && ds.n_chunks > 0;
     lnk_hessian_free(h);
@@ -127,19 +180,8 @@ int cmd_hvp(int argc, char **argv)
     if (lnk_vector_save(out, s.m, hv, layout) != LNK_OK)
         cli_die_lib();
     cli_outputs_commit();
-    if (repeat > 1) {
-        /* with the pass kept, the first product also ran it: the others are timed */
-        int k = keep ? repeat - 1 : repeat;
-        double *tk = keep ? t + 1 : t, first = t[0];
-        qsort(tk, (size_t)k, sizeof *t, cmp);
-        double med = k % 2 ? tk[k / 2] : 0.5 * (tk[k / 2 - 1] + tk[k / 2]);
-        cli_say("median %.6f s per product over %d (min %.6f, max %.6f)", med,
-                k, tk[0], tk[k - 1]);
-        if (keep)
-            cli_say(", primal pass kept (the first product, with it: %.6f s)\n", first);
-        else
-            cli_say(", primal pass recomputed in each\n");
-    }
+    if (repeat > 1 || a.json)
+        timings(t, repeat, keep, a.json);
     free(v);
     free(hv);
     free(t);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <jansson.h>
 #include "cli/cli.h"
+#include "front/progress.h"
 #include "lnkit/csv_table.h"
 #include "lnkit/geometry.h"
 
@@ -99,6 +100,13 @@ static int write_rows(const char *path, const int *sel, int n)
     return st;
 }
 
+/* lnk_geom_progress_fn: one key more of the run's cli_meter. */
+static void key_done(void *ctx, int done, int total)
+{
+    (void)done, (void)total;
+    cli_meter_add(ctx, 1);
+}
+
 int cmd_select(int argc, char **argv)
 {
     select_args a;
@@ -115,7 +123,9 @@ int cmd_select(int argc, char **argv)
     read_keys(a.keys, &K, &n, &d);
     CLI_CK(lnk_geom_apply(a.norm, K, K, n, d, 1, a.eps));
     int *sel = cli_alloc(sizeof(int) * (size_t)n), n_sel = 0;
-    if (lnk_geom_selectable(K, n, d, a.tol, sel, NULL) != LNK_OK)
+    cli_meter pr;
+    cli_meter_start(&pr, n);
+    if (lnk_geom_selectable_progress(K, n, d, a.tol, sel, NULL, key_done, &pr) != LNK_OK)
         cli_die("%s: %s", a.keys, lnk_errmsg());
     for (int i = 0; i < n; i++)
         n_sel += sel[i];

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "front/progress.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -121,8 +122,11 @@ int cmd_vector(int argc, char **argv)
         for (int i = 0; i < n_batch; i++)
             if (cli_load_batch(bpath[i], m, &b[i]) != LNK_OK)
                 cli_die_lib();
+        cli_meter pr;
+        cli_meter_model(&pr, m, n_batch * CLI_PASS_PRIMAL);
         if (lnk_dataset_eval(m, theta, b, n_batch, &loss, v, NULL) != LNK_OK)
             cli_die_lib();
+        cli_meter_end(&pr);
         if (lnk_params_check_finite(m, v, "gradient") != LNK_OK)
             cli_die_lib();
         if (block) { /* keep the block's entries only */

@@ -399,10 +399,16 @@ static int hull_dist(const double *K, int n, int d, int i, double tol, double *d
 }
 
 static int selectable(const double *K, int n, int d, double tol, int *sel,
-                      lnk_geom_sel_info *info);
+                      lnk_geom_sel_info *info, lnk_geom_progress_fn *fn, void *ctx);
 
 int lnk_geom_selectable(const double *K, int n, int d, double tol, int *sel,
                         lnk_geom_sel_info *info)
+{
+    return lnk_geom_selectable_progress(K, n, d, tol, sel, info, NULL, NULL);
+}
+
+int lnk_geom_selectable_progress(const double *K, int n, int d, double tol, int *sel,
+                                 lnk_geom_sel_info *info, lnk_geom_progress_fn *fn, void *ctx)
 {
     int st = check_input(K, n, d);
     if (st)
@@ -410,13 +416,13 @@ int lnk_geom_selectable(const double *K, int n, int d, double tol, int *sel,
     double *Ks = scaled(K, (size_t)n * d);
     if (!Ks)
         return lnk_error(LNK_ENOMEM, "selectability: out of memory for %d keys", n);
-    st = selectable(Ks, n, d, tol, sel, info);
+    st = selectable(Ks, n, d, tol, sel, info, fn, ctx);
     free(Ks);
     return st;
 }
 
 static int selectable(const double *K, int n, int d, double tol, int *sel,
-                      lnk_geom_sel_info *info)
+                      lnk_geom_sel_info *info, lnk_geom_progress_fn *fn, void *ctx)
 {
     lnk_geom_sel_info loc = {0, 0, 0, 0, INFINITY};
     int st = LNK_OK;
@@ -446,7 +452,8 @@ static int selectable(const double *K, int n, int d, double tol, int *sel,
     if (white)
         white = whiten_init(K, n, d, cen, Lc);
     const double near = 1e3 * tol;
-    for (int i = 0; i < n && !st; i++) {
+    /* the report after each key, those decided by a pre-test (continue) too */
+    for (int i = 0; i < n && !st; i++, fn ? fn(ctx, i, n) : (void)0) {
         const double *ki = K + (size_t)i * d;
         double s = scale_of(K, n, d, i);
         if (s == 0 || is_duplicate(K, n, d, i)) {

@@ -57,6 +57,8 @@ struct lnk_model {
     int out_tied;                              /* tensor used as W_out^T when tied */
     int n_out;                                 /* output classes C */
     int has_enc, has_dec;
+    lnk_pass_progress_fn progress;             /* lnk_model_set_progress (NULL: none) */
+    void *progress_ctx;
 };
 
 /* Pointer to tensor i inside a flat vector (NULL for i < 0 or x NULL). */

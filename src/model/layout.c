@@ -282,6 +282,12 @@ const lnk_config *lnk_model_config(const lnk_model *m) { return &m->cfg; }
 const lnk_layout *lnk_model_layout(const lnk_model *m) { return &m->lay; }
 size_t lnk_model_n_params(const lnk_model *m) { return m->lay.n_params; }
 
+void lnk_model_set_progress(lnk_model *m, lnk_pass_progress_fn fn, void *ctx)
+{
+    m->progress = fn;
+    m->progress_ctx = ctx;
+}
+
 int lnk_layout_find(const lnk_layout *lay, const char *name)
 {
     for (int i = 0; i < lay->n_tensors; i++)

@@ -92,6 +92,22 @@ static lnk_norm_ref final_ref(const lnk_stack *st) { return (lnk_norm_ref){1, st
 
 static int sinusoidal(const lnk_config *c) { return c->pos == LNK_PE_SINUSOIDAL; }
 
+/* lnk_model_set_progress's call after unit k of st in a sweep: forward
+ * sweeps run the encoder first, reverse ones the decoder first. */
+static void tick(const pass *p, const lnk_stack *st, int sweep, int k)
+{
+    const lnk_model *m = p->m;
+    int ne = m->has_enc ? m->enc.n_units : 0, nd = m->has_dec ? m->dec.n_units : 0;
+    int fwd = sweep == LNK_SWEEP_FORWARD || sweep == LNK_SWEEP_TANGENT;
+    int done = fwd ? (st == &m->dec ? ne : 0) + k + 1 : (st == &m->enc ? nd : 0) + st->n_units - k;
+    m->progress(m->progress_ctx, sweep, done, ne + nd);
+}
+#define TICK(sweep)                    \
+    do {                               \
+        if (p->m->progress)            \
+            tick(p, st, (sweep), k);   \
+    } while (0)
+
 /* =============================================================== forward */
 
 void lnk_stack_fwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, const double *mem,
@@ -126,6 +142,7 @@ void lnk_stack_fwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
         }
         if (u->npost.on) /* its output is x[k + 1] */
             norm_fwd(p, &u->npost, &b->npost, b->s, R);
+        TICK(LNK_SWEEP_FORWARD);
     }
     if (st->fg >= 0) {
         lnk_norm_ref fr = final_ref(st);
@@ -166,6 +183,7 @@ void lnk_stack_fwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, st
         }
         if (u->npost.on)
             norm_fwd_t(p, &u->npost, &b->npost, &t->npost, t->s, R);
+        TICK(LNK_SWEEP_TANGENT);
     }
     if (st->fg >= 0) {
         lnk_norm_ref fr = final_ref(st);
@@ -216,6 +234,7 @@ void lnk_stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
             lnk_attn_unit_bwd(p, u, b, g, h, mem, T, Tm, dF, dh, gmem);
         if (u->nin.on)
             norm_bwd(p, &u->nin, &b->nin, gin, g->gn, R, 1);
+        TICK(LNK_SWEEP_REVERSE);
     }
     if (p->grad)
         lnk_embed_backward(G(st->emb), G(st->pos), sp->ids, sp->gemb, R, T, d, sinusoidal(c),
@@ -267,6 +286,7 @@ void lnk_stack_bwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, co
         if (u->nin.on)
             norm_bwd_t(p, &u->nin, &b->nin, &t->nin, gxt, gt->gn, g->gn, R, 1);
         tmp = gyt, gyt = gxt, gxt = tmp;
+        TICK(LNK_SWEEP_TANGENT_REVERSE);
     }
     lnk_embed_backward(HV(st->emb), HV(st->pos), sp->ids, gyt, R, T, d, sinusoidal(c),
                        c->input_scale);
