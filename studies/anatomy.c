@@ -49,6 +49,7 @@
 #include <string.h>
 #include "front/curv_opts.h"
 #include "front/front.h"
+#include "front/progress.h"
 #include "anatomy/anatomy.h"
 
 typedef struct {
@@ -244,12 +245,14 @@ static void sweep_points(run_t *R, files_t *F)
             csv_point(&F->js, j);
             double ts = lnk_now();
             run_point(o, p, &R->D, F);
+            char left[48]; /* of this run's points, j + 1 done (rank by rank) */
+            cli_time_left(left, sizeof left, lnk_now() - R->t0, (double)j + 1, (double)R->ntodo);
             if (!o->quiet && study_root())
                 fprintf(stderr, "anatomy: %ld/%d %s %s %s qk=%s L=%d d=%d seed %d: %.1f s (%.0f s "
-                        "so far)\n", i + 1, R->np, lnk_task_name((lnk_task)p->task),
+                        "so far, %s)\n", i + 1, R->np, lnk_task_name((lnk_task)p->task),
                         p->pre ? "pre" : "post", lnk_norm_type_name((lnk_norm_type)p->norm),
                         lnk_norm_type_name((lnk_norm_type)p->qk), p->L, p->d, p->seed,
-                        lnk_now() - ts, lnk_now() - R->t0);
+                        lnk_now() - ts, lnk_now() - R->t0, left);
         }
         /* --resume: a checkpoint after every round of P points (js.csv last:
          * a point is done when its rows are there) */

@@ -21,6 +21,7 @@
 #include "lnkit/text.h"
 #include "kit/kit.h"
 #include "kit/spectral.h"
+#include "front/progress.h"
 
 
 typedef struct {
@@ -161,12 +162,14 @@ int main(int argc, char **argv)
             spec_point P;
             spec_run(m, th, &ds, &so, blk, nblk, (uint64_t)s, &P);
             spec_rows(&F, pn, s, &P, blk, nblk);
+            char left[48]; /* the points run in order, rank by rank: pt + 1 done */
+            cli_time_left(left, sizeof left, lnk_now() - t0, (double)pt + 1, 2.0 * S);
             if (!o.quiet && study_root())
                 fprintf(stderr, "hessian_spectrum: %s seed %d: top %.6g bottom %.6g trace %.6g "
-                        "(%.1f s; %.0f s so far)\n", pn, s,
+                        "(%.1f s; %.0f s so far, point %ld/%d, %s)\n", pn, s,
                         P.er.n_top ? P.er.value[0] : NAN,
                         P.er.n_bottom ? P.er.value[P.er.n_top] : NAN, P.tr.trace,
-                        lnk_now() - ts, lnk_now() - t0);
+                        lnk_now() - ts, lnk_now() - t0, pt + 1, 2 * S, left);
             spec_point_free(&P);
             lnk_batch_free(&b);
             free(th);

@@ -51,6 +51,7 @@
 
 #include "lnkit/lnkit.h"
 #include "front/pairs.h"
+#include "front/progress.h"
 #include "kit/kit.h"
 #include "kit/spectral.h"
 
@@ -244,7 +245,26 @@ typedef struct {
     int next;
     pthread_mutex_t mu;
     double t0;
+    int done[2];       /* this rank's finished spectral, gradient jobs */
+    double sec[2];     /* and their seconds */
 } sched_t;
+
+/* A job of kind k (0 spectral, 1 gradient) took sec: "job d/n of the kind,
+ * about T left" for this rank (its mean job time, the jobs it has left, its
+ * --jobs threads).  Thread-safe. */
+static void job_done(sched_t *S, int k, double sec, char *buf, size_t n)
+{
+    int first = k ? S->n_spec : 0, count = k ? S->n_grad : S->n_spec, mine = 0;
+    for (int j = first; j < first + count; j++)
+        mine += study_mine(j);
+    pthread_mutex_lock(&S->mu);
+    int d = ++S->done[k];
+    double mean = (S->sec[k] += sec) / d;
+    pthread_mutex_unlock(&S->mu);
+    char t[32];
+    cli_human_time(mean * (mine - d) / S->o->jobs, t, sizeof t);
+    snprintf(buf, n, "job %d/%d, about %s left", d, mine, t);
+}
 
 /* The jobs' results and the job arrays. */
 static void sched_free(sched_t *S)
@@ -277,17 +297,19 @@ static void run_spec(sched_t *S, spec_job *J)
                     o->block_steps};
     spec_run(m, th, &ds, &so, S->blk, S->nblk, (uint64_t)J->seed, &J->P);
     J->sec = lnk_now() - ts;
+    char left[80];
+    job_done(S, 0, J->sec, left, sizeof left);
     if (!o->quiet && study_root())
         fprintf(stderr,
                 "multi30k_hessian: %s seed %d: loss %.4f top %.5g bottom %.5g trace %.5g; %ld H v "
                 "in %.0f s (eigs %.0f, trace %.0f, slq %.0f, blocks %.0f; %.2f s/Hv); %.0f s so "
-                "far\n",
+                "far, spectra %s\n",
                 J->pre ? "pre " : "post", J->seed, J->loss,
                 J->P.er.n_top ? J->P.er.value[0] : NAN,
                 J->P.er.n_bottom ? J->P.er.value[J->P.er.n_top] : NAN, J->P.tr.trace, J->P.hvp,
                 J->sec,
                 J->P.sec_eigs, J->P.sec_trace, J->P.sec_slq, J->P.sec_blocks, J->sec / J->P.hvp,
-                lnk_now() - S->t0);
+                lnk_now() - S->t0, left);
     free(th);
     lnk_model_free(m);
     lnk_config_clear(&c);
@@ -319,10 +341,12 @@ static void run_grad(sched_t *S, grad_job *J)
             J->w2[s * J->L + l] = lnk_tensor_norm(m, g, lnk_layout_find(lay, nm));
         }
     J->sec = lnk_now() - ts;
+    char left[80];
+    job_done(S, 1, J->sec, left, sizeof left);
     if (!o->quiet && study_root())
-        fprintf(stderr, "multi30k_hessian: grad %d-%d %s seed %d: loss %.4f, last W2 %.4g (%.1f s)\n",
-                J->L, J->L, J->pre ? "pre " : "post", J->seed, J->loss, J->w2[2 * J->L - 1],
-                J->sec);
+        fprintf(stderr, "multi30k_hessian: grad %d-%d %s seed %d: loss %.4f, last W2 %.4g (%.1f s; "
+                "gradients %s)\n", J->L, J->L, J->pre ? "pre " : "post", J->seed, J->loss,
+                J->w2[2 * J->L - 1], J->sec, left);
     free(th);
     free(g);
     lnk_model_free(m);

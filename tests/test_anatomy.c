@@ -432,6 +432,35 @@ static void test_resume(void **state)
     }
 }
 
+/* Each point's line says the time left: "anatomy: i/n ...: E s (T s so far,
+ * about X left)", one per point computed. */
+static void test_progress(void **state)
+{
+    (void)state;
+    need_bin();
+    char *out = NULL;
+    int rc = tu_run(&out, "cd '%s' && OPENBLAS_NUM_THREADS=1 '%s' --out prog --lm-L 1 --lm-d '' "
+                    "--s2s-L '' --s2s-d '' --no-variants --lm-L-ref 1 --lm-d-ref 8 --h 2 "
+                    "--seeds 2 --probes 2 --runs 1 --steps 6 --eig-steps 60 --V 16 --rows 2 "
+                    "--len 4 2>&1 >/dev/null", tu_tmpdir(), bin);
+    if (rc)
+        fail_msg("run failed (%d): %s", rc, out);
+    int points = 0, computed = -1;
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        int i, n;
+        if (sscanf(l, "anatomy: %d/%d ", &i, &n) == 2) {
+            size_t len = strlen(l);
+            if (!strstr(l, " s so far, about ") || len < 7 || strcmp(l + len - 6, " left)"))
+                fail_msg("a point's line without the time left: '%s'", l);
+            points++;
+        }
+        sscanf(l, "anatomy: %d points computed", &computed);
+    }
+    if (points < 2 || points != computed)
+        fail_msg("%d point lines, %d points computed", points, computed);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -439,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_against_cli),
         cmocka_unit_test(test_summary),
         cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_progress),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -298,6 +298,10 @@ def test_runner_resumes(tmp_path):
     assert p.returncode == 1 and "1 point(s) failed" in p.stderr  # post seed 0
     first = calls.read_text().split()
     assert len(first) == 12 and len(set(first)) == 12
+    # each point's log line: the points done and the time left
+    log = [x for x in (tmp_path / "log").read_text().splitlines() if " rc=" in x]
+    done_n = [re.search(r" rc=\d+ \((\d+)/12, about \d+(\.\d)? (s|min|h) left\)$", x) for x in log]
+    assert all(done_n) and sorted(int(m.group(1)) for m in done_n) == list(range(1, 13)), log
     done = sorted(x.name for x in (out / "coupling").glob("*.csv"))
     assert len(done) == 11
     calls.write_text("")

@@ -124,8 +124,12 @@ if [ "$LIST" = 1 ]; then
 fi
 echo "$(date -u +%FT%TZ) study-placements: ${STAGES[*]}: $n of $total points to do," \
      "$JOBS at a time, driver $BIN" >> "$LOG"
+# the points finished are the lines after this one; the time left is the
+# rate so far (points of very different costs: an estimate)
+LOG_FROM=$(stat -c %s "$LOG") START=$(date +%s.%N) N=$n
 
-# One point: the driver's messages and a line with its time go to the log.
+# One point: the driver's messages and a line with its time, the points done
+# and the time left go to the log.
 run_one() {
     local part=$1 file=$2; shift 2
     mkdir -p "$(dirname "$file")"
@@ -134,12 +138,20 @@ run_one() {
     t0=$(date +%s.%N)
     OPENBLAS_NUM_THREADS=1 nice -n 10 "$BIN" --part "$part" --out "$file" "$@" \
         2>> "$LOG.err" || rc=$?
-    echo "$(date -u +%FT%TZ) $part $file $(awk -v a="$t0" -v b="$(date +%s.%N)" \
-        'BEGIN { printf "%.1f", b - a }') s rc=$rc" >> "$LOG"
+    local done
+    { # one point at a time counts the lines and writes its own
+        flock 9
+        done=$(($(tail -c +$((LOG_FROM + 1)) "$LOG" | grep -c ' rc=') + 1))
+        echo "$(date -u +%FT%TZ) $part $file $(awk -v a="$t0" -v b="$(date +%s.%N)" \
+            -v s="$START" -v d="$done" -v n="$N" -v rc="$rc" 'BEGIN { l = (b - s) / d * (n - d)
+            h = l < 7200 ? sprintf("%.0f min", l / 60) : sprintf("%.1f h", l / 3600)
+            u = l < 120 ? sprintf("%.0f s", l) : h
+            printf "%.1f s rc=%s (%d/%d, about %s left)", b - a, rc, d, n, u }')" >> "$LOG"
+    } 9>> "$LOG"
     return 0
 }
 export -f run_one
-export BIN LOG
+export BIN LOG LOG_FROM START N
 xargs -r -a "$todo" -P "$JOBS" -L 1 bash -c 'run_one "$@"' run_one
 left=0
 while read -r part file args; do
