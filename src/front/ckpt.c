@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "front/ckpt.h"
+#include "front/progress.h"
 #include "lnkit/sha256.h"
 
 const char CLI_CHECKPOINT_DOC[] =
@@ -143,23 +144,13 @@ void cli_ckpt_close(cli_ckpt_run *r)
     r->moved = NULL;
 }
 
-static void human_time(double sec, char *buf, size_t n)
-{
-    if (sec < 120)
-        snprintf(buf, n, "%.0f s", sec);
-    else if (sec < 7200)
-        snprintf(buf, n, "%.0f min", sec / 60);
-    else
-        snprintf(buf, n, "%.1f h", sec / 3600);
-}
-
 void cli_ckpt_rate(const cli_ckpt_run *r, char *buf, size_t n)
 {
     long done = cli_ckpt_products(r), here = lnk_hessian_n_products(r->h);
     double t = lnk_now() - r->work_t0, rate = t > 0 ? here / t * 3600 : 0;
     char left[32] = "?", from[48] = "";
     if (rate > 0 && r->total > 0)
-        human_time(done < r->total ? (r->total - done) / rate * 3600 : 0, left, sizeof left);
+        cli_human_time(done < r->total ? (r->total - done) / rate * 3600 : 0, left, sizeof left);
     if (r->resumed_from)
         snprintf(from, sizeof from, " (resumed from %ld)", r->resumed_from);
     snprintf(buf, n, "  | %ld/%ld products%s, %.0f/h, about %s left", done, r->total, from, rate,
