@@ -235,12 +235,82 @@ static void test_init_stats(void **state)
     print_message("init statistics: %d matrices checked\n", checked);
 }
 
+/* lnk_model_set_progress: after each unit of each sweep, done counting 1..total
+ * in every sweep (a seq2seq model: the encoder's units, then the decoder's,
+ * and back), the sweeps in the passes' order; the numbers are the same bits
+ * with the hook as without. */
+typedef struct {
+    int n, sweep[256], done[256], total[256];
+} ticks;
+
+static void record(void *ctx, int sweep, int done, int total)
+{
+    ticks *t = ctx;
+    if (t->n < 256) {
+        t->sweep[t->n] = sweep, t->done[t->n] = done, t->total[t->n] = total;
+        t->n++;
+    }
+}
+
+/* The ticks from k on are the sweeps sw[0..ns) of `units` units each. */
+static int sweeps_are(const ticks *t, int k, const int *sw, int ns, int units)
+{
+    for (int s = 0; s < ns; s++)
+        for (int u = 1; u <= units; u++, k++)
+            if (k >= t->n || t->sweep[k] != sw[s] || t->done[k] != u || t->total[k] != units)
+                return 0;
+    return k == t->n;
+}
+
+static void test_progress_hook(void **state)
+{
+    (void)state;
+    fx f;
+    FX_OPEN(&f, "task=seq2seq", "d=8", "h=2", "L=2", "V=11", "seed=4");
+    size_t n = f.n;
+    const int slen[] = {5, 4}, tlen[] = {6, 5};
+    lnk_batch bt;
+    tm_batch_make(f.m, &bt, 2, 5, slen, 6, tlen, 8);
+    lnk_workspace *ws = tm_ws_new(f.m, 2, 5, 6, LNK_WS_HVP);
+    double *g[2], *h[2], *gv[2], *v = malloc(sizeof(double) * n), L[2], Lh[2];
+    tu_randn(v, n, 77);
+    ticks t = {0};
+    for (int k = 0; k < 2; k++) { /* k = 1: with the hook */
+        g[k] = malloc(sizeof(double) * n), h[k] = malloc(sizeof(double) * n);
+        gv[k] = malloc(sizeof(double) * n);
+        lnk_model_set_progress(f.m, k ? record : NULL, k ? &t : NULL);
+        assert_int_equal(lnk_model_eval(ws, f.th, &bt, &L[k], g[k], NULL), LNK_OK);
+        assert_int_equal(lnk_model_hvp(ws, f.th, &bt, v, h[k], &Lh[k], NULL), LNK_OK);
+        assert_int_equal(lnk_model_ggn_apply(ws, v, NULL, gv[k]), LNK_OK);
+    }
+    lnk_model_set_progress(f.m, NULL, NULL);
+    assert_memory_equal(L, L + 1, sizeof *L);
+    assert_memory_equal(Lh, Lh + 1, sizeof *Lh);
+    assert_memory_equal(g[0], g[1], sizeof(double) * n);
+    assert_memory_equal(h[0], h[1], sizeof(double) * n);
+    assert_memory_equal(gv[0], gv[1], sizeof(double) * n);
+    /* encoder: 2 x (attention, ffn); decoder: 2 x (self, cross, ffn) */
+    const int sw[] = {LNK_SWEEP_FORWARD, LNK_SWEEP_REVERSE,                  /* eval */
+                      LNK_SWEEP_FORWARD, LNK_SWEEP_REVERSE,                  /* hvp */
+                      LNK_SWEEP_TANGENT, LNK_SWEEP_TANGENT_REVERSE,
+                      LNK_SWEEP_TANGENT, LNK_SWEEP_REVERSE};                 /* G v */
+    if (!sweeps_are(&t, 0, sw, 8, 10))
+        fail_msg("%d ticks, not 8 sweeps of 10 units in order", t.n);
+    for (int k = 0; k < 2; k++)
+        free(g[k]), free(h[k]), free(gv[k]);
+    free(v);
+    lnk_workspace_free(ws);
+    lnk_batch_free(&bt);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_determinism),
         cmocka_unit_test_teardown(test_blas_threads, restore_threads),
         cmocka_unit_test(test_init_stats),
+        cmocka_unit_test(test_progress_hook),
     };
     return cmocka_run_group_tests_name("model_repro", tests, NULL, NULL);
 }
