@@ -4,8 +4,8 @@
  * is one line "lnkit CMD: ..." naming it and exit 2; -o - writes the bytes
  * -o FILE writes, to standard output, with no file named "-"; --json
  * parses; --quiet leaves standard error empty; the man page's OPTIONS are
- * the table's; one option name has one kind of value in every command; the
- * feedback of long runs (the block named, time left, G's bottom end). */
+ * the table's; one option name has one kind of value in every command; an
+ * option that does not apply is refused; the feedback of long runs (the block named, time left, G's bottom end). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -201,6 +201,76 @@ static void test_bad_values(void **s)
     }
     print_message("      %d bad values refused, each in one line\n", cases);
     assert_true(cases > 20);
+}
+
+/* A value for option o on a command line: a flag none, a choice its first
+ * name other than not, a file name, a number. */
+static const char *some_value(const cli_opt *o, const char *not)
+{
+    if (o->type == CLI_FLAG)
+        return "";
+    if (o->type == CLI_CHOICE)
+        for (const cli_choice *c = o->ref; c->name; c++)
+            if (!not || strcmp(c->name, not))
+                return c->name;
+    return o->type == CLI_STR ? "ck.file" : "3";
+}
+
+/* An option that does not apply (its .needs unmet: --checkpoint-every and
+ * --resume-anywhere without --checkpoint, --reorth with --mode light) is
+ * refused, one line naming both options, exit 2, nothing written; with its
+ * need met the same command line runs. */
+static void test_not_applying(void **s)
+{
+    (void)s;
+    setup();
+    int cases = 0;
+    for (const lnkit_command *c = lnkit_commands; c->name; c++) {
+        if (!c->cmd->opts || !c->cmd->example)
+            continue;
+        static cli_flat f[CLI_MAX_OPTS];
+        void *args;
+        int n = table(c, &args, f);
+        for (int i = 0; i < n; i++) {
+            const cli_opt *o = f[i].o;
+            if (f[i].heading || !o->needs)
+                continue;
+            char need[64], ex[2048], *out, *err, pre[64], flag[64], unmet[160], met[160];
+            snprintf(need, sizeof need, "%s", o->needs);
+            char *eq = strchr(need, '=');
+            if (eq)
+                *eq++ = 0;
+            const cli_opt *no = NULL;
+            for (int j = 0; j < n; j++)
+                if (!f[j].heading && !strcmp(f[j].o->name, need))
+                    no = f[j].o;
+            assert_non_null(no);
+            snprintf(unmet, sizeof unmet, eq ? "--%s %s" : "", need, some_value(no, eq));
+            snprintf(met, sizeof met, "--%s %s", need, eq ? eq : some_value(no, NULL));
+            expand(ex, sizeof ex, c->cmd->example, "out.file");
+            snprintf(pre, sizeof pre, "lnkit %s: ", c->name);
+            cli_opt_flag(o, flag, sizeof flag);
+            int st = run(&out, &err, "%s %s %s %s %s", c->name, ex, unmet, flag,
+                         some_value(o, NULL));
+            char *files, needf[80];
+            snprintf(needf, sizeof needf, "--%s", need);
+            tu_run(&files, "ls -A '%s/run'", dir);
+            if (st != 2 || strncmp(err, pre, strlen(pre)) || n_lines(err) != 1 ||
+                !strstr(err, flag) || !strstr(err, needf) || out[0] || files[0])
+                fail_msg("lnkit %s %s %s %s: exit %d, stderr '%s', stdout '%s', files '%s'",
+                         c->name, ex, unmet, flag, st, err, out, files);
+            free(files), free(out), free(err);
+            st = run(&out, &err, "%s %s %s %s %s -q", c->name, ex, met, flag, some_value(o, NULL));
+            if (st)
+                fail_msg("lnkit %s %s %s %s: exit %d, stderr '%s'", c->name, ex, met, flag, st,
+                         err);
+            free(out), free(err);
+            cases++;
+        }
+        free(args);
+    }
+    print_message("      %d options that do not apply refused, each in one line\n", cases);
+    assert_true(cases >= 8); /* eigs, trace, density: 2 checkpoint options; eigs, density: --reorth */
 }
 
 /* -o - writes to standard output what -o FILE writes to FILE, and no
@@ -450,7 +520,7 @@ int main(void)
         cmocka_unit_test(test_help_lists_the_table), cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_outputs_json_quiet), cmocka_unit_test(test_man_pages),
         cmocka_unit_test(test_one_vocabulary), cmocka_unit_test(test_long_work),
-        cmocka_unit_test(test_programs),
+        cmocka_unit_test(test_programs), cmocka_unit_test(test_not_applying),
     };
     return cmocka_run_group_tests_name("cli conventions", tests, NULL, NULL);
 }
