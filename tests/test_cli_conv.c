@@ -93,6 +93,20 @@ static int n_lines(const char *s)
     return n;
 }
 
+/* The build directory of the lnkit under test (build/, not build/testing/)
+ * into build; skips the test when lnkit is not in one. */
+static void build_dir(char *build, size_t n)
+{
+    snprintf(build, n, "%s", tu_lnkit());
+    char *slash = strstr(build, "/bin/lnkit");
+    if (!slash)
+        skip();
+    *slash = 0;
+    size_t lb = strlen(build);
+    if (lb > 8 && !strcmp(build + lb - 8, "/testing"))
+        build[lb - 8] = 0;
+}
+
 /* The options of a command's table: long names, each once. */
 static int table(const lnkit_command *c, void **args, cli_flat *f)
 {
@@ -271,6 +285,54 @@ static void test_not_applying(void **s)
     }
     print_message("      %d options that do not apply refused, each in one line\n", cases);
     assert_true(cases >= 8); /* eigs, trace, density: 2 checkpoint options; eigs, density: --reorth */
+}
+
+/* Every message starts with the command's name, also those before the
+ * command line is parsed (the environment's settings, lnkit help), and a
+ * refused run is one line: the operator's checks (-k, --group's globs) come
+ * before the line on what the run works on.  A study's notes obey -q. */
+static void test_messages(void **s)
+{
+    (void)s;
+    setup();
+    static const struct {
+        const char *env, *args, *prefix;
+    } cases[] = {
+        {"LNK_MEM_LIMIT_MB=abc", "eval --config ../w.json --weights ../w.safetensors --batch "
+         "../b.safetensors", "lnkit eval: LNK_MEM_LIMIT_MB: "},
+        {"LNK_BLAS_KERNEL=Bogus", "eigs --help", "lnkit eigs: LNK_BLAS_KERNEL=Bogus: "},
+        {"LNK_MEM_LIMIT_MB=0", "help trace", "lnkit help: LNK_MEM_LIMIT_MB: "},
+        {"", "help eigs extra", "lnkit help: give one command"},
+        {"", "eigs --config ../w.json --weights ../w.safetensors --batch ../b.safetensors -k "
+         "99999", "lnkit eigs: -k 99999 is larger than the operator's size"},
+        {"", "blocks --config ../w.json --weights ../w.safetensors --batch ../b.safetensors "
+         "--group nosuch", "lnkit blocks: --group 'nosuch': "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *junk, p[PATH_MAX + 16];
+        int st = tu_run(&junk, "cd '%s' && rm -rf run && mkdir run && cd run && env %s '%s' %s "
+                        ">../stdout 2>../stderr", dir, cases[i].env, tu_lnkit(), cases[i].args);
+        free(junk);
+        snprintf(p, sizeof p, "%s/stderr", dir);
+        char *e = tu_read_file(p, NULL);
+        if (st != 2 || n_lines(e) != 1 || strncmp(e, cases[i].prefix, strlen(cases[i].prefix)))
+            fail_msg("%s lnkit %s: exit %d, stderr '%s' (expected one line '%s...')",
+                     cases[i].env, cases[i].args, st, e, cases[i].prefix);
+        free(e);
+    }
+    char build[PATH_MAX], *o;
+    build_dir(build, sizeof build);
+    const char *demo = "--out dp --seeds 1 --d 8 --L 1 --rows 2 --len 4 --V 8";
+    for (int q = 0; q < 2; q++) {
+        int st = tu_run(&o, "cd '%s/run' && '%s/studies/demo_postpre' %s %s 2>err && printf "
+                        "'[err]' && cat err", dir, build, demo, q ? "-q" : "");
+        const char *err = strstr(o, "[err]");
+        if (st || !err || err != o || (q && err[5]) ||
+            (!q && strncmp(err + 5, "demo_postpre: wrote dp/", 23)))
+            fail_msg("demo_postpre %s %s: exit %d, stdout then [err] stderr: '%s'", demo,
+                     q ? "-q" : "", st, o);
+        free(o);
+    }
 }
 
 /* -o - writes to standard output what -o FILE writes to FILE, and no
@@ -474,14 +536,7 @@ static void test_programs(void **s)
 {
     (void)s;
     char build[PATH_MAX];
-    snprintf(build, sizeof build, "%s", tu_lnkit());
-    char *slash = strstr(build, "/bin/lnkit");
-    if (!slash)
-        skip();
-    *slash = 0;
-    size_t lb = strlen(build);
-    if (lb > 8 && !strcmp(build + lb - 8, "/testing"))
-        build[lb - 8] = 0;
+    build_dir(build, sizeof build);
     /* the programs of the sources (studies/NAME.c, bench/NAME.c) as built */
     char *list;
     assert_int_equal(tu_run(&list, "cd '%s/..' && ls studies/*.c bench/*.c", build), 0);
@@ -521,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_outputs_json_quiet), cmocka_unit_test(test_man_pages),
         cmocka_unit_test(test_one_vocabulary), cmocka_unit_test(test_long_work),
         cmocka_unit_test(test_programs), cmocka_unit_test(test_not_applying),
+        cmocka_unit_test(test_messages),
     };
     return cmocka_run_group_tests_name("cli conventions", tests, NULL, NULL);
 }

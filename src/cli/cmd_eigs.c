@@ -117,6 +117,7 @@ int cmd_eigs(int argc, char **argv)
     if (eo.max_steps < eo.k_top + eo.k_bottom && (size_t)eo.max_steps < s.block_n)
         cli_die("--max-steps %d is smaller than the %d eigenpairs asked for", eo.max_steps,
                 eo.k_top + eo.k_bottom);
+    cli_curv_say(&s);
     /* --checkpoint: the basis in FILE.basis */
     int m = (size_t)eo.max_steps < s.block_n ? eo.max_steps : (int)s.block_n;
     int full = eo.mode == LNK_LANCZOS_FULL;
