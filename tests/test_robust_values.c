@@ -104,6 +104,20 @@ static void test_not_converged(void **s)
     assert_int_equal(st, 3);
     assert_non_null(strstr(err, "their residual bounds met the tolerance"));
     free(err);
+    /* an invariant subspace (the key bias's block, zero to rounding: 8 steps
+     * span it): more steps cannot help, and the warning says so, not that
+     * the step limit was reached; light mode's n steps likewise */
+    for (int light = 0; light < 2; light++) {
+        st = run(&err, "eigs " M " --block dec.0.attn.bk -k 1 -q -o e.csv%s",
+                 light ? " --mode light" : "");
+        if (st != 3 || lines(err) != 1 || !strstr(err, "so more steps cannot help") ||
+            !strstr(err, light ? "as many steps as the operator has dimensions (8)"
+                               : "stopped at an invariant subspace") ||
+            strstr(err, "step limit"))
+            fail_msg("eigs on an invariant subspace%s: exit %d, stderr '%s'",
+                     light ? " (light)" : "", st, err);
+        free(err);
+    }
     /* blocks: too few steps for the extremes; then converged (with the
      * attention key biases, zero to rounding, among the blocks) */
     st = run(&err, "blocks " M " --eig-steps 3 --probes 4 --runs 1 --steps 4 --quiet -o bl.csv");
