@@ -161,6 +161,11 @@ static void test_help_lists_the_table(void **s)
         if (lines != listed + 2)
             fail_msg("lnkit %s --help: %d option lines for %d options (+ --quiet, --help)",
                      c->name, lines, listed);
+        /* -q keeps the warnings (test_long_work), and its help says so */
+        const char *gen = strstr(o, "\nGeneral:\n  -q, --quiet");
+        if (!gen || !strstr(gen, "errors and") || !strstr(gen, "warnings"))
+            fail_msg("lnkit %s --help: -q's text does not say warnings stay: %s", c->name,
+                     gen ? gen : o);
         free(args);
         free(o), free(e), free(o2), free(e2);
     }
