@@ -325,6 +325,19 @@ static void test_messages(void **s)
                      cases[i].env, cases[i].args, st, e, cases[i].prefix);
         free(e);
     }
+    /* lnkit batch names the arrays it wrote (an lm batch has tgt rows only) */
+    static const char *const said[][2] = {
+        {"--config ../w.json --rows 3 --len 4", "lnkit batch: tgt [3, 5] -> x.st\n"},
+        {"--task cls --V 12 --rows 2 --len 4", "lnkit batch: src and labels [2, 4] -> x.st\n"},
+        {"--task seq2seq --V 12 --rows 2 --len 4", "lnkit batch: src [2, 4], tgt [2, 5] -> x.st\n"}};
+    for (size_t i = 0; i < sizeof said / sizeof said[0]; i++) {
+        char *out, *err;
+        assert_int_equal(run(&out, &err, "batch --synthetic %s -o x.st", said[i][0]), 0);
+        if (strcmp(err, said[i][1]))
+            fail_msg("lnkit batch --synthetic %s: stderr '%s', expected '%s'", said[i][0], err,
+                     said[i][1]);
+        free(out), free(err);
+    }
     char build[PATH_MAX], *o;
     build_dir(build, sizeof build);
     const char *demo = "--out dp --seeds 1 --d 8 --L 1 --rows 2 --len 4 --V 8";
