@@ -153,7 +153,6 @@ int main(int argc, char **argv)
     csv_close(&fy, &base, extra, start, t0);
     lnk_meta_free(extra);
     double wall = lnk_now() - t0;
-    if (study_root())
-        printf("wrote %s and %s (with .meta.json) in %.2f s\n", p_loss, p_lay, wall);
+    cli_say("wrote %s and %s (with .meta.json) in %.2f s\n", p_loss, p_lay, wall);
     return 0;
 }

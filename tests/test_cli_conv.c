@@ -4,8 +4,8 @@
  * is one line "lnkit CMD: ..." naming it and exit 2; -o - writes the bytes
  * -o FILE writes, to standard output, with no file named "-"; --json
  * parses; --quiet leaves standard error empty; the man page's OPTIONS are
- * the table's; one option name has one kind of value in every command; the
- * feedback of long runs (the block named, time left, G's bottom end). */
+ * the table's; one option name has one kind of value in every command; an
+ * option that does not apply is refused; the feedback of long runs (the block named, time left, G's bottom end). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -93,6 +93,20 @@ static int n_lines(const char *s)
     return n;
 }
 
+/* The build directory of the lnkit under test (build/, not build/testing/)
+ * into build; skips the test when lnkit is not in one. */
+static void build_dir(char *build, size_t n)
+{
+    snprintf(build, n, "%s", tu_lnkit());
+    char *slash = strstr(build, "/bin/lnkit");
+    if (!slash)
+        skip();
+    *slash = 0;
+    size_t lb = strlen(build);
+    if (lb > 8 && !strcmp(build + lb - 8, "/testing"))
+        build[lb - 8] = 0;
+}
+
 /* The options of a command's table: long names, each once. */
 static int table(const lnkit_command *c, void **args, cli_flat *f)
 {
@@ -147,6 +161,11 @@ static void test_help_lists_the_table(void **s)
         if (lines != listed + 2)
             fail_msg("lnkit %s --help: %d option lines for %d options (+ --quiet, --help)",
                      c->name, lines, listed);
+        /* -q keeps the warnings (test_long_work), and its help says so */
+        const char *gen = strstr(o, "\nGeneral:\n  -q, --quiet");
+        if (!gen || !strstr(gen, "errors and") || !strstr(gen, "warnings"))
+            fail_msg("lnkit %s --help: -q's text does not say warnings stay: %s", c->name,
+                     gen ? gen : o);
         free(args);
         free(o), free(e), free(o2), free(e2);
     }
@@ -201,6 +220,137 @@ static void test_bad_values(void **s)
     }
     print_message("      %d bad values refused, each in one line\n", cases);
     assert_true(cases > 20);
+}
+
+/* A value for option o on a command line: a flag none, a choice its first
+ * name other than not, a file name, a number. */
+static const char *some_value(const cli_opt *o, const char *not)
+{
+    if (o->type == CLI_FLAG)
+        return "";
+    if (o->type == CLI_CHOICE)
+        for (const cli_choice *c = o->ref; c->name; c++)
+            if (!not || strcmp(c->name, not))
+                return c->name;
+    return o->type == CLI_STR ? "ck.file" : "3";
+}
+
+/* An option that does not apply (its .needs unmet: --checkpoint-every and
+ * --resume-anywhere without --checkpoint, --reorth with --mode light) is
+ * refused, one line naming both options, exit 2, nothing written; with its
+ * need met the same command line runs. */
+static void test_not_applying(void **s)
+{
+    (void)s;
+    setup();
+    int cases = 0;
+    for (const lnkit_command *c = lnkit_commands; c->name; c++) {
+        if (!c->cmd->opts || !c->cmd->example)
+            continue;
+        static cli_flat f[CLI_MAX_OPTS];
+        void *args;
+        int n = table(c, &args, f);
+        for (int i = 0; i < n; i++) {
+            const cli_opt *o = f[i].o;
+            if (f[i].heading || !o->needs)
+                continue;
+            char need[64], ex[2048], *out, *err, pre[64], flag[64], unmet[160], met[160];
+            snprintf(need, sizeof need, "%s", o->needs);
+            char *eq = strchr(need, '=');
+            if (eq)
+                *eq++ = 0;
+            const cli_opt *no = NULL;
+            for (int j = 0; j < n; j++)
+                if (!f[j].heading && !strcmp(f[j].o->name, need))
+                    no = f[j].o;
+            assert_non_null(no);
+            snprintf(unmet, sizeof unmet, eq ? "--%s %s" : "", need, some_value(no, eq));
+            snprintf(met, sizeof met, "--%s %s", need, eq ? eq : some_value(no, NULL));
+            expand(ex, sizeof ex, c->cmd->example, "out.file");
+            snprintf(pre, sizeof pre, "lnkit %s: ", c->name);
+            cli_opt_flag(o, flag, sizeof flag);
+            int st = run(&out, &err, "%s %s %s %s %s", c->name, ex, unmet, flag,
+                         some_value(o, NULL));
+            char *files, needf[80];
+            snprintf(needf, sizeof needf, "--%s", need);
+            tu_run(&files, "ls -A '%s/run'", dir);
+            if (st != 2 || strncmp(err, pre, strlen(pre)) || n_lines(err) != 1 ||
+                !strstr(err, flag) || !strstr(err, needf) || out[0] || files[0])
+                fail_msg("lnkit %s %s %s %s: exit %d, stderr '%s', stdout '%s', files '%s'",
+                         c->name, ex, unmet, flag, st, err, out, files);
+            free(files), free(out), free(err);
+            st = run(&out, &err, "%s %s %s %s %s -q", c->name, ex, met, flag, some_value(o, NULL));
+            if (st)
+                fail_msg("lnkit %s %s %s %s: exit %d, stderr '%s'", c->name, ex, met, flag, st,
+                         err);
+            free(out), free(err);
+            cases++;
+        }
+        free(args);
+    }
+    print_message("      %d options that do not apply refused, each in one line\n", cases);
+    assert_true(cases >= 8); /* eigs, trace, density: 2 checkpoint options; eigs, density: --reorth */
+}
+
+/* Every message starts with the command's name, also those before the
+ * command line is parsed (the environment's settings, lnkit help), and a
+ * refused run is one line: the operator's checks (-k, --group's globs) come
+ * before the line on what the run works on.  A study's notes obey -q. */
+static void test_messages(void **s)
+{
+    (void)s;
+    setup();
+    static const struct {
+        const char *env, *args, *prefix;
+    } cases[] = {
+        {"LNK_MEM_LIMIT_MB=abc", "eval --config ../w.json --weights ../w.safetensors --batch "
+         "../b.safetensors", "lnkit eval: LNK_MEM_LIMIT_MB: "},
+        {"LNK_BLAS_KERNEL=Bogus", "eigs --help", "lnkit eigs: LNK_BLAS_KERNEL=Bogus: "},
+        {"LNK_MEM_LIMIT_MB=0", "help trace", "lnkit help: LNK_MEM_LIMIT_MB: "},
+        {"", "help eigs extra", "lnkit help: give one command"},
+        {"", "eigs --config ../w.json --weights ../w.safetensors --batch ../b.safetensors -k "
+         "99999", "lnkit eigs: -k 99999 is larger than the operator's size"},
+        {"", "blocks --config ../w.json --weights ../w.safetensors --batch ../b.safetensors "
+         "--group nosuch", "lnkit blocks: --group 'nosuch': "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *junk, p[PATH_MAX + 16];
+        int st = tu_run(&junk, "cd '%s' && rm -rf run && mkdir run && cd run && env %s '%s' %s "
+                        ">../stdout 2>../stderr", dir, cases[i].env, tu_lnkit(), cases[i].args);
+        free(junk);
+        snprintf(p, sizeof p, "%s/stderr", dir);
+        char *e = tu_read_file(p, NULL);
+        if (st != 2 || n_lines(e) != 1 || strncmp(e, cases[i].prefix, strlen(cases[i].prefix)))
+            fail_msg("%s lnkit %s: exit %d, stderr '%s' (expected one line '%s...')",
+                     cases[i].env, cases[i].args, st, e, cases[i].prefix);
+        free(e);
+    }
+    /* lnkit batch names the arrays it wrote (an lm batch has tgt rows only) */
+    static const char *const said[][2] = {
+        {"--config ../w.json --rows 3 --len 4", "lnkit batch: tgt [3, 5] -> x.st\n"},
+        {"--task cls --V 12 --rows 2 --len 4", "lnkit batch: src and labels [2, 4] -> x.st\n"},
+        {"--task seq2seq --V 12 --rows 2 --len 4", "lnkit batch: src [2, 4], tgt [2, 5] -> x.st\n"}};
+    for (size_t i = 0; i < sizeof said / sizeof said[0]; i++) {
+        char *out, *err;
+        assert_int_equal(run(&out, &err, "batch --synthetic %s -o x.st", said[i][0]), 0);
+        if (strcmp(err, said[i][1]))
+            fail_msg("lnkit batch --synthetic %s: stderr '%s', expected '%s'", said[i][0], err,
+                     said[i][1]);
+        free(out), free(err);
+    }
+    char build[PATH_MAX], *o;
+    build_dir(build, sizeof build);
+    const char *demo = "--out dp --seeds 1 --d 8 --L 1 --rows 2 --len 4 --V 8";
+    for (int q = 0; q < 2; q++) {
+        int st = tu_run(&o, "cd '%s/run' && '%s/studies/demo_postpre' %s %s 2>err && printf "
+                        "'[err]' && cat err", dir, build, demo, q ? "-q" : "");
+        const char *err = strstr(o, "[err]");
+        if (st || !err || err != o || (q && err[5]) ||
+            (!q && strncmp(err + 5, "demo_postpre: wrote dp/", 23)))
+            fail_msg("demo_postpre %s %s: exit %d, stdout then [err] stderr: '%s'", demo,
+                     q ? "-q" : "", st, o);
+        free(o);
+    }
 }
 
 /* -o - writes to standard output what -o FILE writes to FILE, and no
@@ -407,14 +557,7 @@ static void test_programs(void **s)
 {
     (void)s;
     char build[PATH_MAX];
-    snprintf(build, sizeof build, "%s", tu_lnkit());
-    char *slash = strstr(build, "/bin/lnkit");
-    if (!slash)
-        skip();
-    *slash = 0;
-    size_t lb = strlen(build);
-    if (lb > 8 && !strcmp(build + lb - 8, "/testing"))
-        build[lb - 8] = 0;
+    build_dir(build, sizeof build);
     /* the programs of the sources (studies/NAME.c, bench/NAME.c) as built */
     char *list;
     assert_int_equal(tu_run(&list, "cd '%s/..' && ls studies/*.c bench/*.c", build), 0);
@@ -453,7 +596,8 @@ int main(void)
         cmocka_unit_test(test_help_lists_the_table), cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_outputs_json_quiet), cmocka_unit_test(test_man_pages),
         cmocka_unit_test(test_one_vocabulary), cmocka_unit_test(test_long_work),
-        cmocka_unit_test(test_programs),
+        cmocka_unit_test(test_programs), cmocka_unit_test(test_not_applying),
+        cmocka_unit_test(test_messages),
     };
     return cmocka_run_group_tests_name("cli conventions", tests, NULL, NULL);
 }

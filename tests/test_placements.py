@@ -329,11 +329,13 @@ def test_eigs_checkpoint_resumes(tmp_path):
     import signal
     import time
     args = ["--part", "eigs", "--L", "2", "--d", "64", "--norm-pos", "peri", "--operator",
-            "functional", "--tol", "0", "--eig-steps", "120", "--checkpoint-every", "2"]
+            "functional", "--tol", "0", "--eig-steps", "120"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     subprocess.run([DRIVER, "--out", str(tmp_path / "ref.csv"), "--quiet"] + args, check=True,
                    env=env)
     ref = (tmp_path / "ref.csv").read_bytes()
+    # --checkpoint-every applies only with --checkpoint (refused without it)
+    args += ["--checkpoint-every", "2"]
     ck = tmp_path / "ck"
     resumed = 0
     for attempt in range(3):

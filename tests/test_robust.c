@@ -285,6 +285,10 @@ static void test_bounded_inputs(void **s)
                  "&& LNKIT init --config big.json -o o.safetensors");
     tr_expect_error(d, "is larger than the limit of 4096 bytes", "yes 'a b c' | head -c 5000 > t.txt && "
                  "LNKIT batch --text t.txt --max-input 4K -o o.safetensors");
+    /* below 1 KiB a size is said once ('21 bytes', not '21 bytes (21 bytes)') */
+    tr_expect_error(d, "text input of 37 bytes is larger than the limit of 21 bytes; ",
+                 "printf 'hello world this is a test\\nmore text\\n' > s.txt && "
+                 "LNKIT batch --text s.txt --max-input 21 -o o.safetensors");
     char *out;
     int st = tu_run(&out, "cd '%s' && '%s' batch --text t.txt --max-input 8K -o o.safetensors 2>&1", d,
                     tu_lnkit());

@@ -115,6 +115,18 @@ def test_density_defaults_equal_cli(md, pre):
     assert rel_err(d.density, [float(r["density"]) for r in rows]) <= 1e-10
 
 
+def test_density_bad_width_message(md, pre):
+    """A kernel width that overflows (the nodes' range here is above 2): the
+    library's own words (the CLI shows them after its option:
+    tests/test_robust_values.c), no internal function name."""
+    m, data = md
+    with pytest.raises(lnkit.Error) as e:
+        lnkit.density(m, data, runs=1, steps=6, sigma_fraction=1e308)
+    msg = str(e.value)
+    assert msg.startswith("fraction f = 1e+308 of the spectral range [") and \
+        msg.endswith("gives sigma = inf; expected a finite sigma > 0"), msg
+
+
 def test_blocks_equal_cli(md, pre):
     """Default settings, the tensors of one pattern and two groups: every
     column of -o, --pairs and --density."""

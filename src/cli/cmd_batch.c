@@ -48,6 +48,7 @@ static const cli_opt opts[] = {
             "the limit. A NUL byte stops the read with its byte offset."},
     CLI_MODEL(T, mo),
     {0}};
+#undef T
 
 static void defaults(void *p)
 {
@@ -163,8 +164,12 @@ int cmd_batch(int argc, char **argv)
     if (a.text)
         cli_say("use --V %d (or larger) with this batch\n", nv);
     free(vp);
-    cli_say("B = %d%s -> %s\n", b.B, b.tgt ? " (tgt rows)" : " (src rows)",
-            cli_is_stdout(a.out) ? "standard output" : a.out);
+    /* the arrays written, by the names the file gives them (lm: tgt alone) */
+    if (b.src)
+        cli_say("src%s [%d, %d]%s", b.labels ? " and labels" : "", b.B, b.S, b.tgt ? ", " : "");
+    if (b.tgt)
+        cli_say("tgt [%d, %d]", b.B, b.T);
+    cli_say(" -> %s\n", cli_is_stdout(a.out) ? "standard output" : a.out);
     lnk_batch_free(&b);
     return 0;
 }

@@ -236,6 +236,7 @@ int cmd_blocks(int argc, char **argv)
         cli_check(lnk_block_select(s.m, tensor_pat, &sel));
     int nb = sel.n_tensors + n_groups;
     block_row *b = make_rows(s.m, &sel, groups, n_groups);
+    cli_curv_say(&s); /* after the globs' check: a refused run is one line */
     /* what the run works on and how long it may take: every block costs at most
      * probes + eig-steps + 2 + runs x steps products */
     long per_block = bo.probes + bo.eig_steps + 2 + (long)bo.slq_runs * bo.slq_steps;

@@ -85,6 +85,7 @@ int cmd_density(int argc, char **argv)
     so.progress = cli_progress_fn;
     so.progress_ctx = &prog;
     cli_curv_open(&s, co, "density", opts, &a, outs, 2);
+    cli_curv_say(&s);
     /* --checkpoint: one run's basis in FILE.basis (the kernel width only
      * shapes the output: not in the checkpoint's identity) */
     int m = (size_t)so.steps < s.block_n ? so.steps : (int)s.block_n;

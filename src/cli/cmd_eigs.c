@@ -67,8 +67,8 @@ const cli_cmd cmd_eigs_decl = {
 
 /* The rule for pairs that did not converge (cli_not_converged): the worst
  * explicit residual of theirs relative to max|l|, and why they may not have
- * (m: the step limit, --max-steps or the operator's size; G's bottom end:
- * its cluster at 0). */
+ * (m: the step limit, --max-steps or the operator's size; an invariant
+ * subspace, where more steps cannot help; G's bottom end: its cluster at 0). */
 static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int m, int op)
 {
     int bad = 0, bad_top = 0;
@@ -79,9 +79,24 @@ static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int 
             bad_top += i < r->n_top;
             worst = fmax(worst, r->scale > 0 ? r->residual[i] / r->scale : r->residual[i]);
         }
+    /* m below --max-steps: m is the operator's size, the most steps there are */
+    int all_dims = r->steps >= m && m < eo->max_steps;
+    char why[512];
+    if (r->stop == LNK_EIGS_INVARIANT)
+        snprintf(why, sizeof why, "the run stopped at an invariant subspace (%s), so more steps "
+                 "cannot help: its Ritz values are exact but for rounding, and the rounding of "
+                 "the products is above the tolerance relative to max|l| = %.3g (an operator "
+                 "that is 0, or nearly, in these directions gives this; a larger --tol accepts "
+                 "them)", all_dims ? "its Krylov space is every direction of the operator"
+                 : "its Krylov space stopped growing", r->scale);
+    else if (all_dims && eo->mode == LNK_LANCZOS_LIGHT)
+        snprintf(why, sizeof why, "the run took as many steps as the operator has dimensions "
+                 "(%d), so more steps cannot help; light mode keeps no basis, so orthogonality "
+                 "may be lost by then (--mode full may converge them)", m);
     const char *hint = r->stop == LNK_EIGS_TOL
         ? "their residual bounds met the tolerance, the explicit residuals did not: rounding "
           "in double precision is above it (a larger --tol makes the two agree)"
+        : r->stop == LNK_EIGS_INVARIANT || (all_dims && eo->mode == LNK_LANCZOS_LIGHT) ? why
         : op == LNK_OP_GGN && !bad_top
         ? "G's bottom eigenvalues are a cluster at 0 (G is positive semidefinite) that Lanczos "
           "resolves slowly; each bottom value v bounds G's corresponding smallest eigenvalue "
@@ -117,6 +132,7 @@ int cmd_eigs(int argc, char **argv)
     if (eo.max_steps < eo.k_top + eo.k_bottom && (size_t)eo.max_steps < s.block_n)
         cli_die("--max-steps %d is smaller than the %d eigenpairs asked for", eo.max_steps,
                 eo.k_top + eo.k_bottom);
+    cli_curv_say(&s);
     /* --checkpoint: the basis in FILE.basis */
     int m = (size_t)eo.max_steps < s.block_n ? eo.max_steps : (int)s.block_n;
     int full = eo.mode == LNK_LANCZOS_FULL;

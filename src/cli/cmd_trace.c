@@ -79,6 +79,7 @@ int cmd_trace(int argc, char **argv)
     to.progress = cli_progress_fn;
     to.progress_ctx = &prog;
     cli_curv_open(&s, co, "trace", opts, &a, outs, 1);
+    cli_curv_say(&s);
     /* --checkpoint: Hutch++'s sketch and Q in FILE.basis */
     size_t sk = to.method == LNK_TRACE_HUTCHPP ? (size_t)to.probes / 3 : 0;
     if (sk > s.block_n)

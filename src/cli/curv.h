@@ -53,6 +53,7 @@ typedef struct {
     const cli_opt *own;
     const void *args;
     cli_ckpt_run run;   /* --checkpoint (cli_curv_ckpt) and the products */
+    const char *block;  /* --block as the operator was made with it (NULL: the whole model) */
 } cli_curv;
 
 /* An output of a curvature command: its path (NULL: not asked for), the
@@ -71,6 +72,11 @@ typedef struct {
  * and the operator. */
 void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const cli_opt *own,
                    const void *args, const cli_curv_out *outs, int n_outs);
+/* The line on what the run works on (the block selected, by name and size;
+ * the chunks, the scored tokens, the ranks).  A command says it after its own
+ * checks of the operator (-k against its size, --group's globs), so that a
+ * refused run is one line. */
+void cli_curv_say(const cli_curv *s);
 void cli_curv_close(cli_curv *s);
 /* The run is complete: cli_ckpt_done of its run, then cli_curv_close. */
 void cli_curv_done(cli_curv *s);

@@ -71,9 +71,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const c
     s->args = args;
     lnk_iso_time(s->start, sizeof s->start);
     s->t0 = lnk_now();
-    int P = lnk_comm_size();
     cli_load_model(&o->mo, o->weights, &s->c, &s->m, &s->theta);
-    size_t np = lnk_model_n_params(s->m);
     /* the inputs read once, recorded (path, size, SHA-256) with the seed for the sidecar */
     if (lnk_prov_seed(cli_prov(), "rng", o->rng_seed) != LNK_OK)
         cli_die_lib();
@@ -96,11 +94,18 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const c
     char *text = NULL;
     cli_check(lnk_meta_text(cli_prov(), &s->c, NULL, s->start, 0, &text));
     free(text);
+    s->block = o->block;
     cli_setup_done();
+}
+
+void cli_curv_say(const cli_curv *s)
+{
     /* what the run works on: the block actually selected, named */
     const lnk_block *b = lnk_hessian_block(s->h);
-    if (o->block)
-        cli_say("block '%s' of the %zu parameters: %zu parameters in %d tensor(s); ", o->block,
+    size_t np = lnk_model_n_params(s->m);
+    int P = lnk_comm_size();
+    if (s->block)
+        cli_say("block '%s' of the %zu parameters: %zu parameters in %d tensor(s); ", s->block,
                 np, s->block_n, b->n_tensors);
     else
         cli_say("the whole model: %zu parameters in %d tensors; ", np, b->n_tensors);

@@ -23,9 +23,24 @@ static void usage(FILE *f)
                "man lnkit, man lnkit-COMMAND: the manual pages.\n");
 }
 
+/* The name messages start with, known from argv[1] before anything can
+ * fail (a bad LNK_MEM_LIMIT_MB is "lnkit eval: LNK_MEM_LIMIT_MB: ..."):
+ * "lnkit CMD", "lnkit help", or "lnkit" without a command. */
+static const char *prog_name(int argc, char **argv, char *buf, size_t n)
+{
+    snprintf(buf, n, "lnkit");
+    for (const lnkit_command *c = lnkit_commands; argc > 1 && c->name; c++)
+        if (!strcmp(argv[1], c->name))
+            snprintf(buf, n, "lnkit %s", c->name);
+    if (argc > 1 && !strcmp(argv[1], "help"))
+        snprintf(buf, n, "lnkit help");
+    return buf;
+}
+
 int main(int argc, char **argv)
 {
-    cli_start(&argc, &argv, "lnkit");
+    char prog[64];
+    cli_start(&argc, &argv, prog_name(argc, argv, prog, sizeof prog));
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -33,7 +48,7 @@ int main(int argc, char **argv)
     const char *name = argv[1];
     int help = !strcmp(name, "help");
     if (help && argc > 3)
-        cli_die("help: give one command (lnkit help COMMAND)");
+        cli_die("give one command (lnkit help COMMAND), not %d words", argc - 2);
     if (help && argc == 3)
         name = argv[2];
     else if (help || !strcmp(name, "--help") || !strcmp(name, "-h")) {

@@ -31,16 +31,21 @@ void lnk_set_input_limit(size_t bytes)
     atomic_store(&input_limit, bytes ? bytes : LNK_INPUT_LIMIT_DEFAULT);
 }
 
-/* "1.5 GiB" style, for messages. */
-static const char *human(char *buf, size_t n, double bytes)
+/* "21 bytes", "17000000 bytes (16.21 MiB)": a size for messages, in the
+ * larger unit only where it says more. */
+static const char *size_text(char *buf, size_t n, unsigned long long size)
 {
     static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+    double x = (double)size;
     int u = 0;
-    while (bytes >= 1024 && u < 4) {
-        bytes /= 1024;
+    while (x >= 1024 && u < 4) {
+        x /= 1024;
         u++;
     }
-    snprintf(buf, n, u ? "%.4g %s" : "%.0f %s", bytes, unit[u]);
+    if (u)
+        snprintf(buf, n, "%llu bytes (%.4g %s)", size, x, unit[u]);
+    else
+        snprintf(buf, n, "%llu bytes", size);
     return buf;
 }
 
@@ -163,13 +168,12 @@ int lnk_read_input(const char *path, size_t max, const char *what, char **out, s
     int st = lnk_input_open(&in, path, what);
     if (st != LNK_OK)
         return st;
-    char h1[32], h2[32];
+    char h1[64], h2[64];
     if (in.regular && in.size > max) {
         lnk_input_close(&in, NULL);
-        return lnk_error(LNK_EFORMAT, "%s: %s of %llu bytes (%s) is larger than the limit of %zu "
-                         "bytes (%s)%s", path, what, (unsigned long long)in.size,
-                         human(h1, sizeof h1, (double)in.size), max,
-                         human(h2, sizeof h2, (double)max),
+        return lnk_error(LNK_EFORMAT, "%s: %s of %s is larger than the limit of %s%s", path, what,
+                         size_text(h1, sizeof h1, (unsigned long long)in.size),
+                         size_text(h2, sizeof h2, max),
                          max == lnk_input_limit() ? "; lnkit batch --max-input raises it" : "");
     }
     /* a regular file in one read (room for its NUL and for growth to show) */
@@ -219,8 +223,8 @@ int lnk_read_input(const char *path, size_t max, const char *what, char **out, s
     int fifo = !strcmp(in.kind, "a FIFO"), dev = !strcmp(in.kind, "a device");
     lnk_input_close(&in, digest);
     if (st == LNK_OK && len > max)
-        st = lnk_error(LNK_EFORMAT, "%s: %s is larger than the limit of %zu bytes (%s); stopped "
-                       "reading it (%s)%s", path, what, max, human(h2, sizeof h2, (double)max),
+        st = lnk_error(LNK_EFORMAT, "%s: %s is larger than the limit of %s; stopped reading it "
+                       "(%s)%s", path, what, size_text(h2, sizeof h2, max),
                        fifo ? "a FIFO" : dev ? "a device" : "it grew",
                        max == lnk_input_limit() ? "; lnkit batch --max-input raises it" : "");
     if (st != LNK_OK) {

@@ -3,6 +3,7 @@
  * include/lnkit/curvature.h. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -375,11 +376,17 @@ static int check_range(const char *fn, double lmin, double lmax)
     return LNK_OK;
 }
 
-static int result_sigma(const char *fn, double s, double *sigma)
+/* sigma = s from the width argument what ("fraction f = 0.01") over
+ * [lmin, lmax]: an error unless s > 0 and finite, saying why (a zero range,
+ * an underflow, an overflow), with no function name: a Python caller reads
+ * the same message. */
+static int result_sigma(const char *what, double s, double lmin, double lmax, double *sigma)
 {
     if (!(s > 0) || !isfinite(s))
-        return lnk_error(LNK_EINVAL, "%s: the resulting sigma = %g is not > 0 (zero spectral "
-                         "range?); give sigma explicitly", fn, s);
+        return lnk_error(LNK_EINVAL, "%s of the spectral range [%g, %g] gives sigma = %g; expected "
+                         "a finite sigma > 0%s", what, lmin, lmax, s,
+                         lmax == lmin ? " (the range is 0)"
+                         : s == 0 ? " (the product underflows)" : "");
     *sigma = s;
     return LNK_OK;
 }
@@ -395,7 +402,9 @@ int lnk_sigma_from_variance(double v, double lmin, double lmax, double *sigma)
     int rc = check_range(fn, lmin, lmax);
     if (rc != LNK_OK)
         return rc;
-    return result_sigma(fn, sqrt(v * fmax(1.0, lmax - lmin)), sigma);
+    char what[64];
+    snprintf(what, sizeof what, "variance fraction v = %g", v);
+    return result_sigma(what, sqrt(v * fmax(1.0, lmax - lmin)), lmin, lmax, sigma);
 }
 
 int lnk_sigma_from_kappa(double kappa, int m, double margin, double lmin, double lmax,
@@ -414,7 +423,9 @@ int lnk_sigma_from_kappa(double kappa, int m, double margin, double lmin, double
     if (rc != LNK_OK)
         return rc;
     double s = (1 + 2 * margin) * (lmax - lmin) / ((m - 1) * sqrt(8 * log(kappa)));
-    return result_sigma(fn, s, sigma);
+    char what[96];
+    snprintf(what, sizeof what, "kappa = %g with m = %d Lanczos steps", kappa, m);
+    return result_sigma(what, s, lmin, lmax, sigma);
 }
 
 int lnk_sigma_from_fraction(double f, double lmin, double lmax, double *sigma)
@@ -427,5 +438,7 @@ int lnk_sigma_from_fraction(double f, double lmin, double lmax, double *sigma)
     int rc = check_range(fn, lmin, lmax);
     if (rc != LNK_OK)
         return rc;
-    return result_sigma(fn, f * (lmax - lmin), sigma);
+    char what[64];
+    snprintf(what, sizeof what, "fraction f = %g", f);
+    return result_sigma(what, f * (lmax - lmin), lmin, lmax, sigma);
 }

@@ -22,6 +22,7 @@ const cli_opt cli_ckpt_table[] = {
     CLI_OPT_CHECKPOINT(T, path),
     CLI_OPT_CHECKPOINT_EVERY(T, every),
     {.type = CLI_FLAG, .name = "resume-anywhere", CLI_AT(T, resume_anywhere), .flags = CLI_META,
+     .needs = "checkpoint",
      .help = "resume a checkpoint written with another BLAS kernel, library, thread count or "
              "lnkit build (the result is then not bitwise an uninterrupted run's; the sidecar "
              "records the change)"},

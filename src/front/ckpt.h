@@ -27,7 +27,8 @@ void cli_ckpt_opts_default(cli_ckpt_opts *o);
      .doc = CLI_CHECKPOINT_DOC}
 #define CLI_OPT_CHECKPOINT_EVERY(T, f)                                                            \
     {.type = CLI_INT, .name = "checkpoint-every", .arg = "N", CLI_AT(T, f), .min = 1,            \
-     .max = 1 << 30, .help = "products between saves (a save also after 10 minutes)"}
+     .max = 1 << 30, .needs = "checkpoint",                                                     \
+     .help = "products between saves (a save also after 10 minutes)"}
 extern const char CLI_CHECKPOINT_DOC[];
 /* The three as a group (fields of a cli_ckpt_opts). */
 extern const cli_opt cli_ckpt_table[];

@@ -47,13 +47,15 @@
  * die; nothing for mb < 0 (the default: the library's budget). */
 void cli_set_cache(lnk_hessian *h, long mb);
 /* --mode full|light, --reorth partial|always (lnk_lanczos_mode,
- * lnk_reorth). */
+ * lnk_reorth); light mode keeps no basis, so --reorth given with it is
+ * refused (the default still fills the field: sidecars unchanged). */
 extern const cli_choice cli_lanczos_modes[], cli_reorths[];
 #define CLI_OPT_MODE(T, f, fl)                                                                    \
     {.type = CLI_CHOICE, .name = "mode", CLI_AT(T, f), .ref = cli_lanczos_modes, .flags = (fl),  \
      .help = "a stored basis, or none with ghost removal (memory 4 n)"}
 #define CLI_OPT_REORTH(T, f, fl)                                                                  \
     {.type = CLI_CHOICE, .name = "reorth", CLI_AT(T, f), .ref = cli_reorths, .flags = (fl),      \
+     .needs = "mode=full",                                                                       \
      .help = "full mode: reorthogonalise the basis when it loses semi-orthogonality (Simon's "   \
              "omega recurrence), or at every step"}
 #define CLI_LANCZOS(T, mode, reorth)                                                              \

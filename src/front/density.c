@@ -61,7 +61,7 @@ double cli_sigma(const cli_sigma_opts *o, double lo, double hi, int m, const cha
         cli_die("--%s %g for nodes in [%g, %g]: the nodes are all equal, their range 0 gives "
                 "no kernel width%s", *which, *value, lo, hi, sigma_hint(*which, *value, lo, hi));
     if (st)
-        cli_die("--%s %g for nodes in [%g, %g]: %s%s", *which, *value, lo, hi, lnk_errmsg(),
+        cli_die("--%s %g: %s%s", *which, *value, lnk_errmsg(), /* the message names the range */
                 sigma_hint(*which, *value, lo, hi));
     cli_check_sigma(sigma, lo, hi, o->per, max_points);
     return sigma;

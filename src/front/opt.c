@@ -325,7 +325,32 @@ const void *cli_default_of(const void *field)
     return defaults + (p - parsed_args);
 }
 
-/* Exclusion groups and required options, after the values. */
+/* An option given that does not apply (o->needs unmet) is refused, naming
+ * both options. */
+static void check_needs(const cli_opt *o)
+{
+    const char *eq = strchr(o->needs, '=');
+    size_t len = eq ? (size_t)(eq - o->needs) : strlen(o->needs);
+    char f[64], g[64], buf[64];
+    for (int j = 0; j < n_flat; j++) {
+        const cli_opt *n = flat[j].o;
+        if (flat[j].heading || !n->name || strlen(n->name) != len ||
+            strncmp(n->name, o->needs, len))
+            continue;
+        if (!eq && !given[j])
+            cli_die("%s applies only with %s%s%s, which is not given",
+                    cli_opt_flag(o, f, sizeof f), cli_opt_flag(n, g, sizeof g), n->arg ? " " : "",
+                    n->arg ? n->arg : "");
+        const char *v = eq ? cli_opt_text(n, flat[j].base, buf, sizeof buf) : NULL;
+        if (eq && (!v || strcmp(v, eq + 1)))
+            cli_die("%s applies only with %s %s, not %s %s", cli_opt_flag(o, f, sizeof f),
+                    cli_opt_flag(n, g, sizeof g), eq + 1, g, v ? v : "?");
+        return;
+    }
+}
+
+/* Exclusion groups, required options and options that do not apply, after
+ * the values. */
 static void check_given(void)
 {
     char f[64], list[512];
@@ -333,6 +358,8 @@ static void check_given(void)
         const cli_opt *o = flat[i].o;
         if (flat[i].heading)
             continue;
+        if (o->needs && given[i])
+            check_needs(o);
         if (o->excl) {
             int n = 0, first = 1, req = 0;
             size_t len = 0;

@@ -86,6 +86,9 @@ typedef struct cli_opt {
     const char *def;        /* the default as help shows it, when not the value's own */
     const char *unset;      /* CLI_STR: what identity and sidecar record when not given */
     const char *meta;       /* sidecar key, when not the name with '_' for '-' */
+    const char *needs;      /* "NAME": applies only when --NAME is given; "NAME=V": only when
+                               --NAME's value (given or default) is V; given otherwise, it is
+                               refused (never ignored); ignored where --NAME is not declared */
 } cli_opt;
 
 #define CLI_AT(T, f) .off = offsetof(T, f), .size = sizeof(((T *)0)->f)

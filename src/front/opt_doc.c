@@ -6,6 +6,10 @@
 #include "front/front.h"
 #include "front/opt_int.h"
 
+/* -q, --quiet (every program's; front/msg.c: cli_say is silent, cli_warn and
+ * cli_die are not), in --help and the man pages alike. */
+#define CLI_QUIET_HELP "no notes or progress: nothing on standard error but errors and warnings"
+
 #define COL 26   /* where help text starts */
 #define WIDTH 79
 
@@ -105,7 +109,7 @@ void cli_help(const cli_cmd *cmd, const void *args, FILE *f)
         fprintf(f, "\nOptions:\n");
     print_opts(fl, n, f);
     fprintf(f, "\nGeneral:\n");
-    help_line(f, "-q, --quiet", "nothing on standard error but errors", NULL);
+    help_line(f, "-q, --quiet", CLI_QUIET_HELP, NULL);
     help_line(f, "-h, --help", "this help", NULL);
 }
 
@@ -218,6 +222,6 @@ void cli_doc_roff(const cli_cmd *cmd, const void *args, FILE *f)
     fputs(".SS General\n", f);
     static const cli_opt quiet = {.type = CLI_FLAG, .key = 'q', .name = "quiet"},
                          help = {.type = CLI_FLAG, .key = 'h', .name = "help"};
-    roff_item(f, &quiet, NULL, "nothing on standard error but errors", NULL);
+    roff_item(f, &quiet, NULL, CLI_QUIET_HELP, NULL);
     roff_item(f, &help, NULL, "the options, their values and defaults", NULL);
 }
