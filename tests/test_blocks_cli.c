@@ -357,6 +357,40 @@ static void test_bad_input(void **s)
     }
 }
 
+/* Why extremes did not converge, in the warning (exit 3, results written):
+ * G_bb's bottom end at 0, said before the run too; an attention key bias
+ * (zero to rounding) alone, with no larger block to judge it against; the
+ * step limit. */
+static void test_hint(void **s)
+{
+    (void)s;
+    make_files("lm");
+    const char *base = "--config w_lm.json --weights w_lm.safetensors --batch b1_lm.safetensors "
+                       "--probes 2 --runs 1 --steps 3 -o h.csv";
+    struct {
+        const char *args, *want, *not;
+    } cases[] = {
+        {"--operator ggn --block dec.0.attn.wv --tol 1e-12", "resolves slowly; each bottom value "
+         "v is >= 0 up to rounding", "step limit was reached"},
+        {"--operator ggn --block dec.0.attn.wv --tol 1e-12", "--operator ggn: each block G_bb is "
+         "positive semidefinite", NULL},
+        {"--block dec.0.attn.bk", "a block zero to rounding (an attention key bias, say), and "
+         "no larger block in this run", "step limit was reached"},
+        {"--block dec.0.attn.wq --eig-steps 3", "the step limit was reached (a larger "
+         "--eig-steps", "semidefinite"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err;
+        int st = tu_run(&err, "cd '%s' && '%s' blocks %s %s 2>&1 >/dev/null", tu_tmpdir(),
+                        tu_lnkit(), base, cases[i].args);
+        if (st != 3 || !strstr(err, cases[i].want) || (cases[i].not && strstr(err, cases[i].not)))
+            fail_msg("lnkit blocks %s: exit %d, stderr '%s' (want exit 3, '%s'%s%s)",
+                     cases[i].args, st, err, cases[i].want, cases[i].not ? ", not " : "",
+                     cases[i].not ? cases[i].not : "");
+        free(err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_hvp_operator),
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
