@@ -391,6 +391,25 @@ static void test_hint(void **s)
     }
 }
 
+/* The header names what blocks works on: the model its blocks are parts of
+ * (not "the whole model"), and under --no-tensors no tensor blocks. */
+static void test_header(void **s)
+{
+    (void)s;
+    make_files("lm");
+    char *err;
+    int st = tu_run(&err, "cd '%s' && '%s' blocks --config w_lm.json --weights w_lm.safetensors "
+                    "--batch b1_lm.safetensors --probes 2 --runs 1 --steps 3 -o hd.csv --block "
+                    "'dec.0.*' --no-tensors --group dec.0.attn.wq 2>&1 >/dev/null", tu_tmpdir(),
+                    tu_lnkit());
+    if ((st != 0 && st != 3) || strstr(err, "whole model") ||
+        !strstr(err, "lnkit blocks: the model (its blocks below): ") ||
+        !strstr(err, "1 blocks: 1 group(s), no tensor blocks (--no-tensors; --block 'dec.0.*' "
+                "selects none)"))
+        fail_msg("lnkit blocks --no-tensors: exit %d, stderr '%s'", st, err);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_hint),
+        cmocka_unit_test(test_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -289,6 +289,7 @@ int cmd_blocks(int argc, char **argv)
      * blocks, not the groups' tensors. */
     const char *tensor_pat = co->block;
     co->block = NULL;
+    co->in_blocks = 1;
     cli_curv s;
     cli_curv_open(&s, co, "blocks", opts, &a, outs, 3);
     co->block = tensor_pat;
@@ -300,10 +301,15 @@ int cmd_blocks(int argc, char **argv)
     /* what the run works on and how long it may take: every block costs at most
      * probes + eig-steps + 2 + runs x steps products */
     long per_block = bo.probes + bo.eig_steps + 2 + (long)bo.slq_runs * bo.slq_steps;
-    cli_say("%d blocks: %d tensor(s)%s%s%s and %d group(s); at most %ld products (%ld a "
-            "block)\n", nb, sel.n_tensors, tensor_pat ? " matched by --block '" : "",
-            tensor_pat ? tensor_pat : "", tensor_pat ? "'" : "", n_groups, per_block * nb,
-            per_block);
+    if (tensors)
+        cli_say("%d blocks: %d tensor(s)%s%s%s and %d group(s)", nb, sel.n_tensors,
+                tensor_pat ? " matched by --block '" : "", tensor_pat ? tensor_pat : "",
+                tensor_pat ? "'" : "", n_groups);
+    else
+        cli_say("%d blocks: %d group(s), no tensor blocks (--no-tensors%s%s%s)", nb, n_groups,
+                tensor_pat ? "; --block '" : "", tensor_pat ? tensor_pat : "",
+                tensor_pat ? "' selects none" : "");
+    cli_say("; at most %ld products (%ld a block)\n", per_block * nb, per_block);
     /* G is positive semidefinite, so is each G_bb: say before the run why its
      * bottom extremes may take every step */
     if (co->op_kind == LNK_OP_GGN)
