@@ -410,6 +410,31 @@ static void test_header(void **s)
     free(err);
 }
 
+/* Progress inside a block: a run of more than 5 s prints 'block 1/1 *:
+ * products J of at most 424, E s, at most about L s left' lines; a shorter
+ * one none (its stderr as before).  Which of the two this machine gives is
+ * read from the run's own closing line. */
+static void test_progress(void **s)
+{
+    (void)s;
+    char *err;
+    int st = tu_run(&err, "cd '%s' && L='%s' && $L init --d 64 --h 4 --L 2 --V 200 --norm-pos "
+                    "pre -o wp.safetensors -q && $L batch --synthetic --config wp.json --rows 8 "
+                    "--len 32 --rng-seed 1 -o bp.safetensors -q && $L blocks --config wp.json "
+                    "--weights wp.safetensors --batch bp.safetensors --no-tensors --group '*' "
+                    "--operator ggn --probes 2 --runs 2 --steps 60 --eig-steps 300 -o pr.csv "
+                    "2>&1 >/dev/null", tu_tmpdir(), tu_lnkit());
+    const char *fin = strstr(err, "grid points, ");
+    double secs = fin ? atof(fin + strlen("grid points, ")) : -1;
+    const char *line = strstr(err, "lnkit blocks: block 1/1 *: products ");
+    if ((st != 0 && st != 3) || secs < 0 || (secs > 6 && !line) || (secs < 5 && line) ||
+        (line && !strstr(line, " of at most 424, ")) || (line && !strstr(line, " s left\n")))
+        fail_msg("lnkit blocks, %.2f s: exit %d, stderr '%s'", secs, st, err);
+    printf("blocks progress: a run of %.2f s, %s\n", secs, line ? "lines inside the block" :
+           "no lines inside the block");
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_hint),
         cmocka_unit_test(test_header),
+        cmocka_unit_test(test_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

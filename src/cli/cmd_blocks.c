@@ -202,6 +202,34 @@ static void densities(block_row *b, int nb, const cli_sigma_opts *sg, int steps,
     free(phi);
 }
 
+/* Progress inside a block: the block's operator wrapped, each product
+ * counted, a line at most every PROGRESS_EVERY seconds once the run has
+ * taken that long (short runs print only the per-block lines).  The products
+ * themselves are the wrapped operator's, untouched. */
+#define PROGRESS_EVERY 5.0
+typedef struct {
+    lnk_operator in;
+    const char *name;
+    int i, nb;
+    long done, per_block, total, all_done; /* this block's products, the run's */
+    double t0, last;
+} counted_op;
+
+static int counted_apply(void *ctx, const double *x, double *y)
+{
+    counted_op *c = ctx;
+    int st = c->in.apply(c->in.ctx, x, y);
+    c->done++, c->all_done++;
+    double now = lnk_now(), el = now - c->t0;
+    if (el >= PROGRESS_EVERY && now - c->last >= PROGRESS_EVERY) {
+        c->last = now;
+        cli_say("block %d/%d %s: products %ld of at most %ld, %.0f s, at most about %.0f s "
+                "left\n", c->i + 1, c->nb, c->name, c->done, c->per_block, el,
+                el / (double)c->all_done * (double)(c->total - c->i * c->per_block - c->done));
+    }
+    return st;
+}
+
 /* Why the extremes of b[0..nb) that did not converge may not have (the hint
  * of cli_not_converged, in buf): G_bb's bottom end is a cluster at 0 (G is
  * positive semidefinite); a run that used all --eig-steps; a run that ended
@@ -319,10 +347,14 @@ int cmd_blocks(int argc, char **argv)
                 "residuals; each bottom value v still bounds the block's smallest eigenvalue "
                 "to [0, v]\n", bo.eig_steps);
     double t0 = lnk_now();
+    counted_op cop = {.nb = nb, .per_block = per_block, .total = per_block * nb, .t0 = t0,
+                      .last = t0};
     for (int i = 0; i < nb; i++) {
         if (lnk_hessian_set_block(s.h, b[i].name) != LNK_OK) /* agreed over the ranks */
             cli_die_lib();
-        lnk_operator op = lnk_hessian_operator(s.h);
+        cop.in = lnk_hessian_operator(s.h);
+        cop.name = b[i].name, cop.i = i, cop.done = 0;
+        lnk_operator op = {cop.in.n, &cop, counted_apply, cop.in.group};
         check_named(lnk_blockstat_compute(&op, &bo, &b[i].st), "block", b[i].name);
         double el = lnk_now() - t0, left = el / (i + 1) * (nb - i - 1);
         cli_say("%d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, %.6g]  %.1f s, about "
