@@ -225,6 +225,8 @@ $(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_CMDS) $(T_FRONT) $(T_LIB) tests/tes
 	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(TEST_KIT) $(T_CMDS) \
 	    $(T_FRONT) $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
 $(KIT_TESTS): TEST_KIT = $(T_KIT)
+# the benchmark it runs (-o -), built with the tests
+$(BUILD)/tests/test_bench_out: | $(BUILD)/bench/bench_curvature
 $(KIT_TESTS): $(T_KIT)
 
 $(CLI_DOC): tools/cli_doc.c $(CMDS) $(FRONT) $(LIB)
