@@ -290,6 +290,51 @@ static const char *unconverged_hint(const block_row *b, int nb, int op, int eig_
     return n ? buf : NULL;
 }
 
+/* What the run works on and may take (n_tensors < 0: --no-tensors), and
+ * for G why its blocks' bottom extremes may take every step. */
+static void say_plan(int nb, int n_tensors, const char *tensor_pat, int n_groups, long per_block,
+                     int op_kind, int eig_steps)
+{
+    if (n_tensors >= 0)
+        cli_say("%d blocks: %d tensor(s)%s%s%s and %d group(s)", nb, n_tensors,
+                tensor_pat ? " matched by --block '" : "", tensor_pat ? tensor_pat : "",
+                tensor_pat ? "'" : "", n_groups);
+    else
+        cli_say("%d blocks: %d group(s), no tensor blocks (--no-tensors%s%s%s)", nb, n_groups,
+                tensor_pat ? "; --block '" : "", tensor_pat ? tensor_pat : "",
+                tensor_pat ? "' selects none" : "");
+    cli_say("; at most %ld products (%ld a block)\n", per_block * nb, per_block);
+    /* G is positive semidefinite, so is each G_bb: say before the run why its
+     * bottom extremes may take every step */
+    if (op_kind == LNK_OP_GGN)
+        cli_say("--operator ggn: each block G_bb is positive semidefinite, so its bottom "
+                "eigenvalue is >= 0 and usually in a cluster at 0 that Lanczos resolves slowly: "
+                "the bottom extremes may take all %d --eig-steps and stay unconverged by their "
+                "residuals; each bottom value v still bounds the block's smallest eigenvalue "
+                "to [0, v]\n", eig_steps);
+}
+
+/* Each block's statistics in turn (its operator counted: the progress
+ * inside it), a line after each. */
+static void compute_blocks(lnk_hessian *h, block_row *b, int nb, const lnk_blockstat_opts *bo,
+                           long per_block, double t0)
+{
+    counted_op cop = {.nb = nb, .per_block = per_block, .total = per_block * nb, .t0 = t0,
+                      .last = t0};
+    for (int i = 0; i < nb; i++) {
+        if (lnk_hessian_set_block(h, b[i].name) != LNK_OK) /* agreed over the ranks */
+            cli_die_lib();
+        cop.in = lnk_hessian_operator(h);
+        cop.name = b[i].name, cop.i = i, cop.done = 0;
+        lnk_operator op = {cop.in.n, &cop, counted_apply, cop.in.group};
+        check_named(lnk_blockstat_compute(&op, bo, &b[i].st), "block", b[i].name);
+        double el = lnk_now() - t0, left = el / (i + 1) * (nb - i - 1);
+        cli_say("%d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, %.6g]  %.1f s, about "
+                "%.0f s left\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
+                b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, el, left);
+    }
+}
+
 int cmd_blocks(int argc, char **argv)
 {
     blocks_args a;
@@ -329,38 +374,10 @@ int cmd_blocks(int argc, char **argv)
     /* what the run works on and how long it may take: every block costs at most
      * probes + eig-steps + 2 + runs x steps products */
     long per_block = bo.probes + bo.eig_steps + 2 + (long)bo.slq_runs * bo.slq_steps;
-    if (tensors)
-        cli_say("%d blocks: %d tensor(s)%s%s%s and %d group(s)", nb, sel.n_tensors,
-                tensor_pat ? " matched by --block '" : "", tensor_pat ? tensor_pat : "",
-                tensor_pat ? "'" : "", n_groups);
-    else
-        cli_say("%d blocks: %d group(s), no tensor blocks (--no-tensors%s%s%s)", nb, n_groups,
-                tensor_pat ? "; --block '" : "", tensor_pat ? tensor_pat : "",
-                tensor_pat ? "' selects none" : "");
-    cli_say("; at most %ld products (%ld a block)\n", per_block * nb, per_block);
-    /* G is positive semidefinite, so is each G_bb: say before the run why its
-     * bottom extremes may take every step */
-    if (co->op_kind == LNK_OP_GGN)
-        cli_say("--operator ggn: each block G_bb is positive semidefinite, so its bottom "
-                "eigenvalue is >= 0 and usually in a cluster at 0 that Lanczos resolves slowly: "
-                "the bottom extremes may take all %d --eig-steps and stay unconverged by their "
-                "residuals; each bottom value v still bounds the block's smallest eigenvalue "
-                "to [0, v]\n", bo.eig_steps);
+    say_plan(nb, tensors ? sel.n_tensors : -1, tensor_pat, n_groups, per_block, co->op_kind,
+             bo.eig_steps);
     double t0 = lnk_now();
-    counted_op cop = {.nb = nb, .per_block = per_block, .total = per_block * nb, .t0 = t0,
-                      .last = t0};
-    for (int i = 0; i < nb; i++) {
-        if (lnk_hessian_set_block(s.h, b[i].name) != LNK_OK) /* agreed over the ranks */
-            cli_die_lib();
-        cop.in = lnk_hessian_operator(s.h);
-        cop.name = b[i].name, cop.i = i, cop.done = 0;
-        lnk_operator op = {cop.in.n, &cop, counted_apply, cop.in.group};
-        check_named(lnk_blockstat_compute(&op, &bo, &b[i].st), "block", b[i].name);
-        double el = lnk_now() - t0, left = el / (i + 1) * (nb - i - 1);
-        cli_say("%d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, %.6g]  %.1f s, about "
-                "%.0f s left\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
-                b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, el, left);
-    }
+    compute_blocks(s.h, b, nb, &bo, per_block, t0);
     lnk_blockstat **st = malloc(sizeof *st * (size_t)nb);
     cli_check(st ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
     for (int i = 0; i < nb; i++)
