@@ -225,6 +225,8 @@ $(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_CMDS) $(T_FRONT) $(T_LIB) tests/tes
 	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(TEST_KIT) $(T_CMDS) \
 	    $(T_FRONT) $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
 $(KIT_TESTS): TEST_KIT = $(T_KIT)
+# the benchmark it runs (-o -), built with the tests
+$(BUILD)/tests/test_bench_out: | $(BUILD)/bench/bench_curvature
 $(KIT_TESTS): $(T_KIT)
 
 $(CLI_DOC): tools/cli_doc.c $(CMDS) $(FRONT) $(LIB)
@@ -341,16 +343,18 @@ test-readme: all
 # The user guide's command reference (docs/guide/commands.md), generated from
 # the option tables by tools/cli_doc, as the man pages' OPTIONS are, and the
 # study programs' options (docs/guide/study-options.md: their --help).
-docs: $(CLI_DOC) $(STUDY_BIN)
+docs: $(CLI_DOC) $(STUDY_BIN) $(BENCH_BIN)
 	$(CLI_DOC) --markdown > docs/guide/commands.md.tmp
 	mv docs/guide/commands.md.tmp docs/guide/commands.md
 	bash tools/study_doc.sh $(BUILD) > docs/guide/study-options.md.tmp
 	mv docs/guide/study-options.md.tmp docs/guide/study-options.md
+	bash tools/study_doc.sh $(BUILD) bench > docs/guide/bench-options.md.tmp
+	mv docs/guide/bench-options.md.tmp docs/guide/bench-options.md
 # The documents against what they describe: the command reference equals
 # what `make docs` makes, every link of README.md and docs/ resolves, every
 # man page renders without a warning, lnkit(1) names every environment
 # variable the programs read (tests/test_docs.sh).
-test-docs: all
+test-docs: all $(BENCH_BIN)
 	PYTHON=$(PYTHON) bash tests/test_docs.sh $(BUILD)
 
 # The examples (examples/), built against the installed lnkit (pkg-config);

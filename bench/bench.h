@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "front/front.h"
 #include "front/opt.h"
 #include "lnkit/lnkit.h"
@@ -17,6 +18,21 @@ static inline int cmp_double(const void *a, const void *b)
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+
+/* The report's stream: standard output, or standard error when -o is '-'
+ * (report_to_fit(out), called before the first line), so that standard
+ * output carries the CSV alone. */
+static inline FILE **report_stream(void)
+{
+    static FILE *f;
+    return &f;
+}
+static inline void report_to_fit(const char *out)
+{
+    *report_stream() = out && !strcmp(out, "-") ? stderr : stdout;
+}
+#define report(...) fprintf(*report_stream() ? *report_stream() : stdout, __VA_ARGS__)
+#define report_flush() fflush(*report_stream() ? *report_stream() : stdout)
 
 /* Median of t[0..n) (sorts t). */
 static inline double median(double *t, int n)

@@ -60,7 +60,8 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
      .max = 1024, .help = "BLAS threads"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "also write the times as CSV; -: standard output"},
+     .flags = CLI_WRITES, .help = "also write the times as CSV; -: "
+             "standard output (the report then on standard error)"},
     {0}};
 
 static void defaults(void *p) { *(args_t *)p = (args_t){6800000, 80, 2, NULL}; }
@@ -82,11 +83,11 @@ typedef struct {
 /* FULL: ten real steps on a fresh workspace (after its first touch). */
 static void full_steps(lnk_lanczos *w, lnk_operator *op, const rows_t *R)
 {
-    printf("\n  FULL step j   apply (s)   vector work (s)\n");
+    report("\n  FULL step j   apply (s)   vector work (s)\n");
     for (int j = 1; j <= 10; j++) {
         if (lnk_lanczos_step(w, op) != LNK_OK)
             cli_die_lib();
-        printf("  %11d   %9.4f   %15.4f\n", j, w->last_apply, w->last_orth);
+        report("  %11d   %9.4f   %15.4f\n", j, w->last_apply, w->last_orth);
         if (R->out)
             fprintf(R->out, "%zu,%d,full_step,%d,%.6g,\n", R->n, R->threads, j, w->last_orth);
     }
@@ -98,8 +99,8 @@ static void reorth_cgs(const lnk_lanczos *w, const int *js, double *tj, double *
                        const rows_t *R)
 {
     size_t n = R->n;
-    printf("\n  reorthogonalisation at step j (2 x CGS = 4 dgemv over j x n)\n");
-    printf("  %6s   %10s   %8s\n", "j", "median (s)", "GB/s");
+    report("\n  reorthogonalisation at step j (2 x CGS = 4 dgemv over j x n)\n");
+    report("  %6s   %10s   %8s\n", "j", "median (s)", "GB/s");
     for (int k = 0; k < 4; k++) {
         double t[3];
         for (int rep = 0; rep < 3; rep++) {
@@ -111,7 +112,7 @@ static void reorth_cgs(const lnk_lanczos *w, const int *js, double *tj, double *
         qsort(t, 3, sizeof(double), cmp_double);
         tj[k] = t[1];
         double gbs = 4.0 * js[k] * (double)n * 8 / tj[k] / 1e9;
-        printf("  %6d   %10.4f   %8.2f\n", js[k], tj[k], gbs);
+        report("  %6d   %10.4f   %8.2f\n", js[k], tj[k], gbs);
         if (R->out)
             fprintf(R->out, "%zu,%d,reorth,%d,%.6g,%.4g\n", n, R->threads, js[k], tj[k], gbs);
     }
@@ -123,8 +124,8 @@ static void reorth_cgs(const lnk_lanczos *w, const int *js, double *tj, double *
 static void reorth_blocked(const lnk_lanczos *w, int M, const int *js, double *x, const rows_t *R)
 {
     size_t n = R->n;
-    printf("\n  blocked Gram-Schmidt with the DGKS test (lnk_cv_reorth) against j rows\n");
-    printf("  %6s   %10s   %8s   %10s\n", "j", "median (s)", "GB/s", "rows read");
+    report("\n  blocked Gram-Schmidt with the DGKS test (lnk_cv_reorth) against j rows\n");
+    report("  %6s   %10s   %8s   %10s\n", "j", "median (s)", "GB/s", "rows read");
     double *hh = calloc(2 * ((size_t)M + 2) * 2, sizeof(double));
     for (int k = 0; k < 4; k++) {
         double t[3], rows = 0;
@@ -140,7 +141,7 @@ static void reorth_blocked(const lnk_lanczos *w, int M, const int *js, double *x
         }
         qsort(t, 3, sizeof(double), cmp_double);
         double gbs = rows * (double)n * 8 / t[1] / 1e9;
-        printf("  %6d   %10.4f   %8.2f   %10.0f\n", js[k], t[1], gbs, rows);
+        report("  %6d   %10.4f   %8.2f   %10.0f\n", js[k], t[1], gbs, rows);
         if (R->out)
             fprintf(R->out, "%zu,%d,reorth_blocked,%d,%.6g,%.4g\n", n, R->threads, js[k], t[1],
                     gbs);
@@ -153,11 +154,12 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_curvature");
     args_t arg;
     cli_parse(&cmd, &arg, argc, argv);
+    report_to_fit(arg.out); /* -o -: the CSV alone on standard output */
     size_t n = (size_t)arg.n;
     int M = arg.steps, threads = arg.threads;
     lnk_set_blas_threads(threads);
-    printf("bench_curvature: n = %zu, M = %d steps, %d BLAS threads\n", n, M, lnk_blas_threads());
-    printf("  basis memory: FULL %.3f GB ((M+1) n doubles), LIGHT %.3f GB (4 n doubles)\n",
+    report("bench_curvature: n = %zu, M = %d steps, %d BLAS threads\n", n, M, lnk_blas_threads());
+    report("  basis memory: FULL %.3f GB ((M+1) n doubles), LIGHT %.3f GB (4 n doubles)\n",
            lnk_lanczos_bytes(n, M, LNK_LANCZOS_FULL) / 1e9,
            lnk_lanczos_bytes(n, M, LNK_LANCZOS_LIGHT) / 1e9);
 
@@ -180,7 +182,7 @@ int main(int argc, char **argv)
     memset(w->V, 0, ((size_t)M + 1) * n * sizeof(double));
     if (lnk_lanczos_start(w, NULL, 1) != LNK_OK)
         cli_die_lib();
-    printf("  allocated, first-touched and started in %.2f s\n", lnk_now() - t0);
+    report("  allocated, first-touched and started in %.2f s\n", lnk_now() - t0);
     full_steps(w, &op, &R);
     /* Rows 11..M: copies of real vectors (dgemv time does not depend on values). */
     for (int r = 11; r <= M; r++)
@@ -218,11 +220,11 @@ int main(int argc, char **argv)
         fprintf(out, "%zu,%d,full_run_vector_work,%d,%.6g,\n", n, threads, M, total);
         cli_fclose(out, arg.out);
     }
-    printf("\n  LIGHT step vector work: %.4f s\n", light);
-    printf("  FULL %d-step run, vector work (fit %.4f + %.5f j s): %.1f s;  LIGHT: %.1f s\n", M,
+    report("\n  LIGHT step vector work: %.4f s\n", light);
+    report("  FULL %d-step run, vector work (fit %.4f + %.5f j s): %.1f s;  LIGHT: %.1f s\n", M,
            a, b, total, light * M);
-    printf("  (add %d H v products for the whole run on the Hessian)\n", M);
-    printf("  total bench time %.1f s\n", lnk_now() - t0);
+    report("  (add %d H v products for the whole run on the Hessian)\n", M);
+    report("  total bench time %.1f s\n", lnk_now() - t0);
     free(x), free(h), free(g.d);
     return 0;
 }

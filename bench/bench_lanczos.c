@@ -74,7 +74,8 @@ static const cli_opt opts[] = {
     {.type = CLI_FLAG, .name = "pretouch", CLI_AT(args_t, pretouch),
      .help = "write the whole basis before the first step (timed apart)"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "also write the results as one CSV row; -: standard output"},
+     .flags = CLI_WRITES, .help = "also write the results as one CSV row; -: "
+             "standard output (the report then on standard error)"},
     {0}};
 
 static void defaults(void *p)
@@ -97,6 +98,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_lanczos");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
+    report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int steps = a.steps, repeat = a.repeat, reorth = a.reorth, prefault = a.prefault;
     int pretouch = a.pretouch;
     const char *pf_name[] = {"ahead", "step", "none"}, *pos = a.norm_pos ? "pre" : "post";
@@ -124,7 +126,7 @@ int main(int argc, char **argv)
     if (!h)
         cli_die_lib();
     lnk_operator op = lnk_hessian_operator(h);
-    printf("bench_lanczos: lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 %s-LN, n = %zu, BLAS "
+    report("bench_lanczos: lm d=256 h=4 L=6 d_ff=1024 V=4000 B=16 T=32 %s-LN, n = %zu, BLAS "
            "threads %d, kernel %s, %s reorthogonalisation, prefault %s\n", pos, n,
            lnk_blas_threads(), lnk_blas_kernel(),
            reorth == LNK_REORTH_PARTIAL ? "partial" : "full (always)", pf_name[prefault]);
@@ -145,13 +147,13 @@ int main(int argc, char **argv)
     t_pre = lnk_now() - t_pre;
     if (lnk_lanczos_start(w, NULL, 0))
         cli_die_lib();
-    printf("H v alone (primal pass kept): median %.4f s of %d\n", alone, repeat);
+    report("H v alone (primal pass kept): median %.4f s of %d\n", alone, repeat);
     if (pretouch)
-        printf("basis written before the run (--pretouch): %.2f s, not in the steps\n", t_pre);
-    printf("basis memory: %.1f MB for %d steps ((m+1) n doubles); Hessian workspace %.1f MB\n",
+        report("basis written before the run (--pretouch): %.2f s, not in the steps\n", t_pre);
+    report("basis memory: %.1f MB for %d steps ((m+1) n doubles); Hessian workspace %.1f MB\n",
            lnk_lanczos_bytes(n, steps, LNK_LANCZOS_FULL) / 1e6, steps,
            lnk_hessian_workspace_bytes(h) / 1e6);
-    printf("%6s %10s %10s %10s %8s\n", "step", "hvp_s", "vector_s", "step_s", "vector%");
+    report("%6s %10s %10s %10s %8s\n", "step", "hvp_s", "vector_s", "step_s", "vector%");
     double t0 = lnk_now(), tail_apply = 0, tail_orth = 0, tail_touch = 0;
     int tail0 = steps - 20;
     for (int j = 1; j <= steps && !w->done; j++) {
@@ -160,7 +162,7 @@ int main(int argc, char **argv)
         if (j > tail0)
             tail_apply += w->last_apply, tail_orth += w->last_orth, tail_touch += w->last_touch;
         if (j == 1 || j == 10 || j == 20 || j == 40 || j == steps || j % 80 == 0)
-            printf("%6d %10.4f %10.4f %10.4f %7.1f%%\n", j, w->last_apply, w->last_orth,
+            report("%6d %10.4f %10.4f %10.4f %7.1f%%\n", j, w->last_apply, w->last_orth,
                    w->last_apply + w->last_orth,
                    100 * w->last_orth / (w->last_apply + w->last_orth));
     }
@@ -169,12 +171,12 @@ int main(int argc, char **argv)
     double after = product_alone(&op, x, y, repeat);
     alone = 0.5 * (alone + after);
     double step_tail = (tail_apply + tail_orth) / 20, apply_tail = tail_apply / 20;
-    printf("%d steps: %.2f s in all (H v %.2f s, vector work %.2f s); %d reorthogonalisations, "
+    report("%d steps: %.2f s in all (H v %.2f s, vector work %.2f s); %d reorthogonalisations, "
            "%.0f basis rows read (full reorthogonalisation: %.0f)\n", w->steps, tot, w->t_apply,
            w->t_orth, w->n_reorth, w->reorth_rows, 4.0 * w->steps * (w->steps + 1) / 2);
-    printf("H v alone after the run: median %.4f s; the mean of before and after is the "
+    report("H v alone after the run: median %.4f s; the mean of before and after is the "
            "reference below\n", after);
-    printf("steps %d..%d: mean step %.4f s = %.3f x the product alone (target <= 1.15); H v "
+    report("steps %d..%d: mean step %.4f s = %.3f x the product alone (target <= 1.15); H v "
            "inside the loop %.4f s (%.3f x alone), vector work %.4f s a step, of which %.4f s "
            "faulting in new basis rows outside the product (a helper thread does it during "
            "the product; this is what it left)\n", tail0 + 1, steps, step_tail,

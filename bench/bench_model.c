@@ -394,7 +394,7 @@ static void write_csv(lnk_afile *af, const result *r, int nr, double dgemm)
 
 static void print_table(const result *r, int nr, double dgemm)
 {
-    printf("%-3s %-11s %9s %9s %9s %9s %9s %6s %8s %8s %7s %7s %7s %6s %6s %6s %8s %8s %6s "
+    report("%-3s %-11s %9s %9s %9s %9s %9s %6s %8s %8s %7s %7s %7s %6s %6s %6s %8s %8s %6s "
            "%9s %6s %9s %6s\n",
            "cfg", "pos", "n_params", "fwd_s", "grad_s", "hvp_s", "kept_s", "kept/h", "grad/fwd",
            "hvp/grad", "fwd_GF", "grad_GF", "hvp_GF", "fwd%", "grad%", "hvp%", "ws_MB", "rss_MB",
@@ -403,7 +403,7 @@ static void print_table(const result *r, int nr, double dgemm)
         const result *x = &r[i];
         double gf, gg, gh, nan = x->var->full ? 1 : NAN;
         rates(x, &gf, &gg, &gh);
-        printf("%-3s %-11s %9zu %9.5f %9.5f %9.5f %9.5f %6.3f %8.2f %8.2f %7.2f %7.2f %7.2f "
+        report("%-3s %-11s %9zu %9.5f %9.5f %9.5f %9.5f %6.3f %8.2f %8.2f %7.2f %7.2f %7.2f "
                "%5.1f%% %5.1f%% %5.1f%% %8.1f %8.1f %5.0f%% %9.5f %6.3f %9.5f %6.3f\n",
                x->s->name, x->var->label, x->n_params, x->fwd_s, x->grad_s, x->hvp_s,
                nan * x->kept_s, nan * x->kept_s / x->hvp_s, x->grad_s / x->fwd_s,
@@ -411,7 +411,7 @@ static void print_table(const result *r, int nr, double dgemm)
                100 * gh / dgemm, x->ws_mb, x->rss_mb, 100 * x->other, nan * x->ggn_s,
                nan * x->ggn_s / x->kept_s, nan * x->fun_s, nan * x->fun_s / x->kept_s);
     }
-    printf("(kept_s = H v reusing the primal pass (lnk_model_hvp_apply); GF = GFLOP/s of the "
+    report("(kept_s = H v reusing the primal pass (lnk_model_hvp_apply); GF = GFLOP/s of the "
            "analytic GEMM flops of the full H v;\n %% = fraction of the DGEMM rate; ws_MB = "
            "lnk_workspace_bytes; rss_MB = peak resident set of the process so far;\n"
            " other = CPU share taken by other processes during the row's runs: above a few %%, "
@@ -438,11 +438,11 @@ static void print_table(const result *r, int nr, double dgemm)
                 parts_ok = 0;
         }
     }
-    printf("target hvp_s <= 3 grad_s (every row): %s\n", hvp_ok ? "met" : "MISSED");
+    report("target hvp_s <= 3 grad_s (every row): %s\n", hvp_ok ? "met" : "MISSED");
     if (have_b)
-        printf("target grad >= 50%% of DGEMM rate on b: %s\n", frac_ok ? "met" : "MISSED");
+        report("target grad >= 50%% of DGEMM rate on b: %s\n", frac_ok ? "met" : "MISSED");
     if (have_parts)
-        printf("target H v >= 60%% of DGEMM rate on every placement and part row (b): %s\n",
+        report("target H v >= 60%% of DGEMM rate on every placement and part row (b): %s\n",
                parts_ok ? "met" : "MISSED");
 }
 
@@ -462,7 +462,8 @@ static const cli_opt opts[] = {
      .help = "the configurations: a (d=128, V=1000), b (d=256, V=4000; with the placements' "
              "and parts' rows) or both"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "also write the results as CSV (atomically); -: standard output"},
+     .flags = CLI_WRITES, .help = "also write the results as CSV (atomically); -: "
+             "standard output (the report then on standard error)"},
     {0}};
 
 static void defaults(void *p) { *(args_t *)p = (args_t){0, 10, 7, "all", NULL}; }
@@ -480,6 +481,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_model");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
+    report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int threads = a.threads, repeat = a.repeat, vrepeat = a.variant_repeat;
     const char *which = a.model, *csv = a.out;
     if (strcmp(which, "a") && strcmp(which, "b") && strcmp(which, "all"))
@@ -491,11 +493,11 @@ int main(int argc, char **argv)
         die_at("-o");
     if (threads > 0)
         openblas_set_num_threads(threads);
-    printf("lnkit %s bench_model: lm, layernorm, B=16 T=32; OpenBLAS threads = %d (%s); "
+    report("lnkit %s bench_model: lm, layernorm, B=16 T=32; OpenBLAS threads = %d (%s); "
            "median of %d runs after %d warm-ups\n",
            LNK_VERSION, openblas_get_num_threads(), threads > 0 ? "--threads" : "OpenBLAS default",
            repeat, WARMUP);
-    printf("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), cli_blas_note());
+    report("OpenBLAS kernel %s (%s)\n", lnk_blas_kernel(), cli_blas_note());
 
     /* smallest config first and DGEMM last, so that ru_maxrss after a config is
      * (to allocator slack) that config's own peak. */
@@ -505,7 +507,7 @@ int main(int argc, char **argv)
         const size_cfg *s = &SIZES[k];
         if (strcmp(which, "all") && strcmp(which, s->name))
             continue;
-        printf("  %s: d=%d h=%d L=%d d_ff=%d V=%d B=%d T=%d; GFLOP fwd %.3f grad %.3f hvp %.3f\n",
+        report("  %s: d=%d h=%d L=%d d_ff=%d V=%d B=%d T=%d; GFLOP fwd %.3f grad %.3f hvp %.3f\n",
                s->name, s->d, s->h, s->L, s->d_ff, s->V, s->B, s->T, flops_fwd(s) / 1e9,
                flops_grad(s) / 1e9, flops_hvp(s) / 1e9);
         for (int p = 0; p < 2; p++) {
@@ -514,7 +516,7 @@ int main(int argc, char **argv)
         }
         if (strcmp(s->name, "b"))
             continue;
-        printf("  %s, SwiGLU: GFLOP fwd %.3f hvp %.3f (the other parts: as above)\n", s->name,
+        report("  %s, SwiGLU: GFLOP fwd %.3f hvp %.3f (the other parts: as above)\n", s->name,
                flops_fwd_v(s, 1) / 1e9, flops_hvp_v(s, 1) / 1e9);
         for (int p = 0; p < N_PARTS; p++) {
             cli_say("running %s %s ...\n", s->name, PARTS[p].label);
@@ -524,7 +526,7 @@ int main(int argc, char **argv)
     cpu_mark mark = cpu_now();
     double w0 = lnk_now(), dgemm = dgemm_rate(DGEMM_N);
     double other = other_load(mark, lnk_now() - w0);
-    printf("DGEMM %dx%dx%d: %.2f GFLOP/s on OpenBLAS kernel %s (median of %d after 1 warm-up; "
+    report("DGEMM %dx%dx%d: %.2f GFLOP/s on OpenBLAS kernel %s (median of %d after 1 warm-up; "
            "other processes %.0f%% of the CPUs)\n", DGEMM_N, DGEMM_N, DGEMM_N, dgemm,
            lnk_blas_kernel(), DGEMM_REPEAT, 100 * other);
     print_table(res, nr, dgemm);

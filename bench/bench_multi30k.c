@@ -106,7 +106,7 @@ static int bench_all(const cli_pairs *D, const char *sizes, const char *pos, siz
     if (f)
         fprintf(f, "size,n_params,pairs,chunks,max_tokens,padded_tokens,scored,product,seconds,"
                    "cached_chunks,cache_mb,workspace_mb,maxrss_mb,threads,kernel\n");
-    printf("bench_multi30k --all: %d pairs, %zu scored tokens, %d chunks of <= %zu padded "
+    report("bench_multi30k --all: %d pairs, %zu scored tokens, %d chunks of <= %zu padded "
            "tokens (%zu in all); BLAS threads %d, kernel %s\n", p->n, p->n_scored, nc,
            max_tokens, padded, lnk_blas_threads(), lnk_blas_kernel());
     size_model z;
@@ -122,10 +122,10 @@ static int bench_all(const cli_pairs *D, const char *sizes, const char *pos, siz
             double sec = lnk_now() - t0;
             size_t cb;
             int kept = lnk_hessian_cached_chunks(hs, &cb);
-            printf("%-14s n = %zu: product %d: %.2f s (%d of %d chunks keep their primal pass, "
+            report("%-14s n = %zu: product %d: %.2f s (%d of %d chunks keep their primal pass, "
                    "%.0f MB; workspace %.0f MB; maxrss %.0f MB)\n", z.name, z.n, k2, sec, kept, nc,
                    cb / 1048576.0, lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb());
-            fflush(stdout);
+            report_flush();
             if (f)
                 fprintf(f, "\"%s\",%zu,%d,%d,%zu,%zu,%zu,%d,%.6g,%d,%.1f,%.1f,%.1f,%d,%s\n",
                         z.name, z.n, p->n, nc, max_tokens, padded, p->n_scored, k2, sec, kept,
@@ -169,7 +169,7 @@ static const cli_opt opts[] = {
     CLI_OPT_CACHE_MB(args_t, cache_mb, "--all: " CLI_CACHE_MB_HELP),
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
      .flags = CLI_WRITES, .help = "--all: also write a CSV row per size and product; -: standard "
-     "output"},
+     "output (the report then on standard error)"},
     {0}};
 
 static void defaults(void *p)
@@ -196,6 +196,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_multi30k");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
+    report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     const char *src = a.pa.src, *tgt = a.pa.tgt, *sizes = a.sizes;
     const char *pos = a.norm_pos ? "pre" : "post";
     const char *csv = a.out;
@@ -231,11 +232,11 @@ int main(int argc, char **argv)
     size_t scored_chunk = 0;
     for (int r = 0; r < pairs; r++)
         scored_chunk += (size_t)p.tgt_len[r] - 1;
-    printf("bench_multi30k: %s / %s: %d pairs, V_src %d, V_tgt %d, %zu scored tokens; chunk = "
+    report("bench_multi30k: %s / %s: %d pairs, V_src %d, V_tgt %d, %zu scored tokens; chunk = "
            "first %d pairs (src [%d, %d], tgt [%d, %d], %zu scored); BLAS threads %d\n",
            src, tgt, p.n, lnk_vocab_size(vs), lnk_vocab_size(vt), p.n_scored, pairs, chunk.B,
            chunk.S, chunk.B, chunk.T, scored_chunk, lnk_blas_threads());
-    printf("%-18s %12s %14s %12s %12s %14s %14s\n", "size (d,h,dff,L)", "n_params",
+    report("%-18s %12s %14s %12s %12s %14s %14s\n", "size (d,h,dff,L)", "n_params",
            "workspace_MB", "maxrss_MB", "s_per_Hv", "s_all_scored", "s_all_padded");
     size_model z;
     for (const char *s = sizes; next_size(&s, pos, vs, vt, &z);) {
@@ -254,11 +255,11 @@ int main(int argc, char **argv)
             t[r] = lnk_now() - t0;
         }
         double med = median(t, repeat);
-        printf("%-18s %12zu %14.1f %12.1f %12.2f %14.1f %14.1f\n", z.name, z.n,
+        report("%-18s %12zu %14.1f %12.1f %12.2f %14.1f %14.1f\n", z.name, z.n,
                lnk_hessian_workspace_bytes(hs) / 1048576.0, maxrss_mb(), med,
                med * (double)p.n_scored / (double)scored_chunk,
                med * (double)padded_all / (double)padded_chunk);
-        fflush(stdout);
+        report_flush();
         free(t);
         lnk_hessian_free(hs);
         size_free(&z);

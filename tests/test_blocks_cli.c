@@ -357,6 +357,84 @@ static void test_bad_input(void **s)
     }
 }
 
+/* Why extremes did not converge, in the warning (exit 3, results written):
+ * G_bb's bottom end at 0, said before the run too; an attention key bias
+ * (zero to rounding) alone, with no larger block to judge it against; the
+ * step limit. */
+static void test_hint(void **s)
+{
+    (void)s;
+    make_files("lm");
+    const char *base = "--config w_lm.json --weights w_lm.safetensors --batch b1_lm.safetensors "
+                       "--probes 2 --runs 1 --steps 3 -o h.csv";
+    struct {
+        const char *args, *want, *not;
+    } cases[] = {
+        {"--operator ggn --block dec.0.attn.wv --tol 1e-12", "resolves slowly; each bottom value "
+         "v is >= 0 up to rounding", "step limit was reached"},
+        {"--operator ggn --block dec.0.attn.wv --tol 1e-12", "--operator ggn: each block G_bb is "
+         "positive semidefinite", NULL},
+        {"--block dec.0.attn.bk", "a block zero to rounding (an attention key bias, say), and "
+         "no larger block in this run", "step limit was reached"},
+        {"--block dec.0.attn.wq --eig-steps 3", "the step limit was reached (a larger "
+         "--eig-steps", "semidefinite"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err;
+        int st = tu_run(&err, "cd '%s' && '%s' blocks %s %s 2>&1 >/dev/null", tu_tmpdir(),
+                        tu_lnkit(), base, cases[i].args);
+        if (st != 3 || !strstr(err, cases[i].want) || (cases[i].not && strstr(err, cases[i].not)))
+            fail_msg("lnkit blocks %s: exit %d, stderr '%s' (want exit 3, '%s'%s%s)",
+                     cases[i].args, st, err, cases[i].want, cases[i].not ? ", not " : "",
+                     cases[i].not ? cases[i].not : "");
+        free(err);
+    }
+}
+
+/* The header names what blocks works on: the model its blocks are parts of
+ * (not "the whole model"), and under --no-tensors no tensor blocks. */
+static void test_header(void **s)
+{
+    (void)s;
+    make_files("lm");
+    char *err;
+    int st = tu_run(&err, "cd '%s' && '%s' blocks --config w_lm.json --weights w_lm.safetensors "
+                    "--batch b1_lm.safetensors --probes 2 --runs 1 --steps 3 -o hd.csv --block "
+                    "'dec.0.*' --no-tensors --group dec.0.attn.wq 2>&1 >/dev/null", tu_tmpdir(),
+                    tu_lnkit());
+    if ((st != 0 && st != 3) || strstr(err, "whole model") ||
+        !strstr(err, "lnkit blocks: the model (its blocks below): ") ||
+        !strstr(err, "1 blocks: 1 group(s), no tensor blocks (--no-tensors; --block 'dec.0.*' "
+                "selects none)"))
+        fail_msg("lnkit blocks --no-tensors: exit %d, stderr '%s'", st, err);
+    free(err);
+}
+
+/* Progress inside a block: a run of more than 5 s prints 'block 1/1 *:
+ * products J of at most 424, E s, at most about L s left' lines; a shorter
+ * one none (its stderr as before).  Which of the two this machine gives is
+ * read from the run's own closing line. */
+static void test_progress(void **s)
+{
+    (void)s;
+    char *err;
+    int st = tu_run(&err, "cd '%s' && L='%s' && $L init --d 64 --h 4 --L 2 --V 200 --norm-pos "
+                    "pre -o wp.safetensors -q && $L batch --synthetic --config wp.json --rows 8 "
+                    "--len 32 --rng-seed 1 -o bp.safetensors -q && $L blocks --config wp.json "
+                    "--weights wp.safetensors --batch bp.safetensors --no-tensors --group '*' "
+                    "--operator ggn --probes 2 --runs 2 --steps 60 --eig-steps 300 -o pr.csv "
+                    "2>&1 >/dev/null", tu_tmpdir(), tu_lnkit());
+    const char *fin = strstr(err, "grid points, ");
+    double secs = fin ? atof(fin + strlen("grid points, ")) : -1;
+    const char *line = strstr(err, "lnkit blocks: block 1/1 *: products ");
+    if ((st != 0 && st != 3) || secs < 0 || (secs > 6 && !line) || (secs < 5 && line) ||
+        (line && !strstr(line, " of at most 424, ")) || (line && !strstr(line, " s left\n")))
+        fail_msg("lnkit blocks, %.2f s: exit %d, stderr '%s'", secs, st, err);
+    printf("blocks progress: a run of %.2f s, %s\n", secs, line ? "lines inside the block" :
+           "no lines inside the block");
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +442,9 @@ int main(void)
         cmocka_unit_test(test_hvp_operator),
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_hint),
+        cmocka_unit_test(test_header),
+        cmocka_unit_test(test_progress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,7 +66,9 @@ for raw in open(sys.argv[1]).read().splitlines():
         continue
     line = re.sub(r"(^|\s)#.*", "", line).strip()
     if line:
-        cmds.append(re.split(r"[\s=]", line, 1)[0])
+        # a loop's keyword is not traced: its condition's command is
+        words = re.split(r"[\s=]", re.sub(r"^(until|while|if)\s+", "", line), 1)
+        cmds.append(words[0])
     line = ""
 traced = [re.split(r"[\s=]", l[2:], 1)[0] for l in open(sys.argv[2]) if l.startswith("+ ")]
 i = 0
@@ -117,6 +119,8 @@ done
 [ "$(wc -l < eigs.csv)" = 7 ] || fail "eigs.csv: expected 3 top and 3 bottom rows"
 [ "$(wc -l < s2s_eigs.csv)" = 5 ] || fail "s2s_eigs.csv: expected 2 top and 2 bottom rows"
 grep -q '"task": "seq2seq"' s2s.json || fail "s2s.json is not a seq2seq config"
+grep -q '^lnkit eigs: resumed from [1-9][0-9]* products (checkpoint eigs.ckpt)$' "$T/walk.log" ||
+    fail "the second eigs run of the checkpoint example did not resume (no 'resumed from')"
 cmp -s eigs.csv eigs_resumed.csv || fail "the resumed eigs differs from the uninterrupted one"
 for f in eigs.ckpt eigs.ckpt.basis; do [ ! -e "$f" ] || fail "$f left after the run completed"; done
 grep -q '^resumed = uninterrupted, byte for byte$' "$T/walk.log" || fail "the tour's cmp line"

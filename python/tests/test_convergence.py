@@ -86,3 +86,22 @@ def test_blocks_warn(md):
     failed, requested, _, tol, steps = parse(str(rec[0].message))
     assert requested == 4 and failed == (~b.top_converged).sum() + (~b.bottom_converged).sum()
     assert tol == lnkit.defaults()["blocks"]["tol"] and steps == 3
+
+
+def test_blocks_hint(md):
+    """The warning of lnkit.blocks says why, as `lnkit blocks` does: the step
+    limit; G_bb's bottom end at 0 (positive semidefinite), not the step
+    limit; a block zero to rounding with no larger block to judge it by."""
+    m, d = md
+    small = dict(probes=2, runs=1, steps=3)
+    with pytest.warns(lnkit.ConvergenceWarning, match="step limit was reached"):
+        lnkit.blocks(m, d, block="dec.0.ffn.w1", eig_steps=3, **small)
+    with pytest.warns(lnkit.ConvergenceWarning) as rec:
+        b = lnkit.blocks(m, d, block="dec.0.attn.wv", operator="ggn", tol=1e-12, **small)
+    msg = str(rec[0].message)
+    assert "G_bb is positive semidefinite" in msg and "step limit was" not in msg, msg
+    assert b.top_converged.all() and not b.bottom_converged.any()
+    assert (b.bottom >= -1e-8 * np.abs(b.top)).all()
+    with pytest.warns(lnkit.ConvergenceWarning, match="no larger block in this run"):
+        b = lnkit.blocks(m, d, block="dec.0.attn.bk", **small)
+    assert b.eig_steps[0] < lnkit.defaults()["blocks"]["eig_steps"]

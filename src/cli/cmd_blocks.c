@@ -4,6 +4,7 @@
  * SLQ density; the Jensen-Shannon distances between the densities on a
  * common grid (include/lnkit/blockstats.h). */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,139 @@ static void densities(block_row *b, int nb, const cli_sigma_opts *sg, int steps,
     free(phi);
 }
 
+/* Progress inside a block: the block's operator wrapped, each product
+ * counted, a line at most every PROGRESS_EVERY seconds once the run has
+ * taken that long (short runs print only the per-block lines).  The products
+ * themselves are the wrapped operator's, untouched. */
+#define PROGRESS_EVERY 5.0
+typedef struct {
+    lnk_operator in;
+    const char *name;
+    int i, nb;
+    long done, per_block, total, all_done; /* this block's products, the run's */
+    double t0, last;
+} counted_op;
+
+static int counted_apply(void *ctx, const double *x, double *y)
+{
+    counted_op *c = ctx;
+    int st = c->in.apply(c->in.ctx, x, y);
+    c->done++, c->all_done++;
+    double now = lnk_now(), el = now - c->t0;
+    if (el >= PROGRESS_EVERY && now - c->last >= PROGRESS_EVERY) {
+        c->last = now;
+        cli_say("block %d/%d %s: products %ld of at most %ld, %.0f s, at most about %.0f s "
+                "left\n", c->i + 1, c->nb, c->name, c->done, c->per_block, el,
+                el / (double)c->all_done * (double)(c->total - c->i * c->per_block - c->done));
+    }
+    return st;
+}
+
+/* Why the extremes of b[0..nb) that did not converge may not have (the hint
+ * of cli_not_converged, in buf): G_bb's bottom end is a cluster at 0 (G is
+ * positive semidefinite); a run that used all --eig-steps; a run that ended
+ * before them (the block's Krylov space exhausted: its values are exact up
+ * to rounding), where residuals as large as the values mean a block zero to
+ * rounding that no larger block of this run settled (lnk_blockstat_settle),
+ * else rounding above --tol.  NULL when every extreme converged.
+ * python/lnkit/_blocks.py (_hint) says the same. */
+static const char *unconverged_hint(const block_row *b, int nb, int op, int eig_steps,
+                                    char *buf, size_t size)
+{
+    int psd = 0, limit = 0, zero = 0, rounding = 0;
+    double S = 0, zmax = 0;
+    for (int i = 0; i < nb; i++)
+        S = fmax(S, fmax(fabs(b[i].st.top), fabs(b[i].st.bottom)));
+    for (int i = 0; i < nb; i++) {
+        const lnk_blockstat *x = &b[i].st;
+        double scale = fmax(fabs(x->top), fabs(x->bottom));
+        const double res[2] = {x->top_residual, x->bottom_residual};
+        const int conv[2] = {x->top_converged, x->bottom_converged};
+        for (int e = 0; e < 2; e++) {
+            if (conv[e])
+                continue;
+            if (e == 1 && op == LNK_OP_GGN)
+                psd = 1;
+            else if (x->eig_steps >= eig_steps)
+                limit = 1;
+            else if (!(res[e] <= 1e-3 * scale))
+                zero = 1, zmax = fmax(zmax, scale);
+            else
+                rounding = 1;
+        }
+    }
+    size_t n = 0;
+    buf[0] = 0;
+#define ADD(...) (n += (size_t)snprintf(buf + n, n < size ? size - n : 0, __VA_ARGS__))
+    if (psd)
+        ADD("G_bb is positive semidefinite: its bottom eigenvalues cluster at 0 relative to "
+            "max|l|, which Lanczos resolves slowly; each bottom value v is >= 0 up to rounding "
+            "and bounds the block's smallest eigenvalue to [0, v]");
+    if (limit)
+        ADD("%sthe step limit was reached (a larger --eig-steps may converge them)",
+            n ? "; " : "");
+    if (zero && zmax >= S)
+        ADD("%sLanczos ended before the step limit with residuals as large as the values "
+            "(max|l| %.3g): a block zero to rounding (an attention key bias, say), and no "
+            "larger block in this run to judge it against; add one (--group or more tensors) "
+            "or read its values as 0", n ? "; " : "", zmax);
+    else if (zero)
+        ADD("%sLanczos ended before the step limit with residuals as large as the values "
+            "(max|l| up to %.3g, not below %g of the largest block's %.3g): rounding",
+            n ? "; " : "", zmax, LNK_BLOCKSTAT_ZERO_REL, S);
+    if (rounding)
+        ADD("%sLanczos ended before the step limit (the block's Krylov space exhausted): the "
+            "residuals are rounding in double precision, above the tolerance (a larger --tol "
+            "makes them converge)", n ? "; " : "");
+#undef ADD
+    return n ? buf : NULL;
+}
+
+/* What the run works on and may take (n_tensors < 0: --no-tensors), and
+ * for G why its blocks' bottom extremes may take every step. */
+static void say_plan(int nb, int n_tensors, const char *tensor_pat, int n_groups, long per_block,
+                     int op_kind, int eig_steps)
+{
+    if (n_tensors >= 0)
+        cli_say("%d blocks: %d tensor(s)%s%s%s and %d group(s)", nb, n_tensors,
+                tensor_pat ? " matched by --block '" : "", tensor_pat ? tensor_pat : "",
+                tensor_pat ? "'" : "", n_groups);
+    else
+        cli_say("%d blocks: %d group(s), no tensor blocks (--no-tensors%s%s%s)", nb, n_groups,
+                tensor_pat ? "; --block '" : "", tensor_pat ? tensor_pat : "",
+                tensor_pat ? "' selects none" : "");
+    cli_say("; at most %ld products (%ld a block)\n", per_block * nb, per_block);
+    /* G is positive semidefinite, so is each G_bb: say before the run why its
+     * bottom extremes may take every step */
+    if (op_kind == LNK_OP_GGN)
+        cli_say("--operator ggn: each block G_bb is positive semidefinite, so its bottom "
+                "eigenvalue is >= 0 and usually in a cluster at 0 that Lanczos resolves slowly: "
+                "the bottom extremes may take all %d --eig-steps and stay unconverged by their "
+                "residuals; each bottom value v still bounds the block's smallest eigenvalue "
+                "to [0, v]\n", eig_steps);
+}
+
+/* Each block's statistics in turn (its operator counted: the progress
+ * inside it), a line after each. */
+static void compute_blocks(lnk_hessian *h, block_row *b, int nb, const lnk_blockstat_opts *bo,
+                           long per_block, double t0)
+{
+    counted_op cop = {.nb = nb, .per_block = per_block, .total = per_block * nb, .t0 = t0,
+                      .last = t0};
+    for (int i = 0; i < nb; i++) {
+        if (lnk_hessian_set_block(h, b[i].name) != LNK_OK) /* agreed over the ranks */
+            cli_die_lib();
+        cop.in = lnk_hessian_operator(h);
+        cop.name = b[i].name, cop.i = i, cop.done = 0;
+        lnk_operator op = {cop.in.n, &cop, counted_apply, cop.in.group};
+        check_named(lnk_blockstat_compute(&op, bo, &b[i].st), "block", b[i].name);
+        double el = lnk_now() - t0, left = el / (i + 1) * (nb - i - 1);
+        cli_say("%d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, %.6g]  %.1f s, about "
+                "%.0f s left\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
+                b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, el, left);
+    }
+}
+
 int cmd_blocks(int argc, char **argv)
 {
     blocks_args a;
@@ -228,6 +362,7 @@ int cmd_blocks(int argc, char **argv)
      * blocks, not the groups' tensors. */
     const char *tensor_pat = co->block;
     co->block = NULL;
+    co->in_blocks = 1;
     cli_curv s;
     cli_curv_open(&s, co, "blocks", opts, &a, outs, 3);
     co->block = tensor_pat;
@@ -240,21 +375,10 @@ int cmd_blocks(int argc, char **argv)
     /* what the run works on and how long it may take: every block costs at most
      * probes + eig-steps + 2 + runs x steps products */
     long per_block = bo.probes + bo.eig_steps + 2 + (long)bo.slq_runs * bo.slq_steps;
-    cli_say("%d blocks: %d tensor(s)%s%s%s and %d group(s); at most %ld products (%ld a "
-            "block)\n", nb, sel.n_tensors, tensor_pat ? " matched by --block '" : "",
-            tensor_pat ? tensor_pat : "", tensor_pat ? "'" : "", n_groups, per_block * nb,
-            per_block);
+    say_plan(nb, tensors ? sel.n_tensors : -1, tensor_pat, n_groups, per_block, co->op_kind,
+             bo.eig_steps);
     double t0 = lnk_now();
-    for (int i = 0; i < nb; i++) {
-        if (lnk_hessian_set_block(s.h, b[i].name) != LNK_OK) /* agreed over the ranks */
-            cli_die_lib();
-        lnk_operator op = lnk_hessian_operator(s.h);
-        check_named(lnk_blockstat_compute(&op, &bo, &b[i].st), "block", b[i].name);
-        double el = lnk_now() - t0, left = el / (i + 1) * (nb - i - 1);
-        cli_say("%d/%d %s (%zu): ||A||_F %.6g +- %.2g, eigenvalues [%.6g, %.6g]  %.1f s, about "
-                "%.0f s left\n", i + 1, nb, b[i].name, b[i].st.n, b[i].st.frob.frob,
-                b[i].st.frob.frob_se, b[i].st.bottom, b[i].st.top, el, left);
-    }
+    compute_blocks(s.h, b, nb, &bo, per_block, t0);
     lnk_blockstat **st = malloc(sizeof *st * (size_t)nb);
     cli_check(st ? LNK_OK : lnk_error(LNK_ENOMEM, "out of memory"));
     for (int i = 0; i < nb; i++)
@@ -300,9 +424,10 @@ int cmd_blocks(int argc, char **argv)
                 cli_is_stdout(out) ? "standard output" : out);
     }
     /* the rule for extremes that did not converge (cli_not_converged) */
+    char hint[1024];
     int status = cli_not_converged(n_bad, 2 * nb, worst_res, bo.eig_tol, max_steps, bo.eig_steps,
-                                   max_steps >= bo.eig_steps ? "the step limit was reached (a "
-                                   "larger --eig-steps may converge them)" : NULL);
+                                   unconverged_hint(b, nb, co->op_kind, bo.eig_steps, hint,
+                                                    sizeof hint));
     for (int i = 0; i < nb; i++) {
         free(b[i].name);
         free(b[i].phi);

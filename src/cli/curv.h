@@ -24,6 +24,8 @@ typedef struct {
     long cache_mb;      /* --cache-mb: MB for the kept primal passes; -1 (default): auto */
     int op_kind;        /* --operator: an lnk_op_kind (LNK_OP_HESSIAN) */
     cli_ckpt_opts ck;   /* --checkpoint FILE (or NULL), --checkpoint-every, --resume-anywhere */
+    int in_blocks;      /* the operator is restricted to blocks after the open (lnkit
+                         * blocks): the header names the model, not "the whole model" */
 } cli_curv_opts;
 extern const cli_opt cli_data_table[], cli_curv_table[], cli_op_table[];
 /* --weights, --batch; --chunk, --block, --rng-seed; --operator, --cache-mb. */

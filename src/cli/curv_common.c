@@ -108,7 +108,8 @@ void cli_curv_say(const cli_curv *s)
         cli_say("block '%s' of the %zu parameters: %zu parameters in %d tensor(s); ", s->block,
                 np, s->block_n, b->n_tensors);
     else
-        cli_say("the whole model: %zu parameters in %d tensors; ", np, b->n_tensors);
+        cli_say("%s: %zu parameters in %d tensors; ", o->in_blocks ? "the model (its blocks "
+                "below)" : "the whole model", np, b->n_tensors);
     cli_say("%d chunk(s), %zu scored tokens", s->n_chunks, s->n_scored);
     if (P > 1)
         cli_say(", %d ranks (rank 0: %d chunk(s), %zu of the block)", P, s->n_own, s->op.n);
