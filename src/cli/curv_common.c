@@ -108,7 +108,7 @@ void cli_curv_say(const cli_curv *s)
         cli_say("block '%s' of the %zu parameters: %zu parameters in %d tensor(s); ", s->block,
                 np, s->block_n, b->n_tensors);
     else
-        cli_say("%s: %zu parameters in %d tensors; ", o->in_blocks ? "the model (its blocks "
+        cli_say("%s: %zu parameters in %d tensors; ", s->o->in_blocks ? "the model (its blocks "
                 "below)" : "the whole model", np, b->n_tensors);
     cli_say("%d chunk(s), %zu scored tokens", s->n_chunks, s->n_scored);
     if (P > 1)
