@@ -220,3 +220,21 @@ def test_blocks_zero_block_rule_equal_cli(md, pre):
         assert (int(b.top_converged[j]), int(b.bottom_converged[j])) == (
             int(rows[n]["top_converged"]), int(rows[n]["bottom_converged"])), n
     assert b.top_converged[i] and b.bottom_converged[i]
+
+
+@pytest.mark.parametrize("op", ["ggn", "functional"])
+def test_hvp_operator_equals_cli(md, pre, op):
+    """m.hvp(operator=) is `lnkit hvp --operator`: G v and F v, with G v + F v = H v."""
+    m, data = md
+    v = m.load_vector(pre.vector)
+    out = pre.path("par_hvp_%s.safetensors" % op)
+    cli(pre, "hvp", "--operator", op, "--vector", pre.vector, "-o", out, "--quiet")
+    theirs = m.load_vector(out)
+    mine = m.hvp(data, v, operator=op)
+    assert rel_err(mine, theirs) <= 1e-12
+    hv = m.hvp(data, v)
+    other = m.hvp(data, v, operator="functional" if op == "ggn" else "ggn")
+    assert rel_err(mine, hv) > 1e-3                  # not H v
+    assert rel_err(mine + other, hv) <= 1e-10        # H = G + F
+    with pytest.raises(lnkit.Error, match="operator"):
+        m.hvp(data, v, operator="gauss-newton")
