@@ -280,6 +280,8 @@ for _name, _res, _args in [
     ("lnk_slq_grid", _I, (ctypes.POINTER(SlqResult), _D, _D, _Z, c_double_p)),
     ("lnk_slq_density", _I, (ctypes.POINTER(SlqResult), _D, c_double_p, _Z, c_double_p)),
     ("lnk_sigma_from_fraction", _I, (_D, _D, _D, c_double_p)),
+    ("lnk_sigma_from_variance", _I, (_D, _D, _D, c_double_p)),
+    ("lnk_sigma_from_kappa", _I, (_D, _I, _D, _D, _D, c_double_p)),
     ("lnk_trace_opts_default", None, (ctypes.POINTER(TraceOpts),)),
     ("lnk_trace", _I, (ctypes.POINTER(Operator), ctypes.POINTER(TraceOpts),
                        ctypes.POINTER(TraceResult))),
