@@ -340,3 +340,25 @@ def test_reorth_only_with_full_mode(md, pre):
     assert rel_err(r.top, top) <= TOL
     r = lnkit.eigs(m, data, k=1, reorth="always", tol=1e-8)
     assert r.reorth == "always" and r.n_reorth > 0
+
+
+def test_synthetic_defaults_and_seed_range_equal_cli(md, pre):
+    """Data.synthetic's defaults are `lnkit batch --synthetic`'s (rows, len,
+    seed: the same batch, so the same loss bitwise) and its seed range is
+    --rng-seed's."""
+    import subprocess
+    from conftest import lnkit_bin
+    m, _ = md
+    out = pre.path("par_synthetic.safetensors")
+    run("batch", "--synthetic", "--config", pre.config, "-o", out, "--quiet")
+    d = lnkit.Data.synthetic(m)
+    assert d.n_scored(m) == lnkit.Data([out]).n_scored(m)
+    assert m.loss(d) == m.loss([out])
+    seed = lnkit._curvature.SEED_MAX
+    run("batch", "--synthetic", "--config", pre.config, "--rng-seed", seed, "-o", out, "--quiet")
+    assert m.loss(lnkit.Data.synthetic(m, seed=seed)) == m.loss([out])
+    r = subprocess.run([lnkit_bin(), "batch", "--synthetic", "--config", pre.config, "--rng-seed",
+                        str(seed + 1), "-o", out, "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--rng-seed" in r.stderr
+    with pytest.raises(lnkit.Error, match="seed"):
+        lnkit.Data.synthetic(m, seed=seed + 1)
