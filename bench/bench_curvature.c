@@ -60,7 +60,8 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
      .max = 1024, .help = "BLAS threads"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "also write the times as CSV; -: standard output"},
+     .flags = CLI_WRITES | CLI_STDOUT,
+     .help = "also write the times as CSV; -: standard output"},
     {0}};
 
 static void defaults(void *p) { *(args_t *)p = (args_t){6800000, 80, 2, NULL}; }

@@ -462,7 +462,8 @@ static const cli_opt opts[] = {
      .help = "the configurations: a (d=128, V=1000), b (d=256, V=4000; with the placements' "
              "and parts' rows) or both"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "also write the results as CSV (atomically); -: standard output"},
+     .flags = CLI_WRITES | CLI_STDOUT,
+     .help = "also write the results as CSV (atomically); -: standard output"},
     {0}};
 
 static void defaults(void *p) { *(args_t *)p = (args_t){0, 10, 7, "all", NULL}; }

@@ -23,7 +23,7 @@ static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(T, out, 0, "the density, CSV t,density (+ FILE.meta.json)", NULL),
     CLI_OPT_JSON(T, json),
     {.type = CLI_STR, .name = "nodes", .arg = "FILE", CLI_AT(T, nodes), .unset = "",
-     .flags = CLI_WRITES | CLI_META, .meta = "nodes_file",
+     .flags = CLI_WRITES | CLI_STDOUT | CLI_META, .meta = "nodes_file",
      .help = "also write every run's nodes and weights: CSV run,index,node,weight"},
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, so.runs), .min = 1, .max = 1 << 20,
      .flags = CLI_ID | CLI_META, .help = "start vectors n_v"},

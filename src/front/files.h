@@ -12,10 +12,11 @@
 /* The vocabulary: options several commands take, spelt and explained once. */
 #define CLI_OPT_OUTPUT(T, f, fl, what, more)                                                      \
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(T, f),                 \
-     .flags = CLI_WRITES | (fl), .help = what "; -: standard output", .doc = more}
-#define CLI_OPT_JSON(T, f)                                                                        \
-    {.type = CLI_FLAG, .name = "json", CLI_AT(T, f),                                             \
-     .help = "the result as JSON on standard output instead of CSV"}
+     .flags = CLI_WRITES | CLI_STDOUT | (fl), .help = what "; -: standard output", .doc = more}
+#define CLI_OPT_JSON(T, f) CLI_OPT_JSON_AS(T, f, "the result as JSON on standard output instead of CSV")
+/* --json with a help text naming the JSON's shape */
+#define CLI_OPT_JSON_AS(T, f, what)                                                               \
+    {.type = CLI_FLAG, .name = "json", CLI_AT(T, f), .flags = CLI_STDOUT, .help = what}
 
 /* The result table of a command (result.c, docs/cli.md): its CSV goes to
  * -o (a file, renamed at the group commit; "-": standard output once
