@@ -31,6 +31,8 @@ void cli_result_json(void);
 /* The JSON value o (taken) on standard output: indented, keys in order,
  * reals to 17 digits; dies if it cannot be written. */
 void cli_json_print(json_t *o);
+/* The same to f: 0, or -1 if it could not be written. */
+int cli_json_fprint(FILE *f, json_t *o);
 
 /* A file named on the command line and the
  * option that named it, for messages. */

@@ -393,6 +393,25 @@ static const char *stdout_name(int i, char *buf, size_t n)
     return buf;
 }
 
+/* An input given as '-' where standard input is not read (opt.h). */
+static void check_stdin(const cli_flat *fl)
+{
+    const cli_opt *o = fl->o;
+    char f[64];
+    if (!(o->flags & CLI_READS) || (o->flags & CLI_STDIN))
+        return;
+    int n = o->type == CLI_LIST ? *(const int *)(fl->base + o->count) : o->type == CLI_STR;
+    const char *const *v = (const char *const *)(fl->base + o->off);
+    for (int k = 0; k < n; k++)
+        if (v[k] && !strcmp(v[k], "-")) {
+            cli_opt_flag(o, f, sizeof f);
+            if (o->key == 'o') /* lnkit meta: -o names the result whose sidecar is written */
+                cli_die("-o -: -o names an existing result file here, not standard output; give "
+                        "its name");
+            cli_die("%s -: standard input is not read here; give a file name, or /dev/stdin", f);
+        }
+}
+
 /* Standard output is one stream (opt.h): '-' only where declared, and one
  * output on it at most. */
 static void check_stdout(void)
@@ -402,6 +421,8 @@ static void check_stdout(void)
     for (int i = 0; i < n_flat; i++) {
         const cli_opt *o = flat[i].o;
         const char *p = flat[i].base + o->off;
+        if (!flat[i].heading)
+            check_stdin(&flat[i]);
         if (flat[i].heading || !(o->flags & (CLI_STDOUT | CLI_WRITES)))
             continue;
         if (o->type == CLI_FLAG) {
@@ -532,7 +553,7 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
     }
     free(which);
     free(text);
+    check_stdout(); /* first: "--text -" is told about '-', not about --synthetic */
     check_given();
-    check_stdout();
     return rest;
 }

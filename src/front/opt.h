@@ -24,7 +24,9 @@
  * Standard output is one stream: an output given as '-' where its option
  * is not CLI_STDOUT is refused (no file named '-' is ever made), and at
  * most one output may go to standard output, a CLI_STDOUT flag (--json)
- * counting as one in place of an output left at its default '-'.
+ * counting as one in place of an output left at its default '-'.  An input
+ * given as '-' is refused where its option is not CLI_STDIN (/dev/stdin
+ * reads standard input wherever a file is read).
  *
  * Long names are matched whole: getopt_long's unique prefixes (--max for
  * --max-steps) are refused, so that adding an option never changes what an
@@ -69,6 +71,7 @@ enum {
                              on standard output (--json) */
     CLI_BINARY = 1 << 9,  /* CLI_STDOUT: binary, so '-' is refused when standard output is a
                              terminal */
+    CLI_STDIN = 1 << 10,  /* CLI_READS: '-' is standard input (else refused: /dev/stdin) */
 };
 
 typedef struct {
