@@ -25,7 +25,7 @@ static const cli_opt opts[] = {
      .help = "text: use this vocabulary instead of building one"},
     {.type = CLI_STR, .name = "vocab-out", .arg = "FILE", CLI_AT(T, vocab_out),
      .flags = CLI_WRITES | CLI_STDOUT,
-     .help = "text: where the built vocabulary is written",
+     .help = "text: where the built vocabulary is written; -: standard output",
      .def = "BATCH.vocab; none beside standard output, a device or a FIFO"},
     CLI_OPT_VOCAB_SRC(T, pa),
     CLI_OPT_VOCAB_TGT(T, pa),

@@ -25,7 +25,7 @@ static const cli_opt opts[] = {
     {.type = CLI_STR, .name = "nodes", .arg = "FILE", CLI_AT(T, nodes), .unset = "",
      .flags = CLI_WRITES | CLI_STDOUT | CLI_META, .meta = "nodes_file",
      .help = "also write every run's nodes and weights: CSV run,index,node,weight "
-             "(+ FILE.meta.json)"},
+             "(+ FILE.meta.json); -: standard output"},
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, so.runs), .min = 1, .max = 1 << 20,
      .flags = CLI_ID | CLI_META, .help = "start vectors n_v"},
     {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(T, so.steps), .min = 1, .max = 1 << 20,

@@ -32,12 +32,13 @@ static const cli_opt opts[] = {
     CLI_LANCZOS(T, eo.mode, eo.reorth),
     {.type = CLI_STR, .name = "vectors", .arg = "FILE", CLI_AT(T, vec),
      .flags = CLI_WRITES | CLI_STDOUT | CLI_BINARY,
-     .help = "also write the eigenvectors: safetensors 'values' [k], 'vectors' [k, n_block]"},
+     .help = "also write the eigenvectors: safetensors 'values' [k], 'vectors' [k, n_block]; "
+             "-: standard output"},
     {.type = CLI_STR, .name = "mass", .arg = "FILE", CLI_AT(T, mass),
      .flags = CLI_WRITES | CLI_STDOUT,
      .help = "also write each eigenvector's mass on every tensor of the block (the sum of its "
              "squared entries there; they sum to 1): CSV which,index,tensor,n,mass "
-             "(+ FILE.meta.json)"},
+             "(+ FILE.meta.json); -: standard output"},
     CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T

@@ -13,7 +13,7 @@ typedef struct {
 static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(init_args, out, CLI_REQ, "weights file to write (safetensors)", NULL),
     {.type = CLI_STR, .name = "config-out", .arg = "FILE", CLI_AT(init_args, cfg_out),
-     .flags = CLI_WRITES | CLI_STDOUT, .help = "configuration to write",
+     .flags = CLI_WRITES | CLI_STDOUT, .help = "configuration to write; -: standard output",
      .def = "WEIGHTS.json; none beside standard output, a device or a FIFO"},
     CLI_MODEL(init_args, mo),
     {0}};
