@@ -303,13 +303,6 @@ static void test_quiet_and_help(void **s)
     free(out);
 }
 
-static void st_ok(int st, char *out)
-{
-    if (st != 0)
-        fail_msg("exit %d: %s", st, out);
-    free(out);
-}
-
 /* lnkit params agrees with the library's layout and blocks; lnkit vector
  * makes the vectors it says (reproducible random, ones, the gradient that
  * eval writes), restricted to a block and normalised on request. */
@@ -359,10 +352,13 @@ static void test_params_vector(void **s)
     assert_non_null(strstr(out, "--block"));
     free(out);
     /* params -o FILE: what standard output gets, in FILE, with its sidecar (every format) */
-    st_ok(tu_run(&out, "cd '%s' && for f in '' --csv --json; do rm -f p.out p.out.meta.json && "
-                 "'%s' params --config '%s' $f > p.std && '%s' params --config '%s' $f -o p.out "
-                 "-q && cmp p.std p.out && grep -q '\"command\": \"params\"' p.out.meta.json "
-                 "|| exit 1; done", dir, L, C, L, C), out);
+    int pst = tu_run(&out, "cd '%s' && for f in '' --csv --json; do rm -f p.out p.out.meta.json "
+                     "&& '%s' params --config '%s' $f > p.std && '%s' params --config '%s' $f "
+                     "-o p.out -q && cmp p.std p.out && grep -q '\"command\": \"params\"' "
+                     "p.out.meta.json || exit 1; done", dir, L, C, L, C);
+    if (pst != 0)
+        fail_msg("params -o FILE: exit %d: %s", pst, out);
+    free(out);
 
     /* vector: random reproducible, ones, block, normalize, gradient = eval's */
     int st = tu_run(&out, "cd '%s' && L='%s' C='%s' W='%s' B='%s' && "
