@@ -30,11 +30,11 @@ static const cli_opt opts[] = {
                    "(+ FILE.meta.json)", NULL),
     CLI_OPT_JSON(T, json),
     {.type = CLI_STR, .name = "pairs", .arg = "FILE", CLI_AT(T, pairs), .unset = "",
-     .flags = CLI_WRITES | CLI_META, .meta = "pairs_file",
+     .flags = CLI_WRITES | CLI_STDOUT | CLI_META, .meta = "pairs_file",
      .help = "also write the Jensen-Shannon distances between the blocks' densities: CSV "
              "block_a,block_b,js_distance (+ FILE.meta.json)"},
     {.type = CLI_STR, .name = "density", .arg = "FILE", CLI_AT(T, dens), .unset = "",
-     .flags = CLI_WRITES | CLI_META, .meta = "density_file",
+     .flags = CLI_WRITES | CLI_STDOUT | CLI_META, .meta = "density_file",
      .help = "also write the blocks' densities on the common grid: CSV block,t,density "
              "(+ FILE.meta.json)"},
     {.type = CLI_LIST, .name = "group", .arg = "GLOBS", CLI_AT(T, groups),
