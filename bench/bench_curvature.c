@@ -60,7 +60,7 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
      .max = 1024, .help = "BLAS threads"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "also write the times as CSV; -: "
+     .flags = CLI_WRITES | CLI_STDOUT, .help = "also write the times as CSV; -: "
              "standard output (the report then on standard error)"},
     {0}};
 

@@ -74,7 +74,7 @@ static const cli_opt opts[] = {
     {.type = CLI_FLAG, .name = "pretouch", CLI_AT(args_t, pretouch),
      .help = "write the whole basis before the first step (timed apart)"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "also write the results as one CSV row; -: "
+     .flags = CLI_WRITES | CLI_STDOUT, .help = "also write the results as one CSV row; -: "
              "standard output (the report then on standard error)"},
     {0}};
 

@@ -462,7 +462,7 @@ static const cli_opt opts[] = {
      .help = "the configurations: a (d=128, V=1000), b (d=256, V=4000; with the placements' "
              "and parts' rows) or both"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "also write the results as CSV (atomically); -: "
+     .flags = CLI_WRITES | CLI_STDOUT, .help = "also write the results as CSV (atomically); -: "
              "standard output (the report then on standard error)"},
     {0}};
 

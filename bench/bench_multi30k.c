@@ -168,7 +168,7 @@ static const cli_opt opts[] = {
      .max = 100000, .help = "--all: products timed, each over all chunks"},
     CLI_OPT_CACHE_MB(args_t, cache_mb, "--all: " CLI_CACHE_MB_HELP),
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "--all: also write a CSV row per size and product; -: standard "
+     .flags = CLI_WRITES | CLI_STDOUT, .help = "--all: also write a CSV row per size and product; -: standard "
      "output (the report then on standard error)"},
     {0}};
 

@@ -171,9 +171,14 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
                                                   "elapsed": time.monotonic() - t0}):
                 raise Error("blocks: cancelled by the progress function after %d of %d blocks"
                             % (i + 1, len(names)))
-        # blocks zero to rounding: converged by the library's rule, as in lnkit blocks
-        lib.lnk_blockstat_settle((ctypes.POINTER(_lib.Blockstat) * len(st))(
-            *[ctypes.pointer(s) for s in st]), len(st), kw["tol"])
+        # blocks zero to rounding: converged by the library's rule, as in lnkit blocks;
+        # why some did not converge: the library's words, as lnkit blocks says them
+        ptrs = (ctypes.POINTER(_lib.Blockstat) * len(st))(*[ctypes.pointer(s) for s in st])
+        lib.lnk_blockstat_settle(ptrs, len(st), kw["tol"])
+        why = ctypes.create_string_buffer(1024)
+        names_c = _lib.BlockstatNames(b"eig_steps", b"tol", b"groups or more tensors")
+        lib.lnk_blockstat_why(ptrs, len(st), H.operator == "ggn", kw["eig_steps"],
+                              ctypes.byref(names_c), why, len(why))
         res = _collect(names, types, st, H, kw, width, per_sigma)
     finally:
         for i in range(done):
@@ -192,52 +197,9 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
         warn_unconverged("blocks", failed, 2 * len(names), float(rel[bad].max()), kw["tol"],
                          int(res.eig_steps[bad].max()),
                          " (the extremes of %d of %d blocks: %s): %s"
-                         % (len(which), len(names), listed, _hint(res, kw["eig_steps"])),
+                         % (len(which), len(names), listed, why.value.decode()),
                          stacklevel=3, flags=".top_converged, .bottom_converged")
     return res
-
-
-def _hint(r, eig_steps):
-    """Why the extremes that did not converge may not have, as `lnkit blocks`
-    says it (src/cli/cmd_blocks.c, unconverged_hint)."""
-    scale = np.maximum(np.abs(r.top), np.abs(r.bottom))
-    S = float(scale.max())
-    psd = limit = rounding = False
-    zmax = None
-    for i in range(len(r.names)):
-        for e, (res, conv) in enumerate(((r.top_residual[i], r.top_converged[i]),
-                                         (r.bottom_residual[i], r.bottom_converged[i]))):
-            if conv:
-                continue
-            if e == 1 and r.operator == "ggn":
-                psd = True
-            elif r.eig_steps[i] >= eig_steps:
-                limit = True
-            elif not res <= 1e-3 * scale[i]:
-                zmax = max(zmax or 0.0, float(scale[i]))
-            else:
-                rounding = True
-    parts = []
-    if psd:
-        parts.append("G_bb is positive semidefinite: its bottom eigenvalues cluster at 0 "
-                     "relative to max|l|, which Lanczos resolves slowly; each bottom value v is "
-                     ">= 0 up to rounding and bounds the block's smallest eigenvalue to [0, v]")
-    if limit:
-        parts.append("the step limit was reached (a larger eig_steps may converge them)")
-    if zmax is not None and zmax >= S:
-        parts.append("Lanczos ended before the step limit with residuals as large as the values "
-                     "(max|l| %.3g): a block zero to rounding (an attention key bias, say), and "
-                     "no larger block in this run to judge it against; add one (groups or more "
-                     "tensors) or read its values as 0" % zmax)
-    elif zmax is not None:
-        parts.append("Lanczos ended before the step limit with residuals as large as the values "
-                     "(max|l| up to %.3g, not below %g of the largest block's %.3g): rounding"
-                     % (zmax, 1e-10, S))
-    if rounding:
-        parts.append("Lanczos ended before the step limit (the block's Krylov space exhausted): "
-                     "the residuals are rounding in double precision, above the tolerance (a "
-                     "larger tol makes them converge)")
-    return "; ".join(parts)
 
 
 def _collect(names, types, st, H, kw, width, per_sigma):
