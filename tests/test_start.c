@@ -97,7 +97,8 @@ static void test_mem_limit(void **state)
         char *out;
         int st = tu_run(&out, "LNK_MEM_LIMIT_MB='%s' '%s' params --d 8 --L 1 --V 12 2>&1 "
                         ">/dev/null", bad[i], tu_lnkit());
-        if (st != 2 || !strstr(out, "lnkit: LNK_MEM_LIMIT_MB: expected a whole number of MiB") ||
+        if (st != 2 || /* the command named, as every message does */
+            !strstr(out, "lnkit params: LNK_MEM_LIMIT_MB: expected a whole number of MiB") ||
             strchr(out, '\n') != out + strlen(out) - 1)
             fail_msg("LNK_MEM_LIMIT_MB='%s': exit %d, '%s'", bad[i], st, out);
         free(out);
@@ -133,7 +134,7 @@ static void test_hooks(void **state)
         int st = tu_run(&out, "%s='%s' '%s' params --d 8 --L 1 --V 12 2>&1 >/dev/null",
                         bad[i][0], bad[i][1], tu_lnkit());
         char want[64];
-        snprintf(want, sizeof want, "lnkit: %s: ", bad[i][0]);
+        snprintf(want, sizeof want, "lnkit params: %s: ", bad[i][0]); /* the command named */
         if (st != 2 || !strstr(out, want))
             fail_msg("%s='%s': exit %d, '%s'", bad[i][0], bad[i][1], st, out);
         free(out);
