@@ -253,6 +253,13 @@ static void set_value(const cli_flat *fl, const char *arg)
     case CLI_STR:
         if (!*arg && (o->flags & (CLI_READS | CLI_WRITES)))
             cli_die("%s: expected a file name, got ''", cli_opt_flag(o, f, sizeof f));
+        if ((o->flags & CLI_NOT_STDOUT) && !strcmp(arg, "-"))
+            cli_die("%s -: %s", cli_opt_flag(o, f, sizeof f),
+                    o->arg && !strcmp(o->arg, "DIR")
+                        ? "the results are a folder of files, which standard output cannot "
+                          "be; give a folder"
+                        : "the CSV is read back and rewritten when a run resumes, which "
+                          "standard output cannot be; give a file");
         *(const char **)p = arg;
         return;
     case CLI_CHOICE: {

@@ -60,6 +60,8 @@ enum {
     CLI_META = 1 << 5,    /* recorded in the sidecar (key: .meta, or the name with '_') */
     CLI_WRITES = 1 << 6,  /* names an output file; '-' is standard output */
     CLI_READS = 1 << 7,   /* names an input file */
+    CLI_NOT_STDOUT = 1 << 8, /* CLI_WRITES, but '-' refused: a folder (arg "DIR") or a CSV
+                                a run reads back and rewrites (resumes) */
 };
 
 typedef struct {
@@ -156,6 +158,9 @@ int cli_opts_id(const cli_opt *table, const void *args, int groups, lnk_ckpt_id 
 /* Set the CLI_META options of table into obj: integers, reals, choices and
  * strings by their text, flags as booleans, lists as arrays. */
 int cli_opts_meta(const cli_opt *table, const void *args, int groups, json_t *obj);
+/* The same for every option of table but the outputs (CLI_WRITES): a
+ * benchmark records all its settings. */
+int cli_opts_meta_all(const cli_opt *table, const void *args, int groups, json_t *obj);
 
 /* The value of option o (at base) as text: "5", "1e-06", "top", the string
  * or o->unset; buf for numbers. */
