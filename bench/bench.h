@@ -38,8 +38,8 @@ static inline void report_to_fit(const char *out)
  * the '-' convention (bench_mpi's row is appended: its own text). */
 #define BENCH_OPT_OUTPUT(T, f, what)                                                              \
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(T, f),                 \
-     .flags = CLI_WRITES, .help = what "; -: standard output (the report then on standard "    \
-                                     "error)"}
+     .flags = CLI_WRITES | CLI_STDOUT, .help = what "; -: standard output (the report then on " \
+                                     "standard error)"}
 
 /* The sidecar of -o FILE, FILE.meta.json (cli_meta_write, the writer of
  * every result's sidecar): the standard record (command line, git commit,

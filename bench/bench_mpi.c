@@ -78,7 +78,8 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
      .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES, .help = "append a CSV row of the run; -: standard output"},
+     .flags = CLI_WRITES | CLI_STDOUT,
+     .help = "append a CSV row of the run; -: standard output"},
     {0}};
 
 static void defaults(void *p)

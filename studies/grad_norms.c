@@ -64,7 +64,7 @@ static const cli_choice taskw[] = {{"lm", LNK_TASK_LM}, {"seq2seq", LNK_TASK_SEQ
 #define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
                                   .min = lo, .max = hi, .help = h}
 static const cli_opt opts_table[] = {
-    STUDY_OPT_OUT(O, o.out, "FILE", 0, "results/grad/SWEEP.csv",
+    STUDY_OPT_OUT(O, o.out, "FILE", CLI_RESUMED, "results/grad/SWEEP.csv",
                   "CSV to write or resume; hidden-state statistics go to FILE with _hidden "
                   "before .csv"),
     {.type = CLI_INTS, .name = "Ls", .arg = "LIST", CLI_AT(O, Ls), .min = 1, .max = 1024,

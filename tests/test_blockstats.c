@@ -425,6 +425,43 @@ static void test_settle(void **state)
     assert_int_equal(b[4].top_converged, 0);
 }
 
+/* The reasons of lnk_blockstat_why, each reached by numbers set by hand. */
+static void test_why(void **state)
+{
+    (void)state;
+    const lnk_blockstat_names nm = {"--steps-opt", "--tol-opt", "--more-opt"};
+    char buf[1024];
+    lnk_blockstat a = {.top = 2, .bottom = 1e-9, .top_converged = 1, .bottom_residual = 1e-4,
+                       .eig_steps = 100};
+    const lnk_blockstat *p[2] = {&a, NULL};
+    lnk_blockstat_why(p, 1, 0, 100, &nm, buf, sizeof buf); /* the step limit */
+    assert_non_null(strstr(buf, "step limit was reached (a larger --steps-opt"));
+    assert_null(strstr(buf, "semidefinite"));
+    lnk_blockstat_why(p, 1, 1, 100, &nm, buf, sizeof buf); /* G: the bottom's cluster at 0 */
+    assert_non_null(strstr(buf, "G_bb is positive semidefinite"));
+    assert_null(strstr(buf, "step limit"));
+    a.eig_steps = 12; /* ended early, residual 1e-4 <= 1e-3 * 2: rounding above tol */
+    lnk_blockstat_why(p, 1, 0, 100, &nm, buf, sizeof buf);
+    assert_non_null(strstr(buf, "a larger --tol-opt makes them converge"));
+    /* a zero block alone: residuals as large as its values, no larger block */
+    lnk_blockstat z = {.top = 1e-17, .bottom = -1e-17, .top_residual = 9e-18,
+                       .bottom_residual = 9e-18, .eig_steps = 16};
+    p[0] = &z;
+    lnk_blockstat_why(p, 1, 0, 100, &nm, buf, sizeof buf);
+    assert_non_null(strstr(buf, "no larger block in this run to judge it against; add one "
+                                "(--more-opt)"));
+    /* beside a larger block it is rounding, not 'alone' */
+    a.bottom_converged = 1;
+    p[1] = &a;
+    lnk_blockstat_why(p, 2, 0, 100, &nm, buf, sizeof buf);
+    assert_non_null(strstr(buf, "of the largest block's 2"));
+    assert_null(strstr(buf, "no larger block"));
+    /* all converged: empty */
+    z.top_converged = z.bottom_converged = 1;
+    lnk_blockstat_why(p, 2, 1, 100, &nm, buf, sizeof buf);
+    assert_string_equal(buf, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_common_grid),
         cmocka_unit_test(test_grid_rounding),
         cmocka_unit_test(test_settle),
+        cmocka_unit_test(test_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

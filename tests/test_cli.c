@@ -351,6 +351,14 @@ static void test_params_vector(void **s)
     assert_int_equal(tu_run(&out, "'%s' params --config '%s' --block 'nothing.*'", L, C), 2);
     assert_non_null(strstr(out, "--block"));
     free(out);
+    /* params -o FILE: what standard output gets, in FILE, with its sidecar (every format) */
+    int pst = tu_run(&out, "cd '%s' && for f in '' --csv --json; do rm -f p.out p.out.meta.json "
+                     "&& '%s' params --config '%s' $f > p.std && '%s' params --config '%s' $f "
+                     "-o p.out -q && cmp p.std p.out && grep -q '\"command\": \"params\"' "
+                     "p.out.meta.json || exit 1; done", dir, L, C, L, C);
+    if (pst != 0)
+        fail_msg("params -o FILE: exit %d: %s", pst, out);
+    free(out);
 
     /* vector: random reproducible, ones, block, normalize, gradient = eval's */
     int st = tu_run(&out, "cd '%s' && L='%s' C='%s' W='%s' B='%s' && "

@@ -389,9 +389,12 @@ static void test_outputs_json_quiet(void **s)
         }
         static cli_flat f[CLI_MAX_OPTS];
         void *args;
-        int n = table(c, &args, f), json = 0, out_req = 0;
+        int n = table(c, &args, f), json = 0, json_out = 0, out_req = 0;
         for (int i = 0; i < n; i++) {
-            json |= !f[i].heading && !strcmp(f[i].o->name, "json");
+            if (!f[i].heading && !strcmp(f[i].o->name, "json")) {
+                json = 1; /* params --json: a format, to -o like the others */
+                json_out = (f[i].o->flags & CLI_STDOUT) != 0;
+            }
             out_req |= !f[i].heading && !strcmp(f[i].o->name, "output") &&
                        (f[i].o->flags & CLI_REQ);
         }
@@ -407,11 +410,100 @@ static void test_outputs_json_quiet(void **s)
             free(o), free(e);
             /* -o - and --json both on standard output: refused */
             st = run(&o, &e, "%s %s --json -o -", c->name, ex);
-            if (st != 2 || n_lines(e) != 1)
+            if (json_out && (st != 2 || n_lines(e) != 1))
                 fail_msg("lnkit %s %s --json -o -: exit %d, stderr '%s'", c->name, ex, st, e);
             free(o), free(e);
         }
     }
+}
+
+/* Every option declared as writing a file, given '-': no file named '-'
+ * appears, and either the run wrote standard output (the option declares
+ * '-' as standard output) or it was refused in one line with exit 2; with
+ * --json (standard output already) or with -o left at its default '-', a
+ * second output on standard output is refused the same way. */
+static void dash_case(const lnkit_command *c, const char *args, int may_run, int *cases)
+{
+    char *o, *e, *files, pre[64], p[PATH_MAX + 16];
+    int st = run(&o, &e, "%s %s", c->name, args);
+    tu_run(&files, "ls -A '%s/run'", dir);
+    size_t no = 0; /* binary: the bytes, not the string */
+    snprintf(p, sizeof p, "%s/stdout", dir);
+    free(tu_read_file(p, &no));
+    snprintf(pre, sizeof pre, "lnkit %s: ", c->name);
+    int refused = st == 2 && !strncmp(e, pre, strlen(pre)) && n_lines(e) == 1 && !no &&
+                  !files[0];
+    int dash = !strncmp(files, "-\n", 2) || strstr(files, "\n-\n");
+    int ran = may_run && st == 0 && no && !dash;
+    if (!refused && !ran)
+        fail_msg("lnkit %s %s: exit %d, stderr '%s', %zu bytes on standard output, files '%s'",
+                 c->name, args, st, e, no, files);
+    free(o), free(e), free(files);
+    ++*cases;
+}
+
+/* An input given as '-': refused in one line naming standard input (or, for
+ * lnkit meta's -o, that -o names a file there), nothing written. */
+static void dash_input(const lnkit_command *c, const cli_opt *o, int *cases)
+{
+    char ex[2048], flag[64], *out, *err, *files, pre[160];
+    cli_opt_flag(o, flag, sizeof flag);
+    expand(ex, sizeof ex, c->cmd->example, "out.file");
+    int st = run(&out, &err, "%s %s %s -", c->name, ex, flag);
+    tu_run(&files, "ls -A '%s/run'", dir);
+    snprintf(pre, sizeof pre, "lnkit %s: %s -: ", c->name, flag);
+    if (st != 2 || strncmp(err, pre, strlen(pre)) || n_lines(err) != 1 || out[0] || files[0] ||
+        !(strstr(err, "/dev/stdin") || (o->key == 'o' && strstr(err, "not standard output"))))
+        fail_msg("lnkit %s %s %s -: exit %d, stderr '%s', stdout '%s', files '%s'", c->name, ex,
+                 flag, st, err, out, files);
+    free(out), free(err), free(files);
+    ++*cases;
+}
+
+static void test_dash_outputs(void **s)
+{
+    (void)s;
+    setup();
+    int cases = 0;
+    for (const lnkit_command *c = lnkit_commands; c->name; c++) {
+        if (!c->cmd->opts || !c->cmd->example)
+            continue;
+        static cli_flat f[CLI_MAX_OPTS];
+        void *args;
+        int n = table(c, &args, f), json = 0, o_dash = 0;
+        for (int i = 0; i < n; i++)
+            if (!f[i].heading && !strcmp(f[i].o->name, "json"))
+                json = 1;
+            else if (!f[i].heading && f[i].o->key == 'o' && f[i].o->type == CLI_STR)
+                o_dash = cli_opt_text(f[i].o, f[i].base, NULL, 0) &&
+                         !strcmp(cli_opt_text(f[i].o, f[i].base, NULL, 0), "-");
+        for (int i = 0; i < n; i++)
+            if (!f[i].heading && (f[i].o->flags & CLI_READS) && !(f[i].o->flags & CLI_STDIN))
+                dash_input(c, f[i].o, &cases);
+        for (int i = 0; i < n; i++) {
+            const cli_opt *o = f[i].o;
+            if (f[i].heading || o->type != CLI_STR || !(o->flags & CLI_WRITES) || o->key == 'o')
+                continue;
+            char ex[2048], a[2200], flag[64];
+            int out = (o->flags & CLI_STDOUT) != 0;
+            cli_opt_flag(o, flag, sizeof flag);
+            expand(ex, sizeof ex, c->cmd->example, "out.file");
+            snprintf(a, sizeof a, "%s %s - -q", ex, flag);
+            dash_case(c, a, out, &cases);
+            if (json) {
+                snprintf(a, sizeof a, "%s %s - --json -q", ex, flag);
+                dash_case(c, a, 0, &cases);
+            }
+            if (o_dash) {
+                expand(ex, sizeof ex, c->cmd->example, NULL);
+                snprintf(a, sizeof a, "%s %s - -q", ex, flag);
+                dash_case(c, a, 0, &cases);
+            }
+        }
+        free(args);
+    }
+    print_message("      %d runs with an input or output given as '-'\n", cases);
+    assert_true(cases >= 20);
 }
 
 /* The man page's OPTIONS section is the table's (tools/cli_doc). */
@@ -610,7 +702,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_lists_the_table), cmocka_unit_test(test_bad_values),
-        cmocka_unit_test(test_outputs_json_quiet), cmocka_unit_test(test_man_pages),
+        cmocka_unit_test(test_outputs_json_quiet), cmocka_unit_test(test_dash_outputs),
+        cmocka_unit_test(test_man_pages),
         cmocka_unit_test(test_one_vocabulary), cmocka_unit_test(test_long_work),
         cmocka_unit_test(test_programs), cmocka_unit_test(test_not_applying),
         cmocka_unit_test(test_messages),

@@ -216,6 +216,14 @@ static void test_cli(void **s)
     char *dmeta = tu_read_file(tu_path("d.meta.json"), NULL);
     assert_non_null(dmeta);
     assert_non_null(strstr(dmeta, "\"integral\""));
+    /* --nodes has its sidecar too, the same record as -o's */
+    json_t *nm = tu_load_json(tu_path("n.meta.json")), *dm0 = json_loads(dmeta, 0, NULL);
+    assert_non_null(nm);
+    assert_string_equal(json_string_value(json_object_get(nm, "command")), "density");
+    assert_string_equal(json_string_value(json_object_get(nm, "nodes_file")), "n.csv");
+    assert_true(json_equal(json_object_get(nm, "integral"), json_object_get(dm0, "integral")));
+    assert_true(json_equal(json_object_get(nm, "inputs"), json_object_get(dm0, "inputs")));
+    json_decref(nm), json_decref(dm0);
     free(dmeta);
     /* without a width: --sigma-fraction 0.01, as blocks and Python (one default) */
     st = tu_run(&out, "cd '%s' && '%s' density %s --runs 2 --steps 20 -o d2.csv --quiet",

@@ -34,7 +34,7 @@ static const group_case groups[] = {
      "e.csv e.meta.json v.safetensors "},
     {"trace", "trace MODEL --probes 4 --quiet -o t.csv", "t.csv t.meta.json "},
     {"density", "density MODEL --runs 2 --steps 6 --sigma 0.5 --quiet --nodes n.csv -o d.csv",
-     "d.csv d.meta.json n.csv "},
+     "d.csv d.meta.json n.csv n.meta.json "},
     {"init", "init --d 4 --h 2 --L 1 --V 6 -o w.safetensors", "w.json w.safetensors "},
     {"batch --text", "batch --text @/corpus.en -o b.safetensors", "b.safetensors b.vocab "},
     {"batch --src --tgt", "batch --src @/corpus.de --tgt @/corpus.en -o m.safetensors",

@@ -93,7 +93,7 @@ static const command CMDS[] = {
      {MS, CSV("-o"), CK("--checkpoint")}},
     {"density", "density --runs 1 --steps 4 --sigma 0.1",
      {{M}, {"-o", "d.csv"}, {"--nodes", "n.csv"}, {"--checkpoint", "ck"}},
-     {MS, CSV("-o"), {"--nodes", X_ID, 0, NULL}, CK("--checkpoint")}},
+     {MS, CSV("-o"), CSV("--nodes"), CK("--checkpoint")}},
     {"blocks", "blocks --probes 2 --eig-steps 4 --runs 1 --steps 4 --block out.w",
      {{M}, {"-o", "bl.csv"}, {"--pairs", "p.csv"}, {"--density", "bd.csv"}},
      {MS, CSV("-o"), CSV("--pairs"), CSV("--density")}},

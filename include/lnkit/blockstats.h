@@ -101,6 +101,24 @@ void lnk_blockstat_free(lnk_blockstat *r);
 void lnk_blockstat_settle(lnk_blockstat *const *b, int nb, double tol);
 int lnk_blockstat_unconverged(const lnk_blockstat *const *b, int nb, double *worst, int *steps);
 
+/* Why the extremes of b[0..nb) that did not converge may not have, in words
+ * for a warning (in buf of size bytes; "" when every extreme converged):
+ *   - psd (the operator is positive semidefinite, as the Gauss-Newton part
+ *     G): a bottom end is a cluster at 0 that Lanczos resolves slowly;
+ *   - a block that used all eig_steps: the step limit;
+ *   - one that ended before them (its Krylov space exhausted: values exact up
+ *     to rounding) with residuals above 1e-3 of its max|l|: a block zero to
+ *     rounding that no larger block settled (lnk_blockstat_settle), or else
+ *     rounding; with smaller residuals: rounding above the tolerance.
+ * nm names the caller's settings in the advice: the step limit, the
+ * tolerance, and how to add a block (a program's "--eig-steps", "--tol",
+ * "--group or more tensors"; Python's "eig_steps", ...).  Cost O(nb). */
+typedef struct {
+    const char *steps, *tol, *more;
+} lnk_blockstat_names;
+void lnk_blockstat_why(const lnk_blockstat *const *b, int nb, int psd, int eig_steps,
+                       const lnk_blockstat_names *nm, char *buf, size_t size);
+
 /* A common grid for the SLQ results r[0..k): equally spaced points from the
  * smallest node - pad sigma to the largest + pad sigma with a spacing of at
  * most sigma / per_sigma (as lnk_slq_grid_size).  *t is malloc'd (npts

@@ -13,7 +13,7 @@ from ._defaults import BLOCKS, DENSITY
 from ._lib import Error, lib, check, c_double_p
 from ._model import Model, _data_arg
 from ._operator import HessianOperator
-from ._curvature import _int, _float, SEED_MAX, warn_unconverged
+from ._curvature import _int, _float, SEED_MAX, warn_unconverged, kernel_width, sigma_of
 
 __all__ = ["blocks", "BlockStats"]
 
@@ -27,7 +27,8 @@ class BlockStats:
     frob2, frob2_se (||A_bb||_F, its square, standard errors), top,
     top_residual, top_converged, bottom, bottom_residual, bottom_converged,
     eig_steps, node_min, node_max, applies (arrays over the blocks).  The
-    densities: t (the common grid), density [blocks x points], sigma;
+    densities: t (the common grid), density [blocks x points], sigma (and
+    the option that chose it: sigma_option, sigma_value);
     js [blocks x blocks]: the Jensen-Shannon distances (natural log, as
     --pairs).  Also operator, probes, n_products, all_converged, rows()."""
 
@@ -92,8 +93,8 @@ def _plan(model, pattern, groups):
 def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
            probes=BLOCKS["probes"], eig_steps=BLOCKS["eig_steps"], tol=BLOCKS["tol"],
            runs=BLOCKS["runs"], steps=BLOCKS["steps"], sigma=None,
-           sigma_fraction=DENSITY["sigma_fraction"], per_sigma=DENSITY["per_sigma"],
-           seed=BLOCKS["seed"], cache_mb=None, progress=None):
+           sigma_fraction=None, per_sigma=DENSITY["per_sigma"], seed=BLOCKS["seed"],
+           cache_mb=None, progress=None, sigma_variance=None, sigma_kappa=None):
     """Statistics of the diagonal blocks A_bb of the Hessian of the data-set
     loss (or of its Gauss-Newton or functional part: operator=), the numbers
     of `lnkit blocks` with the same options and defaults (the library's
@@ -104,6 +105,9 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
     of `groups` (each a comma-separated glob list, as --group; names must be
     distinct).  m: an lnkit.Model with data, or an lnkit.HessianOperator
     (its model, data, weights and operator; its block is the `block`).
+    The densities' kernel width: one of sigma, sigma_variance, sigma_kappa
+    (with steps as its m), sigma_fraction (the default), as lnkit.density
+    and `lnkit blocks --sigma ...` take them.
     progress: None or a function called after each block with a dict (done,
     total, block, elapsed); a true return value cancels the run.  A block
     whose extreme eigenvalues did not converge issues lnkit.ConvergenceWarning
@@ -122,12 +126,9 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
           "runs": _int("runs", runs, 1, 1 << 20), "steps": _int("steps", steps, 1, 1 << 20),
           "seed": _int("seed", seed, 0, SEED_MAX)}
     per_sigma = _float("per_sigma", per_sigma)
-    if sigma is not None:
-        sigma = _float("sigma", sigma)
-    else:
-        sigma_fraction = _float("sigma_fraction", sigma_fraction)
-    if (sigma if sigma is not None else sigma_fraction) <= 0 or per_sigma <= 0:
-        raise Error("sigma, sigma_fraction, per_sigma: expected numbers > 0")
+    if per_sigma <= 0:
+        raise Error("per_sigma: expected a number > 0, got %r" % (per_sigma,))
+    width = kernel_width("blocks", sigma, sigma_variance, sigma_kappa, sigma_fraction)
     if isinstance(m, HessianOperator):
         if data is not None or cache_mb is not None or block is not None:
             raise Error("blocks: give a model and data, or a HessianOperator alone")
@@ -170,10 +171,15 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
                                                   "elapsed": time.monotonic() - t0}):
                 raise Error("blocks: cancelled by the progress function after %d of %d blocks"
                             % (i + 1, len(names)))
-        # blocks zero to rounding: converged by the library's rule, as in lnkit blocks
-        lib.lnk_blockstat_settle((ctypes.POINTER(_lib.Blockstat) * len(st))(
-            *[ctypes.pointer(s) for s in st]), len(st), kw["tol"])
-        res = _collect(names, types, st, H, kw, sigma, sigma_fraction, per_sigma)
+        # blocks zero to rounding: converged by the library's rule, as in lnkit blocks;
+        # why some did not converge: the library's words, as lnkit blocks says them
+        ptrs = (ctypes.POINTER(_lib.Blockstat) * len(st))(*[ctypes.pointer(s) for s in st])
+        lib.lnk_blockstat_settle(ptrs, len(st), kw["tol"])
+        why = ctypes.create_string_buffer(1024)
+        names_c = _lib.BlockstatNames(b"eig_steps", b"tol", b"groups or more tensors")
+        lib.lnk_blockstat_why(ptrs, len(st), H.operator == "ggn", kw["eig_steps"],
+                              ctypes.byref(names_c), why, len(why))
+        res = _collect(names, types, st, H, kw, width, per_sigma)
     finally:
         for i in range(done):
             lib.lnk_blockstat_free(ctypes.byref(st[i]))
@@ -191,55 +197,12 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
         warn_unconverged("blocks", failed, 2 * len(names), float(rel[bad].max()), kw["tol"],
                          int(res.eig_steps[bad].max()),
                          " (the extremes of %d of %d blocks: %s): %s"
-                         % (len(which), len(names), listed, _hint(res, kw["eig_steps"])),
+                         % (len(which), len(names), listed, why.value.decode()),
                          stacklevel=3, flags=".top_converged, .bottom_converged")
     return res
 
 
-def _hint(r, eig_steps):
-    """Why the extremes that did not converge may not have, as `lnkit blocks`
-    says it (src/cli/cmd_blocks.c, unconverged_hint)."""
-    scale = np.maximum(np.abs(r.top), np.abs(r.bottom))
-    S = float(scale.max())
-    psd = limit = rounding = False
-    zmax = None
-    for i in range(len(r.names)):
-        for e, (res, conv) in enumerate(((r.top_residual[i], r.top_converged[i]),
-                                         (r.bottom_residual[i], r.bottom_converged[i]))):
-            if conv:
-                continue
-            if e == 1 and r.operator == "ggn":
-                psd = True
-            elif r.eig_steps[i] >= eig_steps:
-                limit = True
-            elif not res <= 1e-3 * scale[i]:
-                zmax = max(zmax or 0.0, float(scale[i]))
-            else:
-                rounding = True
-    parts = []
-    if psd:
-        parts.append("G_bb is positive semidefinite: its bottom eigenvalues cluster at 0 "
-                     "relative to max|l|, which Lanczos resolves slowly; each bottom value v is "
-                     ">= 0 up to rounding and bounds the block's smallest eigenvalue to [0, v]")
-    if limit:
-        parts.append("the step limit was reached (a larger eig_steps may converge them)")
-    if zmax is not None and zmax >= S:
-        parts.append("Lanczos ended before the step limit with residuals as large as the values "
-                     "(max|l| %.3g): a block zero to rounding (an attention key bias, say), and "
-                     "no larger block in this run to judge it against; add one (groups or more "
-                     "tensors) or read its values as 0" % zmax)
-    elif zmax is not None:
-        parts.append("Lanczos ended before the step limit with residuals as large as the values "
-                     "(max|l| up to %.3g, not below %g of the largest block's %.3g): rounding"
-                     % (zmax, 1e-10, S))
-    if rounding:
-        parts.append("Lanczos ended before the step limit (the block's Krylov space exhausted): "
-                     "the residuals are rounding in double precision, above the tolerance (a "
-                     "larger tol makes them converge)")
-    return "; ".join(parts)
-
-
-def _collect(names, types, st, H, kw, sigma, sigma_fraction, per_sigma):
+def _collect(names, types, st, H, kw, width, per_sigma):
     """The per-block arrays, the common grid and densities, the distances."""
     r = BlockStats()
     r.names, r.types, r.operator, r.probes = list(names), list(types), H.operator, kw["probes"]
@@ -256,13 +219,12 @@ def _collect(names, types, st, H, kw, sigma, sigma_fraction, per_sigma):
     r.bottom_converged = np.array([bool(s.bottom_converged) for s in st])
     r.n_products = H.n_products
     nb = len(st)
-    if sigma is None:
-        s = ctypes.c_double()
-        lo, hi = float(r.node_min.min()), float(r.node_max.max())
-        if lib.lnk_sigma_from_fraction(sigma_fraction, lo, hi, ctypes.byref(s)):
-            raise Error("blocks: sigma_fraction %g of the nodes' range [%g, %g] gives no width: "
-                        "give sigma" % (sigma_fraction, lo, hi))
-        sigma = s.value
+    lo, hi = float(r.node_min.min()), float(r.node_max.max())
+    try:
+        sigma = sigma_of(width, lo, hi, kw["steps"])
+    except Error as e:
+        raise Error("blocks: %s %g for the nodes' range [%g, %g]: %s"
+                    % (width[0], width[1], lo, hi, e), e.status) from None
     ptrs = (ctypes.POINTER(_lib.SlqResult) * nb)(*[ctypes.pointer(s.slq) for s in st])
     tp, npts = c_double_p(), ctypes.c_size_t()
     check(lib.lnk_slq_grid_common(ptrs, nb, sigma, _lib.LNK_SLQ_PAD, per_sigma, MAX_GRID,
@@ -290,4 +252,5 @@ def _collect(names, types, st, H, kw, sigma, sigma_fraction, per_sigma):
                                       r.density[j].ctypes.data_as(c_double_p), n, ctypes.byref(d)))
             r.js[i, j] = r.js[j, i] = d.value
     r.sigma = sigma
+    r.sigma_option, r.sigma_value = width
     return r

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from . import _lib
-from ._defaults import EIGS, SLQ, TRACE, DENSITY
+from ._defaults import EIGS, SLQ, TRACE, DENSITY, _MODES, _REORTH, _START
 from ._lib import Error, ConvergenceWarning, lib, check
 from ._model import Model, _data_arg
 from ._operator import HessianOperator
@@ -59,6 +59,66 @@ def _choice(name, v, allowed):
     if not isinstance(v, str) or v not in allowed:
         raise Error("%s: expected %s, got %r" % (name, " or ".join(repr(a) for a in allowed), v))
     return v
+
+
+def _lanczos(what, mode, reorth):
+    """mode and reorth as --mode and --reorth: reorth None is the library's
+    default; given with mode='light' (which keeps no basis) it is refused,
+    as `lnkit CMD --mode light --reorth ...` is."""
+    _choice("mode", mode, ("full", "light"))
+    if reorth is None:
+        return
+    _choice("reorth", reorth, ("partial", "always"))
+    if mode == "light":
+        raise Error("%s: reorth applies only with mode='full', not mode='light'" % what)
+
+
+def _set_lanczos(o, mode, reorth):
+    o.mode = _lib.LNK_LANCZOS_FULL if mode == "full" else _lib.LNK_LANCZOS_LIGHT
+    if reorth is not None:
+        o.reorth = _lib.LNK_REORTH_PARTIAL if reorth == "partial" else _lib.LNK_REORTH_ALWAYS
+
+
+# The kernel width of a density: one of four conventions, as lnkit density and
+# lnkit blocks take them (--sigma, --sigma-variance, --sigma-kappa,
+# --sigma-fraction; src/front/density.c); the kappa convention's margin is
+# theirs too.
+SIGMA_NAMES = ("sigma", "sigma_variance", "sigma_kappa", "sigma_fraction")
+KAPPA_MARGIN = 0.05
+
+
+def kernel_width(what, sigma, sigma_variance, sigma_kappa, sigma_fraction):
+    """(name, value) of the one width option given (sigma_fraction's default
+    when none is), checked; two given are refused."""
+    given = [(n, v) for n, v in zip(SIGMA_NAMES, (sigma, sigma_variance, sigma_kappa,
+                                                 sigma_fraction)) if v is not None]
+    if len(given) > 1:
+        raise Error("%s: give only one of sigma, sigma_variance, sigma_kappa, sigma_fraction "
+                    "(got %s)" % (what, ", ".join(n for n, _ in given)))
+    name, v = given[0] if given else ("sigma_fraction", DENSITY["sigma_fraction"])
+    v = _float(name, v)
+    lo = 1 if name == "sigma_kappa" else 0
+    if not v > lo:
+        raise Error("%s: expected a number > %d, got %r" % (name, lo, v))
+    return name, v
+
+
+def sigma_of(width, lo, hi, m):
+    """The kernel's standard deviation for nodes in [lo, hi] after m Lanczos
+    steps by the width option (name, value) (the library's conventions,
+    include/lnkit/curvature.h); the library's message if it gives none."""
+    name, v = width
+    if name == "sigma":
+        return v
+    s = ctypes.c_double()
+    if name == "sigma_variance":
+        st = lib.lnk_sigma_from_variance(v, lo, hi, ctypes.byref(s))
+    elif name == "sigma_kappa":
+        st = lib.lnk_sigma_from_kappa(v, m, KAPPA_MARGIN, lo, hi, ctypes.byref(s))
+    else:
+        st = lib.lnk_sigma_from_fraction(v, lo, hi, ctypes.byref(s))
+    check(st)
+    return s.value
 
 
 def warn_unconverged(what, n_failed, n_req, worst, tol, steps, detail="", stacklevel=3,
@@ -146,7 +206,9 @@ class EigsResult:
     (computed with the operator), bounds, converged (per pair: residual <=
     tol * scale), all_converged, vectors (k x n, if asked), top and bottom
     (views of values), scale (max|l|), requested (pairs asked for), steps,
-    stop ("tol", "max_steps", "invariant"), operator, n_applies, elapsed."""
+    stop ("tol", "max_steps", "invariant"), operator, mode, reorth (the
+    settings run, as the sidecar of `lnkit eigs` records them), n_applies,
+    elapsed."""
 
     @property
     def all_converged(self):
@@ -166,7 +228,7 @@ class EigsResult:
 
 
 def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS["max_steps"],
-         mode=EIGS["mode"], reorth=EIGS["reorth"], seed=EIGS["seed"], block=None,
+         mode=EIGS["mode"], reorth=None, seed=EIGS["seed"], block=None,
          vectors=False, cache_mb=None, operator=None, progress=None):
     """The k largest (which="top"), smallest ("bottom") or both ("both": k
     of each) eigenvalues of the data-set loss Hessian (or of a block, or of
@@ -178,6 +240,9 @@ def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS
     m: an lnkit.Model with data (an lnkit.Data or batch file paths), or an
     lnkit.HessianOperator alone.  operator: "hessian" (default), "ggn" or
     "functional", as `lnkit eigs --operator` (see Model.hessian).
+    mode: "full" (a stored basis) or "light" (none); reorth (full mode
+    only, as --reorth): "partial" or "always"; None is the library's default
+    (lnkit.defaults()["eigs"]["reorth"]), which r.reorth records.
     progress: None or a function called after each Lanczos step with a dict
     (step, max_steps, top, bottom, n_converged, elapsed); a true return value
     cancels the run (lnkit.Error).  Ctrl-C cancels it too (KeyboardInterrupt
@@ -189,8 +254,7 @@ def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS
     after writing its results): warnings.simplefilter("error",
     lnkit.ConvergenceWarning) turns it into an exception."""
     _choice("which", which, ("top", "bottom", "both"))
-    _choice("mode", mode, ("full", "light"))
-    _choice("reorth", reorth, ("partial", "always"))
+    _lanczos("eigs", mode, reorth)
     k = _int("k", k, 1)
     max_steps = _int("max_steps", max_steps, 1)
     tol = _float("tol", tol)
@@ -208,8 +272,7 @@ def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS
     o.k_bottom = k if which != "top" else 0
     o.max_steps = max_steps
     o.tol = tol
-    o.mode = _lib.LNK_LANCZOS_FULL if mode == "full" else _lib.LNK_LANCZOS_LIGHT
-    o.reorth = _lib.LNK_REORTH_PARTIAL if reorth == "partial" else _lib.LNK_REORTH_ALWAYS
+    _set_lanczos(o, mode, reorth)
     o.vectors = 1 if vectors else 0
     o.seed = seed
     pr = _Progress(progress, True)
@@ -244,6 +307,7 @@ def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS
         res.elapsed = r.elapsed
         res.tol = tol
         res.requested = o.k_top + o.k_bottom
+        res.mode, res.reorth = _MODES[o.mode], _REORTH[o.reorth]
         res.operator = H.operator
     finally:
         lib.lnk_eigs_result_free(ctypes.byref(r))
@@ -278,40 +342,47 @@ def _warn_eigs(res):
 
 
 class Density:
-    """A spectral density by SLQ: t (grid), density (phi(t)), sigma, and the
-    quadrature: nodes and weights per run (lists of arrays), n_applies."""
+    """A spectral density by SLQ: t (grid), density (phi(t)), sigma, the
+    option that chose it (sigma_option, sigma_value: as the sidecar of
+    `lnkit density` records them), and the quadrature: nodes and weights per
+    run (lists of arrays), n_applies; the settings run: start_vectors, mode,
+    reorth."""
 
 
 def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
-            sigma_fraction=DENSITY["sigma_fraction"], per_sigma=DENSITY["per_sigma"],
-            seed=SLQ["seed"], mode=SLQ["mode"], block=None, cache_mb=None, operator=None,
-            progress=None):
+            sigma_fraction=None, per_sigma=DENSITY["per_sigma"], seed=SLQ["seed"],
+            mode=SLQ["mode"], block=None, cache_mb=None, operator=None, progress=None,
+            start_vectors=SLQ["start_vectors"], reorth=None, sigma_variance=None,
+            sigma_kappa=None):
     """The spectral density of the data-set loss Hessian (or a block, or of
     its Gauss-Newton or functional part: operator=) by stochastic Lanczos
-    quadrature (lnk_slq; `lnkit density`): `runs` Rademacher start vectors,
-    `steps` Lanczos steps each; phi on a grid covering the nodes +- 6 sigma
-    with `per_sigma` points per sigma.  The Gaussian kernel's standard
-    deviation is sigma (eigenvalue units) or, if sigma is None,
-    sigma_fraction times the range of the nodes.  Defaults: the library's
-    (lnkit.defaults()["density"])."""
+    quadrature (lnk_slq; `lnkit density`): `runs` random start vectors
+    (start_vectors: "rademacher" or "gaussian" entries), `steps` Lanczos
+    steps each (mode, reorth: as in eigs); phi on a grid covering the nodes
+    +- 6 sigma with `per_sigma` points per sigma.
+
+    The Gaussian kernel's standard deviation, by one of four conventions
+    (give at most one; docs/MODEL.md section 7, as `lnkit density`): sigma
+    (eigenvalue units), sigma_variance V (PyHessian's: variance V max(1,
+    range of the nodes)), sigma_kappa K > 1 (Papyan 2020: 1.1 range / ((steps
+    - 1) sqrt(8 ln K))) or sigma_fraction F (F times the range of the nodes;
+    the default, lnkit.defaults()["density"]["sigma_fraction"]).  Other
+    defaults: the library's (lnkit.defaults()["density"])."""
     runs = _int("runs", runs, 1)
     steps = _int("steps", steps, 1)
     seed = _int("seed", seed, 0, SEED_MAX)
     per_sigma = _float("per_sigma", per_sigma)
     if per_sigma <= 0:
         raise Error("per_sigma: expected a number > 0, got %r" % (per_sigma,))
-    _choice("mode", mode, ("full", "light"))
-    if sigma is not None:
-        sigma = _float("sigma", sigma)
-        if not sigma > 0:
-            raise Error("sigma: expected a number > 0, got %r" % (sigma,))
-    else:
-        sigma_fraction = _float("sigma_fraction", sigma_fraction)
+    _lanczos("density", mode, reorth)
+    _choice("start_vectors", start_vectors, tuple(_START.values()))
+    width = kernel_width("density", sigma, sigma_variance, sigma_kappa, sigma_fraction)
     H = _operator_of(m, data, block, cache_mb, operator)
     o = _lib.SlqOpts()
     lib.lnk_slq_opts_default(ctypes.byref(o))
     o.runs, o.steps, o.seed = runs, steps, seed
-    o.mode = _lib.LNK_LANCZOS_FULL if mode == "full" else _lib.LNK_LANCZOS_LIGHT
+    o.start = {v: k for k, v in _START.items()}[start_vectors]
+    _set_lanczos(o, mode, reorth)
     pr = _Progress(progress, False)
     o.progress = pr.cfunc
     op = H._operator()
@@ -327,11 +398,7 @@ def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
         d.weights = [np.array([r.weight[j] for j in range(off[v], off[v + 1])])
                      for v in range(r.runs)]
         d.n_applies = int(r.n_applies)
-        if sigma is None:
-            s = ctypes.c_double()
-            check(lib.lnk_sigma_from_fraction(sigma_fraction, r.node_min, r.node_max,
-                                              ctypes.byref(s)))
-            sigma = s.value
+        sigma = sigma_of(width, r.node_min, r.node_max, steps)
         if not sigma > 0:
             raise Error("sigma: expected a number > 0, got %r" % (sigma,))
         npts = lib.lnk_slq_grid_size(ctypes.byref(r), sigma, _lib.LNK_SLQ_PAD, per_sigma)
@@ -344,6 +411,8 @@ def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
         check(lib.lnk_slq_density(ctypes.byref(r), sigma, d.t.ctypes.data_as(_lib.c_double_p),
                                   npts, d.density.ctypes.data_as(_lib.c_double_p)))
         d.sigma = sigma
+        d.sigma_option, d.sigma_value = width
+        d.start_vectors, d.mode, d.reorth = start_vectors, _MODES[o.mode], _REORTH[o.reorth]
         d.operator = H.operator
     finally:
         lib.lnk_slq_result_free(ctypes.byref(r))

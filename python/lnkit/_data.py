@@ -191,13 +191,16 @@ class Data:
         return self
 
     @classmethod
-    def synthetic(cls, model, batch, length, seed=0, chunk=None):
+    def synthetic(cls, model, batch=8, length=16, seed=0, chunk=None):
         """Synthetic token ids for model (lnk_batch_synthetic, as `lnkit batch
-        --synthetic`): ids uniform in [4, V), rows of `length` positions."""
+        --synthetic --rows batch --len length --rng-seed seed`, with its
+        defaults): ids uniform in [4, V), rows of `length` positions; seed in
+        --rng-seed's range, so the program can make the same batch."""
         for name, v, lo in (("batch", batch, 1), ("length", length, 1), ("seed", seed, 0)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo or \
-                    v > (2**31 - 1 if name != "seed" else 2**64 - 1):
-                raise Error("data: synthetic: %s: expected an integer >= %d, got %r" % (name, lo, v))
+                    v > 2**31 - 1:
+                raise Error("data: synthetic: %s: expected an integer from %d to %d, got %r"
+                            % (name, lo, 2**31 - 1, v))
         b = _lib.Batch()
         check(lib.lnk_batch_synthetic(model._m, int(batch), int(length), int(seed),
                                       ctypes.byref(b)))

@@ -12,6 +12,7 @@ __all__ = ["defaults", "EIGS", "SLQ", "TRACE", "BLOCKS", "DENSITY"]
 
 _MODES = {_lib.LNK_LANCZOS_FULL: "full", _lib.LNK_LANCZOS_LIGHT: "light"}
 _REORTH = {_lib.LNK_REORTH_PARTIAL: "partial", _lib.LNK_REORTH_ALWAYS: "always"}
+_START = {_lib.LNK_SLQ_RADEMACHER: "rademacher", _lib.LNK_SLQ_GAUSSIAN: "gaussian"}
 
 
 def _eigs():
@@ -24,7 +25,8 @@ def _eigs():
 def _slq():
     o = _lib.SlqOpts()
     lib.lnk_slq_opts_default(ctypes.byref(o))
-    return {"runs": o.runs, "steps": o.steps, "mode": _MODES[o.mode], "seed": o.seed}
+    return {"runs": o.runs, "steps": o.steps, "start_vectors": _START[o.start],
+            "mode": _MODES[o.mode], "reorth": _REORTH[o.reorth], "seed": o.seed}
 
 
 def _trace():

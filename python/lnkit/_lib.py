@@ -196,6 +196,10 @@ class FrobResult(ctypes.Structure):
                 ("probes", ctypes.c_int), ("elapsed", ctypes.c_double)]
 
 
+class BlockstatNames(ctypes.Structure):
+    _fields_ = [("steps", ctypes.c_char_p), ("tol", ctypes.c_char_p), ("more", ctypes.c_char_p)]
+
+
 class Blockstat(ctypes.Structure):
     _fields_ = [("n", ctypes.c_size_t), ("frob", FrobResult), ("top", ctypes.c_double),
                 ("top_residual", ctypes.c_double), ("bottom", ctypes.c_double),
@@ -280,6 +284,8 @@ for _name, _res, _args in [
     ("lnk_slq_grid", _I, (ctypes.POINTER(SlqResult), _D, _D, _Z, c_double_p)),
     ("lnk_slq_density", _I, (ctypes.POINTER(SlqResult), _D, c_double_p, _Z, c_double_p)),
     ("lnk_sigma_from_fraction", _I, (_D, _D, _D, c_double_p)),
+    ("lnk_sigma_from_variance", _I, (_D, _D, _D, c_double_p)),
+    ("lnk_sigma_from_kappa", _I, (_D, _I, _D, _D, _D, c_double_p)),
     ("lnk_trace_opts_default", None, (ctypes.POINTER(TraceOpts),)),
     ("lnk_trace", _I, (ctypes.POINTER(Operator), ctypes.POINTER(TraceOpts),
                        ctypes.POINTER(TraceResult))),
@@ -289,6 +295,8 @@ for _name, _res, _args in [
                                    ctypes.POINTER(Blockstat))),
     ("lnk_blockstat_free", None, (ctypes.POINTER(Blockstat),)),
     ("lnk_blockstat_settle", None, (ctypes.POINTER(ctypes.POINTER(Blockstat)), _I, _D)),
+    ("lnk_blockstat_why", None, (ctypes.POINTER(ctypes.POINTER(Blockstat)), _I, _I, _I,
+                                 ctypes.POINTER(BlockstatNames), ctypes.c_char_p, _Z)),
     ("lnk_slq_grid_common", _I, (ctypes.POINTER(ctypes.POINTER(SlqResult)), _I, _D, _D, _D, _Z,
                                  ctypes.POINTER(c_double_p), ctypes.POINTER(_Z))),
     ("lnk_js_distance", _I, (c_double_p, c_double_p, c_double_p, _Z, c_double_p)),

@@ -328,11 +328,14 @@ class Model:
                                    ctypes.byref(loss), None, None))
         return loss.value
 
-    def hvp(self, data, v, block=None):
+    def hvp(self, data, v, block=None, operator="hessian"):
         """H v, the exact product of the data-set loss Hessian (or the block
-        Hessian of `block`, then v has the block's size) with v (float64)."""
+        Hessian of `block`, then v has the block's size) with v (float64);
+        operator="ggn" or "functional": G v or F v instead, as `lnkit hvp
+        --operator` (see hessian)."""
         from ._operator import HessianOperator
-        H = HessianOperator(self, _data_arg(data), block=block, _copy=False, _once=True)
+        H = HessianOperator(self, _data_arg(data), block=block, _copy=False, _once=True,
+                            operator=operator)
         try:
             return H._matvec(v)
         finally:

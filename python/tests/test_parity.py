@@ -36,11 +36,19 @@ def test_defaults_are_the_librarys():
                          "reorth": "partial", "seed": 0}
     assert d["trace"] == {"method": "hutchinson", "probes": 100, "seed": 0}
     assert (d["density"]["runs"], d["density"]["steps"]) == (10, 80)
+    assert (d["density"]["start_vectors"], d["density"]["mode"], d["density"]["reorth"]) == (
+        "rademacher", "full", "partial")
     assert (d["blocks"]["probes"], d["blocks"]["eig_steps"], d["blocks"]["tol"]) == (30, 100, 1e-6)
     import inspect
     sig = inspect.signature(lnkit.eigs).parameters
     assert sig["tol"].default == d["eigs"]["tol"] and sig["k"].default == d["eigs"]["k"]
     assert inspect.signature(lnkit.trace).parameters["probes"].default == d["trace"]["probes"]
+    ds = inspect.signature(lnkit.density).parameters
+    assert ds["start_vectors"].default == d["density"]["start_vectors"]
+    # reorth=None and sigma_fraction=None stand for these defaults (so that a
+    # reorth given with mode='light', or two kernel widths, can be refused)
+    assert sig["reorth"].default is None and ds["reorth"].default is None
+    assert ds["sigma_fraction"].default is None and d["density"]["sigma_fraction"] == 0.01
     d["eigs"]["k"] = 99                     # a copy: the package's defaults stay
     assert lnkit.defaults()["eigs"]["k"] == 5
 
@@ -220,3 +228,137 @@ def test_blocks_zero_block_rule_equal_cli(md, pre):
         assert (int(b.top_converged[j]), int(b.bottom_converged[j])) == (
             int(rows[n]["top_converged"]), int(rows[n]["bottom_converged"])), n
     assert b.top_converged[i] and b.bottom_converged[i]
+
+
+def refused(pre, cmd, *args):
+    """The lnkit program's one-line refusal (exit 2) of cmd with these options."""
+    import subprocess
+    from conftest import lnkit_bin
+    r = subprocess.run([lnkit_bin(), cmd, "--config", pre.config, "--weights", pre.weights,
+                        "--batch", pre.batch, *map(str, args), "--quiet"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr)
+    return r.stderr.strip()
+
+
+@pytest.mark.parametrize("args,kw", [
+    (["--sigma-variance", "1e-3"], {"sigma_variance": 1e-3}),
+    (["--sigma-kappa", "3", "--start-vectors", "gaussian"],
+     {"sigma_kappa": 3, "start_vectors": "gaussian"}),
+    (["--reorth", "always", "--sigma", "0.05"], {"reorth": "always", "sigma": 0.05}),
+    (["--mode", "light", "--grid-per-sigma", "6"], {"mode": "light", "per_sigma": 6})])
+def test_density_options_equal_cli(md, pre, args, kw):
+    """Every option of `lnkit density` has its keyword, with the same
+    meaning: the same grid and density, and the sidecar's settings."""
+    m, data = md
+    out = pre.path("par_density_opts.csv")
+    cli(pre, "density", "--runs", 3, "--steps", 12, *args, "-o", out, "--quiet")
+    rows = list(csv.DictReader(open(out)))
+    d = lnkit.density(m, data, runs=3, steps=12, **kw)
+    side = meta(out)
+    assert d.sigma == pytest.approx(side["sigma"], rel=1e-12)
+    assert (d.sigma_option.replace("_", "-"), d.sigma_value) == (side["sigma_option"],
+                                                                 side["sigma_value"])
+    assert (d.start_vectors, d.mode, d.reorth) == (side["start"], side["mode"], side["reorth"])
+    assert len(rows) == len(d.t)
+    assert rel_err(d.t, [float(r["t"]) for r in rows]) <= TOL
+    assert rel_err(d.density, [float(r["density"]) for r in rows]) <= 1e-10
+
+
+def test_kernel_width_one_of_four(md, pre):
+    """Two kernel widths are refused by both, as are widths out of range."""
+    m, data = md
+    assert "give only one of --sigma, --sigma-variance, --sigma-kappa, --sigma-fraction" in \
+        refused(pre, "density", "--sigma", 0.1, "--sigma-kappa", 3)
+    for f in (lnkit.density, lnkit.blocks):
+        for two in ({"sigma": 0.1, "sigma_kappa": 3}, {"sigma_fraction": 0.02,
+                                                       "sigma_variance": 1e-3}):
+            with pytest.raises(lnkit.Error, match="give only one of sigma, sigma_variance, "
+                               "sigma_kappa, sigma_fraction"):
+                f(m, data, **two)
+    assert "--sigma-kappa" in refused(pre, "density", "--sigma-kappa", 1)
+    with pytest.raises(lnkit.Error, match="sigma_kappa: expected a number > 1"):
+        lnkit.density(m, data, sigma_kappa=1)
+    with pytest.raises(lnkit.Error, match="sigma_variance: expected a number > 0"):
+        lnkit.blocks(m, data, sigma_variance=0)
+
+
+@pytest.mark.parametrize("args,kw", [(["--sigma-variance", "1e-3"], {"sigma_variance": 1e-3}),
+                                     (["--sigma-kappa", "3"], {"sigma_kappa": 3})])
+def test_blocks_width_equal_cli(md, pre, args, kw):
+    m, data = md
+    o, dn = pre.path("par_blocks_w.csv"), pre.path("par_blocks_wd.csv")
+    cli(pre, "blocks", "--block", "dec.1.attn.w*", "--runs", 2, "--steps", 12, *args, "-o", o,
+        "--density", dn, "--quiet", ok=(0, 3))
+    b = lnkit.blocks(m, data, block="dec.1.attn.w*", runs=2, steps=12, **kw)
+    side = meta(o)
+    assert b.sigma == pytest.approx(side["sigma"], rel=1e-12)
+    assert b.sigma_option.replace("_", "-") == args[0][2:]
+    dens = list(csv.DictReader(open(dn)))
+    assert len(dens) == len(b.names) * len(b.t)
+    assert rel_err(b.density.ravel(), [float(r["density"]) for r in dens]) <= 1e-10
+
+
+@pytest.mark.parametrize("op", ["ggn", "functional"])
+def test_hvp_operator_equals_cli(md, pre, op):
+    """m.hvp(operator=) is `lnkit hvp --operator`: G v and F v, with G v + F v = H v."""
+    m, data = md
+    v = m.load_vector(pre.vector)
+    out = pre.path("par_hvp_%s.safetensors" % op)
+    cli(pre, "hvp", "--operator", op, "--vector", pre.vector, "-o", out, "--quiet")
+    theirs = m.load_vector(out)
+    mine = m.hvp(data, v, operator=op)
+    assert rel_err(mine, theirs) <= 1e-12
+    hv = m.hvp(data, v)
+    other = m.hvp(data, v, operator="functional" if op == "ggn" else "ggn")
+    assert rel_err(mine, hv) > 1e-3                  # not H v
+    assert rel_err(mine + other, hv) <= 1e-10        # H = G + F
+    with pytest.raises(lnkit.Error, match="operator"):
+        m.hvp(data, v, operator="gauss-newton")
+
+
+def test_reorth_only_with_full_mode(md, pre):
+    """reorth given with mode='light' is refused in the program's words; left
+    out it is the library's default, which the result records as the sidecar
+    of `lnkit eigs --mode light` does."""
+    m, data = md
+    for cmd, f in (("eigs", lnkit.eigs), ("density", lnkit.density)):
+        assert refused(pre, cmd, "--mode", "light", "--reorth", "always") == (
+            "lnkit %s: --reorth applies only with --mode full, not --mode light" % cmd)
+        with pytest.raises(lnkit.Error) as e:
+            f(m, data, mode="light", reorth="always")
+        assert str(e.value) == "%s: reorth applies only with mode='full', not mode='light'" % cmd
+    out = pre.path("par_eigs_light.csv")
+    cli(pre, "eigs", "--mode", "light", "-k", 1, "--max-steps", 40, "-o", out, "--quiet",
+        ok=(0, 3))
+    import inspect
+    assert inspect.signature(lnkit.eigs).parameters["reorth"].default is None
+    r = lnkit.eigs(m, data, k=1, max_steps=40, mode="light")
+    assert (r.mode, r.reorth) == ("light", lnkit.defaults()["eigs"]["reorth"]) == (
+        meta(out)["mode"], meta(out)["reorth"])
+    top, _, _ = read_eigs_csv(out)
+    assert rel_err(r.top, top) <= TOL
+    r = lnkit.eigs(m, data, k=1, reorth="always", tol=1e-8)
+    assert r.reorth == "always" and r.n_reorth > 0
+
+
+def test_synthetic_defaults_and_seed_range_equal_cli(md, pre):
+    """Data.synthetic's defaults are `lnkit batch --synthetic`'s (rows, len,
+    seed: the same batch, so the same loss bitwise) and its seed range is
+    --rng-seed's."""
+    import subprocess
+    from conftest import lnkit_bin
+    m, _ = md
+    out = pre.path("par_synthetic.safetensors")
+    run("batch", "--synthetic", "--config", pre.config, "-o", out, "--quiet")
+    d = lnkit.Data.synthetic(m)
+    assert d.n_scored(m) == lnkit.Data([out]).n_scored(m)
+    assert m.loss(d) == m.loss([out])
+    seed = lnkit._curvature.SEED_MAX
+    run("batch", "--synthetic", "--config", pre.config, "--rng-seed", seed, "-o", out, "--quiet")
+    assert m.loss(lnkit.Data.synthetic(m, seed=seed)) == m.loss([out])
+    r = subprocess.run([lnkit_bin(), "batch", "--synthetic", "--config", pre.config, "--rng-seed",
+                        str(seed + 1), "-o", out, "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--rng-seed" in r.stderr
+    with pytest.raises(lnkit.Error, match="seed"):
+        lnkit.Data.synthetic(m, seed=seed + 1)

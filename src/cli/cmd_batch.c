@@ -23,8 +23,9 @@ static const cli_opt opts[] = {
      .help = "synthetic: seed of the ids"},
     {.type = CLI_STR, .name = "vocab-in", .arg = "FILE", CLI_AT(T, vocab_in), .flags = CLI_READS,
      .help = "text: use this vocabulary instead of building one"},
-    {.type = CLI_STR, .name = "vocab-out", .arg = "FILE", CLI_AT(T, vocab_out), .flags = CLI_WRITES,
-     .help = "text: where the built vocabulary is written",
+    {.type = CLI_STR, .name = "vocab-out", .arg = "FILE", CLI_AT(T, vocab_out),
+     .flags = CLI_WRITES | CLI_STDOUT,
+     .help = "text: where the built vocabulary is written; -: standard output",
      .def = "BATCH.vocab; none beside standard output, a device or a FIFO"},
     CLI_OPT_VOCAB_SRC(T, pa),
     CLI_OPT_VOCAB_TGT(T, pa),
@@ -151,7 +152,7 @@ int cmd_batch(int argc, char **argv)
         CLI_CK(lnk_text_lm_batch(&t, v, a.first, a.rows < 0 ? 0 : (int)a.rows, a.pa.max_len,
                                    &b));
         if (vp)
-            CLI_CK(lnk_vocab_save(v, vp));
+            CLI_CK(lnk_vocab_save(v, cli_out(vp, 0)));
         nv = lnk_vocab_size(v);
         lnk_vocab_free(v);
         lnk_text_free(&t);
@@ -160,7 +161,8 @@ int cmd_batch(int argc, char **argv)
     cli_outputs_commit();
     /* what was written, once it is */
     if (vp)
-        cli_say("vocabulary of %d tokens -> %s\n", nv, vp);
+        cli_say("vocabulary of %d tokens -> %s\n", nv,
+                cli_is_stdout(vp) ? "standard output" : vp);
     if (a.text)
         cli_say("use --V %d (or larger) with this batch\n", nv);
     free(vp);

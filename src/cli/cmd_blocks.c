@@ -4,7 +4,6 @@
  * SLQ density; the Jensen-Shannon distances between the densities on a
  * common grid (include/lnkit/blockstats.h). */
 #include <jansson.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +29,11 @@ static const cli_opt opts[] = {
                    "(+ FILE.meta.json)", NULL),
     CLI_OPT_JSON(T, json),
     {.type = CLI_STR, .name = "pairs", .arg = "FILE", CLI_AT(T, pairs), .unset = "",
-     .flags = CLI_WRITES | CLI_META, .meta = "pairs_file",
+     .flags = CLI_WRITES | CLI_STDOUT | CLI_META, .meta = "pairs_file",
      .help = "also write the Jensen-Shannon distances between the blocks' densities: CSV "
              "block_a,block_b,js_distance (+ FILE.meta.json)"},
     {.type = CLI_STR, .name = "density", .arg = "FILE", CLI_AT(T, dens), .unset = "",
-     .flags = CLI_WRITES | CLI_META, .meta = "density_file",
+     .flags = CLI_WRITES | CLI_STDOUT | CLI_META, .meta = "density_file",
      .help = "also write the blocks' densities on the common grid: CSV block,t,density "
              "(+ FILE.meta.json)"},
     {.type = CLI_LIST, .name = "group", .arg = "GLOBS", CLI_AT(T, groups),
@@ -230,66 +229,6 @@ static int counted_apply(void *ctx, const double *x, double *y)
     return st;
 }
 
-/* Why the extremes of b[0..nb) that did not converge may not have (the hint
- * of cli_not_converged, in buf): G_bb's bottom end is a cluster at 0 (G is
- * positive semidefinite); a run that used all --eig-steps; a run that ended
- * before them (the block's Krylov space exhausted: its values are exact up
- * to rounding), where residuals as large as the values mean a block zero to
- * rounding that no larger block of this run settled (lnk_blockstat_settle),
- * else rounding above --tol.  NULL when every extreme converged.
- * python/lnkit/_blocks.py (_hint) says the same. */
-static const char *unconverged_hint(const block_row *b, int nb, int op, int eig_steps,
-                                    char *buf, size_t size)
-{
-    int psd = 0, limit = 0, zero = 0, rounding = 0;
-    double S = 0, zmax = 0;
-    for (int i = 0; i < nb; i++)
-        S = fmax(S, fmax(fabs(b[i].st.top), fabs(b[i].st.bottom)));
-    for (int i = 0; i < nb; i++) {
-        const lnk_blockstat *x = &b[i].st;
-        double scale = fmax(fabs(x->top), fabs(x->bottom));
-        const double res[2] = {x->top_residual, x->bottom_residual};
-        const int conv[2] = {x->top_converged, x->bottom_converged};
-        for (int e = 0; e < 2; e++) {
-            if (conv[e])
-                continue;
-            if (e == 1 && op == LNK_OP_GGN)
-                psd = 1;
-            else if (x->eig_steps >= eig_steps)
-                limit = 1;
-            else if (!(res[e] <= 1e-3 * scale))
-                zero = 1, zmax = fmax(zmax, scale);
-            else
-                rounding = 1;
-        }
-    }
-    size_t n = 0;
-    buf[0] = 0;
-#define ADD(...) (n += (size_t)snprintf(buf + n, n < size ? size - n : 0, __VA_ARGS__))
-    if (psd)
-        ADD("G_bb is positive semidefinite: its bottom eigenvalues cluster at 0 relative to "
-            "max|l|, which Lanczos resolves slowly; each bottom value v is >= 0 up to rounding "
-            "and bounds the block's smallest eigenvalue to [0, v]");
-    if (limit)
-        ADD("%sthe step limit was reached (a larger --eig-steps may converge them)",
-            n ? "; " : "");
-    if (zero && zmax >= S)
-        ADD("%sLanczos ended before the step limit with residuals as large as the values "
-            "(max|l| %.3g): a block zero to rounding (an attention key bias, say), and no "
-            "larger block in this run to judge it against; add one (--group or more tensors) "
-            "or read its values as 0", n ? "; " : "", zmax);
-    else if (zero)
-        ADD("%sLanczos ended before the step limit with residuals as large as the values "
-            "(max|l| up to %.3g, not below %g of the largest block's %.3g): rounding",
-            n ? "; " : "", zmax, LNK_BLOCKSTAT_ZERO_REL, S);
-    if (rounding)
-        ADD("%sLanczos ended before the step limit (the block's Krylov space exhausted): the "
-            "residuals are rounding in double precision, above the tolerance (a larger --tol "
-            "makes them converge)", n ? "; " : "");
-#undef ADD
-    return n ? buf : NULL;
-}
-
 /* What the run works on and may take (n_tensors < 0: --no-tensors), and
  * for G why its blocks' bottom extremes may take every step. */
 static void say_plan(int nb, int n_tensors, const char *tensor_pat, int n_groups, long per_block,
@@ -387,6 +326,10 @@ int cmd_blocks(int argc, char **argv)
     double worst_res;
     int max_steps, n_bad = lnk_blockstat_unconverged((const lnk_blockstat *const *)st, nb,
                                                      &worst_res, &max_steps);
+    char hint[1024]; /* why, if some did not converge */
+    lnk_blockstat_why((const lnk_blockstat *const *)st, nb, co->op_kind == LNK_OP_GGN,
+                      bo.eig_steps, &(lnk_blockstat_names){"--eig-steps", "--tol",
+                      "--group or more tensors"}, hint, sizeof hint);
     free(st);
     long products = lnk_hessian_n_products(s.h);
     double *js = calloc((size_t)nb * nb, sizeof(double));
@@ -424,10 +367,8 @@ int cmd_blocks(int argc, char **argv)
                 cli_is_stdout(out) ? "standard output" : out);
     }
     /* the rule for extremes that did not converge (cli_not_converged) */
-    char hint[1024];
     int status = cli_not_converged(n_bad, 2 * nb, worst_res, bo.eig_tol, max_steps, bo.eig_steps,
-                                   unconverged_hint(b, nb, co->op_kind, bo.eig_steps, hint,
-                                                    sizeof hint));
+                                   *hint ? hint : NULL);
     for (int i = 0; i < nb; i++) {
         free(b[i].name);
         free(b[i].phi);

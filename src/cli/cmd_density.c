@@ -23,8 +23,9 @@ static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(T, out, 0, "the density, CSV t,density (+ FILE.meta.json)", NULL),
     CLI_OPT_JSON(T, json),
     {.type = CLI_STR, .name = "nodes", .arg = "FILE", CLI_AT(T, nodes), .unset = "",
-     .flags = CLI_WRITES | CLI_META, .meta = "nodes_file",
-     .help = "also write every run's nodes and weights: CSV run,index,node,weight"},
+     .flags = CLI_WRITES | CLI_STDOUT | CLI_META, .meta = "nodes_file",
+     .help = "also write every run's nodes and weights: CSV run,index,node,weight "
+             "(+ FILE.meta.json); -: standard output"},
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, so.runs), .min = 1, .max = 1 << 20,
      .flags = CLI_ID | CLI_META, .help = "start vectors n_v"},
     {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(T, so.steps), .min = 1, .max = 1 << 20,
@@ -79,7 +80,7 @@ int cmd_density(int argc, char **argv)
     const char *out = a.out, *nodes = a.nodes;
     cli_result_check(out, a.json);
     so.seed = co->rng_seed;
-    cli_curv_out outs[2] = {{out, "-o", 1}, {nodes, "--nodes", 0}};
+    cli_curv_out outs[2] = {{out, "-o", 1}, {nodes, "--nodes", 1}};
     cli_curv s;
     cli_progress prog = {"density", "step", -1e9, &s.run};
     so.progress = cli_progress_fn;
@@ -127,10 +128,12 @@ int cmd_density(int argc, char **argv)
         cli_die_lib();
     if (nodes && lnk_slq_write_nodes(&r, cli_out(nodes, 0)) != LNK_OK)
         cli_die_lib();
-    cli_curv_meta(&s, out, json_pack("{s:f, s:s, s:f, s:I, s:f, s:f, s:f}", "sigma", sigma,
-                                     "sigma_option", sigma_option, "sigma_value", sigma_value,
-                                     "grid_points", (json_int_t)np, "integral", integral,
-                                     "node_min", r.node_min, "node_max", r.node_max));
+    json_t *res = json_pack("{s:f, s:s, s:f, s:I, s:f, s:f, s:f}", "sigma", sigma,
+                            "sigma_option", sigma_option, "sigma_value", sigma_value,
+                            "grid_points", (json_int_t)np, "integral", integral,
+                            "node_min", r.node_min, "node_max", r.node_max);
+    cli_curv_meta(&s, out, json_incref(res));
+    cli_curv_meta(&s, nodes, res);
     cli_outputs_commit();
     cli_result_json();
     cli_ckpt_done(&s.run);

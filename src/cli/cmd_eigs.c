@@ -30,12 +30,15 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "max-steps", .arg = "M", CLI_AT(T, eo.max_steps), .min = 1,
      .max = 1 << 24, .flags = CLI_ID | CLI_META, .help = "Lanczos step limit"},
     CLI_LANCZOS(T, eo.mode, eo.reorth),
-    {.type = CLI_STR, .name = "vectors", .arg = "FILE", CLI_AT(T, vec), .flags = CLI_WRITES,
-     .help = "also write the eigenvectors: safetensors 'values' [k], 'vectors' [k, n_block]"},
-    {.type = CLI_STR, .name = "mass", .arg = "FILE", CLI_AT(T, mass), .flags = CLI_WRITES,
+    {.type = CLI_STR, .name = "vectors", .arg = "FILE", CLI_AT(T, vec),
+     .flags = CLI_WRITES | CLI_STDOUT | CLI_BINARY,
+     .help = "also write the eigenvectors: safetensors 'values' [k], 'vectors' [k, n_block]; "
+             "-: standard output"},
+    {.type = CLI_STR, .name = "mass", .arg = "FILE", CLI_AT(T, mass),
+     .flags = CLI_WRITES | CLI_STDOUT,
      .help = "also write each eigenvector's mass on every tensor of the block (the sum of its "
              "squared entries there; they sum to 1): CSV which,index,tensor,n,mass "
-             "(+ FILE.meta.json)"},
+             "(+ FILE.meta.json); -: standard output"},
     CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
@@ -198,10 +201,10 @@ int cmd_eigs(int argc, char **argv)
                               {"vectors", LNK_DT_F64, 2, {r.k, (int64_t)s.block_n},
                                (size_t)r.k * s.block_n, Y}};
         const char *meta[] = {"block", co->block ? co->block : "*", NULL};
-        if (lnk_st_write(vec, t, 2, meta) != LNK_OK)
+        if (lnk_st_write(cli_out(vec, 1), t, 2, meta) != LNK_OK)
             cli_die_lib();
     }
-    if (mass && lnk_mass_write(mass, lnk_model_layout(s.m), lnk_hessian_block(s.h), &r, Y,
+    if (mass && lnk_mass_write(cli_out(mass, 0), lnk_model_layout(s.m), lnk_hessian_block(s.h), &r, Y,
                                s.block_n) != LNK_OK)
         cli_die_lib();
     json_t *res = json_pack("{s:i, s:f, s:i, s:s, s:i, s:f}", "reorthogonalisations", r.n_reorth,

@@ -16,16 +16,16 @@ typedef struct {
 #define T eval_args
 static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(T, out, 0, "the CSV quantity,tensor,value (+ FILE.meta.json)", NULL),
-    {.type = CLI_FLAG, .name = "json", CLI_AT(T, json),
-     .help = "the result as JSON {loss, n_scored, grad_norms, grad_norm_total} on standard "
-             "output instead of CSV"},
+    CLI_OPT_JSON_AS(T, json, "the result as JSON {loss, n_scored, grad_norms, grad_norm_total} "
+                             "on standard output instead of CSV"),
     {.type = CLI_STR, .name = "weights", .arg = "FILE", CLI_AT(T, weights),
      .flags = CLI_REQ | CLI_READS | CLI_META, .help = "weights"},
     {.type = CLI_LIST, .name = "batch", .arg = "FILE", CLI_AT(T, batch),
      .count = offsetof(T, n_batch), .flags = CLI_REQ | CLI_READS,
      .help = "batch file; repeat for a data set of several (the mean loss over all their scored "
              "tokens)"},
-    {.type = CLI_STR, .name = "grad-out", .arg = "FILE", CLI_AT(T, gout), .flags = CLI_WRITES,
+    {.type = CLI_STR, .name = "grad-out", .arg = "FILE", CLI_AT(T, gout),
+     .flags = CLI_WRITES | CLI_STDOUT | CLI_BINARY,
      .help = "also write the gradient (the named tensors of docs/MODEL.md section 6)"},
     CLI_MODEL(T, mo),
     {0}};

@@ -13,7 +13,7 @@ typedef struct {
 static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(init_args, out, CLI_REQ, "weights file to write (safetensors)", NULL),
     {.type = CLI_STR, .name = "config-out", .arg = "FILE", CLI_AT(init_args, cfg_out),
-     .flags = CLI_WRITES, .help = "configuration to write",
+     .flags = CLI_WRITES | CLI_STDOUT, .help = "configuration to write; -: standard output",
      .def = "WEIGHTS.json; none beside standard output, a device or a FIFO"},
     CLI_MODEL(init_args, mo),
     {0}};
@@ -52,11 +52,11 @@ int cmd_init(int argc, char **argv)
     cli_outputs_begin(); /* weights and config: both or neither */
     CLI_CK(lnk_weights_save(out, m, theta));
     if (cpath)
-        CLI_CK(lnk_config_save_json(&c, cpath, np, names, lay->n_tensors));
+        CLI_CK(lnk_config_save_json(&c, cli_out(cpath, 0), np, names, lay->n_tensors));
     cli_outputs_commit();
     cli_say("%zu parameters (%d tensors) -> %s, config -> %s\n", np, lay->n_tensors,
             cli_is_stdout(a.out) ? "standard output" : a.out,
-            cpath ? cpath : "(none beside standard output, a device or a FIFO)");
+            cli_is_stdout(cpath) ? "standard output" : cpath ? cpath : "(none beside standard output, a device or a FIFO)");
     free(names);
     free(cpath);
     free(theta);

@@ -49,7 +49,7 @@ static const cli_opt opts[] = {
     {.type = CLI_STR, .name = "extra", .arg = "JSON", CLI_AT(T, extra), .excl = 1,
      .help = "a JSON object whose keys are added (none may be a standard key)"},
     {.type = CLI_STR, .name = "extra-file", .arg = "FILE", CLI_AT(T, extra_file), .excl = 1,
-     .flags = CLI_READS, .help = "the same, read from FILE (-: standard input)"},
+     .flags = CLI_READS | CLI_STDIN, .help = "the same, read from FILE (-: standard input)"},
     {0}};
 
 static void defaults(void *p)

@@ -19,9 +19,8 @@ static const cli_choice methods[] = {{"hutchinson", LNK_TRACE_HUTCHINSON},
 #define T trace_args
 static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(T, out, 0, "the CSV method,probes,trace,stderr (+ FILE.meta.json)", NULL),
-    {.type = CLI_FLAG, .name = "json", CLI_AT(T, json),
-     .help = "the result as JSON {trace, stderr, probes, method} on standard output instead of "
-             "CSV"},
+    CLI_OPT_JSON_AS(T, json, "the result as JSON {trace, stderr, probes, method} on standard "
+                             "output instead of CSV"),
     {.type = CLI_CHOICE, .name = "method", CLI_AT(T, to.method), .ref = methods,
      .flags = CLI_ID | CLI_META,
      .help = "Hutchinson with Rademacher probes, or Hutch++ (a third of the budget sketches the "

@@ -186,6 +186,57 @@ int lnk_blockstat_unconverged(const lnk_blockstat *const *b, int nb, double *wor
     return bad;
 }
 
+void lnk_blockstat_why(const lnk_blockstat *const *b, int nb, int psd, int eig_steps,
+                       const lnk_blockstat_names *nm, char *buf, size_t size)
+{
+    int bottom_psd = 0, limit = 0, zero = 0, rounding = 0;
+    double S = 0, zmax = 0;
+    for (int i = 0; i < nb; i++)
+        S = fmax(S, max_abs(b[i]));
+    for (int i = 0; i < nb; i++) {
+        double scale = max_abs(b[i]);
+        const double res[2] = {b[i]->top_residual, b[i]->bottom_residual};
+        const int conv[2] = {b[i]->top_converged, b[i]->bottom_converged};
+        for (int e = 0; e < 2; e++) {
+            if (conv[e])
+                continue;
+            if (e == 1 && psd)
+                bottom_psd = 1;
+            else if (b[i]->eig_steps >= eig_steps)
+                limit = 1;
+            else if (!(res[e] <= 1e-3 * scale))
+                zero = 1, zmax = fmax(zmax, scale);
+            else
+                rounding = 1;
+        }
+    }
+    size_t n = 0;
+    if (size)
+        buf[0] = 0;
+#define ADD(...) (n += (size_t)snprintf(buf + n, n < size ? size - n : 0, __VA_ARGS__))
+    if (bottom_psd)
+        ADD("G_bb is positive semidefinite: its bottom eigenvalues cluster at 0 relative to "
+            "max|l|, which Lanczos resolves slowly; each bottom value v is >= 0 up to rounding "
+            "and bounds the block's smallest eigenvalue to [0, v]");
+    if (limit)
+        ADD("%sthe step limit was reached (a larger %s may converge them)", n ? "; " : "",
+            nm->steps);
+    if (zero && zmax >= S)
+        ADD("%sLanczos ended before the step limit with residuals as large as the values "
+            "(max|l| %.3g): a block zero to rounding (an attention key bias, say), and no "
+            "larger block in this run to judge it against; add one (%s) or read its values "
+            "as 0", n ? "; " : "", zmax, nm->more);
+    else if (zero)
+        ADD("%sLanczos ended before the step limit with residuals as large as the values "
+            "(max|l| up to %.3g, not below %g of the largest block's %.3g): rounding",
+            n ? "; " : "", zmax, LNK_BLOCKSTAT_ZERO_REL, S);
+    if (rounding)
+        ADD("%sLanczos ended before the step limit (the block's Krylov space exhausted): the "
+            "residuals are rounding in double precision, above the tolerance (a larger %s "
+            "makes them converge)", n ? "; " : "", nm->tol);
+#undef ADD
+}
+
 int lnk_slq_grid_common(const lnk_slq_result *const *r, int k, double sigma, double pad,
                         double per_sigma, size_t max_pts, double **t, size_t *npts)
 {

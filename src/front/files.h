@@ -12,10 +12,11 @@
 /* The vocabulary: options several commands take, spelt and explained once. */
 #define CLI_OPT_OUTPUT(T, f, fl, what, more)                                                      \
     {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(T, f),                 \
-     .flags = CLI_WRITES | (fl), .help = what "; -: standard output", .doc = more}
-#define CLI_OPT_JSON(T, f)                                                                        \
-    {.type = CLI_FLAG, .name = "json", CLI_AT(T, f),                                             \
-     .help = "the result as JSON on standard output instead of CSV"}
+     .flags = CLI_WRITES | CLI_STDOUT | (fl), .help = what "; -: standard output", .doc = more}
+#define CLI_OPT_JSON(T, f) CLI_OPT_JSON_AS(T, f, "the result as JSON on standard output instead of CSV")
+/* --json with a help text naming the JSON's shape */
+#define CLI_OPT_JSON_AS(T, f, what)                                                               \
+    {.type = CLI_FLAG, .name = "json", CLI_AT(T, f), .flags = CLI_STDOUT, .help = what}
 
 /* The result table of a command (result.c, docs/cli.md): its CSV goes to
  * -o (a file, renamed at the group commit; "-": standard output once
@@ -30,6 +31,8 @@ void cli_result_json(void);
 /* The JSON value o (taken) on standard output: indented, keys in order,
  * reals to 17 digits; dies if it cannot be written. */
 void cli_json_print(json_t *o);
+/* The same to f: 0, or -1 if it could not be written. */
+int cli_json_fprint(FILE *f, json_t *o);
 
 /* A file named on the command line and the
  * option that named it, for messages. */

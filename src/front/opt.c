@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "front/front.h"
 #include "front/opt.h"
 #include "front/opt_int.h"
@@ -253,13 +254,6 @@ static void set_value(const cli_flat *fl, const char *arg)
     case CLI_STR:
         if (!*arg && (o->flags & (CLI_READS | CLI_WRITES)))
             cli_die("%s: expected a file name, got ''", cli_opt_flag(o, f, sizeof f));
-        if ((o->flags & CLI_NOT_STDOUT) && !strcmp(arg, "-"))
-            cli_die("%s -: %s", cli_opt_flag(o, f, sizeof f),
-                    o->arg && !strcmp(o->arg, "DIR")
-                        ? "the results are a folder of files, which standard output cannot "
-                          "be; give a folder"
-                        : "the CSV is read back and rewritten when a run resumes, which "
-                          "standard output cannot be; give a file");
         *(const char **)p = arg;
         return;
     case CLI_CHOICE: {
@@ -413,6 +407,90 @@ static void check_table(const cli_cmd *cmd)
     }
 }
 
+/* "-o -", "-o - (the default)", "--json": the i-th option as a writer of
+ * standard output. */
+static const char *stdout_name(int i, char *buf, size_t n)
+{
+    char f[64];
+    cli_opt_flag(flat[i].o, f, sizeof f);
+    if (flat[i].o->type == CLI_FLAG)
+        snprintf(buf, n, "%s", f);
+    else
+        snprintf(buf, n, "%s -%s", f, given[i] ? "" : " (its default)");
+    return buf;
+}
+
+/* An input given as '-' where standard input is not read (opt.h). */
+static void check_stdin(const cli_flat *fl)
+{
+    const cli_opt *o = fl->o;
+    char f[64];
+    if (!(o->flags & CLI_READS) || (o->flags & CLI_STDIN))
+        return;
+    int n = o->type == CLI_LIST ? *(const int *)(fl->base + o->count) : o->type == CLI_STR;
+    const char *const *v = (const char *const *)(fl->base + o->off);
+    for (int k = 0; k < n; k++)
+        if (v[k] && !strcmp(v[k], "-")) {
+            cli_opt_flag(o, f, sizeof f);
+            if (o->key == 'o') /* lnkit meta: -o names the result whose sidecar is written */
+                cli_die("-o -: -o names an existing result file here, not standard output; give "
+                        "its name");
+            cli_die("%s -: standard input is not read here; give a file name, or /dev/stdin", f);
+        }
+}
+
+/* Standard output is one stream (opt.h): '-' only where declared, and one
+ * output on it at most. */
+static void check_stdout(void)
+{
+    int w[CLI_MAX_OPTS], n = 0, flags = 0, file = -1;
+    char f[64], a[96], b[96];
+    for (int i = 0; i < n_flat; i++) {
+        const cli_opt *o = flat[i].o;
+        const char *p = flat[i].base + o->off;
+        if (!flat[i].heading)
+            check_stdin(&flat[i]);
+        if (flat[i].heading || !(o->flags & (CLI_STDOUT | CLI_WRITES)))
+            continue;
+        if (o->type == CLI_FLAG) {
+            if (*(const int *)p)
+                w[n++] = i, flags++;
+            continue;
+        }
+        const char *v = o->type == CLI_STR ? *(const char *const *)p : NULL;
+        if (!v || strcmp(v, "-"))
+            continue;
+        int dir = o->arg && !strcmp(o->arg, "DIR");
+        if (!(o->flags & CLI_STDOUT))
+            cli_die("%s -: %s; give a %s name", cli_opt_flag(o, f, sizeof f),
+                    dir ? "the results are a folder of files, which standard output cannot be"
+                    : o->flags & CLI_RESUMED
+                        ? "the file is read back and extended when a run resumes, which "
+                          "standard output cannot be"
+                        : "standard output is not offered for this output",
+                    dir ? "folder" : "file");
+        if ((o->flags & CLI_BINARY) && isatty(STDOUT_FILENO))
+            cli_die("%s -: standard output is a terminal and the output is binary "
+                    "(safetensors): redirect it, or name a file", cli_opt_flag(o, f, sizeof f));
+        w[n++] = i;
+    }
+    /* a flag printing the result stands for an output left at its default '-' */
+    int k = 0;
+    for (int j = 0; j < n; j++)
+        if (given[w[j]] || flat[w[j]].o->type == CLI_FLAG || !flags)
+            w[k++] = w[j];
+    for (int j = 0; j < k && file < 0; j++)
+        if (flat[w[j]].o->type != CLI_FLAG && !given[w[j]])
+            file = w[j]; /* the one to name a file: one left at its default, */
+    for (int j = 0; j < k && file < 0; j++)
+        if (flat[w[j]].o->type != CLI_FLAG)
+            file = w[j]; /* else the first */
+    if (k > 1)
+        cli_die("%s and %s would both write standard output, which takes one output: give %s a "
+                "file name", stdout_name(w[0], a, sizeof a), stdout_name(w[1], b, sizeof b),
+                cli_opt_flag(flat[file].o, f, sizeof f));
+}
+
 int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
 {
     cli_set_name(cmd->name);
@@ -507,6 +585,7 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
     }
     free(which);
     free(text);
+    check_stdout(); /* first: "--text -" is told about '-', not about --synthetic */
     check_given();
     return rest;
 }

@@ -21,6 +21,13 @@
  * spelt with '-' or '_'; lnk_config_describe), the data options of the
  * curvature commands.  Every program also takes -h/--help and -q/--quiet.
  *
+ * Standard output is one stream: an output given as '-' where its option
+ * is not CLI_STDOUT is refused (no file named '-' is ever made), and at
+ * most one output may go to standard output, a CLI_STDOUT flag (--json)
+ * counting as one in place of an output left at its default '-'.  An input
+ * given as '-' is refused where its option is not CLI_STDIN (/dev/stdin
+ * reads standard input wherever a file is read).
+ *
  * Long names are matched whole: getopt_long's unique prefixes (--max for
  * --max-steps) are refused, so that adding an option never changes what an
  * old command line means.  A value option given twice keeps the last; a
@@ -58,10 +65,15 @@ enum {
     CLI_ID_FILE = 1 << 3, /* ... by the SHA-256 of the file(s) it names */
     CLI_ID_SET = 1 << 4,  /* ... only when it differs from the default */
     CLI_META = 1 << 5,    /* recorded in the sidecar (key: .meta, or the name with '_') */
-    CLI_WRITES = 1 << 6,  /* names an output file; '-' is standard output */
+    CLI_WRITES = 1 << 6,  /* names an output file ('-' refused unless CLI_STDOUT) */
     CLI_READS = 1 << 7,   /* names an input file */
-    CLI_NOT_STDOUT = 1 << 8, /* CLI_WRITES, but '-' refused: a folder (arg "DIR") or a CSV
-                                a run reads back and rewrites (resumes) */
+    CLI_STDOUT = 1 << 8,  /* CLI_WRITES: '-' is standard output; a flag: it prints the result
+                             on standard output (--json) */
+    CLI_BINARY = 1 << 9,  /* CLI_STDOUT: binary, so '-' is refused when standard output is a
+                             terminal */
+    CLI_STDIN = 1 << 10,  /* CLI_READS: '-' is standard input (else refused: /dev/stdin) */
+    CLI_RESUMED = 1 << 11, /* CLI_WRITES: a file a later run reads back and extends (the
+                              reason '-' is refused) */
 };
 
 typedef struct {

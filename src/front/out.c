@@ -31,7 +31,7 @@ const char *cli_out(const char *path, int binary)
         cli_die("-o -: standard output is a terminal and the output is binary (safetensors): "
                 "redirect it, or name a file");
     if (tmp)
-        cli_die("-o -: only one output can go to standard output");
+        cli_die("-: only one output can go to standard output");
     const char *dir = getenv("TMPDIR");
     if (asprintf(&tmp, "%s/lnkit-stdout.XXXXXX", dir && *dir ? dir : "/tmp") < 0)
         cli_die("out of memory");

@@ -79,16 +79,22 @@ void cli_result_json(void)
     cli_json_print(rows);
 }
 
-void cli_json_print(json_t *o)
+int cli_json_fprint(FILE *f, json_t *o)
 {
     char *txt = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
                                       JSON_REAL_PRECISION(17)) : NULL;
     json_decref(o);
     if (!txt)
         cli_die("out of memory");
-    if (puts(txt) == EOF || fflush(stdout) != 0)
-        cli_die("could not write to standard output");
+    int bad = fputs(txt, f) == EOF || fputc('\n', f) == EOF;
     free(txt);
+    return bad ? -1 : 0;
+}
+
+void cli_json_print(json_t *o)
+{
+    if (cli_json_fprint(stdout, o) || fflush(stdout) != 0)
+        cli_die("could not write to standard output");
 }
 
 void cli_result_check(const char *out, int json)
