@@ -34,6 +34,45 @@ static inline void report_to_fit(const char *out)
 #define report(...) fprintf(*report_stream() ? *report_stream() : stdout, __VA_ARGS__)
 #define report_flush() fflush(*report_stream() ? *report_stream() : stdout)
 
+/* -o FILE, declared once for the benchmarks: what they write there, then
+ * the '-' convention (bench_mpi's row is appended: its own text). */
+#define BENCH_OPT_OUTPUT(T, f, what)                                                              \
+    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(T, f),                 \
+     .flags = CLI_WRITES | CLI_STDOUT, .help = what "; -: standard output (the report then on " \
+                                     "standard error)"}
+
+/* The sidecar of -o FILE, FILE.meta.json (cli_meta_write, the writer of
+ * every result's sidecar): the standard record (command line, git commit,
+ * versions, BLAS kernel and threads, start time, wall seconds) and every
+ * option of cmd as the run had it; none for -o - or beside a device or FIFO
+ * (lnk_meta_write).  bench_meta_start() when the run starts (after
+ * cli_parse), bench_meta once -o FILE is written. */
+typedef struct {
+    char start[32];
+    double t0;
+} bench_clock;
+static inline bench_clock *bench_meta_clock(void)
+{
+    static bench_clock c;
+    return &c;
+}
+static inline void bench_meta_start(void)
+{
+    lnk_iso_time(bench_meta_clock()->start, sizeof bench_meta_clock()->start);
+    bench_meta_clock()->t0 = lnk_now();
+}
+static inline void bench_meta(const cli_cmd *cmd, const void *args, const char *out)
+{
+    if (!out || cli_is_stdout(out))
+        return;
+    json_t *x = json_object();
+    if (!x || cli_opts_meta_all(cmd->opts, args, 1, x))
+        cli_die("out of memory for the sidecar of %s", out);
+    json_object_del(x, "threads"); /* the standard key: the BLAS threads the run had */
+    bench_clock *c = bench_meta_clock();
+    cli_meta_write(out, NULL, x, c->start, lnk_now() - c->t0);
+}
+
 /* Median of t[0..n) (sorts t). */
 static inline double median(double *t, int n)
 {

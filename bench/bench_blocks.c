@@ -11,7 +11,7 @@
  * block, times 2 forward and 4 reverse products; the output layer).  The
  * attention's per-head GEMMs and the element-wise work gain nothing from it.
  *
- * usage: bench_blocks [--threads N] [--repeat R] */
+ * usage: bench_blocks [--threads N] [--repeat R] [-o FILE] */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +41,7 @@ static double gemm_time(int M, int K, int N, int reps, double *A, double *B, dou
 
 typedef struct {
     int threads, repeat;
+    const char *out;
 } args_t;
 
 static const cli_opt opts[] = {
@@ -48,13 +49,14 @@ static const cli_opt opts[] = {
      .max = 1024, .help = "BLAS threads"},
     {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1, .max = 16,
      .help = "timed runs of each GEMM (their median is reported)"},
+    BENCH_OPT_OUTPUT(args_t, out, "also write a CSV row per configuration and GEMM"),
     {0}};
 
-static void defaults(void *p) { *(args_t *)p = (args_t){2, 7}; }
+static void defaults(void *p) { *(args_t *)p = (args_t){2, 7, NULL}; }
 
 static const cli_cmd cmd = {
     .name = "bench_blocks",
-    .usage = "[--threads N] [--repeat N]",
+    .usage = "[--threads N] [--repeat N] [-o FILE]",
     .about = "The GEMMs of a product at configurations (a) and (b): the time of one, and the\n"
              "gain of stacking k of them into one GEMM.",
     .opts = opts, .size = sizeof(args_t), .defaults = defaults};
@@ -64,8 +66,14 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_blocks");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
+    bench_meta_start();
+    report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int reps = a.repeat;
     lnk_set_blas_threads(a.threads);
+    FILE *out = a.out ? cli_fopen(a.out, "w") : NULL;
+    if (out)
+        fprintf(out, "config,gemm,M,K,N,count,threads,kernel,k1_seconds,k2_gain,k4_gain,"
+                     "k8_gain\n");
     const int R = 512;
     for (int cfg = 0; cfg < 2; cfg++) {
         int d = cfg ? 256 : 128, f = 4 * d, V = cfg ? 4000 : 1000, L = 6;
@@ -82,9 +90,9 @@ int main(int argc, char **argv)
             {"out' d x R x V", d, R, V, 1.0, 0},
         };
         int ns = (int)(sizeof sh / sizeof sh[0]);
-        printf("bench_blocks: config (%c) d=%d d_ff=%d V=%d R=%d, %d BLAS threads, kernel %s\n",
+        report("bench_blocks: config (%c) d=%d d_ff=%d V=%d R=%d, %d BLAS threads, kernel %s\n",
                cfg ? 'b' : 'a', d, f, V, R, lnk_blas_threads(), lnk_blas_kernel());
-        printf("%-16s %6s %6s %6s  %10s %10s %10s %10s\n", "GEMM", "M", "K", "N", "k=1 s",
+        report("%-16s %6s %6s %6s  %10s %10s %10s %10s\n", "GEMM", "M", "K", "N", "k=1 s",
                "k=2 gain", "k=4 gain", "k=8 gain");
         double w1 = 0, wk[4] = {0, 0, 0, 0};
         for (int i = 0; i < ns; i++) {
@@ -104,13 +112,21 @@ int main(int argc, char **argv)
                 wk[e] += s->count * tk / k;
             }
             w1 += s->count * t1;
-            printf("%-16s %6d %6d %6d  %10.5f %9.2fx %9.2fx %9.2fx\n", s->what, s->M, s->K, s->N,
+            report("%-16s %6d %6d %6d  %10.5f %9.2fx %9.2fx %9.2fx\n", s->what, s->M, s->K, s->N,
                    t1, gain[1], gain[2], gain[3]);
+            if (out)
+                fprintf(out, "%c,\"%s\",%d,%d,%d,%g,%d,%s,%.6g,%.4f,%.4f,%.4f\n", cfg ? 'b' : 'a',
+                        s->what, s->M, s->K, s->N, s->count, lnk_blas_threads(),
+                        lnk_blas_kernel(), t1, gain[1], gain[2], gain[3]);
             free(A), free(B), free(C);
         }
-        printf("weighted over a tangent pass's linear GEMMs: %.4f s per vector alone; with "
+        report("weighted over a tangent pass's linear GEMMs: %.4f s per vector alone; with "
                "blocks of 2, 4, 8: %.4f, %.4f, %.4f s (gain %.2fx, %.2fx, %.2fx)\n\n", w1, wk[1],
                wk[2], wk[3], w1 / wk[1], w1 / wk[2], w1 / wk[3]);
+    }
+    if (out) {
+        cli_fclose(out, a.out);
+        bench_meta(&cmd, &a, a.out);
     }
     return 0;
 }

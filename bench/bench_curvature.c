@@ -59,9 +59,7 @@ static const cli_opt opts[] = {
      .max = 100000, .help = "Lanczos steps of the run"},
     {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
      .max = 1024, .help = "BLAS threads"},
-    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES | CLI_STDOUT, .help = "also write the times as CSV; -: "
-             "standard output (the report then on standard error)"},
+    BENCH_OPT_OUTPUT(args_t, out, "also write the times as CSV"),
     {0}};
 
 static void defaults(void *p) { *(args_t *)p = (args_t){6800000, 80, 2, NULL}; }
@@ -154,6 +152,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_curvature");
     args_t arg;
     cli_parse(&cmd, &arg, argc, argv);
+    bench_meta_start();
     report_to_fit(arg.out); /* -o -: the CSV alone on standard output */
     size_t n = (size_t)arg.n;
     int M = arg.steps, threads = arg.threads;
@@ -219,6 +218,7 @@ int main(int argc, char **argv)
         fprintf(out, "%zu,%d,light_step,0,%.6g,\n", n, threads, light);
         fprintf(out, "%zu,%d,full_run_vector_work,%d,%.6g,\n", n, threads, M, total);
         cli_fclose(out, arg.out);
+        bench_meta(&cmd, &arg, arg.out);
     }
     report("\n  LIGHT step vector work: %.4f s\n", light);
     report("  FULL %d-step run, vector work (fit %.4f + %.5f j s): %.1f s;  LIGHT: %.1f s\n", M,

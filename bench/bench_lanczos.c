@@ -73,9 +73,7 @@ static const cli_opt opts[] = {
              "or by the product's first write"},
     {.type = CLI_FLAG, .name = "pretouch", CLI_AT(args_t, pretouch),
      .help = "write the whole basis before the first step (timed apart)"},
-    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES | CLI_STDOUT, .help = "also write the results as one CSV row; -: "
-             "standard output (the report then on standard error)"},
+    BENCH_OPT_OUTPUT(args_t, out, "also write the results as one CSV row"),
     {0}};
 
 static void defaults(void *p)
@@ -98,6 +96,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_lanczos");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
+    bench_meta_start();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int steps = a.steps, repeat = a.repeat, reorth = a.reorth, prefault = a.prefault;
     int pretouch = a.pretouch;
@@ -192,6 +191,7 @@ int main(int argc, char **argv)
                 tail_touch / 20, step_tail / alone, w->n_reorth, w->reorth_rows, tot,
                 pf_name[prefault], pretouch, pretouch ? t_pre : 0.0);
         cli_fclose(f, a.out);
+        bench_meta(&cmd, &a, a.out);
     }
     lnk_lanczos_free(w);
     lnk_hessian_free(h);

@@ -461,9 +461,7 @@ static const cli_opt opts[] = {
     {.type = CLI_STR, .name = "model", .arg = "a|b|all", CLI_AT(args_t, model),
      .help = "the configurations: a (d=128, V=1000), b (d=256, V=4000; with the placements' "
              "and parts' rows) or both"},
-    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES | CLI_STDOUT, .help = "also write the results as CSV (atomically); -: "
-             "standard output (the report then on standard error)"},
+    BENCH_OPT_OUTPUT(args_t, out, "also write the results as CSV (atomically)"),
     {0}};
 
 static void defaults(void *p) { *(args_t *)p = (args_t){0, 10, 7, "all", NULL}; }
@@ -481,6 +479,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_model");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
+    bench_meta_start();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int threads = a.threads, repeat = a.repeat, vrepeat = a.variant_repeat;
     const char *which = a.model, *csv = a.out;
@@ -530,7 +529,9 @@ int main(int argc, char **argv)
            "other processes %.0f%% of the CPUs)\n", DGEMM_N, DGEMM_N, DGEMM_N, dgemm,
            lnk_blas_kernel(), DGEMM_REPEAT, 100 * other);
     print_table(res, nr, dgemm);
-    if (csv)
+    if (csv) {
         write_csv(&csv_file, res, nr, dgemm);
+        bench_meta(&cmd, &a, csv);
+    }
     return 0;
 }

@@ -230,6 +230,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_mpi");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
+    bench_meta_start();
     cli_setup_done();
     int P = lnk_comm_size(), me = lnk_comm_rank();
     const char *size = a.size, *csv = a.out;
@@ -291,6 +292,7 @@ int main(int argc, char **argv)
                     D.data, D.p.n, N, D.n_chunks, d, dff, n, P, lnk_blas_threads(), T.t_hvp,
                     T.t_comm, T.bytes, T.t_step, T.t_orth, basis_mb, imb_sc, imb_pad);
             cli_fclose(f, csv);
+            bench_meta(&cmd, &a, csv); /* the run that appended the last row */
         }
     }
     free(first), free(th);

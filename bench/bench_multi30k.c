@@ -167,9 +167,7 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "products", .arg = "K", CLI_AT(args_t, products), .min = 1,
      .max = 100000, .help = "--all: products timed, each over all chunks"},
     CLI_OPT_CACHE_MB(args_t, cache_mb, "--all: " CLI_CACHE_MB_HELP),
-    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES | CLI_STDOUT, .help = "--all: also write a CSV row per size and product; -: standard "
-     "output (the report then on standard error)"},
+    BENCH_OPT_OUTPUT(args_t, out, "--all: also write a CSV row per size and product"),
     {0}};
 
 static void defaults(void *p)
@@ -196,6 +194,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_multi30k");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
+    bench_meta_start();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     const char *src = a.pa.src, *tgt = a.pa.tgt, *sizes = a.sizes;
     const char *pos = a.norm_pos ? "pre" : "post";
@@ -213,6 +212,7 @@ int main(int argc, char **argv)
         pairs = p.n;
     if (all) {
         int rc = bench_all(&D, sizes, pos, (size_t)max_tokens, products, cache_mb, csv);
+        bench_meta(&cmd, &a, csv);
         cli_pairs_free(&D);
         return rc;
     }

@@ -64,8 +64,7 @@ typedef struct {
 #define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
                                   .min = lo, .max = hi, .help = h}
 static const cli_opt opts[] = {
-    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(O, o.out), .flags = CLI_WRITES,
-     .help = "output directory"},
+    STUDY_OPT_OUT(O, o.out, "DIR", 0, NULL, "output directory"),
     INTS("lm-L", lm_L, 1, 256, "lm depths at d = --lm-d-ref ('': none)"),
     INTS("lm-d", lm_d, 2, 4096, "lm widths at L = --lm-L-ref ('': none)"),
     INT("lm-L-ref", "N", o.lm_refL, 1, 256, "the lm reference point's depth"),

@@ -22,8 +22,7 @@ typedef struct {
 } args_t;
 
 static const cli_opt opts[] = {
-    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(args_t, out), .flags = CLI_WRITES,
-     .help = "output directory"},
+    STUDY_OPT_OUT(args_t, out, "DIR", 0, NULL, "output directory"),
     {.type = CLI_INT, .name = "seeds", .arg = "N", CLI_AT(args_t, seeds), .min = 1, .max = 1000,
      .help = "seeds 0..N-1 per variant"},
     {.type = CLI_INT, .name = "d", .arg = "N", CLI_AT(args_t, d), .min = 8, .max = 4096,

@@ -64,10 +64,9 @@ static const cli_choice taskw[] = {{"lm", LNK_TASK_LM}, {"seq2seq", LNK_TASK_SEQ
 #define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
                                   .min = lo, .max = hi, .help = h}
 static const cli_opt opts_table[] = {
-    {.type = CLI_STR, .name = "out", .arg = "FILE", CLI_AT(O, o.out), .flags = CLI_WRITES,
-     .def = "results/grad/SWEEP.csv",
-     .help = "CSV to write or resume; hidden-state statistics go to FILE with _hidden before "
-             ".csv"},
+    STUDY_OPT_OUT(O, o.out, "FILE", CLI_RESUMED, "results/grad/SWEEP.csv",
+                  "CSV to write or resume; hidden-state statistics go to FILE with _hidden "
+                  "before .csv"),
     {.type = CLI_INTS, .name = "Ls", .arg = "LIST", CLI_AT(O, Ls), .min = 1, .max = 1024,
      .help = "depth: the depths"},
     {.type = CLI_INTS, .name = "ds", .arg = "LIST", CLI_AT(O, ds), .min = 8, .max = 8192,

@@ -31,8 +31,7 @@ typedef struct {
 
 #define O opts_t
 static const cli_opt opts[] = {
-    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(O, out), .flags = CLI_WRITES,
-     .help = "output directory"},
+    STUDY_OPT_OUT(O, out, "DIR", 0, NULL, "output directory"),
     {.type = CLI_INT, .name = "d", .arg = "N", CLI_AT(O, d), .min = 2, .max = 4096,
      .help = "width (lm, layernorm, xavier)"},
     {.type = CLI_INT, .name = "h", .arg = "N", CLI_AT(O, h), .min = 1, .max = 256,

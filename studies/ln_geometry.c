@@ -42,8 +42,7 @@ static const cli_choice part_names[] = {{"random", P_RANDOM}, {"ortho", P_ORTHO}
                                         {"maps", P_MAPS}, {"counts", P_COUNTS}, {NULL, 0}};
 
 static const cli_opt opts[] = {
-    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(args_t, S.out), .flags = CLI_WRITES,
-     .help = "output directory"},
+    STUDY_OPT_OUT(args_t, S.out, "DIR", 0, NULL, "output directory"),
     {.type = CLI_WORDS, .name = "parts", CLI_AT(args_t, parts), .ref = part_names,
      .help = "the parts to run"},
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(args_t, S.runs), .min = 1,

@@ -75,8 +75,7 @@ typedef struct {
 
 #define O args_t
 static const cli_opt opts[] = {
-    {.type = CLI_STR, .name = "out", .arg = "DIR", CLI_AT(O, o.out), .flags = CLI_WRITES,
-     .help = "output directory"},
+    STUDY_OPT_OUT(O, o.out, "DIR", 0, NULL, "output directory"),
     CLI_OPT_SRC(O, o.pa, 0, 0),
     CLI_OPT_TGT(O, o.pa),
     {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(O, o.sentences), .max = 1 << 24,

@@ -57,8 +57,8 @@ typedef struct {
 #define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
                                   .min = lo, .max = hi, .help = h}
 static const cli_opt opts[] = {
-    {.type = CLI_STR, .name = "out", .arg = "FILE.csv", CLI_AT(O, o.out),
-     .flags = CLI_REQ | CLI_WRITES, .help = "the rows (and FILE.meta.json)"},
+    STUDY_OPT_OUT(O, o.out, "FILE.csv", CLI_REQ | CLI_RESUMED, NULL,
+                  "the rows (and FILE.meta.json)"),
     {.type = CLI_CHOICE, .name = "part", CLI_AT(O, part), .ref = part_names, .flags = CLI_REQ,
      .help = "the part of the study to run"},
     CLI_OPT_OPERATOR(O, op, 0),

@@ -1,7 +1,9 @@
 /* The benchmarks' CSV on standard output (-o -) comes alone: the report
  * goes to standard error then (bench/bench.h report_to_fit), to standard
- * output otherwise.  bench_curvature, the quick one, is run (make builds it
- * for this test). */
+ * output otherwise; -o FILE has its FILE.meta.json sidecar (bench_meta),
+ * -o - and -o /dev/null none.  bench_curvature, the quick one, is run (make
+ * builds it for this test). */
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +52,55 @@ static void test_csv_alone(void **s)
     free(out);
 }
 
+/* -o FILE's sidecar: the standard record (command line, commit, BLAS kernel,
+ * threads as --threads set them) and the benchmark's settings. */
+static void test_sidecar(void **s)
+{
+    (void)s;
+    char b[PATH_MAX + 32], path[PATH_MAX + 64];
+    bench_path("bench_curvature", b, sizeof b);
+    const char *dir = tu_tmpdir();
+    char *out;
+    int st = tu_run(&out, "cd '%s' && rm -f bs.* && '%s' --n 1000 --steps 12 --threads 1 -o bs.csv "
+                    ">/dev/null 2>&1", dir, b);
+    assert_int_equal(st, 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/bs.meta.json", dir);
+    json_error_t e;
+    json_t *m = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+    if (!m)
+        fail_msg("bench_curvature -o bs.csv: %s: %s", path, e.text);
+    json_t *cl = json_object_get(m, "command_line"); /* the words, as given */
+    const char *w0 = json_string_value(json_array_get(cl, 0));
+    size_t steps_at = 0, i;
+    json_t *w;
+    json_array_foreach(cl, i, w)
+        if (!strcmp(json_string_value(w) ? json_string_value(w) : "", "--steps"))
+            steps_at = i;
+    if (json_array_size(cl) != 9 || !w0 || !strstr(w0, "bench_curvature") || steps_at != 3 ||
+        strcmp(json_string_value(json_array_get(cl, 4)), "12"))
+        fail_msg("command_line: %zu words, the first '%s'", json_array_size(cl), w0 ? w0 : "");
+    assert_non_null(json_object_get(m, "git_commit"));
+    const char *k = json_string_value(json_object_get(m, "blas_kernel"));
+    if (!k || !*k)
+        fail_msg("blas_kernel: '%s'", k ? k : "(none)");
+    assert_int_equal(json_integer_value(json_object_get(m, "threads")), 1);
+    assert_int_equal(json_integer_value(json_object_get(m, "steps")), 12);
+    assert_true(json_real_value(json_object_get(m, "n")) == 1000.0);
+    assert_null(json_object_get(m, "output")); /* the output is the file itself */
+    json_decref(m);
+    /* -o - and a device: no sidecar anywhere */
+    st = tu_run(&out, "cd '%s' && mkdir -p none && cd none && '%s' --n 1000 --steps 10 -o - "
+                ">/dev/null 2>&1 && '%s' --n 1000 --steps 10 -o /dev/null >/dev/null 2>&1 && ls",
+                dir, b, b);
+    if (st || *out)
+        fail_msg("bench_curvature -o - / -o /dev/null: exit %d, files '%s'", st, out);
+    free(out);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_csv_alone)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_csv_alone),
+                                       cmocka_unit_test(test_sidecar)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

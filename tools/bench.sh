@@ -12,8 +12,9 @@ mkdir -p "$out"
 start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 secs() { echo "$(date +%s.%N) $t0" | awk '{printf "%.3f", $1 - $2}'; }
 tmp=$(mktemp "$out/.bench_model.csv.XXXXXX")
-trap 'rm -f "$tmp"' EXIT
+trap 'rm -f "$tmp" "$tmp.meta.json"' EXIT
 "$bin" --threads 2 -o "$tmp"
+rm -f "$tmp.meta.json" # the benchmark's sidecar of the temporary name: bench_meta.py writes the file's
 chmod 644 "$tmp"
 mv "$tmp" "$out/bench_model.csv"
 trap - EXIT
@@ -29,9 +30,10 @@ echo "bench.sh: wrote $out/bench_model.csv"
 # host's first-touch cost of new memory (a VM's) from the rest of the step.
 tl=$(mktemp "$out/.bench_lanczos.csv.XXXXXX")
 t2=$(mktemp "$out/.bench_lanczos.csv.XXXXXX")
-trap 'rm -f "$tl" "$t2"' EXIT
+trap 'rm -f "$tl" "$t2" "$tl.meta.json" "$t2.meta.json"' EXIT
 "$build/bench/bench_lanczos" --threads 2 --steps 80 -o "$tl"
 "$build/bench/bench_lanczos" --threads 2 --steps 80 --pretouch -o "$t2"
+rm -f "$tl.meta.json" "$t2.meta.json" # two runs in one file: bench_meta.py's sidecar
 tail -n +2 "$t2" >> "$tl"
 rm -f "$t2"
 chmod 644 "$tl"

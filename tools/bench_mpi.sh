@@ -22,7 +22,7 @@ out=results/bench
 mkdir -p "$out"
 start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 tmp=$(mktemp "$out/.bench_mpi.csv.XXXXXX")
-trap 'rm -f "$tmp"' EXIT
+trap 'rm -f "$tmp" "$tmp.meta.json"' EXIT
 echo "data,pairs,scored_tokens,chunks,d,d_ff,n_params,ranks,threads,t_hvp_s,t_comm_s,bytes_per_hvp,t_step_s,t_orth_s,basis_MB_80_steps,imbalance_scored,imbalance_padded" > "$tmp"
 opts=(--rows 256 --max-tokens 512 --repeat 5 --steps 8 "$@")
 # --bind-to none: mpirun binds a lone rank to one core, which would leave a
@@ -31,6 +31,7 @@ MR=(mpirun -q --allow-run-as-root --oversubscribe --bind-to none)
 OPENBLAS_NUM_THREADS=1 "${MR[@]}" -np 1 "$bin" --threads 1 -o "$tmp" "${opts[@]}"
 OPENBLAS_NUM_THREADS=2 "${MR[@]}" -np 1 "$bin" --threads 2 -o "$tmp" "${opts[@]}" | tail -1
 OPENBLAS_NUM_THREADS=1 "${MR[@]}" -np 2 "$bin" --threads 1 -o "$tmp" "${opts[@]}" | tail -1
+rm -f "$tmp.meta.json" # the last run's sidecar: bench_meta.py's records the three
 chmod 644 "$tmp"
 mv "$tmp" "$out/bench_mpi.csv"
 trap - EXIT

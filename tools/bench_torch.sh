@@ -19,13 +19,14 @@ start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 tt=$(mktemp "$out/.bench_torch.csv.XXXXXX")
 tl=$(mktemp "$out/.bench_model.csv.XXXXXX")
 tv=$(mktemp "$out/.bench_model_vs_torch.csv.XXXXXX")
-trap 'rm -f "$tt" "$tl" "$tv"' EXIT
+trap 'rm -f "$tt" "$tl" "$tv" "$tl.meta.json"' EXIT
 
 echo "== PyTorch (bench/bench_torch.py --threads 2)"
 "$py" bench/bench_torch.py --threads 2 --csv "$tt"
 echo
 echo "== lnkit ($bin --threads 2)"
 "$bin" --threads 2 -o "$tl"
+rm -f "$tl.meta.json" # the benchmark's sidecar of a file only compared here
 echo
 echo "== lnkit vs PyTorch (speed-up = torch s / lnkit s)"
 awk -F, '

@@ -460,10 +460,15 @@ static void check_stdout(void)
         const char *v = o->type == CLI_STR ? *(const char *const *)p : NULL;
         if (!v || strcmp(v, "-"))
             continue;
+        int dir = o->arg && !strcmp(o->arg, "DIR");
         if (!(o->flags & CLI_STDOUT))
-            cli_die("%s -: standard output is not offered for this output; give a %s name",
-                    cli_opt_flag(o, f, sizeof f),
-                    o->arg && !strcmp(o->arg, "DIR") ? "folder" : "file");
+            cli_die("%s -: %s; give a %s name", cli_opt_flag(o, f, sizeof f),
+                    dir ? "the results are a folder of files, which standard output cannot be"
+                    : o->flags & CLI_RESUMED
+                        ? "the file is read back and extended when a run resumes, which "
+                          "standard output cannot be"
+                        : "standard output is not offered for this output",
+                    dir ? "folder" : "file");
         if ((o->flags & CLI_BINARY) && isatty(STDOUT_FILENO))
             cli_die("%s -: standard output is a terminal and the output is binary "
                     "(safetensors): redirect it, or name a file", cli_opt_flag(o, f, sizeof f));

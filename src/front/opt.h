@@ -72,6 +72,8 @@ enum {
     CLI_BINARY = 1 << 9,  /* CLI_STDOUT: binary, so '-' is refused when standard output is a
                              terminal */
     CLI_STDIN = 1 << 10,  /* CLI_READS: '-' is standard input (else refused: /dev/stdin) */
+    CLI_RESUMED = 1 << 11, /* CLI_WRITES: a file a later run reads back and extends (the
+                              reason '-' is refused) */
 };
 
 typedef struct {
@@ -168,6 +170,9 @@ int cli_opts_id(const cli_opt *table, const void *args, int groups, lnk_ckpt_id 
 /* Set the CLI_META options of table into obj: integers, reals, choices and
  * strings by their text, flags as booleans, lists as arrays. */
 int cli_opts_meta(const cli_opt *table, const void *args, int groups, json_t *obj);
+/* The same for every option of table but the outputs (CLI_WRITES): a
+ * benchmark records all its settings. */
+int cli_opts_meta_all(const cli_opt *table, const void *args, int groups, json_t *obj);
 
 /* The value of option o (at base) as text: "5", "1e-06", "top", the string
  * or o->unset; buf for numbers. */

@@ -11,6 +11,7 @@ typedef struct {
     lnk_ckpt_id *id;
     json_t *obj;
     int rc;
+    int all; /* cli_opts_meta_all */
 } rec;
 
 /* A file of the identity by its SHA-256: the digest recorded when the
@@ -64,7 +65,7 @@ static int id_one(const cli_opt *o, void *base, void *ctx)
 
 int cli_opts_id(const cli_opt *table, const void *args, int groups, lnk_ckpt_id *id)
 {
-    rec r = {id, NULL, LNK_OK};
+    rec r = {id, NULL, LNK_OK, 0};
     cli_opts_each(table, (void *)args, groups, id_one, &r);
     return r.rc;
 }
@@ -72,7 +73,7 @@ int cli_opts_id(const cli_opt *table, const void *args, int groups, lnk_ckpt_id 
 static int meta_one(const cli_opt *o, void *base, void *ctx)
 {
     rec *r = ctx;
-    if (!(o->flags & CLI_META))
+    if (!(o->flags & CLI_META) && !(r->all && !(o->flags & CLI_WRITES)))
         return 0;
     char key[64];
     snprintf(key, sizeof key, "%s", o->meta ? o->meta : o->name);
@@ -138,7 +139,14 @@ static int meta_one(const cli_opt *o, void *base, void *ctx)
 
 int cli_opts_meta(const cli_opt *table, const void *args, int groups, json_t *obj)
 {
-    rec r = {NULL, obj, LNK_OK};
+    rec r = {NULL, obj, LNK_OK, 0};
+    cli_opts_each(table, (void *)args, groups, meta_one, &r);
+    return r.rc;
+}
+
+int cli_opts_meta_all(const cli_opt *table, const void *args, int groups, json_t *obj)
+{
+    rec r = {NULL, obj, LNK_OK, 1};
     cli_opts_each(table, (void *)args, groups, meta_one, &r);
     return r.rc;
 }

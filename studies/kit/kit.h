@@ -40,6 +40,15 @@
 #include "lnkit/lnkit.h"
 #include <jansson.h>
 
+/* -o, --out: a study's result, declared once for every study: a folder
+ * (arg "DIR") of CSVs with their sidecars, or one CSV a later run resumes
+ * ("FILE", "FILE.csv": fl has CLI_RESUMED); never standard output (no
+ * CLI_STDOUT: the front end refuses '-', saying why).  dflt: the default as
+ * help shows it (NULL: none). */
+#define STUDY_OPT_OUT(T, f, arg_, fl, dflt, what)                                                \
+    {.type = CLI_STR, .key = 'o', .name = "out", .arg = arg_, CLI_AT(T, f),                     \
+     .flags = CLI_WRITES | (fl), .def = dflt, .help = what}
+
 /* ------------------------------------------------------------ the program */
 /* The program's start (cli_start: settings, BLAS kernel, MPI job, provenance). */
 void study_start(int *argc, char ***argv, const char *name);
