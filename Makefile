@@ -227,8 +227,8 @@ $(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_CMDS) $(T_FRONT) $(T_LIB) tests/tes
 $(KIT_TESTS): TEST_KIT = $(T_KIT)
 # the benchmark it runs (-o -), built with the tests
 $(BUILD)/tests/test_bench_out: | $(BUILD)/bench/bench_curvature
-# the studies and benchmarks whose options it checks
-$(BUILD)/tests/test_cli_conv: | $(STUDY_BIN) $(BENCH_BIN)
+# the studies and benchmarks whose options they check (demo_postpre's messages)
+$(BUILD)/tests/test_cli_conv $(BUILD)/tests/test_cli_programs: | $(STUDY_BIN) $(BENCH_BIN)
 $(KIT_TESTS): $(T_KIT)
 
 $(CLI_DOC): tools/cli_doc.c $(CMDS) $(FRONT) $(LIB)

@@ -5,7 +5,9 @@
  * -o FILE writes, to standard output, with no file named "-"; --json
  * parses; --quiet leaves standard error empty; the man page's OPTIONS are
  * the table's; one option name has one kind of value in every command; an
- * option that does not apply is refused; the feedback of long runs (the block named, time left, G's bottom end). */
+ * option that does not apply is refused; the feedback of long runs (the
+ * block named, time left, G's bottom end).  The studies and benchmarks:
+ * tests/test_cli_programs.c. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -83,28 +85,6 @@ static int run(char **o, char **e, const char *fmt, ...)
     snprintf(p, sizeof p, "%s/stderr", dir);
     *e = tu_read_file(p, NULL);
     return st;
-}
-
-static int n_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
-/* The build directory of the lnkit under test (build/, not build/testing/)
- * into build; skips the test when lnkit is not in one. */
-static void build_dir(char *build, size_t n)
-{
-    snprintf(build, n, "%s", tu_lnkit());
-    char *slash = strstr(build, "/bin/lnkit");
-    if (!slash)
-        skip();
-    *slash = 0;
-    size_t lb = strlen(build);
-    if (lb > 8 && !strcmp(build + lb - 8, "/testing"))
-        build[lb - 8] = 0;
 }
 
 /* The options of a command's table: long names, each once. */
@@ -208,7 +188,7 @@ static void test_bad_values(void **s)
                 int st = run(&out, &err, "%s %s %s %s", c->name, ex, flag, bad[b]);
                 char *files;
                 tu_run(&files, "ls -A '%s/run'", dir);
-                if (st != 2 || strncmp(err, pre, strlen(pre)) || n_lines(err) != 1 ||
+                if (st != 2 || strncmp(err, pre, strlen(pre)) || tu_n_lines(err) != 1 ||
                     !strstr(err, flag) || out[0] || files[0])
                     fail_msg("lnkit %s %s %s %s: exit %d, stderr '%s', stdout '%s', files '%s'",
                              c->name, ex, flag, bad[b], st, err, out, files);
@@ -274,7 +254,7 @@ static void test_not_applying(void **s)
             char *files, needf[80];
             snprintf(needf, sizeof needf, "--%s", need);
             tu_run(&files, "ls -A '%s/run'", dir);
-            if (st != 2 || strncmp(err, pre, strlen(pre)) || n_lines(err) != 1 ||
+            if (st != 2 || strncmp(err, pre, strlen(pre)) || tu_n_lines(err) != 1 ||
                 !strstr(err, flag) || !strstr(err, needf) || out[0] || files[0])
                 fail_msg("lnkit %s %s %s %s: exit %d, stderr '%s', stdout '%s', files '%s'",
                          c->name, ex, unmet, flag, st, err, out, files);
@@ -320,7 +300,7 @@ static void test_messages(void **s)
         free(junk);
         snprintf(p, sizeof p, "%s/stderr", dir);
         char *e = tu_read_file(p, NULL);
-        if (st != 2 || n_lines(e) != 1 || strncmp(e, cases[i].prefix, strlen(cases[i].prefix)))
+        if (st != 2 || tu_n_lines(e) != 1 || strncmp(e, cases[i].prefix, strlen(cases[i].prefix)))
             fail_msg("%s lnkit %s: exit %d, stderr '%s' (expected one line '%s...')",
                      cases[i].env, cases[i].args, st, e, cases[i].prefix);
         free(e);
@@ -339,7 +319,7 @@ static void test_messages(void **s)
         free(out), free(err);
     }
     char build[PATH_MAX], *o;
-    build_dir(build, sizeof build);
+    tu_build_dir(build, sizeof build);
     const char *demo = "--out dp --seeds 1 --d 8 --L 1 --rows 2 --len 4 --V 8";
     for (int q = 0; q < 2; q++) {
         int st = tu_run(&o, "cd '%s/run' && '%s/studies/demo_postpre' %s %s 2>err && printf "
@@ -410,7 +390,7 @@ static void test_outputs_json_quiet(void **s)
             free(o), free(e);
             /* -o - and --json both on standard output: refused */
             st = run(&o, &e, "%s %s --json -o -", c->name, ex);
-            if (json_out && (st != 2 || n_lines(e) != 1))
+            if (json_out && (st != 2 || tu_n_lines(e) != 1))
                 fail_msg("lnkit %s %s --json -o -: exit %d, stderr '%s'", c->name, ex, st, e);
             free(o), free(e);
         }
@@ -431,7 +411,7 @@ static void dash_case(const lnkit_command *c, const char *args, int may_run, int
     snprintf(p, sizeof p, "%s/stdout", dir);
     free(tu_read_file(p, &no));
     snprintf(pre, sizeof pre, "lnkit %s: ", c->name);
-    int refused = st == 2 && !strncmp(e, pre, strlen(pre)) && n_lines(e) == 1 && !no &&
+    int refused = st == 2 && !strncmp(e, pre, strlen(pre)) && tu_n_lines(e) == 1 && !no &&
                   !files[0];
     int dash = !strncmp(files, "-\n", 2) || strstr(files, "\n-\n");
     int ran = may_run && st == 0 && no && !dash;
@@ -452,7 +432,7 @@ static void dash_input(const lnkit_command *c, const cli_opt *o, int *cases)
     int st = run(&out, &err, "%s %s %s -", c->name, ex, flag);
     tu_run(&files, "ls -A '%s/run'", dir);
     snprintf(pre, sizeof pre, "lnkit %s: %s -: ", c->name, flag);
-    if (st != 2 || strncmp(err, pre, strlen(pre)) || n_lines(err) != 1 || out[0] || files[0] ||
+    if (st != 2 || strncmp(err, pre, strlen(pre)) || tu_n_lines(err) != 1 || out[0] || files[0] ||
         !(strstr(err, "/dev/stdin") || (o->key == 'o' && strstr(err, "not standard output"))))
         fail_msg("lnkit %s %s %s -: exit %d, stderr '%s', stdout '%s', files '%s'", c->name, ex,
                  flag, st, err, out, files);
@@ -637,65 +617,8 @@ static void test_long_work(void **s)
     /* --quiet: nothing but warnings */
     st = run(&o, &e, "eigs %s --operator ggn --which bottom -k 1 --max-steps 30 -o g.csv -q", C);
     assert_true(st == 0 || st == 3);
-    assert_int_equal(n_lines(e), st == 3);
+    assert_int_equal(tu_n_lines(e), st == 3);
     free(o), free(e);
-}
-
-/* The studies and the benchmarks follow the same conventions (their option
- * tables, parsed by the same front end): --help and -h print a usage with
- * their options and -q/--quiet, exit 0; an unknown option or a bad value is
- * one line "PROG: ..." naming it, exit 2.  Each writes a result, named by
- * -o (their declarations, as --help lists them: a study's -o, --out DIR or
- * FILE, a benchmark's -o, --output FILE); a study's -o - is refused in one
- * line saying why (a folder, a CSV a run resumes).  All are built with the
- * tests (make run-tests): one missing fails. */
-static void test_programs(void **s)
-{
-    (void)s;
-    char build[PATH_MAX];
-    build_dir(build, sizeof build);
-    /* the programs of the sources (studies/NAME.c, bench/NAME.c) as built */
-    char *list;
-    assert_int_equal(tu_run(&list, "cd '%s/..' && ls studies/*.c bench/*.c", build), 0);
-    int n = 0;
-    for (char *p = strtok(list, "\n"); p; p = strtok(NULL, "\n")) {
-        char path[PATH_MAX + 64], *o, *e;
-        snprintf(path, sizeof path, "%s/%.*s", build, (int)strlen(p) - 2, p);
-        if (access(path, X_OK))
-            fail_msg("%s: not built", path);
-        const char *prog = strrchr(path, '/') + 1;
-        int study = !strncmp(p, "studies/", 8);
-        for (int h = 0; h < 2; h++) {
-            int rc = tu_run(&o, "'%s' %s 2>&1", path, h ? "-h" : "--help");
-            if (rc || strncmp(o, "usage: ", 7) || !strstr(o, "-q, --quiet"))
-                fail_msg("%s %s: exit %d:\n%s", prog, h ? "-h" : "--help", rc, o);
-            /* the result's option: -o, and no long --out/--output without it */
-            const char *want = study ? "\n  -o, --out " : "\n  -o, --output FILE ";
-            const char *other = study ? "\n      --out " : "\n      --output ";
-            if (!strstr(o, want) || strstr(o, other))
-                fail_msg("%s %s: no '%s' option:\n%s", prog, h ? "-h" : "--help", want + 3, o);
-            free(o);
-        }
-        if (study) { /* -o -: refused before any work, one line saying why */
-            int rc = tu_run(&e, "'%s' -o - 2>&1 >/dev/null", path);
-            char want[128];
-            snprintf(want, sizeof want, "%s: -o -: the ", prog);
-            if (rc != 2 || n_lines(e) != 1 || strncmp(e, want, strlen(want)) ||
-                !strstr(e, "which standard output cannot be; give a "))
-                fail_msg("%s -o -: exit %d, '%s'", prog, rc, e);
-            free(e);
-        }
-        int rc = tu_run(&e, "'%s' --no-such-option 1 2>&1 >/dev/null", path);
-        char want[128];
-        snprintf(want, sizeof want, "%s: unknown option '--no-such-option'", prog);
-        if (rc != 2 || n_lines(e) != 1 || strncmp(e, want, strlen(want)))
-            fail_msg("%s --no-such-option: exit %d, '%s'", prog, rc, e);
-        free(e);
-        n++;
-    }
-    free(list);
-    print_message("      %d studies and benchmarks: --help, -h, -o, an unknown option\n", n);
-    assert_true(n >= 13);
 }
 
 int main(void)
@@ -705,7 +628,7 @@ int main(void)
         cmocka_unit_test(test_outputs_json_quiet), cmocka_unit_test(test_dash_outputs),
         cmocka_unit_test(test_man_pages),
         cmocka_unit_test(test_one_vocabulary), cmocka_unit_test(test_long_work),
-        cmocka_unit_test(test_programs), cmocka_unit_test(test_not_applying),
+        cmocka_unit_test(test_not_applying),
         cmocka_unit_test(test_messages),
     };
     return cmocka_run_group_tests_name("cli conventions", tests, NULL, NULL);

@@ -439,3 +439,23 @@ lnk_config tu_variant_config(const tu_variant *v, const char *const *extra)
         fail_msg("variant %s: %s", v->label, lnk_errmsg());
     return c;
 }
+
+void tu_build_dir(char *build, size_t n)
+{
+    snprintf(build, n, "%s", tu_lnkit());
+    char *slash = strstr(build, "/bin/lnkit");
+    if (!slash)
+        skip();
+    *slash = 0;
+    size_t lb = strlen(build);
+    if (lb > 8 && !strcmp(build + lb - 8, "/testing"))
+        build[lb - 8] = 0;
+}
+
+int tu_n_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}

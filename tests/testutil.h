@@ -33,6 +33,11 @@ char *tu_read_file(const char *path, size_t *n);
 int tu_run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The lnkit binary (env LNK_BIN, default bin/lnkit). */
 const char *tu_lnkit(void);
+/* The build directory of the lnkit under test (build/, not build/testing/)
+ * into build; skips the test when lnkit is not in one. */
+void tu_build_dir(char *build, size_t n);
+/* The number of newlines in s. */
+int tu_n_lines(const char *s);
 /* A test that is a shell script: bash tests/NAME LNKIT, its output printed.
  * The script ends with "tests: N passed, N failed, N skipped"; the test fails
  * unless it exits 0 with that line, no test failed and one passed at least
