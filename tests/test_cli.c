@@ -303,6 +303,25 @@ static void test_quiet_and_help(void **s)
     free(out);
 }
 
+/* params -o FILE: what standard output gets, in FILE, with its sidecar
+ * (every format). */
+static void test_params_output(void **s)
+{
+    (void)s;
+    setup_files();
+    char dir[600], *out;
+    snprintf(dir, sizeof dir, "%s/po", tu_tmpdir());
+    mkdir(dir, 0777);
+    const char *L = tu_lnkit(), *C = tu_path("w.json");
+    int pst = tu_run(&out, "cd '%s' && for f in '' --csv --json; do rm -f p.out p.out.meta.json "
+                     "&& '%s' params --config '%s' $f > p.std && '%s' params --config '%s' $f "
+                     "-o p.out -q && cmp p.std p.out && grep -q '\"command\": \"params\"' "
+                     "p.out.meta.json || exit 1; done", dir, L, C, L, C);
+    if (pst != 0)
+        fail_msg("params -o FILE: exit %d: %s", pst, out);
+    free(out);
+}
+
 /* lnkit params agrees with the library's layout and blocks; lnkit vector
  * makes the vectors it says (reproducible random, ones, the gradient that
  * eval writes), restricted to a block and normalised on request. */
@@ -351,15 +370,6 @@ static void test_params_vector(void **s)
     assert_int_equal(tu_run(&out, "'%s' params --config '%s' --block 'nothing.*'", L, C), 2);
     assert_non_null(strstr(out, "--block"));
     free(out);
-    /* params -o FILE: what standard output gets, in FILE, with its sidecar (every format) */
-    int pst = tu_run(&out, "cd '%s' && for f in '' --csv --json; do rm -f p.out p.out.meta.json "
-                     "&& '%s' params --config '%s' $f > p.std && '%s' params --config '%s' $f "
-                     "-o p.out -q && cmp p.std p.out && grep -q '\"command\": \"params\"' "
-                     "p.out.meta.json || exit 1; done", dir, L, C, L, C);
-    if (pst != 0)
-        fail_msg("params -o FILE: exit %d: %s", pst, out);
-    free(out);
-
     /* vector: random reproducible, ones, block, normalize, gradient = eval's */
     int st = tu_run(&out, "cd '%s' && L='%s' C='%s' W='%s' B='%s' && "
                     "$L vector --config $C --random --rng-seed 3 -o r1.safetensors --quiet && "
@@ -595,7 +605,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_config_contract),
         cmocka_unit_test(test_quiet_and_help),
-        cmocka_unit_test(test_params_vector),
+        cmocka_unit_test(test_params_vector), cmocka_unit_test(test_params_output),
         cmocka_unit_test(test_select_output),
         cmocka_unit_test(test_progress),
         cmocka_unit_test(test_hvp_timing),
