@@ -18,7 +18,14 @@ export LNKIT=${LNKIT:-$BUILD/bin/lnkit} # the summaries' sidecar writer (lnkit m
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bad=0
-for s in $("$PYTHON" -m studies.summary --list); do
+# the studies' list: a Python that cannot run the summaries must fail here, not
+# check nothing and pass
+if ! studies=$("$PYTHON" -m studies.summary --list) || [ -z "$studies" ]; then
+    echo "check_summaries: '$PYTHON -m studies.summary --list' failed or listed no study" \
+         "(PYTHON: a python3 with numpy, scipy and matplotlib)" >&2
+    exit 1
+fi
+for s in $studies; do
     src=$RESULTS/$s copy=$tmp/$s
     if [ ! -f "$src/report.json" ]; then
         echo "check_summaries: $src/report.json: missing (run python3 -m studies.summary $s)" >&2
