@@ -282,7 +282,6 @@ int cmd_blocks(int argc, char **argv)
     lnk_blockstat_opts bo = a.bo;
     const char *out = a.out, *pairs = a.pairs, *dens = a.dens, *const *groups = a.groups;
     int n_groups = a.n_groups, tensors = !a.no_tensors;
-    cli_result_check(out, a.json);
     for (int g = 0; g < n_groups; g++) { /* its rows are told apart by their names */
         if (!*groups[g])
             cli_die("--group: expected comma-separated globs, got ''");

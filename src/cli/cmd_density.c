@@ -78,7 +78,6 @@ int cmd_density(int argc, char **argv)
     cli_curv_opts *co = &a.co;
     lnk_slq_opts so = a.so;
     const char *out = a.out, *nodes = a.nodes;
-    cli_result_check(out, a.json);
     so.seed = co->rng_seed;
     cli_curv_out outs[2] = {{out, "-o", 1}, {nodes, "--nodes", 1}};
     cli_curv s;

@@ -117,7 +117,6 @@ int cmd_eigs(int argc, char **argv)
     lnk_eigs_opts eo = a.eo;
     const char *out = a.out, *vec = a.vec, *mass = a.mass;
     int k = a.k;
-    cli_result_check(out, a.json);
     eo.k_top = a.which & TOP ? k : 0;
     eo.k_bottom = a.which & BOTTOM ? k : 0;
     eo.vectors = vec || mass;

@@ -104,7 +104,6 @@ int cmd_eval(int argc, char **argv)
     char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
-    cli_result_check(out, a.json);
     cli_files f = {0};
     cli_files_out_meta(&f, out, "-o");
     cli_files_out(&f, a.gout, "--grad-out");

@@ -23,10 +23,9 @@ static const cli_opt opts[] = {
              "seconds per product: over products 2..N when the primal pass is kept (the "
              "first, which also runs it, printed apart), over all N when it is recomputed "
              "(--cache-mb 0, or a data set whose passes are not all kept) or N = 1"},
-    {.type = CLI_FLAG, .name = "json", CLI_AT(T, json),
-     .help = "the timings of --repeat as JSON {products, timed, median_seconds, min_seconds, "
+    CLI_OPT_JSON_AS(T, json, "the timings of --repeat as JSON {products, timed, median_seconds, min_seconds, "
              "max_seconds, primal_pass_kept, first_seconds} on standard output, under --quiet "
-             "too (timed: the products the median is over)"},
+             "too (timed: the products the median is over)"),
     CLI_DATA(T, co), CLI_OP(T, co), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
@@ -101,8 +100,6 @@ int cmd_hvp(int argc, char **argv)
     long cache_mb = co->cache_mb;
     lnk_op_kind kind = co->op_kind;
     cli_model_opts mo = co->mo;
-    if (a.json && cli_is_stdout(a.out))
-        cli_die("-o - and --json would both write standard output: give -o FILE for H v");
     cli_files f = {0};
     cli_files_out(&f, out, "-o");
     cli_files_model(&f, &mo, wpath, bpath, n_batch);

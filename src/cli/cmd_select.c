@@ -114,7 +114,6 @@ int cmd_select(int argc, char **argv)
     char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
-    cli_result_check(a.out, a.json);
     char *meta = cli_meta_path(a.out);
     cli_file outs[2] = {{a.out, "-o"}, {meta, "the sidecar of -o"}}, ins[1] = {{a.keys, "--keys"}};
     cli_check_outputs(NULL, outs, 2, ins, 1);

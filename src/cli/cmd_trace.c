@@ -68,7 +68,6 @@ int cmd_trace(int argc, char **argv)
     cli_curv_opts *co = &a.co;
     lnk_trace_opts to = a.to;
     const char *out = a.out;
-    cli_result_check(out, a.json);
     if (to.method == LNK_TRACE_HUTCHPP && to.probes < 4)
         cli_die("--probes must be at least 4 with hutchpp, got %d", to.probes);
     to.seed = co->rng_seed;

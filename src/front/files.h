@@ -22,10 +22,9 @@
  * -o (a file, renamed at the group commit; "-": standard output once
  * committed); with --json the same rows are printed as a JSON array of row
  * objects on standard output, instead of the CSV when -o is "-".
- * cli_result_check first (refuses "-o - --json", both on standard output);
- * cli_result_path: where the command writes the CSV; cli_result_json after
- * cli_outputs_commit. */
-void cli_result_check(const char *out, int json);
+ * "-o - --json" is refused by cli_parse (--json is CLI_STDOUT: one output on
+ * standard output); cli_result_path: where the command writes the CSV;
+ * cli_result_json after cli_outputs_commit. */
 const char *cli_result_path(const char *out, int json);
 void cli_result_json(void);
 /* The JSON value o (taken) on standard output: indented, keys in order,

@@ -97,9 +97,3 @@ void cli_json_print(json_t *o)
         cli_die("could not write to standard output");
 }
 
-void cli_result_check(const char *out, int json)
-{
-    if (json && cli_is_stdout(out) && cli_given("output"))
-        cli_die("-o - and --json would both write standard output: give -o FILE for the CSV, or "
-                "leave -o out");
-}
