@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 #include "lnkit/corpus.h"
+#include "lnkit/safetensors.h"
 #include "model/workspace.h"
 
 static const char *write_text(const char *name, const char *s)
@@ -639,6 +640,55 @@ static void test_cli_batch(void **state)
     free(o);
 }
 
+/* The data-set file (lnk_pairs_save): the arrays as made, and the metadata
+ * keys of corpus.h with the values counted in test_rows_and_counts. */
+static void test_pairs_save(void **state)
+{
+    (void)state;
+    lnk_corpus c;
+    read_small(&c);
+    lnk_vocab *vs, *vt;
+    assert_int_equal(lnk_corpus_vocabs(&c, 0, 2, 0, &vs, &vt), LNK_OK);
+    lnk_pairs p;
+    assert_int_equal(lnk_pairs_make(&c, vs, vt, NULL, &p), LNK_OK);
+    lnk_batch b;
+    assert_int_equal(lnk_pairs_batch(&p, NULL, p.n, &b), LNK_OK);
+    const char *out = tu_path("saved.safetensors");
+    lnk_pairs_file how = {"a.src", "a.tgt", "v.src", NULL, 6, 7, 0, 1, 1, 0};
+    assert_int_equal(lnk_pairs_save(out, &p, &b, &how), LNK_OK);
+    lnk_st_file *f;
+    assert_int_equal(lnk_st_read(out, &f), LNK_OK);
+    static const char *const kv[] = {"task", "seq2seq", "src_file", "a.src", "tgt_file",
+                                     "a.tgt", "pairs", "3", "dropped", "0", "truncated", "0",
+                                     "n_scored", "11", "V_src", "6", "V_tgt", "7", "vocab_src",
+                                     "v.src", "vocab_tgt", "", "joint_vocab", "false",
+                                     "src_eos", "true", "order", "file", NULL};
+    for (int i = 0; kv[i]; i += 2) {
+        const char *v = lnk_st_meta(f, kv[i]);
+        if (!v || strcmp(v, kv[i + 1]))
+            fail_msg("metadata %s = %s, expected %s", kv[i], v ? v : "(none)", kv[i + 1]);
+    }
+    assert_null(lnk_st_meta(f, "chunk_rows")); /* none found: not recorded */
+    const lnk_st_tensor *src = lnk_st_get(f, "src"), *tgt = lnk_st_get(f, "tgt");
+    assert_non_null(src);
+    assert_non_null(tgt);
+    assert_int_equal(src->shape[0], 3);
+    assert_int_equal(src->shape[1], 5);
+    assert_row((const int64_t *)src->data + 5, 5, (int64_t[]){4, 1, 1, 4, 5}); /* line 1 */
+    assert_row((const int64_t *)tgt->data, 5, (int64_t[]){LNK_BOS, 4, 5, 1, LNK_EOS});
+    lnk_st_free(f);
+    how.chunk_rows = 2;
+    assert_int_equal(lnk_pairs_save(out, &p, &b, &how), LNK_OK);
+    assert_int_equal(lnk_st_read(out, &f), LNK_OK);
+    assert_string_equal(lnk_st_meta(f, "chunk_rows"), "2");
+    lnk_st_free(f);
+    lnk_batch_free(&b);
+    lnk_pairs_free(&p);
+    lnk_vocab_free(vs);
+    lnk_vocab_free(vt);
+    lnk_corpus_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -646,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_batches_by_tokens), cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_chunked_hvp),       cmocka_unit_test(test_causal_mask),
         cmocka_unit_test(test_source_padding),    cmocka_unit_test(test_cli_batch),
+        cmocka_unit_test(test_pairs_save),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

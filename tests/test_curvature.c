@@ -276,6 +276,11 @@ static void test_callbacks_slq_trace(void **state)
     txt = tu_read_file(path, &len);
     assert_string_equal(txt, "t,density\n-1,0\n0,0.25\n0.5,1e-300\n");
     free(txt);
+    path = tu_path("select.csv");
+    assert_int_equal(lnk_select_write(path, (const int[]){1, 0, 1}, 3), LNK_OK);
+    txt = tu_read_file(path, &len);
+    assert_string_equal(txt, "index,selectable\n0,1\n1,0\n2,1\n");
+    free(txt);
     lnk_slq_result_free(&a), lnk_slq_result_free(&b), lnk_slq_result_free(&c);
     lnk_slq_result_free(&one);
     free(A);

@@ -253,6 +253,32 @@ static void test_time(void **state)
     assert_int_equal(*end, '\0');
     time_t back = timegm(&tm);
     assert_true(back >= before - 1 && back <= after + 1);
+    assert_true(lnk_iso_time_valid(buf)); /* what lnk_iso_time writes is accepted */
+}
+
+/* lnk_iso_time_valid: the calendar (leap years by the Gregorian rule), the
+ * fields' ranges, the leap second at 23:59 only, the zone forms. */
+static void test_iso_time_valid(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "2026-01-31T12:00:00Z", "2024-02-29T00:00:00Z", "2000-02-29T23:59:59Z",
+        "2016-12-31T23:59:60Z", "2026-06-30T01:02:03.5+01:00", "2026-06-30T01:02:03.123-23:59",
+        "1999-12-31T00:00:00+00:00"};
+    static const char *const bad[] = {
+        "2023-02-29T12:00:00Z", "1900-02-29T12:00:00Z", "2026-04-31T12:00:00Z",
+        "2026-13-01T12:00:00Z", "2026-00-10T12:00:00Z", "2026-01-00T12:00:00Z",
+        "2026-01-31T24:00:00Z", "2026-01-31T12:60:00Z", "2026-01-31T12:00:60Z",
+        "2026-01-31T12:00:00", "2026-01-31 12:00:00Z", "2026-01-31T12:00:00.Z",
+        "2026-01-31T12:00:00+24:00", "2026-01-31T12:00:00+01:60", "2026-01-31T12:00:00+0100",
+        "2026-01-31T12:00:00Zx", "26-01-31T12:00:00Z", ""};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (!lnk_iso_time_valid(good[i]))
+            fail_msg("'%s' refused", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (lnk_iso_time_valid(bad[i]))
+            fail_msg("'%s' accepted", bad[i]);
+    assert_false(lnk_iso_time_valid(NULL));
 }
 
 static void test_threads(void **state)
@@ -338,6 +364,8 @@ static void test_meta(void **state)
     assert_msg_has("'seed'");
     lnk_meta_free(bad);
     assert_int_equal(lnk_meta_write(csv, p, &cfg, x, iso, NAN), LNK_ENONFINITE);
+    assert_int_equal(lnk_meta_write(csv, p, &cfg, x, "2026-02-30T00:00:00Z", 1.0), LNK_EINVAL);
+    assert_msg_has("start_time");
     j = load_json(side);
     assert_string_equal(json_string_value(json_object_get(j, "study")), "spectrum");
     json_decref(j);
@@ -362,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_csv_doubles_roundtrip),
         cmocka_unit_test(test_csv_refusals),
         cmocka_unit_test(test_time),
+        cmocka_unit_test(test_iso_time_valid),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_meta),
     };

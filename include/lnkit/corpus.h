@@ -32,6 +32,13 @@
  * padded with <pad> to its own longest rows: together they are the chunks of
  * a data set (hessian.h), whose token-weighted mean loss equals the loss of
  * all pairs in one batch.
+ *
+ * The data-set file (lnk_pairs_save, what lnkit batch --src --tgt writes):
+ * safetensors with src [B, S] and tgt [B, T] (int64) and the string metadata
+ * task=seq2seq, src_file, tgt_file, pairs, dropped, truncated, n_scored,
+ * V_src, V_tgt, vocab_src, vocab_tgt (the vocabulary files, "" if none),
+ * joint_vocab and src_eos (true/false), order (file or length), and
+ * chunk_rows when a --max-tokens chunk size was found.
  */
 #ifndef LNKIT_CORPUS_H
 #define LNKIT_CORPUS_H
@@ -109,6 +116,19 @@ void lnk_batches_free(lnk_batch *chunks, int n_chunks);
  * the CLI's --chunk R does, each chunk trimmed of all-<pad> columns) keeps
  * every chunk's padded size <= max_tokens; 0 if some pair alone exceeds it. */
 int lnk_pairs_chunk_rows(const lnk_pairs *p, const int *order, size_t max_tokens);
+
+/* How a data-set file of pairs was made, recorded in its metadata. */
+typedef struct {
+    const char *src_file, *tgt_file;   /* the corpus */
+    const char *vocab_src, *vocab_tgt; /* the vocabulary files; NULL: none */
+    int V_src, V_tgt;                  /* the vocabularies' sizes */
+    int joint_vocab, src_eos;          /* the options that made the rows */
+    int file_order;                    /* 1: rows in file order, 0: by length */
+    int chunk_rows;                    /* > 0: the chunk size found for a token limit */
+} lnk_pairs_file;
+/* b (made of p by lnk_pairs_batch) to path as the data-set file above. */
+int lnk_pairs_save(const char *path, const lnk_pairs *p, const lnk_batch *b,
+                   const lnk_pairs_file *how);
 
 #ifdef __cplusplus
 }

@@ -93,10 +93,9 @@ int lnk_slq_write_nodes(const lnk_slq_result *r, const char *path);
 int lnk_density_write(const char *path, const double *t, const double *phi, size_t npts);
 int lnk_mass_write(const char *path, const lnk_layout *lay, const lnk_block *b,
                    const lnk_eigs_result *r, const double *Y, size_t n);
+int lnk_select_write(const char *path, const int *selectable, int n);
 /* The trace file to an open stream f (a file's, or standard output). */
 int lnk_trace_fwrite(FILE *f, const char *method, const lnk_trace_result *r);
-/* The selectable flags to an open stream f. */
-int lnk_select_fwrite(FILE *f, const int *selectable, int n);
 
 #ifdef __cplusplus
 }

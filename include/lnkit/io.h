@@ -85,8 +85,10 @@ const struct json_t *lnk_meta_object(const lnk_meta *m);
 
 /* Write NAME.meta.json beside csv_path (atomically): the configuration cfg
  * (may be NULL: "config" and "seed" null), the provenance record p (required,
- * provenance.h), the start time and wall seconds, then extra's keys (may be
- * NULL).  Nothing (LNK_OK) if csv_path is a device or FIFO. */
+ * provenance.h), the start time (NULL, or an ISO 8601 time that
+ * lnk_iso_time_valid accepts; LNK_EINVAL otherwise) and wall seconds, then
+ * extra's keys (may be NULL).  Nothing (LNK_OK) if csv_path is a device or
+ * FIFO. */
 struct lnk_prov;
 int lnk_meta_write(const char *csv_path, const struct lnk_prov *p, const lnk_config *cfg,
                    const lnk_meta *extra, const char *start_iso, double wall_seconds);

@@ -11,6 +11,7 @@
 #include "lnkit/csv_table.h"
 #include "lnkit/curvature.h"
 #include "lnkit/curvature_io.h"
+#include "lnkit/model_io.h"
 #include "lnkit/hessian.h"
 #include "lnkit/blockstats.h"
 #include "lnkit/stats.h"

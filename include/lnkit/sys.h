@@ -153,6 +153,11 @@ double lnk_now(void);
 
 /* Current UTC time as ISO 8601 in buf (at least 32 bytes). */
 void lnk_iso_time(char *buf, size_t n);
+/* 1 if s is an ISO 8601 time YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM) of
+ * the calendar (the month's days, 29 February in leap years only; fields in
+ * range, second 60 a leap second at 23:59 only), as a sidecar's start_time
+ * must be; 0 if not (or NULL). */
+int lnk_iso_time_valid(const char *s);
 
 /* Number of BLAS threads in use. */
 int lnk_blas_threads(void);

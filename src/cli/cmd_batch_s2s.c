@@ -5,53 +5,6 @@
 #include <string.h>
 #include "cli/batch.h"
 
-/* The data set's file, its facts in the safetensors metadata. */
-static void s2s_write(const batch_args *a, const char *out, const cli_pairs *D, const char *vsp,
-                      const char *vtp, const lnk_batch *b, int chunk)
-{
-    const cli_pairs_opts *o = &a->pa;
-    const lnk_pairs *p = &D->p;
-    char n_pairs[24], n_drop[24], n_trunc[24], vsz[24], vtz[24], nsc[24], chk[24];
-    snprintf(n_pairs, sizeof n_pairs, "%d", p->n);
-    snprintf(n_drop, sizeof n_drop, "%d", p->n_dropped);
-    snprintf(n_trunc, sizeof n_trunc, "%d", p->n_truncated);
-    snprintf(vsz, sizeof vsz, "%d", lnk_vocab_size(D->vs));
-    snprintf(vtz, sizeof vtz, "%d", lnk_vocab_size(D->vt));
-    snprintf(nsc, sizeof nsc, "%zu", p->n_scored);
-    snprintf(chk, sizeof chk, "%d", chunk);
-    const char *meta[40];
-    int k = 0;
-#define KV(key, val)                                                                              \
-    do {                                                                                          \
-        meta[k++] = key;                                                                          \
-        meta[k++] = val;                                                                          \
-    } while (0)
-    KV("task", "seq2seq");
-    KV("src_file", o->src);
-    KV("tgt_file", o->tgt);
-    KV("pairs", n_pairs);
-    KV("dropped", n_drop);
-    KV("truncated", n_trunc);
-    KV("n_scored", nsc);
-    KV("V_src", vsz);
-    KV("V_tgt", vtz);
-    KV("vocab_src", o->vocab_src ? o->vocab_src : vsp ? vsp : "");
-    KV("vocab_tgt", o->vocab_tgt ? o->vocab_tgt : vtp ? vtp : "");
-    KV("joint_vocab", o->joint ? "true" : "false");
-    KV("src_eos", o->src_eos ? "true" : "false");
-    KV("order", o->keep_order ? "file" : "length");
-    if (chunk > 0)
-        KV("chunk_rows", chk);
-    meta[k] = NULL;
-#undef KV
-    lnk_st_tensor t[2] = {
-        {.name = "src", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b->B, b->S},
-         .numel = (size_t)b->B * b->S, .data = b->src},
-        {.name = "tgt", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b->B, b->T},
-         .numel = (size_t)b->B * b->T, .data = b->tgt}};
-    CLI_CK(lnk_st_write(out, t, 2, meta));
-}
-
 /* What was written, and the flags a model for it needs. */
 static void s2s_report(const batch_args *a, const cli_pairs *D, const char *vsp,
                        const char *vtp, const lnk_batch *b, int chunk)
@@ -113,7 +66,10 @@ int cli_batch_s2s(const batch_args *a)
         CLI_CK(lnk_vocab_save(D.vs, vsp));
     if (vtp)
         CLI_CK(lnk_vocab_save(D.vt, vtp));
-    s2s_write(a, out, &D, vsp, vtp, &b, chunk);
+    lnk_pairs_file how = {o->src, o->tgt, o->vocab_src ? o->vocab_src : vsp,
+                          o->vocab_tgt ? o->vocab_tgt : vtp, lnk_vocab_size(D.vs),
+                          lnk_vocab_size(D.vt), o->joint, o->src_eos, o->keep_order, chunk};
+    CLI_CK(lnk_pairs_save(out, p, &b, &how));
     cli_outputs_commit();
 
     s2s_report(a, &D, vsp, vtp, &b, chunk);

@@ -46,54 +46,6 @@ const cli_cmd cmd_eval_decl = {
     .example = "--config CONFIG --weights WEIGHTS --batch BATCH -o OUT",
 };
 
-/* The results as JSON, every value checked finite before. */
-static json_t *json_result(const lnk_layout *lay, double loss, size_t nsc, const double *norm)
-{
-    json_t *o = json_object(), *gn = json_object();
-    int bad = !o || !gn;
-    bad |= json_object_set_new(o, "loss", json_real(loss));
-    bad |= json_object_set_new(o, "n_scored", json_integer((json_int_t)nsc));
-    for (int i = 0; i < lay->n_tensors; i++)
-        bad |= json_object_set_new(gn, lay->t[i].name, json_real(norm[i]));
-    bad |= json_object_set_new(o, "grad_norms", gn);
-    bad |= json_object_set_new(o, "grad_norm_total", json_real(norm[lay->n_tensors]));
-    if (bad)
-        cli_die("out of memory for the JSON");
-    return o;
-}
-
-/* One row quantity,tensor,value of the CSV (value: a count when value_int). */
-static int csv_row(lnk_csv *csv, const char *quantity, const char *tensor, double value,
-                   int value_int)
-{
-    int st = lnk_csv_str(csv, quantity);
-    st = st ? st : lnk_csv_str(csv, tensor);
-    st = st ? st : value_int ? lnk_csv_int(csv, (long long)value) : lnk_csv_double(csv, value);
-    return st ? st : lnk_csv_end_row(csv);
-}
-
-/* The results as CSV text quantity,tensor,value (malloc'd), whole before it is printed. */
-static char *csv_text(const lnk_layout *lay, double loss, size_t nsc, const double *norm)
-{
-    char *txt = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&txt, &len);
-    if (!f)
-        cli_die("out of memory for the CSV");
-    static const char *const hdr[] = {"quantity", "tensor", "value"};
-    lnk_csv csv;
-    int st = lnk_csv_begin(&csv, f, hdr, 3);
-    st = st ? st : csv_row(&csv, "loss", "", loss, 0);
-    st = st ? st : csv_row(&csv, "n_scored", "", (double)nsc, 1);
-    for (int i = 0; !st && i < lay->n_tensors; i++)
-        st = csv_row(&csv, "grad_norm", lay->t[i].name, norm[i], 0);
-    st = st ? st : csv_row(&csv, "grad_norm_total", "", norm[lay->n_tensors], 0);
-    lnk_csv_free(&csv);
-    if (fclose(f) != 0 || st)
-        cli_die("%s", st ? lnk_errmsg() : "out of memory for the CSV");
-    return txt;
-}
-
 int cmd_eval(int argc, char **argv)
 {
     eval_args a;
@@ -155,17 +107,10 @@ int cmd_eval(int argc, char **argv)
         cli_close(&s);
         return 0;
     }
-    char *csv = csv_text(lay, loss, nsc, norm);
-    json_t *js = a.json ? json_result(lay, loss, nsc, norm) : NULL;
+    lnk_eval_result r = {loss, nsc, norm};
     cli_outputs_begin(); /* the CSV, its sidecar and the gradient: all or none */
-    if (!a.json || !cli_is_stdout(out)) {
-        lnk_afile af;
-        CLI_CK(lnk_afile_open(&af, cli_out(out, 0)));
-        if (fputs(csv, af.f) == EOF || lnk_afile_commit(&af) != LNK_OK) {
-            lnk_afile_abort(&af);
-            cli_die("-o %s: could not write the CSV", out);
-        }
-    }
+    if (!a.json || !cli_is_stdout(out))
+        CLI_CK(lnk_eval_write(cli_out(out, 0), lay, &r));
     if (!cli_is_stdout(out)) {
         json_t *x = json_pack("{s:s, s:f, s:I}", "command", "eval", "loss", loss, "n_scored",
                               (json_int_t)nsc);
@@ -175,9 +120,8 @@ int cmd_eval(int argc, char **argv)
     if (a.gout && lnk_vector_save(cli_out(a.gout, 1), s.m, g, LNK_VEC_NAMED) != LNK_OK)
         cli_die_lib();
     cli_outputs_commit();
-    if (js)
-        cli_json_print(js);
-    free(csv);
+    if (a.json && (lnk_eval_fwrite_json(stdout, lay, &r) != LNK_OK || fflush(stdout) != 0))
+        cli_die("could not write to standard output");
     free(norm);
     free(g);
     cli_close(&s);

@@ -77,37 +77,6 @@ const cli_cmd cmd_meta_decl = {
     .rest = 1,
 };
 
-/* YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM), a date of the calendar (the
- * month's days, 29 February in leap years only), fields in range (second 60:
- * a leap second, at 23:59 only). */
-static int iso_time_ok(const char *s)
-{
-    const char *pat = "dddd-dd-ddTdd:dd:dd";
-    size_t i = 0;
-    for (; pat[i]; i++)
-        if (pat[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pat[i])
-            return 0;
-    int y = atoi(s), mo = atoi(s + 5), da = atoi(s + 8), h = atoi(s + 11), mi = atoi(s + 14),
-        se = atoi(s + 17);
-    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (mo < 1 || mo > 12 || da < 1 || da > days[mo - 1] + (mo == 2 && leap) || h > 23 ||
-        mi > 59 || se > 60 || (se == 60 && !(h == 23 && mi == 59)))
-        return 0;
-    const char *p = s + i;
-    if (*p == '.') {
-        if (!(p[1] >= '0' && p[1] <= '9'))
-            return 0;
-        for (p++; *p >= '0' && *p <= '9'; p++)
-            ;
-    }
-    if (!strcmp(p, "Z"))
-        return 1;
-    return (p[0] == '+' || p[0] == '-') && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' &&
-           p[2] <= '9' && p[3] == ':' && p[4] >= '0' && p[4] <= '9' && p[5] >= '0' &&
-           p[5] <= '9' && !p[6] && atoi(p + 1) <= 23 && atoi(p + 4) <= 59;
-}
-
 /* A regular file, or die naming the option and the problem. */
 static void need_regular(const char *opt, const char *path)
 {
@@ -130,7 +99,7 @@ int cmd_meta(int argc, char **argv)
     cli_model_opts mo = {.config_path = a.config};
     if (dd >= argc - 1)
         cli_die("no command line to record: give it after '--'");
-    if (!iso_time_ok(start))
+    if (!lnk_iso_time_valid(start))
         cli_die("--start: expected an ISO 8601 time of the calendar such as "
                 "2026-01-31T12:00:00Z, got '%s'", start);
     double wall = a.seconds;

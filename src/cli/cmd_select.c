@@ -88,18 +88,6 @@ static void read_keys(const char *path, double **K, int *n, int *d)
     lnk_csv_table_free(&t);
 }
 
-/* The rows index,selectable (lnk_select_fwrite, their one writer) at path. */
-static int write_rows(const char *path, const int *sel, int n)
-{
-    lnk_afile af;
-    int st = lnk_afile_open(&af, path);
-    if (st)
-        return st;
-    if ((st = lnk_select_fwrite(af.f, sel, n)) != LNK_OK || (st = lnk_afile_commit(&af)) != LNK_OK)
-        lnk_afile_abort(&af);
-    return st;
-}
-
 /* lnk_geom_progress_fn: one key more of the run's cli_meter. */
 static void key_done(void *ctx, int done, int total)
 {
@@ -129,7 +117,7 @@ int cmd_select(int argc, char **argv)
     for (int i = 0; i < n; i++)
         n_sel += sel[i];
     cli_outputs_begin(); /* the CSV and its sidecar: both or neither */
-    CLI_CK(write_rows(cli_result_path(a.out, a.json), sel, n));
+    CLI_CK(lnk_select_write(cli_result_path(a.out, a.json), sel, n));
     if (meta) {
         json_t *x = json_pack("{s:s}", "command", "select");
         CLI_CK(cli_opts_meta(opts, &a, 1, x));

@@ -12,6 +12,7 @@
 #include "front/opt.h"
 #include "front/files.h"
 #include "lnkit/csv_table.h"
+#include "lnkit/model_io.h"
 
 static json_t *value(const char *t)
 {
@@ -81,14 +82,10 @@ void cli_result_json(void)
 
 int cli_json_fprint(FILE *f, json_t *o)
 {
-    char *txt = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                      JSON_REAL_PRECISION(17)) : NULL;
-    json_decref(o);
-    if (!txt)
-        cli_die("out of memory");
-    int bad = fputs(txt, f) == EOF || fputc('\n', f) == EOF;
-    free(txt);
-    return bad ? -1 : 0;
+    int st = lnk_json_fwrite(f, o);
+    if (st == LNK_ENOMEM)
+        cli_die_lib();
+    return st ? -1 : 0;
 }
 
 void cli_json_print(json_t *o)

@@ -1,11 +1,13 @@
 /* Parallel corpora for seq2seq: reading, vocabularies, id rows, batches by
  * token count.  See include/lnkit/corpus.h for the conventions. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lnkit/corpus.h"
 #include "lnkit/error.h"
+#include "lnkit/safetensors.h"
 
 int lnk_corpus_read(const char *src_path, const char *tgt_path, lnk_corpus *out)
 {
@@ -333,4 +335,33 @@ int lnk_pairs_chunk_rows(const lnk_pairs *p, const int *order, size_t max_tokens
             break;  /* R rows of at least one id each already exceed it */
     }
     return best;
+}
+
+int lnk_pairs_save(const char *path, const lnk_pairs *p, const lnk_batch *b,
+                   const lnk_pairs_file *how)
+{
+    char num[7][24];
+    snprintf(num[0], sizeof num[0], "%d", p->n);
+    snprintf(num[1], sizeof num[1], "%d", p->n_dropped);
+    snprintf(num[2], sizeof num[2], "%d", p->n_truncated);
+    snprintf(num[3], sizeof num[3], "%zu", p->n_scored);
+    snprintf(num[4], sizeof num[4], "%d", how->V_src);
+    snprintf(num[5], sizeof num[5], "%d", how->V_tgt);
+    snprintf(num[6], sizeof num[6], "%d", how->chunk_rows);
+    const char *meta[] = {
+        "task", "seq2seq", "src_file", how->src_file, "tgt_file", how->tgt_file,
+        "pairs", num[0], "dropped", num[1], "truncated", num[2], "n_scored", num[3],
+        "V_src", num[4], "V_tgt", num[5],
+        "vocab_src", how->vocab_src ? how->vocab_src : "",
+        "vocab_tgt", how->vocab_tgt ? how->vocab_tgt : "",
+        "joint_vocab", how->joint_vocab ? "true" : "false",
+        "src_eos", how->src_eos ? "true" : "false",
+        "order", how->file_order ? "file" : "length",
+        how->chunk_rows > 0 ? "chunk_rows" : NULL, num[6], NULL};
+    lnk_st_tensor t[2] = {
+        {.name = "src", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b->B, b->S},
+         .numel = (size_t)b->B * b->S, .data = b->src},
+        {.name = "tgt", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b->B, b->T},
+         .numel = (size_t)b->B * b->T, .data = b->tgt}};
+    return lnk_st_write(path, t, 2, meta);
 }

@@ -265,6 +265,23 @@ int lnk_mass_write(const char *path, const lnk_layout *lay, const lnk_block *b,
     return lnk_csv_write(path, NULL, lnk_cols_mass, mass_file, &m);
 }
 
+typedef struct {
+    const int *sel;
+    int n;
+} select_ctx;
+
+static int select_file(lnk_csv *c, const void *ctx)
+{
+    const select_ctx *s = ctx;
+    return lnk_select_rows(c, NULL, s->sel, s->n);
+}
+
+int lnk_select_write(const char *path, const int *selectable, int n)
+{
+    select_ctx s = {selectable, n};
+    return lnk_csv_write(path, NULL, lnk_cols_select, select_file, &s);
+}
+
 int lnk_trace_fwrite(FILE *f, const char *method, const lnk_trace_result *r)
 {
     lnk_csv c;
@@ -272,17 +289,6 @@ int lnk_trace_fwrite(FILE *f, const char *method, const lnk_trace_result *r)
     if (st != LNK_OK)
         return st;
     st = lnk_trace_rows(&c, NULL, method, r);
-    lnk_csv_free(&c);
-    return st;
-}
-
-int lnk_select_fwrite(FILE *f, const int *selectable, int n)
-{
-    lnk_csv c;
-    int st = lnk_csv_begin_keys(&c, f, NULL, lnk_cols_select);
-    if (st != LNK_OK)
-        return st;
-    st = lnk_select_rows(&c, NULL, selectable, n);
     lnk_csv_free(&c);
     return st;
 }

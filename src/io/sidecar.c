@@ -436,6 +436,9 @@ static int build(const char *path, const lnk_prov *p, const lnk_config *cfg,
     if (!isfinite(wall_seconds))
         return lnk_error(LNK_ENONFINITE, "%s: key 'wall_seconds': %g is not finite", path,
                          wall_seconds);
+    if (start_iso && !lnk_iso_time_valid(start_iso))
+        return lnk_error(LNK_EINVAL, "%s: key 'start_time': '%s' is not an ISO 8601 time such "
+                         "as 2026-01-31T12:00:00Z", path, start_iso);
     if (extra && extra->st != LNK_OK)
         return lnk_error(extra->st, "%s: %s", path, extra->msg);
     json_t *root = json_object();
