@@ -142,6 +142,26 @@ static void test_weights_roundtrip(void **state)
     }
     lnk_st_free(f);
 
+    /* the configuration beside them: n_params and param_order, the layout's
+     * names in order; read back, it makes the same layout */
+    const char *cpath = tu_path("w.json");
+    assert_int_equal(lnk_model_config_save(cpath, x->m), LNK_OK);
+    json_t *j = tu_load_json(cpath), *order = json_object_get(j, "param_order");
+    assert_int_equal(json_integer_value(json_object_get(j, "n_params")), lay->n_params);
+    assert_int_equal(json_array_size(order), lay->n_tensors);
+    for (int k = 0; k < lay->n_tensors; k++)
+        assert_string_equal(json_string_value(json_array_get(order, k)), lay->t[k].name);
+    json_decref(j);
+    lnk_config c2;
+    lnk_config_default(&c2);
+    assert_int_equal(lnk_config_load_json(&c2, cpath), LNK_OK);
+    assert_int_equal(lnk_config_finalize(&c2), LNK_OK);
+    lnk_model *m2 = lnk_model_alloc(&c2);
+    assert_non_null(m2);
+    assert_int_equal(lnk_model_n_params(m2), lay->n_params);
+    lnk_model_free(m2);
+    lnk_config_clear(&c2);
+
     /* physical order carries no meaning */
     const char *rev = tu_path("w_rev.safetensors");
     rewrite(path, rev, rw_reverse, NULL);

@@ -253,6 +253,7 @@ for _name, _res, _args in [
     ("lnk_params_check_finite", _I, (_P, c_double_p, _S)),
     ("lnk_weights_load", _I, (_S, _P, c_double_p)),
     ("lnk_weights_save", _I, (_S, _P, c_double_p)),
+    ("lnk_model_config_save", _I, (_S, _P)),
     ("lnk_vector_load", _I, (_S, _P, c_double_p, ctypes.POINTER(_I))),
     ("lnk_vector_save", _I, (_S, _P, c_double_p, _I)),
     ("lnk_batch_load", _I, (_S, _P, ctypes.POINTER(Batch))),

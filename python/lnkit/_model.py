@@ -283,10 +283,7 @@ class Model:
         check(lib.lnk_params_check_finite(self._m, _dptr(self._theta), b"parameters"))
         check(lib.lnk_weights_save(_lib.fspath(weights, "weights"), self._m, _dptr(self._theta)))
         if config is not None:
-            names = list(self._tensors)
-            arr = (ctypes.c_char_p * len(names))(*[n.encode() for n in names])
-            check(lib.lnk_config_save_json(self._cfg, _lib.fspath(config, "config"),
-                                           self.n_params, arr, len(names)))
+            check(lib.lnk_model_config_save(_lib.fspath(config, "config"), self._m))
 
     def load_vector(self, path):
         """A vector file (one tensor 'v' or the named tensors) as a flat array."""

@@ -133,6 +133,9 @@ def test_save_roundtrip(pre, tmp_path):
     m.save(tmp_path / "x.safetensors", tmp_path / "x.json")
     m2 = lnkit.Model.load(tmp_path / "x.json", tmp_path / "x.safetensors")
     assert np.array_equal(m2.theta, m.theta)
+    # the configuration file is the one lnkit init wrote for this model, byte for byte
+    with open(tmp_path / "x.json", "rb") as a, open(pre.config, "rb") as b:
+        assert a.read() == b.read()
     # the CLI reads them too
     out = json.loads(run("eval", "--config", tmp_path / "x.json", "--weights",
                          tmp_path / "x.safetensors", "--batch", pre.batch, "--json"))

@@ -45,19 +45,15 @@ int cmd_init(int argc, char **argv)
     size_t np = lnk_model_n_params(m);
     double *theta = cli_alloc(sizeof(double) * np);
     CLI_CK(lnk_model_init_params(m, theta));
-    const lnk_layout *lay = lnk_model_layout(m);
-    const char **names = cli_alloc(sizeof(char *) * lay->n_tensors);
-    for (int i = 0; i < lay->n_tensors; i++)
-        names[i] = lay->t[i].name;
     cli_outputs_begin(); /* weights and config: both or neither */
     CLI_CK(lnk_weights_save(out, m, theta));
     if (cpath)
-        CLI_CK(lnk_config_save_json(&c, cli_out(cpath, 0), np, names, lay->n_tensors));
+        CLI_CK(lnk_model_config_save(cli_out(cpath, 0), m));
     cli_outputs_commit();
-    cli_say("%zu parameters (%d tensors) -> %s, config -> %s\n", np, lay->n_tensors,
+    cli_say("%zu parameters (%d tensors) -> %s, config -> %s\n", np,
+            lnk_model_layout(m)->n_tensors,
             cli_is_stdout(a.out) ? "standard output" : a.out,
             cli_is_stdout(cpath) ? "standard output" : cpath ? cpath : "(none beside standard output, a device or a FIFO)");
-    free(names);
     free(cpath);
     free(theta);
     lnk_model_free(m);

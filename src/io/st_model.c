@@ -127,6 +127,20 @@ int lnk_weights_save(const char *path, const lnk_model *m, const double *theta)
     return save_named(path, m, theta, "weights");
 }
 
+int lnk_model_config_save(const char *path, const lnk_model *m)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    const char **names = malloc(sizeof *names * (size_t)lay->n_tensors);
+    if (!names)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    for (int i = 0; i < lay->n_tensors; i++)
+        names[i] = lay->t[i].name;
+    int st = lnk_config_save_json(lnk_model_config(m), path, lay->n_params, names,
+                                  lay->n_tensors);
+    free(names);
+    return st;
+}
+
 /* The layout tensor holding flat index i, for messages. */
 static const char *tensor_of(const lnk_layout *lay, size_t i, size_t *local)
 {
