@@ -382,7 +382,12 @@ static void test_params_vector(void **s)
                     "$L vector --config $C --gradient --weights $W --batch $B -o g.safetensors "
                     "--quiet && "
                     "$L eval --config $C --weights $W --batch $B --grad-out ge.safetensors --quiet "
-                    ">/dev/null && cmp g.safetensors ge.safetensors",
+                    ">/dev/null && cmp g.safetensors ge.safetensors && "
+                    "$L vector --config $C --gradient --weights $W --batch $B --batch $B "
+                    "-o g2.safetensors --quiet && "
+                    "$L eval --config $C --weights $W --batch $B --batch $B "
+                    "--grad-out ge2.safetensors --quiet >/dev/null && "
+                    "cmp g2.safetensors ge2.safetensors",
                     dir, L, C, W, B);
     if (st != 0)
         fail_msg("vector commands: exit %d: %s", st, out);

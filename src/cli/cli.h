@@ -74,5 +74,10 @@ void cli_shard(cli_session *s, lnk_dataset *ds);
 int cli_chunk_rows(int B, int chunk_rows);
 /* --batch FILE once more (at most CLI_MAX_BATCH), or die. */
 void cli_add_batch(const char **batch, int *n_batch, const char *path);
+/* The mean loss over the session's files, its gradient g [n_params], finite
+ * (or die), and the scored tokens, with the run's progress: one file in one
+ * process through s->ws, else the data set sharded over the job (cli_shard). */
+void cli_gradient(cli_session *s, double *loss, double *g, size_t *n_scored);
+/* Frees what cli_open made (also a session holding only c and m). */
 void cli_close(cli_session *s);
 #endif

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "front/progress.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -67,24 +66,7 @@ int cmd_eval(int argc, char **argv)
     double *g = malloc(sizeof(double) * np), loss;
     if (!g)
         cli_die("out of memory");
-    cli_meter pr;
-    if (!cli_dataset(&s)) {
-        cli_meter_model(&pr, s.m, CLI_PASS_PRIMAL);
-        if (lnk_model_eval(s.ws, s.theta, &s.b, &loss, g, &nsc) != LNK_OK)
-            cli_die_lib();
-    } else {
-        lnk_dataset ds;
-        cli_shard(&s, &ds);
-        nsc = ds.n_scored;
-        cli_setup_done();
-        cli_meter_model(&pr, s.m, ds.n_chunks * CLI_PASS_PRIMAL);
-        if (lnk_dataset_loss(s.m, s.theta, &ds, &loss, g) != LNK_OK)
-            cli_die_lib();
-        lnk_dataset_free(&ds);
-    }
-    cli_meter_end(&pr);
-    if (lnk_params_check_finite(s.m, g, "gradient") != LNK_OK)
-        cli_die_lib();
+    cli_gradient(&s, &loss, g, &nsc);
     /* every number before anything is written or printed: a result that is
      * not finite is refused whole (no JSON without keys, no CSV cut short) */
     const lnk_layout *lay = lnk_model_layout(s.m);

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "front/progress.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -84,8 +83,12 @@ int cmd_vector(int argc, char **argv)
     cli_files_out(&f, out, "-o");
     cli_files_model(&f, &a.mo, wpath, bpath, n_batch);
     cli_files_check(NULL, &f);
-    lnk_config c;
-    lnk_model *m = cli_model_new(&a.mo, &c);
+    cli_session s = {0}; /* --gradient: the weights and batches too */
+    if (grad)
+        cli_open(&s, &a.mo, wpath, bpath, n_batch, 0);
+    else
+        s.m = cli_model_new(&a.mo, &s.c);
+    lnk_model *m = s.m;
     lnk_block sel;
     if (lnk_block_select(m, block, &sel) != LNK_OK)
         cli_die("--block: %s", lnk_errmsg());
@@ -113,22 +116,9 @@ int cmd_vector(int argc, char **argv)
             for (size_t i = 0; i < lay->t[sel.tensor[k]].size; i++)
                 v[lay->t[sel.tensor[k]].offset + i] = 1.0;
     } else {
-        double *theta = malloc(sizeof(double) * np), loss;
-        lnk_batch *b = calloc((size_t)n_batch, sizeof *b);
-        if (!theta || !b)
-            cli_die("out of memory for %zu parameters", np);
-        if (cli_load_weights(wpath, m, theta) != LNK_OK)
-            cli_die_lib();
-        for (int i = 0; i < n_batch; i++)
-            if (cli_load_batch(bpath[i], m, &b[i]) != LNK_OK)
-                cli_die_lib();
-        cli_meter pr;
-        cli_meter_model(&pr, m, n_batch * CLI_PASS_PRIMAL);
-        if (lnk_dataset_eval(m, theta, b, n_batch, &loss, v, NULL) != LNK_OK)
-            cli_die_lib();
-        cli_meter_end(&pr);
-        if (lnk_params_check_finite(m, v, "gradient") != LNK_OK)
-            cli_die_lib();
+        double loss;
+        size_t nsc;
+        cli_gradient(&s, &loss, v, &nsc);
         if (block) { /* keep the block's entries only */
             double *keep = calloc(np, sizeof *keep);
             if (!keep)
@@ -141,10 +131,6 @@ int cmd_vector(int argc, char **argv)
             v = keep;
         }
         cli_say("loss %.17g over %d batch file(s)\n", loss, n_batch);
-        for (int i = 0; i < n_batch; i++)
-            lnk_batch_free(&b[i]);
-        free(b);
-        free(theta);
     }
     double nrm = lnk_norm2(v, np); /* without overflow (entries near 1e308) */
     if (!isfinite(nrm) && a.normalize)
@@ -163,7 +149,6 @@ int cmd_vector(int argc, char **argv)
             a.normalize ? 1.0 : nrm, cli_is_stdout(a.out) ? "standard output" : a.out);
     free(v);
     lnk_block_free(&sel);
-    lnk_model_free(m);
-    lnk_config_clear(&c);
+    cli_close(&s);
     return 0;
 }

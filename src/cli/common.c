@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "lnkit/provenance.h"
+#include "front/progress.h"
 
 lnk_model *cli_model_new(const cli_model_opts *mo, lnk_config *c)
 {
@@ -86,6 +87,28 @@ int cli_chunk_rows(int B, int chunk_rows)
 void cli_shard(cli_session *s, lnk_dataset *ds)
 {
     cli_load_data(ds, s->m, s->batch, s->n_batch, 0);
+}
+
+void cli_gradient(cli_session *s, double *loss, double *g, size_t *n_scored)
+{
+    cli_meter pr;
+    if (!cli_dataset(s)) {
+        cli_meter_model(&pr, s->m, CLI_PASS_PRIMAL);
+        if (lnk_model_eval(s->ws, s->theta, &s->b, loss, g, n_scored) != LNK_OK)
+            cli_die_lib();
+    } else {
+        lnk_dataset ds;
+        cli_shard(s, &ds);
+        *n_scored = ds.n_scored;
+        cli_setup_done();
+        cli_meter_model(&pr, s->m, ds.n_chunks * CLI_PASS_PRIMAL);
+        if (lnk_dataset_loss(s->m, s->theta, &ds, loss, g) != LNK_OK)
+            cli_die_lib();
+        lnk_dataset_free(&ds);
+    }
+    cli_meter_end(&pr);
+    if (lnk_params_check_finite(s->m, g, "gradient") != LNK_OK)
+        cli_die_lib();
 }
 
 void cli_close(cli_session *s)
