@@ -276,6 +276,25 @@ static void test_grad_norms(void **state)
     assert_int_equal(lnk_stats_group_norm(m, g, "enc.*", &v, &k), LNK_EINVAL);
     assert_msg_has("'enc.*'");
     assert_int_equal(k, 0);
+    /* every tensor's norm and the total, as lnkit eval reports them */
+    double *norm = calloc((size_t)lay->n_tensors + 1, sizeof *norm);
+    assert_int_equal(lnk_stats_grad_norms(m, g, norm), LNK_OK);
+    for (int i = 0; i < lay->n_tensors; i++) {
+        const char *nm = lay->t[i].name;
+        double want = !strcmp(nm, "dec.0.ffn.w2") ? 3 : !strcmp(nm, "dec.2.ffn.w2") ? 4
+                      : !strcmp(nm, "dec.1.attn.wq") ? 12 : 0;
+        if (norm[i] != want)
+            fail_msg("norm of %s: %g, expected %g", nm, norm[i], want);
+    }
+    assert_true(norm[lay->n_tensors] == 13);
+    /* entries near the largest double: each norm without overflow, the total
+     * beyond the range refused, naming it */
+    g[lay->t[lnk_layout_find(lay, "dec.0.ffn.w2")].offset + 5] = 1.5e308;
+    g[lay->t[lnk_layout_find(lay, "dec.2.ffn.w2")].offset] = 1.5e308;
+    assert_int_equal(lnk_stats_grad_norms(m, g, norm), LNK_ENONFINITE);
+    assert_msg_has("over all parameters");
+    assert_true(norm[lnk_layout_find(lay, "dec.0.ffn.w2")] == 1.5e308);
+    free(norm);
     char w2[LNK_NAME_MAX];
     lnk_stats_last_w2(m, w2, sizeof w2);
     assert_string_equal(w2, "dec.2.ffn.w2");

@@ -102,6 +102,11 @@ void lnk_stats_rows(const double *x, const unsigned char *skip, int R, int d, do
 /* Frobenius norm of the tensor named name in the flat vector g; LNK_EINVAL
  * naming the tensor if the layout has none. */
 int lnk_stats_tensor_norm(const lnk_model *m, const double *g, const char *name, double *norm);
+/* Frobenius norms of a gradient g (what lnkit eval reports): of each tensor
+ * (norm[0 .. n_tensors), layout order) and of all of g (norm[n_tensors]),
+ * without overflow (lnk_norm2).  LNK_ENONFINITE naming the first norm that
+ * exceeds the range of doubles. */
+int lnk_stats_grad_norms(const lnk_model *m, const double *g, double *norm);
 
 /* Frobenius norm of all tensors whose names match the glob pattern; *n_match
  * (may be NULL) gets their number.  No match is an error naming the pattern. */

@@ -73,16 +73,9 @@ int cmd_eval(int argc, char **argv)
     double *norm = malloc(sizeof(double) * (size_t)(lay->n_tensors + 1));
     if (!norm)
         cli_die("out of memory");
-    for (int i = 0; i < lay->n_tensors; i++)
-        norm[i] = lnk_tensor_norm(s.m, g, i);
-    norm[lay->n_tensors] = lnk_norm2(g, np);
     if (!isfinite(loss))
         cli_die("the loss is %g, not a finite number", loss);
-    for (int i = 0; i <= lay->n_tensors; i++)
-        if (!isfinite(norm[i]))
-            cli_die("the gradient's norm %s%s exceeds the range of doubles (%g)",
-                    i < lay->n_tensors ? "on " : "over all parameters",
-                    i < lay->n_tensors ? lay->t[i].name : "", norm[i]);
+    CLI_CK(lnk_stats_grad_norms(s.m, g, norm));
     if (!cli_root()) {
         free(norm);
         free(g);

@@ -177,6 +177,20 @@ int lnk_stats_tensor_norm(const lnk_model *m, const double *g, const char *name,
     return LNK_OK;
 }
 
+int lnk_stats_grad_norms(const lnk_model *m, const double *g, double *norm)
+{
+    const lnk_layout *lay = lnk_model_layout(m);
+    for (int i = 0; i < lay->n_tensors; i++)
+        norm[i] = lnk_tensor_norm(m, g, i);
+    norm[lay->n_tensors] = lnk_norm2(g, lay->n_params);
+    for (int i = 0; i <= lay->n_tensors; i++)
+        if (!isfinite(norm[i]))
+            return lnk_error(LNK_ENONFINITE, "the gradient's norm %s%s exceeds the range of "
+                             "doubles (%g)", i < lay->n_tensors ? "on " : "over all parameters",
+                             i < lay->n_tensors ? lay->t[i].name : "", norm[i]);
+    return LNK_OK;
+}
+
 double lnk_norm2(const double *x, size_t n)
 {
     double s = 0;
