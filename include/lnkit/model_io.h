@@ -21,7 +21,7 @@
  *
  * The *_fwrite functions write to an open stream; the *_write ones a whole
  * file atomically (lnk_afile: in an output group, renamed at its commit).
- * Every value must be finite: a NaN or infinity is refused (LNK_EINVAL)
+ * Every value must be finite: a NaN or infinity is refused (LNK_ENONFINITE)
  * before the file is committed. */
 #ifndef LNKIT_MODEL_IO_H
 #define LNKIT_MODEL_IO_H

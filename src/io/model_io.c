@@ -74,9 +74,9 @@ int lnk_eval_fwrite_json(FILE *f, const lnk_layout *lay, const lnk_eval_result *
 {
     for (int i = 0; i <= lay->n_tensors; i++)
         if (!isfinite(r->norm[i]))
-            return lnk_error(LNK_EINVAL, "eval: a gradient norm is not finite");
+            return lnk_error(LNK_ENONFINITE, "eval: a gradient norm is not finite");
     if (!isfinite(r->loss))
-        return lnk_error(LNK_EINVAL, "eval: the loss is not finite");
+        return lnk_error(LNK_ENONFINITE, "eval: the loss is not finite");
     json_t *o = json_object(), *gn = json_object();
     int bad = !o || !gn;
     bad |= json_object_set_new(o, "loss", json_real(r->loss));
