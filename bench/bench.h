@@ -47,20 +47,7 @@ static inline void report_to_fit(const char *out)
  * option of cmd as the run had it; none for -o - or beside a device or FIFO
  * (lnk_meta_write).  bench_meta_start() when the run starts (after
  * cli_parse), bench_meta once -o FILE is written. */
-typedef struct {
-    char start[32];
-    double t0;
-} bench_clock;
-static inline bench_clock *bench_meta_clock(void)
-{
-    static bench_clock c;
-    return &c;
-}
-static inline void bench_meta_start(void)
-{
-    lnk_iso_time(bench_meta_clock()->start, sizeof bench_meta_clock()->start);
-    bench_meta_clock()->t0 = lnk_now();
-}
+static inline void bench_meta_start(void) { cli_run_begin(); }
 static inline void bench_meta(const cli_cmd *cmd, const void *args, const char *out)
 {
     if (!out || cli_is_stdout(out))
@@ -69,8 +56,7 @@ static inline void bench_meta(const cli_cmd *cmd, const void *args, const char *
     if (!x || cli_opts_meta_all(cmd->opts, args, 1, x))
         cli_die("out of memory for the sidecar of %s", out);
     json_object_del(x, "threads"); /* the standard key: the BLAS threads the run had */
-    bench_clock *c = bench_meta_clock();
-    cli_meta_write(out, NULL, x, c->start, lnk_now() - c->t0);
+    cli_run_meta(out, NULL, x);
 }
 
 /* Median of t[0..n) (sorts t). */

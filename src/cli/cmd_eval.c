@@ -52,9 +52,7 @@ int cmd_eval(int argc, char **argv)
     const char *wpath = a.weights, *const *bpath = a.batch, *out = a.out;
     int n_batch = a.n_batch;
     cli_model_opts mo = a.mo;
-    char start[32];
-    lnk_iso_time(start, sizeof start);
-    double t0 = lnk_now();
+    cli_run_begin();
     cli_files f = {0};
     cli_files_out_meta(&f, out, "-o");
     cli_files_out(&f, a.gout, "--grad-out");
@@ -90,7 +88,7 @@ int cmd_eval(int argc, char **argv)
         json_t *x = json_pack("{s:s, s:f, s:I}", "command", "eval", "loss", loss, "n_scored",
                               (json_int_t)nsc);
         CLI_CK(x ? cli_opts_meta(opts, &a, 0, x) : LNK_ENOMEM);
-        cli_meta_write(out, &s.c, x, start, lnk_now() - t0);
+        cli_run_meta(out, &s.c, x);
     }
     if (a.gout && lnk_vector_save(cli_out(a.gout, 1), s.m, g, LNK_VEC_NAMED) != LNK_OK)
         cli_die_lib();

@@ -44,8 +44,7 @@ const cli_cmd cmd_params_decl = {
 
 /* The listing to -o (a file through a temporary name, or standard output),
  * with a sidecar beside a file. */
-static void write_listing(const params_args *a, const lnk_listing *l, const lnk_config *c,
-                          const char *start, double t0)
+static void write_listing(const params_args *a, const lnk_listing *l, const lnk_config *c)
 {
     cli_outputs_begin();
     CLI_CK(lnk_listing_write(cli_out(a->out, 0), l,
@@ -54,7 +53,7 @@ static void write_listing(const params_args *a, const lnk_listing *l, const lnk_
     if (!cli_is_stdout(a->out)) {
         json_t *x = json_pack("{s:s}", "command", "params");
         CLI_CK(x ? cli_opts_meta(opts, a, 0, x) : LNK_ENOMEM);
-        cli_meta_write(a->out, c, x, start, lnk_now() - t0);
+        cli_run_meta(a->out, c, x);
     }
     cli_outputs_commit();
 }
@@ -63,9 +62,7 @@ int cmd_params(int argc, char **argv)
 {
     params_args a;
     cli_parse(&cmd_params_decl, &a, argc, argv);
-    char start[32];
-    lnk_iso_time(start, sizeof start);
-    double t0 = lnk_now();
+    cli_run_begin();
     cli_files f = {0};
     cli_files_out_meta(&f, a.out, "-o");
     cli_files_model(&f, &a.mo, NULL, NULL, 0);
@@ -76,7 +73,7 @@ int cmd_params(int argc, char **argv)
     int st = lnk_listing_make(m, a.block, &l);
     if (st != LNK_OK)
         cli_die(st == LNK_ENOMEM ? "%s" : "--block: %s", lnk_errmsg());
-    write_listing(&a, &l, &c, start, t0);
+    write_listing(&a, &l, &c);
     lnk_listing_free(&l);
     lnk_model_free(m);
     lnk_config_clear(&c);

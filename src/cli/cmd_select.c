@@ -99,9 +99,7 @@ int cmd_select(int argc, char **argv)
 {
     select_args a;
     cli_parse(&cmd_select_decl, &a, argc, argv);
-    char start[32];
-    lnk_iso_time(start, sizeof start);
-    double t0 = lnk_now();
+    cli_run_begin();
     char *meta = cli_meta_path(a.out);
     cli_file outs[2] = {{a.out, "-o"}, {meta, "the sidecar of -o"}}, ins[1] = {{a.keys, "--keys"}};
     cli_check_outputs(NULL, outs, 2, ins, 1);
@@ -124,7 +122,7 @@ int cmd_select(int argc, char **argv)
         json_object_set_new(x, "keys", json_integer(n));
         json_object_set_new(x, "dim", json_integer(d));
         json_object_set_new(x, "selectable", json_integer(n_sel));
-        cli_meta_write(a.out, NULL, x, start, lnk_now() - t0);
+        cli_run_meta(a.out, NULL, x);
     }
     cli_outputs_commit();
     cli_result_json();

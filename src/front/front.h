@@ -95,6 +95,12 @@ void cli_fclose(FILE *f, const char *path);
 #include <jansson.h>
 void cli_meta_write(const char *path, const lnk_config *cfg, json_t *extra, const char *start,
                     double seconds);
+/* The run's clock, for the sidecars of a command's or a benchmark's
+ * results: cli_run_begin() when the run starts (after cli_parse);
+ * cli_run_meta writes path's sidecar (cli_meta_write) with that start and
+ * the wall time since. */
+void cli_run_begin(void);
+void cli_run_meta(const char *path, const lnk_config *cfg, json_t *extra);
 
 /* malloc(n) or die "out of memory". */
 void *cli_alloc(size_t n);

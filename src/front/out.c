@@ -84,6 +84,22 @@ void cli_meta_write(const char *path, const lnk_config *cfg, json_t *extra, cons
     CLI_CK(st);
 }
 
+static struct {
+    char start[32];
+    double t0;
+} run_clock;
+
+void cli_run_begin(void)
+{
+    lnk_iso_time(run_clock.start, sizeof run_clock.start);
+    run_clock.t0 = lnk_now();
+}
+
+void cli_run_meta(const char *path, const lnk_config *cfg, json_t *extra)
+{
+    cli_meta_write(path, cfg, extra, run_clock.start, lnk_now() - run_clock.t0);
+}
+
 FILE *cli_fopen(const char *path, const char *mode)
 {
     if (cli_is_stdout(path))
