@@ -243,14 +243,8 @@ static void say_plan(int nb, int n_tensors, const char *tensor_pat, int n_groups
                 tensor_pat ? "; --block '" : "", tensor_pat ? tensor_pat : "",
                 tensor_pat ? "' selects none" : "");
     cli_say("; at most %ld products (%ld a block)\n", per_block * nb, per_block);
-    /* G is positive semidefinite, so is each G_bb: say before the run why its
-     * bottom extremes may take every step */
     if (op_kind == LNK_OP_GGN)
-        cli_say("--operator ggn: each block G_bb is positive semidefinite, so its bottom "
-                "eigenvalue is >= 0 and usually in a cluster at 0 that Lanczos resolves slowly: "
-                "the bottom extremes may take all %d --eig-steps and stay unconverged by their "
-                "residuals; each bottom value v still bounds the block's smallest eigenvalue "
-                "to [0, v]\n", eig_steps);
+        cli_say_ggn_bottom(NULL, 1, eig_steps, "--eig-steps");
 }
 
 /* Each block's statistics in turn (its operator counted: the progress
