@@ -50,7 +50,8 @@ void cli_meter_add(cli_meter *pr, double work)
     char left[48];
     cli_time_left(left, sizeof left, e, pr->done, pr->total);
     double pc = pr->total > 0 ? 100 * pr->done / pr->total : 0;
-    cli_say("%.0f%% done  %.1f s (%s)\n", pc < 100 ? pc : 100, e, left);
+    cli_say("%s%s%.0f%% done  %.1f s (%s)\n", pr->what ? pr->what : "", pr->what ? ": " : "",
+            pc < 100 ? pc : 100, e, left);
 }
 
 static void pass_tick(void *ctx, int sweep, int done, int total)

@@ -4,7 +4,8 @@
  *
  * A run plans its work in units of its own choosing (for the model's passes:
  * forward sweeps, cli_sweep_cost), reports what it has done, and
- * cli_meter prints "NAME: P% done  E s (about L left)" (cli_say) at most
+ * cli_meter prints "NAME: [WHAT: ]P% done  E s (about L left)" (cli_say; WHAT:
+ * the item at work, a field the run may change between reports) at most
  * once every `every` seconds (5) and never before `every` seconds: a short
  * run prints nothing.  The estimate is the rate so far, done / elapsed.
  * Test builds (LNK_TESTING): LNK_TEST_PROGRESS=S sets `every` to S seconds
@@ -19,6 +20,7 @@ typedef struct {
     double every, t0, last;
     double total, done;   /* work planned and done */
     lnk_model *m;         /* the model whose passes report, or NULL */
+    const char *what;     /* the item at work, or NULL */
 } cli_meter;
 
 /* The cost of one sweep of each LNK_SWEEP_* kind, in forward sweeps (the
