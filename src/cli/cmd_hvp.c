@@ -57,15 +57,6 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One product's sweeps past the primal pass (model/ggn.c: G v is J v, then
- * the plain reverse sweep; F v is H v, then that sweep), in forward sweeps. */
-static double tangent_cost(lnk_op_kind kind)
-{
-    double r = cli_sweep_cost[LNK_SWEEP_REVERSE];
-    return kind == LNK_OP_GGN ? cli_sweep_cost[LNK_SWEEP_TANGENT] + r
-                              : CLI_PASS_TANGENT + (kind == LNK_OP_FUNCTIONAL ? r : 0);
-}
-
 /* --repeat's timings t[repeat] (sorted here): a note, or JSON with --json.
  * With the pass kept, the first product also ran it: the others are timed
  * (a single product is timed as it ran). */
@@ -132,7 +123,7 @@ int cmd_hvp(int argc, char **argv)
     int keep = !cache_set || cache_mb > 0;
     /* the plan: one primal pass per chunk and product until the first
      * product tells how many the operator keeps */
-    double tangent = tangent_cost(kind), n_chunks = h ? ds.n_chunks : 1;
+    double tangent = cli_product_cost(kind), n_chunks = h ? ds.n_chunks : 1;
     double primals = h || !keep ? repeat * n_chunks : 1;
     cli_meter pr;
     cli_meter_model(&pr, s.m, primals * CLI_PASS_PRIMAL + repeat * n_chunks * tangent);

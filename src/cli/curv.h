@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "front/ckpt.h"
 #include "front/curv_opts.h"
+#include "front/progress.h"
 #include "front/density.h"
 #include "lnkit/checkpoint.h"
 #include "lnkit/curvature.h"
@@ -56,6 +57,7 @@ typedef struct {
     const void *args;
     cli_ckpt_run run;   /* --checkpoint (cli_curv_ckpt) and the products */
     const char *block;  /* --block as the operator was made with it (NULL: the whole model) */
+    cli_first_meter first; /* op's first product, metered (front/progress.h) */
 } cli_curv;
 
 /* An output of a curvature command: its path (NULL: not asked for), the

@@ -86,7 +86,8 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const c
         cli_die_lib();
     cli_set_cache(s->h, o->cache_mb);
     cli_check(lnk_hessian_set_kind(s->h, o->op_kind));
-    s->op = lnk_hessian_operator(s->h);
+    s->op = cli_meter_first(&s->first, lnk_hessian_operator(s->h), s->m,
+                            s->n_own * (CLI_PASS_PRIMAL + cli_product_cost(o->op_kind)));
     s->block_n = lnk_hessian_block(s->h)->n;
     cli_ckpt_start(&s->run, s->h, 0, o->ck.every); /* the products, for blocks too */
     /* the sidecar's record built once before the work: what could make it

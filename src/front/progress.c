@@ -4,6 +4,7 @@
 
 #include "front/front.h"
 #include "front/progress.h"
+#include "lnkit/hessian.h"
 
 const double cli_sweep_cost[4] = {1, 1.2, 2.6, 4.8};
 
@@ -72,4 +73,31 @@ void cli_meter_end(cli_meter *pr)
     if (pr->m)
         lnk_model_set_progress(pr->m, NULL, NULL);
     pr->m = NULL;
+}
+
+double cli_product_cost(int kind)
+{
+    double r = cli_sweep_cost[LNK_SWEEP_REVERSE];
+    return kind == LNK_OP_GGN ? cli_sweep_cost[LNK_SWEEP_TANGENT] + r
+                              : CLI_PASS_TANGENT + (kind == LNK_OP_FUNCTIONAL ? r : 0);
+}
+
+static int first_apply(void *ctx, const double *x, double *y)
+{
+    cli_first_meter *f = ctx;
+    if (!(f->cost > 0))
+        return f->in.apply(f->in.ctx, x, y);
+    cli_meter pr;
+    cli_meter_model(&pr, f->m, f->cost);
+    pr.what = "first pass over the data";
+    int st = f->in.apply(f->in.ctx, x, y);
+    cli_meter_end(&pr);
+    f->cost = 0;
+    return st;
+}
+
+lnk_operator cli_meter_first(cli_first_meter *f, lnk_operator in, lnk_model *m, double cost)
+{
+    *f = (cli_first_meter){in, m, cost};
+    return (lnk_operator){in.n, f, first_apply, in.group};
 }
