@@ -135,9 +135,8 @@ int cmd_hvp(int argc, char **argv)
     cli_meter_model(&pr, s.m, primals * CLI_PASS_PRIMAL + repeat * n_chunks * tangent);
     /* --block: the products on v's block part (x, y: block vectors) */
     const lnk_block *blk = co->block ? lnk_hessian_block(h) : NULL;
-    double *x = v, *y = hv;
-    if (blk && (!(x = malloc(sizeof(double) * (blk->n + 1))) ||
-                !(y = malloc(sizeof(double) * (blk->n + 1)))))
+    double *x = blk ? malloc(sizeof(double) * (2 * blk->n + 1)) : v, *y = blk ? x + blk->n : hv;
+    if (!x)
         cli_die("out of memory");
     if (blk)
         lnk_block_gather(s.m, blk, v, x);
@@ -169,7 +168,7 @@ int cmd_hvp(int argc, char **argv)
     if (blk) {
         memset(hv, 0, sizeof(double) * np);
         lnk_block_scatter(s.m, blk, y, hv);
-        free(x), free(y);
+        free(x);
     }
     if (h)
         keep = lnk_hessian_cached_chunks(h, NULL) == ds.n_chunks && ds.n_chunks > 0;

@@ -86,15 +86,6 @@ void cli_curv_say(const cli_curv *s);
 void cli_curv_close(cli_curv *s);
 /* The run is complete: cli_ckpt_done of its run, then cli_curv_close. */
 void cli_curv_done(cli_curv *s);
-/* Progress of a long run on stderr, at most once a second: "WHAT: UNIT done/total,
- * elapsed, time left".  Use with lnk_progress_fn (ctx = a cli_progress). */
-typedef struct {
-    const char *what, *unit;
-    double last;
-    const cli_ckpt_run *run; /* NULL, or the run whose products and rate are shown */
-} cli_progress;
-int cli_progress_fn(void *ctx, int done, int total, double elapsed);
-
 /* The work starts (cli_ckpt_start: total, the run's products at most);
  * with --checkpoint, the identity items of the command's own options
  * (those of its table marked CLI_ID), then those every curvature run shares

@@ -167,20 +167,6 @@ void cli_curv_meta(cli_curv *s, const char *path, json_t *results)
     cli_meta_write(path, &s->c, x, s->start, lnk_now() - s->t0);
 }
 
-int cli_progress_fn(void *ctx, int done, int total, double elapsed)
-{
-    cli_progress *p = ctx;
-    if (elapsed - p->last >= 1.0 || done == total) {
-        p->last = elapsed;
-        char rate[160] = "";
-        if (p->run)
-            cli_ckpt_rate(p->run, rate, sizeof rate);
-        cli_say("%s %d/%d  %.1f s (about %.0f s left)%s\n", p->unit, done, total, elapsed,
-                elapsed / done * (total - done), rate);
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------ --checkpoint */
 
 void cli_curv_ckpt(cli_curv *s, int kind, size_t max_rows, int mapped, long total)
