@@ -412,15 +412,15 @@ static void test_header(void **s)
 
 /* Progress inside a block (the run's cli_meter, each product reported):
  * with LNK_TEST_PROGRESS=0 a line at every product, 'block I/N NAME: P%
- * done  E s (about L left)', P the share of the plan (at most 11 products a
- * block) done, as many lines as the closing line's products; the CSV the
+ * done  E s (about L left)', P the share of the plan (the products a block
+ * may take) done, as many lines as the closing line's products; the CSV the
  * same as without the hook; a short run without it, and -q, no such line. */
 static void test_progress(void **s)
 {
     (void)s;
     char *err, *a, *b;
     const char *run = "$L blocks --config wp.json --weights wp.safetensors --batch bp.safetensors "
-                      "--block 'dec.0.attn.w*' --probes 2 --eig-steps 4 --runs 1 --steps 3";
+                      "--block 'dec.0.attn.w*' --probes 2 --runs 1 --steps 3";
     int st = tu_run(&err, "cd '%s' && L='%s' && $L init --d 16 --h 2 --L 1 --V 40 --norm-pos "
                     "pre -o wp.safetensors -q && $L batch --synthetic --config wp.json --rows 4 "
                     "--len 12 --rng-seed 1 -o bp.safetensors -q && LNK_TEST_PROGRESS=0 %s -o "

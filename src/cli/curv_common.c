@@ -19,21 +19,23 @@ const cli_opt cli_data_table[] = {
              "tokens)"},
     {0}};
 
-const cli_opt cli_block_table[] = {
-    {.type = CLI_INT, .name = "chunk", .arg = "N", CLI_AT(T, chunk_rows), .min = 1, .max = 1 << 24,
-     .flags = CLI_ID, .def = "whole files; under mpirun 4 P pieces",
-     .help = "rows per chunk: the data-set operator is the token-weighted sum over chunks, "
-             "exactly"},
-    {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block), .unset = "*",
-     .flags = CLI_ID | CLI_META, .def = "all parameters",
-     .help = "the operator restricted to the tensors matched by these comma-separated globs, "
-             "e.g. 'dec.5.ffn.w2' or '*.attn.*' (lnkit params lists names and groups)"},
-    {0}};
-
+/* --chunk and --block, declared here once for the curvature commands
+ * (cli_curv_table, in their order of checkpoint identity) and hvp
+ * (cli_block_table) */
+#define OPT_CHUNK                                                                                 \
+    {.type = CLI_INT, .name = "chunk", .arg = "N", CLI_AT(T, chunk_rows), .min = 1,              \
+     .max = 1 << 24, .flags = CLI_ID, .def = "whole files; under mpirun 4 P pieces",             \
+     .help = "rows per chunk: the data-set operator is the token-weighted sum over chunks, "    \
+             "exactly"}
+#define OPT_BLOCK                                                                                 \
+    {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block), .unset = "*",        \
+     .flags = CLI_ID | CLI_META, .def = "all parameters",                                        \
+     .help = "the operator restricted to the tensors matched by these comma-separated globs, "  \
+             "e.g. 'dec.5.ffn.w2' or '*.attn.*' (lnkit params lists names and groups)"}
 const cli_opt cli_curv_table[] = {
-    {.type = CLI_GROUP, .ref = cli_block_table},
-    CLI_OPT_RNG_SEED(T, rng_seed, CLI_ID | CLI_META, CLI_RNG_SEED_HELP),
+    OPT_CHUNK, OPT_BLOCK, CLI_OPT_RNG_SEED(T, rng_seed, CLI_ID | CLI_META, CLI_RNG_SEED_HELP),
     {0}};
+const cli_opt cli_block_table[] = {OPT_CHUNK, OPT_BLOCK, {0}};
 
 const cli_opt cli_op_table[] = {
     CLI_OPT_OPERATOR(T, op_kind, CLI_ID | CLI_ID_SET | CLI_META),
@@ -147,7 +149,7 @@ void cli_curv_meta(cli_curv *s, const char *path, json_t *results)
     const cli_curv_opts *o = s->o;
     json_t *x = json_pack("{s:s}", "command", s->cmd);
     int bad = !x || cli_opts_meta(s->own, s->args, 0, x) ||
-              cli_opts_meta(cli_data_table, o, 0, x) || cli_opts_meta(cli_curv_table, o, 1, x) ||
+              cli_opts_meta(cli_data_table, o, 0, x) || cli_opts_meta(cli_curv_table, o, 0, x) ||
               cli_opts_meta(cli_op_table, o, 0, x) || cli_opts_meta(cli_ckpt_table, &o->ck, 0, x);
     /* a resume elsewhere (--resume-anywhere) is recorded with what changed */
     json_t *run = json_pack("{s:I, s:i, s:I, s:I, s:I, s:I, s:s, s:i}",
@@ -184,7 +186,7 @@ void cli_curv_ckpt(cli_curv *s, int kind, size_t max_rows, int mapped, long tota
      * --block, --rng-seed; --operator when not the Hessian, so that
      * checkpoints written before it existed stay valid) */
     rc = rc ? rc : cli_opts_id(cli_data_table, o, 0, &id);
-    rc = rc ? rc : cli_opts_id(cli_curv_table, o, 1, &id);
+    rc = rc ? rc : cli_opts_id(cli_curv_table, o, 0, &id);
     rc = rc ? rc : cli_opts_id(cli_op_table, o, 0, &id);
     cli_check(rc);
     cli_ckpt_open(&s->run, &o->ck, s->cmd, &id, kind, s->op.n, max_rows, mapped);
