@@ -317,6 +317,40 @@ def test_hvp_operator_equals_cli(md, pre, op):
         m.hvp(data, v, operator="gauss-newton")
 
 
+@pytest.mark.parametrize("op", ["hessian", "ggn"])
+def test_hvp_block_equals_cli(md, pre, op):
+    """`lnkit hvp --block P [--chunk N]` writes A_bb v_b in the block, 0 outside
+    it (v whole, its other entries unused): the block part is m.hvp(v_b,
+    block=P), and the whole product of v cut to the block, restricted to it."""
+    import fnmatch
+    m, data = md
+    P = "dec.0.attn.*,*.ffn.w2"
+    inb = np.zeros(m.n_params, dtype=bool)
+    for name in m.names:
+        if any(fnmatch.fnmatchcase(name, g) for g in P.split(",")):
+            off, size, _ = m.offset(name)
+            inb[off:off + size] = True
+    assert 0 < inb.sum() < m.n_params
+    v = m.load_vector(pre.vector)
+    assert np.all(v[~inb] != 0)                      # the entries the block must not use
+    cut = np.where(inb, v, 0.0)
+    vcut = pre.path("par_hvp_cut.safetensors")
+    m.save_vector(vcut, cut)
+    whole = pre.path("par_hvp_whole_%s.safetensors" % op)
+    cli(pre, "hvp", "--operator", op, "--vector", vcut, "-o", whole, "--quiet")
+    full = m.load_vector(whole)[inb]                 # (A v_cut) restricted to the block
+    mine = m.hvp(data, v[inb], block=P, operator=op)
+    assert rel_err(mine, full) <= TOL
+    for chunk in ([], ["--chunk", "2"]):
+        out = pre.path("par_hvp_block_%s.safetensors" % op)
+        cli(pre, "hvp", "--operator", op, "--block", P, *chunk, "--vector", pre.vector, "-o",
+            out, "--quiet")
+        theirs = m.load_vector(out)
+        assert rel_err(theirs[inb], mine) <= TOL
+        assert rel_err(theirs[inb], full) <= TOL
+        assert np.all(theirs[~inb] == 0)
+
+
 def test_reorth_only_with_full_mode(md, pre):
     """reorth given with mode='light' is refused in the program's words; left
     out it is the library's default, which the result records as the sidecar

@@ -73,7 +73,7 @@ int cmd_trace(int argc, char **argv)
     to.seed = co->rng_seed;
     cli_curv_out outs[1] = {{out, "-o", 1}};
     cli_curv s;
-    cli_progress prog = {"trace", "probe", -1e9, &s.run};
+    cli_progress prog = {"probe", -1e9, &s.run};
     to.progress = cli_progress_fn;
     to.progress_ctx = &prog;
     cli_curv_open(&s, co, "trace", opts, &a, outs, 1);
