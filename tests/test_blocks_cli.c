@@ -231,7 +231,7 @@ static void test_blocks(void **s)
             int st = tu_run(&out, "cd '%s' && '%s' blocks --config ../w_%s.json --weights "
                             "../w_%s.safetensors --batch ../b1_%s.safetensors --batch "
                             "../b2_%s.safetensors --block '%s.0.*' --group '%s' --group '%s' "
-                            "--operator %s --probes 100 --eig-steps 200 --tol 1e-10 --runs 2 "
+                            "--operator %s --probes 100 --max-steps 200 --tol 1e-10 --runs 2 "
                             "--steps 15 -o b.csv --pairs p.csv --density d.csv --quiet "
                             "2>warn.txt; rc=$?; { [ $rc = 0 ] || [ $rc = 3 ]; } && "
                             "cat b.csv && echo PAIRS && cat p.csv && exit $rc",
@@ -376,8 +376,8 @@ static void test_hint(void **s)
          "positive semidefinite", NULL},
         {"--block dec.0.attn.bk", "a block zero to rounding (an attention key bias, say), and "
          "no larger block in this run", "step limit was reached"},
-        {"--block dec.0.attn.wq --eig-steps 3", "the step limit was reached (a larger "
-         "--eig-steps", "semidefinite"},
+        {"--block dec.0.attn.wq --max-steps 3", "the step limit was reached (a larger "
+         "--max-steps", "semidefinite"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *err;
@@ -422,7 +422,7 @@ static void test_progress(void **s)
                     "pre -o wp.safetensors -q && $L batch --synthetic --config wp.json --rows 8 "
                     "--len 32 --rng-seed 1 -o bp.safetensors -q && $L blocks --config wp.json "
                     "--weights wp.safetensors --batch bp.safetensors --no-tensors --group '*' "
-                    "--operator ggn --probes 2 --runs 2 --steps 60 --eig-steps 300 -o pr.csv "
+                    "--operator ggn --probes 2 --runs 2 --steps 60 --max-steps 300 -o pr.csv "
                     "2>&1 >/dev/null", tu_tmpdir(), tu_lnkit());
     const char *fin = strstr(err, "grid points, ");
     double secs = fin ? atof(fin + strlen("grid points, ")) : -1;

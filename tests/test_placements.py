@@ -329,7 +329,7 @@ def test_eigs_checkpoint_resumes(tmp_path):
     import signal
     import time
     args = ["--part", "eigs", "--L", "2", "--d", "64", "--norm-pos", "peri", "--operator",
-            "functional", "--tol", "0", "--eig-steps", "120"]
+            "functional", "--tol", "0", "--max-steps", "120"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     subprocess.run([DRIVER, "--out", str(tmp_path / "ref.csv"), "--quiet"] + args, check=True,
                    env=env)
@@ -374,7 +374,7 @@ def test_eigs_checkpoint_other_run(tmp_path):
     import signal
     import time
     args = ["--part", "eigs", "--L", "2", "--d", "64", "--operator", "hessian",
-            "--eig-steps", "120", "--checkpoint-every", "1"]
+            "--max-steps", "120", "--checkpoint-every", "1"]
     out, ck = tmp_path / "e.csv", tmp_path / "ck"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     p = subprocess.Popen([DRIVER, "--out", str(out), "--quiet", "--checkpoint", str(ck),
