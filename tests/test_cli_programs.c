@@ -65,8 +65,256 @@ static void test_programs(void **s)
     assert_true(n >= 13);
 }
 
+
+/* ------------------------------------------------------- one name, one meaning */
+
+/* The declarations of every program: lnkit's commands, the studies and the
+ * benchmarks print their option tables (LNK_TEST_OPTIONS=table, opt.c):
+ * "PROG\tNAME\tTYPE\tVALUE\tCHOICES\tWAS\tHELP\tMIN" a line. */
+static char *all_tables(char **progs, int *np)
+{
+    char build[PATH_MAX], *list, *t, *all = NULL;
+    size_t len = 0;
+    tu_build_dir(build, sizeof build);
+    assert_int_equal(tu_run(&list, "cd '%s/..' && ls studies/*.c bench/*.c && '%s' --help | "
+                            "sed -n '/^Commands:/,/^$/p' | awk 'NF > 1 {print \"lnkit \" $1}'",
+                            build, tu_lnkit()), 0);
+    *np = 0;
+    for (char *p = strtok(list, "\n"); p; p = strtok(NULL, "\n")) {
+        char cmd[PATH_MAX + 64];
+        if (!strncmp(p, "lnkit ", 6))
+            snprintf(cmd, sizeof cmd, "'%s' %s", tu_lnkit(), p + 6);
+        else
+            snprintf(cmd, sizeof cmd, "'%s/%.*s'", build, (int)strlen(p) - 2, p);
+        progs[(*np)++] = strdup(cmd);
+        const char *name = strncmp(p, "lnkit ", 6) ? strrchr(p, '/') + 1 : p;
+        if (tu_run(&t, "LNK_TEST_OPTIONS=table %s | sed 's|^|%.*s\t|'", cmd,
+                   (int)strcspn(name, "."), name) || !*t)
+            fail_msg("%s: LNK_TEST_OPTIONS=table: no table", cmd);
+        all = realloc(all, len + strlen(t) + 1);
+        memcpy(all + len, t, strlen(t) + 1);
+        len += strlen(t);
+        free(t);
+    }
+    free(list);
+    return all;
+}
+
+/* One option declaration of all_tables. */
+typedef struct {
+    char *f[8]; /* prog, name, type, value, choices, was, help, min */
+} decl;
+
+static int split_decls(char *all, decl *d, int cap)
+{
+    int n = 0;
+    for (char *l = all, *next; l && *l && n < cap; l = next) {
+        next = strchr(l, '\n');
+        if (next)
+            *next++ = 0;
+        for (int k = 0; k < 8; k++) {
+            d[n].f[k] = l;
+            l = l ? strchr(l, '\t') : NULL;
+            if (l)
+                *l++ = 0;
+            else if (k < 7)
+                fail_msg("a table line of %d fields", k + 1);
+        }
+        n++;
+    }
+    return n;
+}
+
+/* The kind of value: integers of any width are one kind. */
+static const char *kind(const char *type)
+{
+    return !strcmp(type, "int") || !strcmp(type, "long") || !strcmp(type, "u64") ? "integer"
+                                                                                 : type;
+}
+
+/* Names whose value differs in form (kind, value name, choices) from program
+ * to program, each with the reason it is still one meaning. */
+static const char *const same_meaning_other_form[] = {
+    "out",   /* a study's results: a folder (DIR) or the CSV a run extends (FILE, FILE.csv) */
+    "parts", /* the parts of this study: each study has its own */
+    "norm-pos", /* grad_norms sweeps a list of norm positions; a benchmark times one */
+    NULL};
+
+/* Names declared with different help texts in different programs: the one
+ * meaning each has everywhere (docs/cli.md), the help saying it in the
+ * program's terms, and words every such help must contain (NULL: none
+ * checked).  A new shared name with another help text fails until it is
+ * checked and listed here. */
+static const char *const one_meaning[][3] = {
+    {"L", "the model's depth (a study's model)", "depth"},
+    {"V", "the vocabulary size (a study's model)", "vocabulary"},
+    {"d", "the model's width (grad_norms: its sweep's width; profile: depth and width swap)", NULL},
+    {"h", "heads", "heads"},
+    {"batch", "a batch file (repeatable: a data set)", "batch file"},
+    {"block", "the tensors matched by comma-separated globs", "globs"},
+    {"cache-mb", "memory for the chunks' primal passes kept between products", "primal passes"},
+    {"norm-pos", "the norm position(s): Post-LN or Pre-LN", NULL},
+    {"out", "a study's results (its folder, or the CSV a run extends)", NULL},
+    {"repeat", "timed repetitions, whose median is reported", "median"},
+    {"src", "the source text of a parallel corpus", "source text"},
+    {"tgt", "the target text of a parallel corpus", "target text"},
+    {"config", "the model's configuration file (JSON)", "configuration"},
+    {"json", "print the result as JSON on standard output", NULL},
+    {"len", "positions per row of a batch", "positions"},
+    {"max-line-len", "a corpus line's token limit (0: none)", NULL},
+    {"max-steps", "the step limit of a Lanczos extremes solve", "step limit"},
+    {"max-tokens", "padded tokens a chunk at most", NULL},
+    {"output", "the result file", NULL},
+    {"probes", "Hutchinson probes (random vectors) of an estimate", "probes"},
+    {"rng-seed", "the seed of the program's own random draws", "seed"},
+    {"rows", "rows of a batch (a corpus: its first N sentence pairs)", NULL},
+    {"runs", "SLQ start vectors", "start vectors"},
+    {"s2s-rows", "seq2seq: the first N sentence pairs", NULL},
+    {"seeds", "initialisation seeds", "seeds"},
+    {"sigma-fraction", "the density kernel's width as a fraction of the nodes' range", "sigma = F"},
+    {"steps", "Lanczos steps of a run (SLQ: a run's steps; a benchmark: the steps timed)", "steps"},
+    {"text", "a whitespace-tokenised text file, a sequence a line", NULL},
+    {"threads", "BLAS threads", "BLAS threads"},
+    {"tol", "the residual tolerance of a Lanczos extremes solve, relative to max|l|", "residual"},
+    {"weights", "the model's weights file", "weights"},
+    {NULL, NULL, NULL}};
+
+/* 1: name is listed in one_meaning and help says its words. */
+static int listed(const char *name, const char *help)
+{
+    for (int i = 0; one_meaning[i][0]; i++)
+        if (!strcmp(one_meaning[i][0], name))
+            return !one_meaning[i][2] || strcasestr(help, one_meaning[i][2]);
+    return 0;
+}
+
+/* Every long name declared by two programs (lnkit's commands, studies,
+ * benchmarks) takes the same kind of value (type, value name, choices) and
+ * has one meaning: the same help text, or a meaning listed above (an old
+ * name, .was, is another program's name only after a rename freed it: it is
+ * parsed by its own program alone). */
+static void test_one_name_one_meaning(void **s)
+{
+    (void)s;
+    char *progs[64];
+    int np, shared = 0;
+    char *all = all_tables(progs, &np);
+    static decl d[4096];
+    int n = split_decls(all, d, 4096);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(d[i].f[2], "config")) /* the configuration keys: one table (the library's) */
+            continue;
+        for (int j = 0; j < n; j++) {
+            if (j >= i || strcmp(d[i].f[1], d[j].f[1]) || !strcmp(d[i].f[0], d[j].f[0]))
+                continue;
+            shared++;
+            int form = 1;
+            for (int k = 0; same_meaning_other_form[k]; k++)
+                form &= !!strcmp(same_meaning_other_form[k], d[i].f[1]);
+            if (form && (strcmp(kind(d[i].f[2]), kind(d[j].f[2])) ||
+                         strcmp(d[i].f[3], d[j].f[3]) || strcmp(d[i].f[4], d[j].f[4])))
+                fail_msg("--%s takes a %s %s%s in %s, a %s %s%s in %s", d[i].f[1],
+                         kind(d[i].f[2]), d[i].f[3], d[i].f[4], d[i].f[0], kind(d[j].f[2]),
+                         d[j].f[3], d[j].f[4], d[j].f[0]);
+            if (strcmp(d[i].f[6], d[j].f[6]) &&
+                (!listed(d[i].f[1], d[i].f[6]) || !listed(d[j].f[1], d[j].f[6])))
+                fail_msg("--%s: '%s' in %s, '%s' in %s: one meaning? (one_meaning)",
+                         d[i].f[1], d[i].f[6], d[i].f[0], d[j].f[6], d[j].f[0]);
+        }
+    }
+    print_message("      %d programs, %d declarations, %d pairs of one name in two programs\n",
+                  np, n, shared);
+    assert_true(np >= 25);
+    for (int i = 0; i < np; i++)
+        free(progs[i]);
+    free(all);
+}
+
+/* A value for option d in its range: min + 1 (a flag: none). */
+static void value_for(const decl *d, char *buf, size_t n)
+{
+    double lo = atof(d->f[7]);
+    if (!strcmp(kind(d->f[2]), "integer"))
+        snprintf(buf, n, "%.0f", lo + 1);
+    else if (!strcmp(d->f[2], "real"))
+        snprintf(buf, n, "%g", lo + 0.5);
+    else
+        fail_msg("--%s (old name --%s): a %s: give the test a value", d->f[1], d->f[5], d->f[2]);
+}
+
+/* Every old name (.was) parses exactly as its option: the same values
+ * parsed (LNK_TEST_OPTIONS=values) with one warning line
+ * "PROG: warning: --OLD is now --NEW (the old name goes in the next
+ * release)", none with the new name; the checkpoint identity and the
+ * sidecar key keep the old name (a checkpoint made before the rename
+ * resumes; sidecars keep their keys); --help shows the new name only. */
+static void test_old_names(void **s)
+{
+    (void)s;
+    char *progs[64];
+    int np, n_old = 0;
+    char *all = all_tables(progs, &np);
+    static decl d[4096];
+    int n = split_decls(all, d, 4096);
+    for (int i = 0; i < n; i++) {
+        if (!*d[i].f[5])
+            continue;
+        const char *cmd = NULL;
+        for (int p = 0; p < np; p++) { /* the program of the declaration */
+            const char *b = strrchr(progs[p], '/');
+            if ((!strncmp(d[i].f[0], "lnkit ", 6) && strstr(progs[p], d[i].f[0] + 5) &&
+                 !strcmp(strstr(progs[p], d[i].f[0] + 5), d[i].f[0] + 5)) ||
+                (b && !strncmp(b + 1, d[i].f[0], strlen(d[i].f[0])) &&
+                 b[1 + strlen(d[i].f[0])] == '\''))
+                cmd = progs[p];
+        }
+        assert_non_null(cmd);
+        char v[64], *o1, *o2, *e1, *e2, want[256], idl[256];
+        value_for(&d[i], v, sizeof v);
+        char err[PATH_MAX];
+        snprintf(err, sizeof err, "%s/old.err", tu_tmpdir());
+        int r1 = tu_run(&o1, "LNK_TEST_OPTIONS=values %s --%s %s 2>'%s'", cmd, d[i].f[5], v, err);
+        e1 = tu_read_file(err, NULL);
+        int r2 = tu_run(&o2, "LNK_TEST_OPTIONS=values %s --%s=%s -q 2>'%s'", cmd, d[i].f[1], v,
+                        err);
+        e2 = tu_read_file(err, NULL);
+        const char *prog = d[i].f[0];
+        snprintf(want, sizeof want, "%s: warning: --%s is now --%s (the old name goes in the "
+                 "next release)\n", prog, d[i].f[5], d[i].f[1]);
+        if (r1 || r2 || strcmp(o1, o2) || strcmp(e1, want) || *e2)
+            fail_msg("%s --%s %s: exit %d, stderr '%s'; --%s: exit %d, stderr '%s'; values %s",
+                     prog, d[i].f[5], v, r1, e1, d[i].f[1], r2, e2,
+                     strcmp(o1, o2) ? "differ" : "equal");
+        /* its line: name, identity name, sidecar key, the value given */
+        char key[64], line[256];
+        snprintf(key, sizeof key, "%s", d[i].f[5]);
+        for (char *k = key; *k; k++)
+            *k = *k == '-' ? '_' : *k;
+        snprintf(line, sizeof line, "\n%s\t--%s\t%s\t%s\n", d[i].f[1], d[i].f[5], key, v);
+        if (strncmp(o1, line + 1, strlen(line + 1)) && !strstr(o1, line))
+            fail_msg("%s: no line '%s' (identity --%s, sidecar key %s, value %s):\n%s", prog,
+                     line, d[i].f[5], key, v, o1);
+        free(o1), free(o2), free(e1), free(e2);
+        /* --help: the new name only */
+        assert_int_equal(tu_run(&o1, "%s --help", cmd), 0);
+        snprintf(want, sizeof want, "--%s ", d[i].f[5]);
+        snprintf(idl, sizeof idl, "--%s ", d[i].f[1]);
+        if (strstr(o1, want) || !strstr(o1, idl))
+            fail_msg("%s --help: shows --%s, or not --%s", prog, d[i].f[5], d[i].f[1]);
+        free(o1);
+        n_old++;
+    }
+    print_message("      %d old names, each parsed as its option with one warning\n", n_old);
+    assert_true(n_old >= 8);
+    for (int i = 0; i < np; i++)
+        free(progs[i]);
+    free(all);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_programs)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_programs),
+                                       cmocka_unit_test(test_one_name_one_meaning),
+                                       cmocka_unit_test(test_old_names)};
     return cmocka_run_group_tests_name("studies' and benchmarks' conventions", tests, NULL, NULL);
 }
