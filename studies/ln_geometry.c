@@ -43,7 +43,7 @@ static const cli_choice part_names[] = {{"random", P_RANDOM}, {"ortho", P_ORTHO}
 
 static const cli_opt opts[] = {
     STUDY_OPT_OUT(args_t, S.out, "DIR", 0, NULL, "output directory"),
-    {.type = CLI_WORDS, .name = "parts", CLI_AT(args_t, parts), .ref = part_names,
+    {.type = CLI_WORDS, .name = "parts", .was = "part", CLI_AT(args_t, parts), .ref = part_names,
      .help = "the parts to run"},
     {.type = CLI_INT, .name = "trials", .was = "runs", .arg = "N", CLI_AT(args_t, S.runs),
      .min = 1, .max = 100000, .help = "random key sets per heat-map cell"},

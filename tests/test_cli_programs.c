@@ -1,6 +1,7 @@
 /* The conventions of docs/cli.md for the studies and the benchmarks (their
  * option tables, parsed by the same front end as lnkit's commands, whose
  * conventions tests/test_cli_conv.c checks). */
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,7 +231,7 @@ static void test_one_name_one_meaning(void **s)
     free(all);
 }
 
-/* A value for option d in its range: min + 1 (a flag: none). */
+/* A value for option d: min + 1 (a number), its first choice (a list of names). */
 static void value_for(const decl *d, char *buf, size_t n)
 {
     double lo = atof(d->f[7]);
@@ -238,6 +239,8 @@ static void value_for(const decl *d, char *buf, size_t n)
         snprintf(buf, n, "%.0f", lo + 1);
     else if (!strcmp(d->f[2], "real"))
         snprintf(buf, n, "%g", lo + 0.5);
+    else if (!strcmp(d->f[2], "words")) /* its first choice */
+        snprintf(buf, n, "%.*s", (int)strcspn(d->f[4], ","), d->f[4]);
     else
         fail_msg("--%s (old name --%s): a %s: give the test a value", d->f[1], d->f[5], d->f[2]);
 }
@@ -311,10 +314,81 @@ static void test_old_names(void **s)
     free(all);
 }
 
+/* arg in single quotes for sh, into b (of size n). */
+static void sh_quote(char *b, size_t n, const char *arg)
+{
+    size_t k = 0;
+    b[k++] = '\'';
+    for (const char *p = arg; *p && k + 5 < n; p++) {
+        if (*p == '\'')
+            k += (size_t)snprintf(b + k, n - k, "'\\''");
+        else
+            b[k++] = *p;
+    }
+    b[k++] = '\'';
+    b[k] = 0;
+}
+
+/* The command lines recorded in the committed sidecars (results/, key
+ * command_line) still parse with this build (LNK_TEST_OPTIONS=values: the
+ * options are parsed, nothing is run): a renamed option keeps its old name
+ * (.was), so the results can be remade with the command that made them. */
+static void test_recorded_command_lines(void **s)
+{
+    (void)s;
+    char build[PATH_MAX], *list;
+    tu_build_dir(build, sizeof build);
+    assert_int_equal(tu_run(&list, "cd '%s/..' && find results -name '*.meta.json' | sort", build),
+                     0);
+    int n = 0, old = 0;
+    for (char *p = strtok(list, "\n"); p; p = strtok(NULL, "\n")) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/../%s", build, p);
+        json_t *m = json_load_file(path, 0, NULL), *cl = m ? json_object_get(m, "command_line")
+                                                           : NULL;
+        const char *prog = json_is_array(cl) && json_array_size(cl)
+                               ? json_string_value(json_array_get(cl, 0)) : NULL;
+        const char *base = prog ? strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog : NULL;
+        char bin[PATH_MAX + 64] = "";
+        if (base && !strcmp(base, "lnkit"))
+            snprintf(bin, sizeof bin, "%s", tu_lnkit());
+        for (int k = 0; base && !bin[0] && k < 2; k++) { /* else python3, bash: not ours */
+            snprintf(bin, sizeof bin, "%s/%s/%s", build, k ? "bench" : "studies", base);
+            if (access(bin, X_OK))
+                bin[0] = 0;
+        }
+        if (!bin[0]) {
+            json_decref(m);
+            continue;
+        }
+        size_t cap = 1 << 16, k = (size_t)snprintf(NULL, 0, "LNK_TEST_OPTIONS=values '%s'", bin);
+        char *cmd = malloc(cap), q[4096];
+        snprintf(cmd, cap, "LNK_TEST_OPTIONS=values '%s'", bin);
+        for (size_t i = 1; i < json_array_size(cl) && k + sizeof q < cap; i++) {
+            const char *a = json_string_value(json_array_get(cl, i));
+            sh_quote(q, sizeof q, a ? a : "");
+            k += (size_t)snprintf(cmd + k, cap - k, " %s", q);
+        }
+        char *o;
+        int rc = tu_run(&o, "%s 2>&1 >/dev/null", cmd);
+        if (rc)
+            fail_msg("%s: its command line does not parse: exit %d: %s", p, rc, o);
+        old += strstr(o, ": warning: --") != NULL;
+        n++;
+        free(o);
+        free(cmd);
+        json_decref(m);
+    }
+    free(list);
+    print_message("      %d recorded command lines parse (%d with an old name)\n", n, old);
+    assert_true(n >= 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_programs),
                                        cmocka_unit_test(test_one_name_one_meaning),
-                                       cmocka_unit_test(test_old_names)};
+                                       cmocka_unit_test(test_old_names),
+                                       cmocka_unit_test(test_recorded_command_lines)};
     return cmocka_run_group_tests_name("studies' and benchmarks' conventions", tests, NULL, NULL);
 }

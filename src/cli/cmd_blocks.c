@@ -45,7 +45,8 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(T, bo.probes), .min = 2, .max = 1 << 20,
      .flags = CLI_META, .help = "Hutchinson probes for ||A_bb||_F"},
     {.type = CLI_INT, .name = "max-steps", .was = "eig-steps", .arg = "M",
-     CLI_AT(T, bo.eig_steps), .min = 2, .max = 1 << 20, .flags = CLI_META, .help = "Lanczos step limit for the extremes"},
+     CLI_AT(T, bo.eig_steps), .min = 2, .max = 1 << 20, .flags = CLI_META,
+     .help = "Lanczos step limit for the extremes"},
     CLI_OPT_TOL(T, bo.eig_tol, CLI_META, "residual tolerance of the extremes, relative to the "
                 "block's max|l|"),
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, bo.slq_runs), .min = 1,
