@@ -384,11 +384,59 @@ static void test_recorded_command_lines(void **s)
     assert_true(n >= 100);
 }
 
+/* hessian_spectrum: --len is a synthetic row's positions (as in lnkit batch
+ * and the other studies) and --max-line-len the --text lines' token limit
+ * (as in lnkit batch), by default 24 as before the split; --len with --text,
+ * its old use, gives the same files as --max-line-len with one warning. */
+static void test_len_and_max_line_len(void **s)
+{
+    (void)s;
+    char build[PATH_MAX], *o, *e;
+    tu_build_dir(build, sizeof build);
+    const char *d = tu_tmpdir();
+    const char *text = "a b c d e f g\nb c d e\nc d e f g h i j k\na a b\n";
+    tu_write_file(tu_path("hs.txt"), text, strlen(text));
+    char cmd[2 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/studies/hessian_spectrum' --d 8 --h 2 --L 1 --V 20 "
+             "--rows 3 --seeds 1 -k 1 --probes 2 --runs 1 --steps 3 --block-steps 2", d, build);
+    const char *runs[] = {"--text hs.txt --len 5 --out hs1", "--text hs.txt --max-line-len 5 "
+                          "--out hs2", "--text hs.txt --out hs3", "--text hs.txt --max-line-len "
+                          "24 --out hs4"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tu_run(&o, "%s %s -q 2>'%s/hs.err' >/dev/null", cmd, runs[i], d), 0);
+        free(o);
+        e = tu_read_file(tu_path("hs.err"), NULL);
+        const char *want = i ? "" : "hessian_spectrum: warning: --len with --text is now "
+                                    "--max-line-len (the old use goes in the next release)\n";
+        if (strcmp(e, want))
+            fail_msg("hessian_spectrum %s: stderr '%s', expected '%s'", runs[i], e, want);
+        free(e);
+    }
+    const char *f[] = {"eigs", "trace", "blocks", "slq_nodes"};
+    for (int i = 0; i < 4; i++) { /* --len 5 = --max-line-len 5; the default = 24 (not 5) */
+        assert_int_equal(tu_run(&o, "cd '%s' && cmp hs1/%s.csv hs2/%s.csv && cmp hs3/%s.csv "
+                                "hs4/%s.csv && ! cmp -s hs1/%s.csv hs3/%s.csv", d, f[i], f[i],
+                                f[i], f[i], f[i], f[i]), 0);
+        free(o);
+    }
+    const char *bad[][2] = {{"--max-line-len 5 --out hs5", "--max-line-len applies only with "
+                             "--text FILE"},
+                            {"--text hs.txt --len 5 --max-line-len 5 --out hs6", "--len is for "
+                             "synthetic rows; with --text give --max-line-len alone"}};
+    for (int i = 0; i < 2; i++) {
+        int rc = tu_run(&e, "%s %s 2>&1 >/dev/null", cmd, bad[i][0]);
+        if (rc != 2 || tu_n_lines(e) != 1 || !strstr(e, bad[i][1]))
+            fail_msg("hessian_spectrum %s: exit %d, '%s'", bad[i][0], rc, e);
+        free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_programs),
                                        cmocka_unit_test(test_one_name_one_meaning),
                                        cmocka_unit_test(test_old_names),
-                                       cmocka_unit_test(test_recorded_command_lines)};
+                                       cmocka_unit_test(test_recorded_command_lines),
+                                       cmocka_unit_test(test_len_and_max_line_len)};
     return cmocka_run_group_tests_name("studies' and benchmarks' conventions", tests, NULL, NULL);
 }
