@@ -203,6 +203,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, cli_ckpt
         }
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--operator", "%s", lnk_op_kind_name(kind));
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--tol", "%.17g", eo.tol);
+        /* the names before the renames (--max-steps; --s2s-rows): checkpoints resume */
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--eig-steps", "%d", eo.max_steps);
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--rng-seed", "%llu", (unsigned long long)eo.seed);
         CLI_CK(rc);
