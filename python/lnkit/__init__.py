@@ -11,7 +11,7 @@ extension).
     H = m.hessian(data, block="*.attn.*")                # scipy LinearOperator
     r = lnkit.eigs(m, data, k=5, which="both")           # lnkit's Lanczos, with residuals
     t = lnkit.trace(m, data, method="hutchpp")           # as `lnkit trace`
-    b = lnkit.blocks(m, data, groups=["*.attn.*"])       # as `lnkit blocks`
+    b = lnkit.blocks(m, data, group=["*.attn.*"])        # as `lnkit blocks`
     m.params["dec.0.ffn.w2"]                             # a view into m.theta
 
 Defaults are the library's (its *_opts_default functions, which the lnkit
