@@ -20,7 +20,11 @@ import lnkit
 from conftest import lnkit_bin
 
 FUNCTIONS = {"eigs": lnkit.eigs, "density": lnkit.density, "trace": lnkit.trace,
-             "blocks": lnkit.blocks, "hvp": lnkit.Model.hvp, "batch": lnkit.Data.synthetic}
+             "blocks": lnkit.blocks, "hvp": lnkit.Model.hvp, "batch": lnkit.Data.synthetic,
+             "hessian": lnkit.Model.hessian}
+# the command whose options a function's keywords are, where it is not the name:
+# m.hessian's are the operator's, as every curvature command takes them
+COMMAND = {"hessian": "eigs"}
 
 # Keywords with no option of that name, and why (any of the functions).
 PYTHON_ONLY = {
@@ -30,6 +34,7 @@ PYTHON_ONLY = {
     "progress": "a function called with the run's progress; the programs print it",
 }
 PYTHON_ONLY_OF = {
+    "hessian": {"self": "the model whose m.hessian it is (--config, --weights)"},
     "hvp": {"self": "the model whose m.hvp it is (--config, --weights)",
             "v": "the vector as an array; --vector names a file holding it"},
     "batch": {"model": "the model whose task and vocabulary the ids are drawn for (--config)",
@@ -85,29 +90,31 @@ def keywords(f):
     return list(inspect.signature(f).parameters)
 
 
-@pytest.mark.parametrize("cmd", sorted(FUNCTIONS))
-def test_keywords_are_the_options(cmd):
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_keywords_are_the_options(name):
+    cmd = COMMAND.get(name, name)
     opts = help_options(cmd)
-    only = dict(PYTHON_ONLY, **PYTHON_ONLY_OF.get(cmd, {}))
-    later = NOT_YET.get(cmd, {})
-    strange = [k for k in keywords(FUNCTIONS[cmd])
+    only = dict(PYTHON_ONLY, **PYTHON_ONLY_OF.get(name, {}))
+    later = NOT_YET.get(name, {})
+    strange = [k for k in keywords(FUNCTIONS[name])
                if k not in only and k not in later and k.replace("_", "-") not in opts]
     assert not strange, "%s: keywords that are no option of `lnkit %s` (%s): %s" % (
-        FUNCTIONS[cmd].__qualname__, cmd, ", ".join("--" + o for o in opts), strange)
+        FUNCTIONS[name].__qualname__, cmd, ", ".join("--" + o for o in opts), strange)
     # the list stays true: a keyword called Python-only is no option of the command
-    clash = [k for k in keywords(FUNCTIONS[cmd]) if k in only and k.replace("_", "-") in opts]
-    assert not clash, "%s: listed as Python-only, but `lnkit %s` has %s" % (cmd, cmd, clash)
+    clash = [k for k in keywords(FUNCTIONS[name]) if k in only and k.replace("_", "-") in opts]
+    assert not clash, "%s: listed as Python-only, but `lnkit %s` has %s" % (name, cmd, clash)
 
 
-@pytest.mark.parametrize("cmd", sorted(FUNCTIONS))
-def test_defaults_are_the_options(cmd):
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_defaults_are_the_options(name):
     """A keyword's default (a number or a name; None stands for the library's,
     see test_parity) is the default `lnkit CMD --help` shows; so are
     lnkit.defaults()'s, whose keys are the keywords."""
+    cmd = COMMAND.get(name, name)
     opts = help_options(cmd)
-    pairs = [(k, p.default) for k, p in inspect.signature(FUNCTIONS[cmd]).parameters.items()
+    pairs = [(k, p.default) for k, p in inspect.signature(FUNCTIONS[name]).parameters.items()
              if isinstance(p.default, (int, float, str)) and not isinstance(p.default, bool)]
-    pairs += list(lnkit.defaults().get(cmd, {}).items())
+    pairs += list(lnkit.defaults().get(name, {}).items())
     assert pairs
     for k, v in pairs:
         o = k.replace("_", "-")
