@@ -58,18 +58,20 @@ class DeprecatedKeys(dict):
         super().__init__(items)
         self._what, self._old = what, dict(old_to_new)
 
-    def __missing__(self, key):
+    def __missing__(self, key, stacklevel=2):
         new = self._old.get(key)
         if new is None or new not in self:
             raise KeyError(key)
         warnings.warn("lnkit.defaults()[%r][%r] is deprecated, use [%r] (the keyword %s=, the "
                       "program's --%s); the old key will be removed in the next release"
                       % (self._what, key, new, new, new.replace("_", "-")),
-                      DeprecationWarning, stacklevel=2)
+                      DeprecationWarning, stacklevel=stacklevel)
         return self[new]
 
     def get(self, key, default=None):
-        try:
+        if key in self:
             return self[key]
+        try:
+            return self.__missing__(key, stacklevel=3)
         except KeyError:
             return default

@@ -228,8 +228,11 @@ def test_trace_stderr_and_old_defaults_keys(small):
                                                          "grid_per_sigma"),
                           ("blocks", "eig_steps", "max_steps")):
         assert old not in dd[cmd]
-        with pytest.warns(DeprecationWarning, match=r"\[%r\]\[%r\] is deprecated, use \[%r\]"
-                          % (cmd, old, new)):
-            assert dd[cmd][old] == dd[cmd][new]
+        for read in (lambda: dd[cmd][old], lambda: dd[cmd].get(old)):
+            with pytest.warns(DeprecationWarning, match=r"\[%r\]\[%r\] is deprecated, use "
+                              r"\[%r\]" % (cmd, old, new)) as rec:
+                assert read() == dd[cmd][new]
+            assert rec[0].filename == __file__
+    assert dd["trace"].get("eig_steps", "none") == "none"
     with pytest.raises(KeyError):
         dd["trace"]["eig_steps"]
