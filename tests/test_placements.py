@@ -67,7 +67,7 @@ def run(part, out, cfg, *extra):
 
 def dense(cfg, seed):
     m = lnkit.Model(cfg, seed=seed)
-    data = lnkit.Data.synthetic(m, B, T, seed=BATCH_SEED)
+    data = lnkit.Data.synthetic(m, B, T, rng_seed=BATCH_SEED)
     n = m.n_params
     mats = {}
     for op in ("hessian", "ggn"):
