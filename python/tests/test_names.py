@@ -42,10 +42,6 @@ PYTHON_ONLY_OF = {
                        "applied when they read the file lnkit batch writes"},
 }
 # Keywords whose option a program does not take yet: allowed with or without it.
-NOT_YET = {"hvp": {"block": "m.hvp(block=) multiplies by a block's Hessian; lnkit hvp by the "
-                            "whole model's until it takes --block"}}
-
-
 def help_options(cmd):
     """{option (long name): its help text, joined} of `lnkit CMD --help`,
     the sections before the model configuration's."""
@@ -95,9 +91,8 @@ def test_keywords_are_the_options(name):
     cmd = COMMAND.get(name, name)
     opts = help_options(cmd)
     only = dict(PYTHON_ONLY, **PYTHON_ONLY_OF.get(name, {}))
-    later = NOT_YET.get(name, {})
     strange = [k for k in keywords(FUNCTIONS[name])
-               if k not in only and k not in later and k.replace("_", "-") not in opts]
+               if k not in only and k.replace("_", "-") not in opts]
     assert not strange, "%s: keywords that are no option of `lnkit %s` (%s): %s" % (
         FUNCTIONS[name].__qualname__, cmd, ", ".join("--" + o for o in opts), strange)
     # the list stays true: a keyword called Python-only is no option of the command
