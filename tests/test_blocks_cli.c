@@ -231,7 +231,7 @@ static void test_blocks(void **s)
             int st = tu_run(&out, "cd '%s' && '%s' blocks --config ../w_%s.json --weights "
                             "../w_%s.safetensors --batch ../b1_%s.safetensors --batch "
                             "../b2_%s.safetensors --block '%s.0.*' --group '%s' --group '%s' "
-                            "--operator %s --probes 100 --eig-steps 200 --tol 1e-10 --runs 2 "
+                            "--operator %s --probes 100 --max-steps 200 --tol 1e-10 --runs 2 "
                             "--steps 15 -o b.csv --pairs p.csv --density d.csv --quiet "
                             "2>warn.txt; rc=$?; { [ $rc = 0 ] || [ $rc = 3 ]; } && "
                             "cat b.csv && echo PAIRS && cat p.csv && exit $rc",
@@ -376,8 +376,8 @@ static void test_hint(void **s)
          "positive semidefinite", NULL},
         {"--block dec.0.attn.bk", "a block zero to rounding (an attention key bias, say), and "
          "no larger block in this run", "step limit was reached"},
-        {"--block dec.0.attn.wq --eig-steps 3", "the step limit was reached (a larger "
-         "--eig-steps", "semidefinite"},
+        {"--block dec.0.attn.wq --max-steps 3", "the step limit was reached (a larger "
+         "--max-steps", "semidefinite"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *err;

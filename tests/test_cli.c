@@ -450,7 +450,7 @@ static void test_params_vector(void **s)
     lnk_config_clear(&c);
 }
 
-/* select -o writes the CSV of stdout and a sidecar; the default --tol is
+/* select -o writes the CSV of stdout and a sidecar; the default --hull-tol is
  * the study's 1e-12 (LNK_GEOM_SEL_TOL). */
 static void test_select_output(void **s)
 {

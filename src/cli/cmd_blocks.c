@@ -45,8 +45,9 @@ static const cli_opt opts[] = {
      .help = "no per-tensor blocks: only the groups"},
     {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(T, bo.probes), .min = 2, .max = 1 << 20,
      .flags = CLI_META, .help = "Hutchinson probes for ||A_bb||_F"},
-    {.type = CLI_INT, .name = "eig-steps", .arg = "M", CLI_AT(T, bo.eig_steps), .min = 2,
-     .max = 1 << 20, .flags = CLI_META, .help = "Lanczos step limit for the extremes"},
+    {.type = CLI_INT, .name = "max-steps", .was = "eig-steps", .arg = "M",
+     CLI_AT(T, bo.eig_steps), .min = 2, .max = 1 << 20, .flags = CLI_META,
+     .help = "Lanczos step limit for the extremes"},
     CLI_OPT_TOL(T, bo.eig_tol, CLI_META, "residual tolerance of the extremes, relative to the "
                 "block's max|l|"),
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, bo.slq_runs), .min = 1,
@@ -86,7 +87,7 @@ const cli_cmd cmd_blocks_decl = {
     .size = sizeof(blocks_args),
     .defaults = defaults,
     .example = "--config CONFIG --weights WEIGHTS --batch BATCH --block 'dec.0.attn.*' "
-               "--probes 2 --eig-steps 40 --runs 1 --steps 4 -o OUT",
+               "--probes 2 --max-steps 40 --runs 1 --steps 4 -o OUT",
 };
 
 typedef struct {
@@ -233,7 +234,7 @@ static void say_plan(int nb, int n_tensors, const char *tensor_pat, int n_groups
                 tensor_pat ? "' selects none" : "");
     cli_say("; at most %ld products (%ld a block)\n", per_block * nb, per_block);
     if (op_kind == LNK_OP_GGN)
-        cli_say_ggn_bottom(NULL, 1, eig_steps, "--eig-steps");
+        cli_say_ggn_bottom(NULL, 1, eig_steps, "--max-steps");
 }
 
 /* Each block's statistics in turn (its operator counted: the progress
@@ -296,7 +297,7 @@ int cmd_blocks(int argc, char **argv)
     block_row *b = make_rows(s.m, &sel, groups, n_groups);
     cli_curv_say(&s); /* after the globs' check: a refused run is one line */
     /* what the run works on and how long it may take: every block costs at most
-     * probes + eig-steps + 2 + runs x steps products */
+     * probes + max-steps + 2 + runs x steps products */
     long per_block = bo.probes + bo.eig_steps + 2 + (long)bo.slq_runs * bo.slq_steps;
     say_plan(nb, tensors ? sel.n_tensors : -1, tensor_pat, n_groups, per_block, co->op_kind,
              bo.eig_steps);
@@ -312,7 +313,7 @@ int cmd_blocks(int argc, char **argv)
                                                      &worst_res, &max_steps);
     char hint[1024]; /* why, if some did not converge */
     lnk_blockstat_why((const lnk_blockstat *const *)st, nb, co->op_kind == LNK_OP_GGN,
-                      bo.eig_steps, &(lnk_blockstat_names){"--eig-steps", "--tol",
+                      bo.eig_steps, &(lnk_blockstat_names){"--max-steps", "--tol",
                       "--group or more tensors"}, hint, sizeof hint);
     free(st);
     long products = lnk_hessian_n_products(s.h);
