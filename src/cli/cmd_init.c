@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "front/record.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -49,11 +50,15 @@ int cmd_init(int argc, char **argv)
     const char **names = cli_alloc(sizeof(char *) * lay->n_tensors);
     for (int i = 0; i < lay->n_tensors; i++)
         names[i] = lay->t[i].name;
+    cli_record_md rec;
     cli_outputs_begin(); /* weights and config: both or neither */
-    CLI_CK(lnk_weights_save(out, m, theta));
+    CLI_CK(lnk_weights_save_meta(out, m, theta, cli_record_table(&rec, "lnkit init", "the initial "
+                                                                 "weights (docs/MODEL.md section 5)",
+                                                                 &c, opts, &a)));
     if (cpath)
         CLI_CK(lnk_config_save_json(&c, cli_out(cpath, 0), np, names, lay->n_tensors));
     cli_outputs_commit();
+    cli_record_free(&rec);
     cli_say("%zu parameters (%d tensors) -> %s, config -> %s\n", np, lay->n_tensors,
             cli_is_stdout(a.out) ? "standard output" : a.out,
             cli_is_stdout(cpath) ? "standard output" : cpath ? cpath : "(none beside standard output, a device or a FIFO)");
