@@ -323,7 +323,8 @@ static void test_embedded_record(void **s)
                     "$L vector --config w.json --random --rng-seed 3 -q -o r.safetensors && "
                     /* run 1 and 3 on 1 thread, run 2 on 2 */
                     "for t in 1 2 3; do n=$(( t == 2 ? 2 : 1 )); export OPENBLAS_NUM_THREADS=$n; "
-                    "$L eigs $M -k 2 --rng-seed 11 --threads $n -o e.csv --vectors v$t.safetensors && "
+                    "$L eigs $M -k 2 --rng-seed 11 --threads $n -o e.csv "
+                    "--vectors v$t.safetensors && "
                     "$L eval $M --threads $n -o /dev/null --grad-out g$t.safetensors && "
                     "$L hvp $M --threads $n --vector r.safetensors -o h$t.safetensors && "
                     "$L vector --config w.json --random --rng-seed 3 -q -o r$t.safetensors && "
@@ -356,13 +357,16 @@ static void test_embedded_record(void **s)
     free(cj);
     lnk_config_clear(&c);
     const char *cfg = "the configuration (SHA-256 of its resolved keys)";
-    json_t *rw = record_of("w.safetensors", "lnkit init"), *rv = record_of("v1.safetensors", "lnkit eigs"),
-           *rg = record_of("g1.safetensors", "lnkit eval"), *rh = record_of("h1.safetensors", "lnkit hvp"),
+    json_t *rw = record_of("w.safetensors", "lnkit init"),
+           *rv = record_of("v1.safetensors", "lnkit eigs"),
+           *rg = record_of("g1.safetensors", "lnkit eval"),
+           *rh = record_of("h1.safetensors", "lnkit hvp"),
            *rr = record_of("r.safetensors", "lnkit vector");
     json_t *all[] = {rw, rv, rg, rh, rr};
     for (int i = 0; i < 5; i++) {
         assert_string_equal(ident(all[i], cfg), csha);
-        assert_int_equal(json_integer_value(json_object_get(json_object_get(all[i], "seeds"), "init")), 5);
+        json_t *seeds = json_object_get(all[i], "seeds");
+        assert_int_equal(json_integer_value(json_object_get(seeds, "init")), 5);
         /* nothing of the run's circumstances */
         const char *text = json_dumps(all[i], 0);
         assert_null(strstr(text, "thread"));
@@ -386,23 +390,27 @@ static void test_embedded_record(void **s)
         json_decref(all[i]);
 
     /* vectors with no, foreign or malformed metadata (header written here) */
-    const char *bad[][2] = {{"", "0"}, {"\"__metadata__\":{\"lnkit\":\"not json {\",\"x\":\"y\"},", "0"},
+    const char *bad[][2] = {{"", "0"},
+                            {"\"__metadata__\":{\"lnkit\":\"not json {\",\"x\":\"y\"},", "0"},
                             {"\"__metadata__\":{\"lnkit\":3},", "2"}};
     for (int i = 0; i < 3; i++) {
         st = tu_run(&out, "cd '%s/rec' && python3 -c '\nimport json, struct, sys\n"
                     "b = open(\"r.safetensors\", \"rb\").read()\n"
                     "n = struct.unpack(\"<Q\", b[:8])[0]\n"
                     "h = json.loads(b[8:8 + n]); h.pop(\"__metadata__\")\n"
-                    "t = (\"{\" + sys.argv[1] + json.dumps(h, separators=(\",\", \":\"))[1:]).encode()\n"
+                    "t = (\"{\" + sys.argv[1] +\n"
+                    "     json.dumps(h, separators=(\",\", \":\"))[1:]).encode()\n"
                     "t += b\" \" * ((8 - len(t) %% 8) %% 8)\n"
-                    "open(\"f.safetensors\", \"wb\").write(struct.pack(\"<Q\", len(t)) + t + b[8 + n:])' '%s' && "
+                    "open(\"f.safetensors\", \"wb\").write(\n"
+                    "    struct.pack(\"<Q\", len(t)) + t + b[8 + n:])' '%s' && "
                     "'%s' hvp --config w.json --weights w.safetensors --batch b.safetensors "
                     "--vector f.safetensors -q -o fh.safetensors 2>&1; echo \"exit $?\"",
                     tu_tmpdir(), bad[i][0], L);
         char want[16];
         snprintf(want, sizeof want, "exit %s\n", bad[i][1]);
-        if (st != 0 || !strstr(out, want) || (bad[i][1][0] == '2' && (tu_n_lines(out) != 2 ||
-                                                                        !strstr(out, "__metadata__"))))
+        int refused = bad[i][1][0] == '2';
+        if (st != 0 || !strstr(out, want) ||
+            (refused && (tu_n_lines(out) != 2 || !strstr(out, "__metadata__"))))
             fail_msg("vector with metadata '%s': expected %s, got: %s", bad[i][0], want, out);
         free(out);
     }

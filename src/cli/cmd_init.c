@@ -52,9 +52,9 @@ int cmd_init(int argc, char **argv)
         names[i] = lay->t[i].name;
     cli_record_md rec;
     cli_outputs_begin(); /* weights and config: both or neither */
-    CLI_CK(lnk_weights_save_meta(out, m, theta, cli_record_table(&rec, "lnkit init", "the initial "
-                                                                 "weights (docs/MODEL.md section 5)",
-                                                                 &c, opts, &a)));
+    CLI_CK(lnk_weights_save_meta(out, m, theta,
+                                 cli_record_table(&rec, "lnkit init", "the initial weights "
+                                                  "(docs/MODEL.md section 5)", &c, opts, &a)));
     if (cpath)
         CLI_CK(lnk_config_save_json(&c, cli_out(cpath, 0), np, names, lay->n_tensors));
     cli_outputs_commit();
