@@ -416,6 +416,52 @@ static void test_embedded_record(void **s)
     }
 }
 
+/* lnkit batch's files carry the record too: the synthetic ids' configuration
+ * and seed, the text's and vocabulary's SHA-256, the corpus's beside the
+ * data set's own metadata (task, counts). */
+static void test_embedded_record_batch(void **s)
+{
+    (void)s;
+    char *out;
+    int st = tu_run(&out, "mkdir -p '%s/rec' && cd '%s/rec' && L='%s' && "
+                    "printf 'a b c\\nd e a\\nb b\\n' > t.txt && printf 'x y\\nz x\\nw\\n' > u.txt && "
+                    "$L batch --synthetic --V 13 --rows 3 --len 5 --rng-seed 7 -q -o bs.safetensors && "
+                    "$L batch --text t.txt -q -o bt.safetensors --vocab-out t.vocab && "
+                    "$L batch --text t.txt --vocab-in t.vocab --first 1 -q -o bt2.safetensors && "
+                    "$L batch --src t.txt --tgt u.txt --keep-order -q -o bp.safetensors",
+                    tu_tmpdir(), tu_tmpdir(), tu_lnkit());
+    if (st != 0)
+        fail_msg("batch runs: exit %d: %s", st, out);
+    free(out);
+    char tsha[65], usha[65], vsha[65];
+    sha_of("t.txt", tsha);
+    sha_of("u.txt", usha);
+    sha_of("t.vocab", vsha);
+    json_t *rs = record_of("bs.safetensors", "lnkit batch"),
+           *rt = record_of("bt2.safetensors", "lnkit batch"),
+           *rp = record_of("bp.safetensors", "lnkit batch");
+    assert_string_equal(ident(rs, "--rng-seed"), "7");
+    assert_string_equal(ident(rs, "--rows"), "3");
+    assert_string_equal(ident(rs, "--len"), "5");
+    assert_int_equal(strlen(ident(rs, "the configuration (SHA-256 of its resolved keys)")), 64);
+    assert_string_equal(ident(rt, "--text (SHA-256)"), tsha);
+    assert_string_equal(ident(rt, "--vocab-in (SHA-256)"), vsha);
+    assert_string_equal(ident(rt, "--first"), "1");
+    assert_string_equal(ident(rp, "--src (SHA-256)"), tsha);
+    assert_string_equal(ident(rp, "--tgt (SHA-256)"), usha);
+    assert_string_equal(ident(rp, "--keep-order"), "true");
+    assert_string_equal(ident(rp, "--joint-vocab"), ""); /* at its default: not named */
+    json_decref(rs), json_decref(rt), json_decref(rp);
+    /* the data set's own metadata stays */
+    char p[700];
+    snprintf(p, sizeof p, "%s/rec/bp.safetensors", tu_tmpdir());
+    lnk_st_file *f;
+    assert_int_equal(lnk_st_read(p, &f), LNK_OK);
+    assert_string_equal(lnk_st_meta(f, "task"), "seq2seq");
+    assert_string_equal(lnk_st_meta(f, "pairs"), "3");
+    lnk_st_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_trace_vs_exact),
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_embedded_record),
+        cmocka_unit_test(test_embedded_record_batch),
     };
     return cmocka_run_group_tests_name("curvature on models", tests, NULL, NULL);
 }

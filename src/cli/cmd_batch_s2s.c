@@ -4,10 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/batch.h"
+#include "front/record.h"
 
 /* The data set's file, its facts in the safetensors metadata. */
-static void s2s_write(const batch_args *a, const char *out, const cli_pairs *D, const char *vsp,
-                      const char *vtp, const lnk_batch *b, int chunk)
+static void s2s_write(const batch_args *a, const cli_opt *opts, const char *out,
+                      const cli_pairs *D, const char *vsp, const char *vtp, const lnk_batch *b,
+                      int chunk)
 {
     const cli_pairs_opts *o = &a->pa;
     const lnk_pairs *p = &D->p;
@@ -42,6 +44,9 @@ static void s2s_write(const batch_args *a, const char *out, const cli_pairs *D, 
     KV("order", o->keep_order ? "file" : "length");
     if (chunk > 0)
         KV("chunk_rows", chk);
+    cli_record_md rec;
+    KV(CLI_RECORD_KEY, cli_record_table(&rec, "lnkit batch", "the pairs of --src and --tgt as "
+                                        "token ids", NULL, opts, a)[1]);
     meta[k] = NULL;
 #undef KV
     lnk_st_tensor t[2] = {
@@ -50,6 +55,7 @@ static void s2s_write(const batch_args *a, const char *out, const cli_pairs *D, 
         {.name = "tgt", .dtype = LNK_DT_I64, .ndim = 2, .shape = {b->B, b->T},
          .numel = (size_t)b->B * b->T, .data = b->tgt}};
     CLI_CK(lnk_st_write(out, t, 2, meta));
+    cli_record_free(&rec);
 }
 
 /* What was written, and the flags a model for it needs. */
@@ -78,7 +84,7 @@ static void s2s_report(const batch_args *a, const cli_pairs *D, const char *vsp,
                 chunk, a->pa.max_tokens);
 }
 
-int cli_batch_s2s(const batch_args *a)
+int cli_batch_s2s(const batch_args *a, const cli_opt *opts)
 {
     const cli_pairs_opts *o = &a->pa;
     long max_tokens = o->max_tokens;
@@ -113,7 +119,7 @@ int cli_batch_s2s(const batch_args *a)
         CLI_CK(lnk_vocab_save(D.vs, vsp));
     if (vtp)
         CLI_CK(lnk_vocab_save(D.vt, vtp));
-    s2s_write(a, out, &D, vsp, vtp, &b, chunk);
+    s2s_write(a, opts, out, &D, vsp, vtp, &b, chunk);
     cli_outputs_commit();
 
     s2s_report(a, &D, vsp, vtp, &b, chunk);
