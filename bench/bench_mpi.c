@@ -21,7 +21,7 @@
  *   imbalance the largest shard over the mean, in scored tokens and in
  *            padded positions (B (S + T) of its chunks: what is computed).
  * One line of CSV per run (rank 0) to -o (appended) and a table line on
- * stdout. */
+ * stdout (on stderr with -o -: the CSV alone on stdout). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,9 +77,7 @@ static const cli_opt opts[] = {
      .max = 100000, .help = "Lanczos steps timed"},
     {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
      .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
-    {.type = CLI_STR, .key = 'o', .name = "output", .arg = "FILE", CLI_AT(args_t, out),
-     .flags = CLI_WRITES | CLI_STDOUT,
-     .help = "append a CSV row of the run; -: standard output"},
+    BENCH_OPT_OUTPUT(args_t, out, "append a CSV row of the run"),
     {0}};
 
 static void defaults(void *p)
@@ -231,6 +229,7 @@ int main(int argc, char **argv)
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
     bench_meta_start();
+    report_to_fit(a.out);
     cli_setup_done();
     int P = lnk_comm_size(), me = lnk_comm_rank();
     const char *size = a.size, *csv = a.out;
@@ -277,13 +276,13 @@ int main(int argc, char **argv)
     time_lanczos(&op, cnt, a.steps, &T);
     double basis_mb = 81.0 * (double)cnt * 8 / 1048576.0;
     if (me == 0) {
-        printf("bench_mpi: %s, %d pairs, %d chunks (<= %ld padded tokens), %zu scored tokens "
+        report("bench_mpi: %s, %d pairs, %d chunks (<= %ld padded tokens), %zu scored tokens "
                "(rank 0: %zu), 6-6 d %d h %d d_ff %d, %zu parameters\n", D.data, D.p.n,
                D.n_chunks, a.max_tokens, N, mine_tokens, d, h, dff, n);
-        printf("%5s %7s %9s %9s %12s %12s %9s %9s %9s %9s\n", "ranks", "threads", "t_hvp_s",
+        report("%5s %7s %9s %9s %12s %12s %9s %9s %9s %9s\n", "ranks", "threads", "t_hvp_s",
                "t_comm_s", "MB_per_hvp", "MB_per_rank", "t_step_s", "t_orth_s", "basis_MB",
                "imbalance");
-        printf("%5d %7d %9.4f %9.5f %12.2f %12.2f %9.4f %9.5f %9.1f %9.3f\n", P,
+        report("%5d %7d %9.4f %9.5f %12.2f %12.2f %9.4f %9.5f %9.1f %9.3f\n", P,
                lnk_blas_threads(), T.t_hvp, T.t_comm, T.bytes / 1e6, T.bytes_rank / 1e6,
                T.t_step, T.t_orth, basis_mb, imb_pad);
         if (csv) {

@@ -63,6 +63,9 @@ typedef struct {
                                 .min = lo, .max = hi, .help = h}
 #define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
                                   .min = lo, .max = hi, .help = h}
+/* a renamed option: its old name (opt.h) */
+#define INT_WAS(nm, old, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .was = old, .arg = a, \
+                                           CLI_AT(O, f), .min = lo, .max = hi, .help = h}
 static const cli_opt opts[] = {
     STUDY_OPT_OUT(O, o.out, "DIR", 0, NULL, "output directory"),
     INTS("lm-L", lm_L, 1, 256, "lm depths at d = --lm-d-ref ('': none)"),
@@ -81,11 +84,12 @@ static const cli_opt opts[] = {
     INT("len", "T", o.T, 1, 1 << 20, "lm: positions per row"),
     CLI_OPT_SRC(O, o.pa, 0, 0),
     CLI_OPT_TGT(O, o.pa),
-    INT("s2s-rows", "N", o.pairs, 1, 1 << 24, "seq2seq: the first N sentence pairs"),
+    INT_WAS("s2s-rows", "pairs", "N", o.pairs, 1, 1 << 24, "seq2seq: the first N sentence pairs"),
     INT("seeds", "N", o.seeds, 1, 1000, "initialisation seeds 0..N-1"),
     INT("probes", "N", o.probes, 2, 1 << 20, "Hutchinson probes per block norm"),
     CLI_OPT_TOL(O, o.tol, 0, "residual tolerance of the extremes, relative to max|l|"),
-    INT("eig-steps", "M", o.eig_steps, 2, 100000, "Lanczos step limit of the extremes"),
+    INT_WAS("max-steps", "eig-steps", "M", o.eig_steps, 2, 100000,
+            "Lanczos step limit of the extremes"),
     INT("runs", "N", o.runs, 1, 10000, "SLQ start vectors per kind block"),
     INT("steps", "M", o.steps, 2, 100000, "SLQ Lanczos steps per run"),
     CLI_OPT_SIGMA_FRACTION(O, o.sigma_frac, 0, "the JS densities' kernel width: sigma = F "
@@ -96,6 +100,7 @@ static const cli_opt opts[] = {
              "must be the same)"},
     {0}};
 #undef INT
+#undef INT_WAS
 #undef INTS
 #undef O
 

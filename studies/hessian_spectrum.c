@@ -27,6 +27,7 @@
 typedef struct {
     const char *out, *text;
     int d, h, L, V, B, T, seeds, k, probes, runs, steps, block_steps, quiet;
+    int max_len; /* --text: tokens a line at most (0: no limit) */
 } opts_t;
 
 #define O opts_t
@@ -43,9 +44,11 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(O, B), .min = 1, .max = 1 << 20,
      .help = "rows of the batch (of --text: its first lines)"},
     {.type = CLI_INT, .name = "len", .arg = "T", CLI_AT(O, T), .min = 1, .max = 1 << 20,
-     .help = "positions per row (of --text: tokens at most)"},
+     .help = "positions per row (synthetic)"},
     {.type = CLI_STR, .name = "text", .arg = "FILE", CLI_AT(O, text), .flags = CLI_READS,
      .help = "an lm batch from this text instead of synthetic ids", .def = "synthetic"},
+    {.type = CLI_INT, .name = "max-line-len", .arg = "N", CLI_AT(O, max_len), .min = 0,
+     .max = 1 << 20, .needs = "text", .help = "--text: truncate lines to N tokens; 0: no limit"},
     {.type = CLI_INT, .name = "seeds", .arg = "N", CLI_AT(O, seeds), .min = 1, .max = 1000,
      .help = "initialisation seeds 0..N-1"},
     {.type = CLI_INT, .key = 'k', .name = "k", .arg = "N", CLI_AT(O, k), .min = 1, .max = 1000,
@@ -63,13 +66,15 @@ static const cli_opt opts[] = {
 
 static void defaults(void *p)
 {
-    *(opts_t *)p = (opts_t){"results/hessian", NULL, 32, 4, 4, 200, 8, 24, 3, 5, 100, 10, 80, 60, 0};
+    *(opts_t *)p = (opts_t){"results/hessian", NULL, 32, 4, 4, 200, 8, 24, 3, 5, 100, 10, 80, 60, 0,
+                            24};
 }
 
 static const cli_cmd cmd = {
     .name = "hessian_spectrum",
-    .usage = "[--out DIR] [--d N] [--h N] [--L N] [--V N] [--rows N] [--len T] [--text FILE]\n"
-             "[--seeds N] [-k N] [--probes N] [--runs N] [--steps M] [--block-steps M]",
+    .usage = "[--out DIR] [--d N] [--h N] [--L N] [--V N] [--rows N] [--len T]\n"
+             "[--text FILE [--max-line-len N]] [--seeds N] [-k N] [--probes N] [--runs N]\n"
+             "[--steps M] [--block-steps M]",
     .about = "Post-LN vs Pre-LN Hessian spectra at initialisation: extreme eigenvalues, trace,\n"
              "SLQ density and every block's top eigenvalue, per norm position and seed.  The\n"
              "summary: python3 -m studies.summary hessian OUT.",
@@ -99,7 +104,7 @@ static void make_batch(const lnk_model *m, const opts_t *o, lnk_batch *b)
     study_input_read(o->text, &t.digest);
     const lnk_text *tx[1] = {&t};
     CLI_CK(lnk_vocab_build(tx, 1, 1, o->V, &v));
-    CLI_CK(lnk_text_lm_batch(&t, v, 0, o->B, o->T, b));
+    CLI_CK(lnk_text_lm_batch(&t, v, 0, o->B, o->max_len, b));
     lnk_vocab_free(v);
     lnk_text_free(&t);
 }
@@ -111,6 +116,12 @@ int main(int argc, char **argv)
     opts_t o;
     cli_parse(&cmd, &o, argc, argv);
     cli_setup_done();
+    if (o.text && cli_given("len")) { /* --len was the lines' limit with --text */
+        if (cli_given("max-line-len"))
+            cli_die("--len is for synthetic rows; with --text give --max-line-len alone");
+        cli_warn("--len with --text is now --max-line-len (the old use goes in the next release)");
+        o.max_len = o.T;
+    }
     o.quiet = cli_quiet;
     if (o.d % o.h || o.d % 2)
         cli_die("--d %d must be even and a multiple of --h %d", o.d, o.h);
@@ -183,7 +194,7 @@ int main(int argc, char **argv)
     lnk_meta_str(extra, "data", o.text ? o.text : "synthetic lm batch, ids uniform in [4, V), "
                                                   "batch seed 1234");
     lnk_meta_int(extra, "B", o.B);
-    lnk_meta_int(extra, "T", o.T);
+    lnk_meta_int(extra, "T", o.text ? o.max_len : o.T); /* the key as before the split */
     lnk_meta_int(extra, "seeds", S);
     lnk_meta_int(extra, "k", o.k);
     lnk_meta_int(extra, "probes", o.probes);

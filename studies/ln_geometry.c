@@ -43,10 +43,10 @@ static const cli_choice part_names[] = {{"random", P_RANDOM}, {"ortho", P_ORTHO}
 
 static const cli_opt opts[] = {
     STUDY_OPT_OUT(args_t, S.out, "DIR", 0, NULL, "output directory"),
-    {.type = CLI_WORDS, .name = "parts", CLI_AT(args_t, parts), .ref = part_names,
+    {.type = CLI_WORDS, .name = "parts", .was = "part", CLI_AT(args_t, parts), .ref = part_names,
      .help = "the parts to run"},
-    {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(args_t, S.runs), .min = 1,
-     .max = 100000, .help = "runs per heat-map cell"},
+    {.type = CLI_INT, .name = "trials", .was = "runs", .arg = "N", CLI_AT(args_t, S.runs),
+     .min = 1, .max = 100000, .help = "random key sets per heat-map cell"},
     {.type = CLI_INT, .name = "n-step", .arg = "S", CLI_AT(args_t, S.nstep), .min = 1, .max = 60,
      .help = "heat-map n = 3, 3+S, ..., n-max"},
     {.type = CLI_INT, .name = "n-max", .arg = "N", CLI_AT(args_t, S.nmax), .min = 3, .max = 200,
@@ -69,7 +69,7 @@ static void defaults(void *p)
 
 static const cli_cmd cmd = {
     .name = "ln_geometry",
-    .usage = "[--out DIR] [--parts P[,P..]] [--runs N] [--n-step S] [--n-max N] [--d-max D]\n"
+    .usage = "[--out DIR] [--parts P[,P..]] [--trials N] [--n-step S] [--n-max N] [--d-max D]\n"
              "[--text FILE] [--rng-seed N]",
     .about = "LayerNorm geometry (Brody et al. 2023): selectable keys by exact LP, orthogonality\n"
              "to the all-ones vector, per-head statistics, attention maps.  The summary:\n"

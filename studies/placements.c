@@ -56,6 +56,9 @@ typedef struct {
 #define O args_t
 #define INT(nm, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .arg = a, CLI_AT(O, f), \
                                   .min = lo, .max = hi, .help = h}
+/* a renamed option: its old name (opt.h) */
+#define INT_WAS(nm, old, a, f, lo, hi, h) {.type = CLI_INT, .name = nm, .was = old, .arg = a, \
+                                           CLI_AT(O, f), .min = lo, .max = hi, .help = h}
 static const cli_opt opts[] = {
     STUDY_OPT_OUT(O, o.out, "FILE.csv", CLI_REQ | CLI_RESUMED, NULL,
                   "the rows (and FILE.meta.json)"),
@@ -63,7 +66,7 @@ static const cli_opt opts[] = {
      .help = "the part of the study to run"},
     CLI_OPT_OPERATOR(O, op, 0),
     INT("rows", "N", o.B, 1, 1 << 20, "lm: rows of the synthetic batch"),
-    INT("len", "T", o.T, 1, 1 << 20, "lm: tokens a row"),
+    INT("len", "T", o.T, 1, 1 << 20, "lm: positions per row"),
     {.type = CLI_U64, .name = "batch-seed", .arg = "N", CLI_AT(O, o.batch_seed),
      .max = 0x7fffffff, .help = "lm: the synthetic batch's seed"},
     CLI_OPT_SRC(O, o.pa, 0, 0),
@@ -73,10 +76,11 @@ static const cli_opt opts[] = {
     INT("probes", "N", o.num.probes, 2, 1 << 20, "probes a Frobenius norm"),
     INT("trace-probes", "N", o.num.trace_probes, 2, 1 << 20, "probes a trace"),
     INT("cross-probes", "N", o.num.cross_probes, 2, 1 << 20, "probes a source group"),
-    INT("eig-steps", "M", o.num.eig_steps, 2, 100000, "Lanczos steps at most"),
+    INT_WAS("max-steps", "eig-steps", "M", o.num.eig_steps, 2, 100000,
+            "Lanczos step limit of the extremes"),
     CLI_OPT_TOL(O, o.num.tol, 0, "an extreme converges when its residual <= T max|l|"),
-    INT("slq-runs", "N", o.num.slq_runs, 1, 10000, "SLQ runs a block"),
-    INT("slq-steps", "M", o.num.slq_steps, 2, 100000, "SLQ steps a run"),
+    INT_WAS("runs", "slq-runs", "N", o.num.slq_runs, 1, 10000, "SLQ start vectors per block"),
+    INT_WAS("steps", "slq-steps", "M", o.num.slq_steps, 2, 100000, "SLQ Lanczos steps per run"),
     CLI_OPT_SIGMA_FRACTION(O, o.num.sigma_frac, 0,
                            "the JS densities' kernel width: sigma = F (range of the nodes)"),
     CLI_OPT_RNG_SEED(O, o.num.rng, 0, CLI_RNG_SEED_HELP),
@@ -88,6 +92,7 @@ static const cli_opt opts[] = {
     {.type = CLI_CONFIG, CLI_AT(O, keys)},
     {0}};
 #undef INT
+#undef INT_WAS
 #undef O
 
 static void defaults(void *p)
@@ -198,6 +203,7 @@ static void part_eigs(pl_ctx *c, const opts_t *o, const lnk_config *cf, cli_ckpt
         }
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--operator", "%s", lnk_op_kind_name(kind));
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--tol", "%.17g", eo.tol);
+        /* the names before the renames (--max-steps; --s2s-rows): checkpoints resume */
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--eig-steps", "%d", eo.max_steps);
         rc = rc ? rc : lnk_ckpt_id_add(&id, "--rng-seed", "%llu", (unsigned long long)eo.seed);
         CLI_CK(rc);

@@ -389,7 +389,7 @@ static void test_resume(void **state)
     assert_int_equal(mkdir(dir, 0700), 0);
     static const char *const C = "--lm-d '' --s2s-L '' --s2s-d '' --no-variants --lm-L-ref 2 "
                                  "--lm-d-ref 8 --h 2 --seeds 2 --probes 2 --runs 1 --steps 6 "
-                                 "--eig-steps 60 --V 16 --rows 2 --len 4 --quiet";
+                                 "--max-steps 60 --V 16 --rows 2 --len 4 --quiet";
     char *out = NULL;
     int rc = tu_run(&out, "cd '%s' && export OPENBLAS_NUM_THREADS=1 && '%s' --out one --lm-L 1,2,3 "
                     "%s && '%s' --out two --lm-L 1,2 %s --resume && '%s' --out two --lm-L 1,2,3 "
@@ -441,7 +441,7 @@ static void test_progress(void **state)
     char *out = NULL;
     int rc = tu_run(&out, "cd '%s' && OPENBLAS_NUM_THREADS=1 '%s' --out prog --lm-L 1 --lm-d '' "
                     "--s2s-L '' --s2s-d '' --no-variants --lm-L-ref 1 --lm-d-ref 8 --h 2 "
-                    "--seeds 2 --probes 2 --runs 1 --steps 6 --eig-steps 60 --V 16 --rows 2 "
+                    "--seeds 2 --probes 2 --runs 1 --steps 6 --max-steps 60 --V 16 --rows 2 "
                     "--len 4 2>&1 >/dev/null", tu_tmpdir(), bin);
     if (rc)
         fail_msg("run failed (%d): %s", rc, out);

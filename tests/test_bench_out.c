@@ -1,8 +1,8 @@
 /* The benchmarks' CSV on standard output (-o -) comes alone: the report
  * goes to standard error then (bench/bench.h report_to_fit), to standard
  * output otherwise; -o FILE has its FILE.meta.json sidecar (bench_meta),
- * -o - and -o /dev/null none.  bench_curvature, the quick one, is run (make
- * builds it for this test). */
+ * -o - and -o /dev/null none.  bench_curvature, the quick one, and bench_mpi
+ * on a tiny model are run (make builds them for this test). */
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -49,6 +49,34 @@ static void test_csv_alone(void **s)
                 "'^bench_curvature: n = 1000' && test \"$(wc -l < bc.csv)\" = 21", dir, b);
     if (st || atoi(out) != 1)
         fail_msg("bench_curvature -o bc.csv: exit %d, '%s'", st, out);
+    free(out);
+}
+
+/* bench_mpi (one process, synthetic pairs, a tiny model): with -o - its
+ * appended row is standard output's only line, the table on standard error;
+ * with -o FILE the table on standard output. */
+static void test_mpi_csv_alone(void **s)
+{
+    (void)s;
+    char b[PATH_MAX + 32];
+    bench_path("bench_mpi", b, sizeof b);
+    char *out;
+    const char *dir = tu_tmpdir(), *run = "--src none.de --rows 12 --size 8,2,16,1 --max-tokens "
+                                          "256 --repeat 1 --steps 2";
+    int st = tu_run(&out, "cd '%s' && '%s' %s -o - 2>mpi_err.txt | awk -F, 'NF != 17 {print "
+                    "\"line \" NR \": \" $0} END {print NR \" lines\"}'", dir, b, run);
+    if (st || strcmp(out, "1 lines\n"))
+        fail_msg("bench_mpi -o -: exit %d, standard output checked: '%s'", st, out);
+    free(out);
+    st = tu_run(&out, "cd '%s' && grep -c '^bench_mpi: synthetic, 12 pairs\\|^ranks\\|^    1 ' "
+                "mpi_err.txt", dir);
+    if (st || atoi(out) != 3)
+        fail_msg("bench_mpi -o -: the table is not on standard error (%s lines)", out);
+    free(out);
+    st = tu_run(&out, "cd '%s' && rm -f bm.csv && '%s' %s -o bm.csv 2>/dev/null | grep -c "
+                "'^bench_mpi: synthetic' && test \"$(wc -l < bm.csv)\" = 1", dir, b, run);
+    if (st || atoi(out) != 1)
+        fail_msg("bench_mpi -o bm.csv: exit %d, '%s'", st, out);
     free(out);
 }
 
@@ -101,6 +129,7 @@ static void test_sidecar(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_csv_alone),
+                                       cmocka_unit_test(test_mpi_csv_alone),
                                        cmocka_unit_test(test_sidecar)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -231,7 +231,7 @@ static void test_blocks(void **s)
             int st = tu_run(&out, "cd '%s' && '%s' blocks --config ../w_%s.json --weights "
                             "../w_%s.safetensors --batch ../b1_%s.safetensors --batch "
                             "../b2_%s.safetensors --block '%s.0.*' --group '%s' --group '%s' "
-                            "--operator %s --probes 100 --eig-steps 200 --tol 1e-10 --runs 2 "
+                            "--operator %s --probes 100 --max-steps 200 --tol 1e-10 --runs 2 "
                             "--steps 15 -o b.csv --pairs p.csv --density d.csv --quiet "
                             "2>warn.txt; rc=$?; { [ $rc = 0 ] || [ $rc = 3 ]; } && "
                             "cat b.csv && echo PAIRS && cat p.csv && exit $rc",
@@ -376,8 +376,8 @@ static void test_hint(void **s)
          "positive semidefinite", NULL},
         {"--block dec.0.attn.bk", "a block zero to rounding (an attention key bias, say), and "
          "no larger block in this run", "step limit was reached"},
-        {"--block dec.0.attn.wq --eig-steps 3", "the step limit was reached (a larger "
-         "--eig-steps", "semidefinite"},
+        {"--block dec.0.attn.wq --max-steps 3", "the step limit was reached (a larger "
+         "--max-steps", "semidefinite"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *err;
@@ -410,29 +410,55 @@ static void test_header(void **s)
     free(err);
 }
 
-/* Progress inside a block: a run of more than 5 s prints 'block 1/1 *:
- * products J of at most 424, E s, at most about L s left' lines; a shorter
- * one none (its stderr as before).  Which of the two this machine gives is
- * read from the run's own closing line. */
+/* Progress inside a block (the run's cli_meter, each product reported):
+ * with LNK_TEST_PROGRESS=0 a line at every product, 'block I/N NAME: P%
+ * done  E s (about L left)', P the share of the plan (the products a block
+ * may take) done, as many lines as the closing line's products; the CSV the
+ * same as without the hook; a short run without it, and -q, no such line. */
 static void test_progress(void **s)
 {
     (void)s;
-    char *err;
-    int st = tu_run(&err, "cd '%s' && L='%s' && $L init --d 64 --h 4 --L 2 --V 200 --norm-pos "
-                    "pre -o wp.safetensors -q && $L batch --synthetic --config wp.json --rows 8 "
-                    "--len 32 --rng-seed 1 -o bp.safetensors -q && $L blocks --config wp.json "
-                    "--weights wp.safetensors --batch bp.safetensors --no-tensors --group '*' "
-                    "--operator ggn --probes 2 --runs 2 --steps 60 --eig-steps 300 -o pr.csv "
-                    "2>&1 >/dev/null", tu_tmpdir(), tu_lnkit());
-    const char *fin = strstr(err, "grid points, ");
-    double secs = fin ? atof(fin + strlen("grid points, ")) : -1;
-    const char *line = strstr(err, "lnkit blocks: block 1/1 *: products ");
-    if ((st != 0 && st != 3) || secs < 0 || (secs > 6 && !line) || (secs < 5 && line) ||
-        (line && !strstr(line, " of at most 424, ")) || (line && !strstr(line, " s left\n")))
-        fail_msg("lnkit blocks, %.2f s: exit %d, stderr '%s'", secs, st, err);
-    printf("blocks progress: a run of %.2f s, %s\n", secs, line ? "lines inside the block" :
-           "no lines inside the block");
+    char *err, *a, *b;
+    const char *run = "$L blocks --config wp.json --weights wp.safetensors --batch bp.safetensors "
+                      "--block 'dec.0.attn.w*' --probes 2 --runs 1 --steps 3";
+    int st = tu_run(&err, "cd '%s' && L='%s' && $L init --d 16 --h 2 --L 1 --V 40 --norm-pos "
+                    "pre -o wp.safetensors -q && $L batch --synthetic --config wp.json --rows 4 "
+                    "--len 12 --rng-seed 1 -o bp.safetensors -q && LNK_TEST_PROGRESS=0 %s -o "
+                    "p1.csv 2>&1 >/dev/null", tu_tmpdir(), tu_lnkit(), run);
+    const char *fin = strstr(err, " products, sigma ");
+    long products = 0;
+    while (fin && fin > err && fin[-1] != ' ')
+        fin--;
+    if (fin)
+        products = atol(fin);
+    int lines = 0, pc_last = -1;
+    for (const char *l = strstr(err, "lnkit blocks: block "); l;
+         l = strstr(l + 1, "lnkit blocks: block ")) {
+        int i, n, pc;
+        char name[64], left[64];
+        if (sscanf(l, "lnkit blocks: block %d/%d %63[^:]: %d%% done %*f s (about %63[^)])", &i,
+                   &n, name, &pc, left) != 5 || n != 4 || i < 1 || i > 4 ||
+            strncmp(name, "dec.0.attn.w", 12) || pc < pc_last || pc > 100 ||
+            !strstr(left, " left"))
+            fail_msg("lnkit blocks: a bad progress line: %.*s", (int)strcspn(l, "\n"), l);
+        pc_last = pc, lines++;
+    }
+    if ((st != 0 && st != 3) || products < 4 || lines != products)
+        fail_msg("lnkit blocks, LNK_TEST_PROGRESS=0: exit %d, %d lines for %ld products: %s", st,
+                 lines, products, err);
     free(err);
+    for (int q = 0; q < 2; q++) {
+        st = tu_run(&err, "cd '%s' && L='%s' && %s %s -o p2.csv 2>&1 >/dev/null", tu_tmpdir(),
+                    tu_lnkit(), run, q ? "-q" : "");
+        if ((st != 0 && st != 3) || strstr(err, "% done"))
+            fail_msg("lnkit blocks%s: exit %d, a progress line in a short run: %s",
+                     q ? " -q" : "", st, err);
+        free(err);
+        assert_int_equal(tu_run(&a, "cat '%s/p1.csv'", tu_tmpdir()), 0);
+        assert_int_equal(tu_run(&b, "cat '%s/p2.csv'", tu_tmpdir()), 0);
+        assert_string_equal(a, b);
+        free(a), free(b);
+    }
 }
 
 int main(void)

@@ -446,7 +446,7 @@ static void test_params_vector(void **s)
     lnk_config_clear(&c);
 }
 
-/* select -o writes the CSV of stdout and a sidecar; the default --tol is
+/* select -o writes the CSV of stdout and a sidecar; the default --hull-tol is
  * the study's 1e-12 (LNK_GEOM_SEL_TOL). */
 static void test_select_output(void **s)
 {
@@ -547,6 +547,49 @@ static void test_progress(void **s)
     free(a);
 }
 
+/* eigs, trace and density report their first pass over the data (the
+ * chunks' primal passes and the first product: 4 sweeps of 4 units a chunk
+ * of the L = 2 lm for H v or G v, 5 for F v, G's reverse sweep after H v's)
+ * as eval does; a short run, or -q, prints none; the results stay the same. */
+static void test_first_pass(void **s)
+{
+    (void)s;
+    setup_files();
+    char *a, *b;
+    const char *L = tu_lnkit(), *C = tu_path("w.json"), *W = tu_path("w.safetensors"),
+               *B = tu_path("b.safetensors"), *d = tu_tmpdir();
+    struct { const char *cmd, *args; int lines; } c[] = {
+        {"eigs", "-k 1 --max-steps 4", 16},
+        {"trace", "--probes 2 --batch %3$s", 32},
+        {"density", "--runs 1 --steps 3 --operator ggn", 16},
+        {"eigs", "-k 1 --max-steps 4 --operator functional --cache-mb 0", 20},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char args[600], cmd[1500], prefix[80];
+        snprintf(args, sizeof args, c[i].args, C, W, B);
+        snprintf(cmd, sizeof cmd, "'%s' %s --config %s --weights %s --batch %s %s", L,
+                 c[i].cmd, C, W, B, args);
+        snprintf(prefix, sizeof prefix, "lnkit %s: first pass over the data: ", c[i].cmd);
+        for (int q = 0; q < 3; q++) { /* the hook; none (a short run); the hook and -q */
+            assert_int_equal(tu_run(&a, "cd '%s' && %s %s -o fp%d.csv %s 2>fp.err >/dev/null; "
+                                    "grep ' done  ' fp.err || true", d, q == 1 ? "" :
+                                    "LNK_TEST_PROGRESS=0", cmd, q, q == 2 ? "-q" : ""), 0);
+            int n = progress_lines(a, prefix);
+            if (n != (q ? 0 : c[i].lines))
+                fail_msg("%s: %d progress lines, expected %d:\n%s", cmd, n, q ? 0 : c[i].lines,
+                         a);
+            free(a);
+        }
+        assert_int_equal(tu_run(&a, "cd '%s' && cat fp0.csv", d), 0);
+        for (int q = 1; q < 3; q++) {
+            assert_int_equal(tu_run(&b, "cd '%s' && cat fp%d.csv", d, q), 0);
+            assert_string_equal(a, b);
+            free(b);
+        }
+        free(a);
+    }
+}
+
 /* hvp --repeat N --json: the timings on standard output, under --quiet too;
  * the median over products 2..N when the primal pass is kept. */
 static void test_hvp_timing(void **s)
@@ -609,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_params_vector), cmocka_unit_test(test_params_output),
         cmocka_unit_test(test_select_output),
         cmocka_unit_test(test_progress),
+        cmocka_unit_test(test_first_pass),
         cmocka_unit_test(test_hvp_timing),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

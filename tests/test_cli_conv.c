@@ -593,7 +593,7 @@ static void test_long_work(void **s)
     has("density", e, "lnkit density: step 10/10");
     has("density", e, "s left");
     free(o), free(e);
-    int st = run(&o, &e, "blocks %s --block '*.ffn.*' --probes 2 --eig-steps 10 --runs 1 "
+    int st = run(&o, &e, "blocks %s --block '*.ffn.*' --probes 2 --max-steps 10 --runs 1 "
                  "--steps 5 -o bl.csv", C);
     assert_true(st == 0 || st == 3);
     has("blocks", e, "lnkit blocks: 4 blocks: 4 tensor(s) matched by --block '*.ffn.*'");

@@ -51,7 +51,7 @@ CASES=(
   "eigs|--config --weights --batch|e.csv e.meta.json|eigs ${M[*]} -k 2 --rng-seed 1 --quiet -o e.csv"
   "trace|--config --weights --batch|t.csv t.meta.json -|trace ${M[*]} --probes 4 --quiet -o t.csv"
   "density|--config --weights --batch|d.csv d.meta.json|density ${M[*]} --runs 2 --steps 6 --sigma-fraction 0.05 --quiet -o d.csv"
-  "blocks|--config --weights --batch|bl.csv bl.meta.json|blocks ${M[*]} --block '*.attn.wq' --probes 2 --eig-steps 64 --runs 1 --steps 6 --quiet -o bl.csv"
+  "blocks|--config --weights --batch|bl.csv bl.meta.json|blocks ${M[*]} --block '*.attn.wq' --probes 2 --max-steps 64 --runs 1 --steps 6 --quiet -o bl.csv"
   "select|--keys|sel.csv sel.meta.json|select --keys keys.csv -o sel.csv"
   "meta|--input --config --extra-file|REFUSED|meta -o r.csv --start 2026-01-01T00:00:00Z --seconds 1 --input text.txt --config m.json --extra-file extra.json --quiet -- prog"
 )

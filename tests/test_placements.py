@@ -67,7 +67,7 @@ def run(part, out, cfg, *extra):
 
 def dense(cfg, seed):
     m = lnkit.Model(cfg, seed=seed)
-    data = lnkit.Data.synthetic(m, B, T, seed=BATCH_SEED)
+    data = lnkit.Data.synthetic(m, B, T, rng_seed=BATCH_SEED)
     n = m.n_params
     mats = {}
     for op in ("hessian", "ggn"):
@@ -329,7 +329,7 @@ def test_eigs_checkpoint_resumes(tmp_path):
     import signal
     import time
     args = ["--part", "eigs", "--L", "2", "--d", "64", "--norm-pos", "peri", "--operator",
-            "functional", "--tol", "0", "--eig-steps", "120"]
+            "functional", "--tol", "0", "--max-steps", "120"]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     subprocess.run([DRIVER, "--out", str(tmp_path / "ref.csv"), "--quiet"] + args, check=True,
                    env=env)
@@ -374,7 +374,7 @@ def test_eigs_checkpoint_other_run(tmp_path):
     import signal
     import time
     args = ["--part", "eigs", "--L", "2", "--d", "64", "--operator", "hessian",
-            "--eig-steps", "120", "--checkpoint-every", "1"]
+            "--max-steps", "120", "--checkpoint-every", "1"]
     out, ck = tmp_path / "e.csv", tmp_path / "ck"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     p = subprocess.Popen([DRIVER, "--out", str(out), "--quiet", "--checkpoint", str(ck),
@@ -392,3 +392,43 @@ def test_eigs_checkpoint_other_run(tmp_path):
         r.stderr
     assert "--tol" in r.stderr and ck.exists() and not out.exists()
 
+
+
+def test_eigs_checkpoint_old_names(tmp_path):
+    """A checkpoint made with an option's old name (--eig-steps, as before
+    the rename) resumes with its new name (--max-steps): the identity keeps
+    the old name, so the run is the same; the rows are those of an
+    uninterrupted run, the sidecar keeps its key eig_steps, and the old name
+    is one warning line."""
+    import signal
+    import time
+    args = ["--part", "eigs", "--L", "2", "--d", "64", "--operator", "hessian", "--tol", "0"]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    ref, out, ck = tmp_path / "ref.csv", tmp_path / "e.csv", tmp_path / "ck"
+    subprocess.run([DRIVER, "--out", str(ref), "--quiet", "--max-steps", "120"] + args,
+                   check=True, env=env)
+    p = subprocess.Popen([DRIVER, "--out", str(out), "--checkpoint", str(ck),
+                          "--checkpoint-every", "1", "--eig-steps", "120"] + args, env=env,
+                         stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while not ck.exists() and p.poll() is None and time.time() - t0 < 60:
+        time.sleep(0.002)
+    first = ck.stat().st_ino if ck.exists() else None
+    while p.poll() is None and time.time() - t0 < 60:  # a save after the first
+        try:
+            if ck.stat().st_ino != first:
+                break
+        except FileNotFoundError:
+            pass
+        time.sleep(0.002)
+    p.send_signal(signal.SIGKILL)
+    err = p.communicate()[1]
+    assert ck.exists()
+    assert err.splitlines()[0] == ("placements: warning: --eig-steps is now --max-steps (the "
+                                   "old name goes in the next release)"), err
+    r = subprocess.run([DRIVER, "--out", str(out), "--quiet", "--checkpoint", str(ck),
+                        "--max-steps", "120"] + args, capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert out.read_bytes() == ref.read_bytes() and not ck.exists()
+    meta = json.load(open(str(out)[:-4] + ".meta.json"))
+    assert meta["products_before"] > 0 and meta["eig_steps"] == 120

@@ -482,7 +482,7 @@ static void test_cli_odd_names(void **state)
         setenv("ODD_W", w, 1), setenv("ODD_B", b, 1), setenv("ODD_K", k, 1);
         const char *runs[] = {"eigs -k 2 -o r.csv", "trace --probes 3 -o r.csv",
                               "density --runs 1 --steps 5 --sigma-fraction 0.05 -o r.csv",
-                              "blocks --block '*.wq' --probes 2 --eig-steps 64 --runs 1 --steps 5 "
+                              "blocks --block '*.wq' --probes 2 --max-steps 64 --runs 1 --steps 5 "
                               "-o r.csv", "select"};
         for (size_t c = 0; c < sizeof runs / sizeof *runs; c++) {
             int sel = !strncmp(runs[c], "select", 6);

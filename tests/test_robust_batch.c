@@ -124,7 +124,7 @@ static const comparison CMP[] = {
     {"eigs", "-k 2 --which both --tol 1e-10 -o OUT.csv", "OUT.csv", {"eigenvalue"}, 1e-8},
     {"trace", "--probes 20 -o OUT.csv", "OUT.csv", {"trace"}, 1e-10},
     {"density", "--runs 2 --steps 10 --sigma 0.2 -o OUT.csv", "OUT.csv", {"density"}, 1e-6},
-    {"blocks", "--block out.w --probes 10 --eig-steps 40 --tol 1e-10 --runs 1 --steps 6 "
+    {"blocks", "--block out.w --probes 10 --max-steps 40 --tol 1e-10 --runs 1 --steps 6 "
                "-o OUT.csv", "OUT.csv", {"frob", "top", "bottom"}, 1e-7},
 };
 

@@ -94,7 +94,7 @@ static const command CMDS[] = {
     {"density", "density --runs 1 --steps 4 --sigma 0.1",
      {{M}, {"-o", "d.csv"}, {"--nodes", "n.csv"}, {"--checkpoint", "ck"}},
      {MS, CSV("-o"), CSV("--nodes"), CK("--checkpoint")}},
-    {"blocks", "blocks --probes 2 --eig-steps 4 --runs 1 --steps 4 --block out.w",
+    {"blocks", "blocks --probes 2 --max-steps 4 --runs 1 --steps 4 --block out.w",
      {{M}, {"-o", "bl.csv"}, {"--pairs", "p.csv"}, {"--density", "bd.csv"}},
      {MS, CSV("-o"), CSV("--pairs"), CSV("--density")}},
     {"select", "select", {{"--keys", "keys.csv"}, {"-o", "s.csv"}},

@@ -120,7 +120,7 @@ static void test_not_converged(void **s)
     }
     /* blocks: too few steps for the extremes; then converged (with the
      * attention key biases, zero to rounding, among the blocks) */
-    st = run(&err, "blocks " M " --eig-steps 3 --probes 4 --runs 1 --steps 4 --quiet -o bl.csv");
+    st = run(&err, "blocks " M " --max-steps 3 --probes 4 --runs 1 --steps 4 --quiet -o bl.csv");
     if (st != 3 || lines(err) != 1 || !strstr(err, "blocks: warning: ") ||
         !strstr(err, "of 36 requested eigenpairs did not converge") ||
         !strstr(err, "3 of 3 Lanczos steps used"))
@@ -365,7 +365,7 @@ static void test_ranges(void **s)
     (void)s;
     setup();
     const char *cmds[] = {"density " M " --runs 1 --steps 6 --quiet -o o.csv",
-                          "blocks " M " --block out.w --probes 2 --eig-steps 4 --runs 1 "
+                          "blocks " M " --block out.w --probes 2 --max-steps 4 --runs 1 "
                           "--steps 4 --quiet -o o.csv"};
     for (int c = 0; c < 2; c++) {
         char a[600];

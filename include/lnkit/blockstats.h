@@ -111,8 +111,8 @@ int lnk_blockstat_unconverged(const lnk_blockstat *const *b, int nb, double *wor
  *     rounding that no larger block settled (lnk_blockstat_settle), or else
  *     rounding; with smaller residuals: rounding above the tolerance.
  * nm names the caller's settings in the advice: the step limit, the
- * tolerance, and how to add a block (a program's "--eig-steps", "--tol",
- * "--group or more tensors"; Python's "eig_steps", ...).  Cost O(nb). */
+ * tolerance, and how to add a block (a program's "--max-steps", "--tol",
+ * "--group or more tensors"; Python's "max_steps", ...).  Cost O(nb). */
 typedef struct {
     const char *steps, *tol, *more;
 } lnk_blockstat_names;

@@ -11,11 +11,13 @@ extension).
     H = m.hessian(data, block="*.attn.*")                # scipy LinearOperator
     r = lnkit.eigs(m, data, k=5, which="both")           # lnkit's Lanczos, with residuals
     t = lnkit.trace(m, data, method="hutchpp")           # as `lnkit trace`
-    b = lnkit.blocks(m, data, groups=["*.attn.*"])       # as `lnkit blocks`
+    b = lnkit.blocks(m, data, group=["*.attn.*"])        # as `lnkit blocks`
     m.params["dec.0.ffn.w2"]                             # a view into m.theta
 
 Defaults are the library's (its *_opts_default functions, which the lnkit
-program uses too): lnkit.defaults() lists them.
+program uses too): lnkit.defaults() lists them.  Keywords are the options of
+the command a function mirrors, '_' for '-' (rng_seed= is --rng-seed); the
+few older names still work for one release, with a DeprecationWarning.
 
 Errors of the library (and bad input: dtype, shape, NaN, missing files)
 raise lnkit.Error, a ValueError, with the library's one-line message.

@@ -13,6 +13,7 @@ from ._defaults import BLOCKS, DENSITY
 from ._lib import Error, lib, check, c_double_p
 from ._model import Model, _data_arg
 from ._operator import HessianOperator
+from ._names import renamed
 from ._curvature import _int, _float, SEED_MAX, warn_unconverged, kernel_width, sigma_of
 
 __all__ = ["blocks", "BlockStats"]
@@ -26,7 +27,8 @@ class BlockStats:
     or the group's globs), types[i] ("tensor" or "group"), n, frob, frob_se,
     frob2, frob2_se (||A_bb||_F, its square, standard errors), top,
     top_residual, top_converged, bottom, bottom_residual, bottom_converged,
-    eig_steps, node_min, node_max, applies (arrays over the blocks).  The
+    eig_steps (the Lanczos steps the extremes took, at most max_steps),
+    node_min, node_max, applies (arrays over the blocks).  The
     densities: t (the common grid), density [blocks x points], sigma (and
     the option that chose it: sigma_option, sigma_value);
     js [blocks x blocks]: the Jensen-Shannon distances (natural log, as
@@ -90,20 +92,28 @@ def _plan(model, pattern, groups):
     return names, types
 
 
-def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
-           probes=BLOCKS["probes"], eig_steps=BLOCKS["eig_steps"], tol=BLOCKS["tol"],
+@renamed("blocks", groups="group", tensors=("no_tensors", lambda t: not t,
+                                            ": tensors=False is no_tensors=True"),
+         eig_steps="max_steps", per_sigma="grid_per_sigma", seed="rng_seed")
+def blocks(m, data=None, group=(), no_tensors=False, block=None, operator=None,
+           probes=BLOCKS["probes"], max_steps=BLOCKS["max_steps"], tol=BLOCKS["tol"],
            runs=BLOCKS["runs"], steps=BLOCKS["steps"], sigma=None,
-           sigma_fraction=None, per_sigma=DENSITY["per_sigma"], seed=BLOCKS["seed"],
-           cache_mb=None, progress=None, sigma_variance=None, sigma_kappa=None):
+           sigma_fraction=None, grid_per_sigma=DENSITY["grid_per_sigma"],
+           rng_seed=BLOCKS["rng_seed"], cache_mb=None, progress=None, sigma_variance=None,
+           sigma_kappa=None):
     """Statistics of the diagonal blocks A_bb of the Hessian of the data-set
     loss (or of its Gauss-Newton or functional part: operator=), the numbers
     of `lnkit blocks` with the same options and defaults (the library's
     lnk_blockstat_opts_default: lnkit.defaults()["blocks"]).
 
     Blocks: one per tensor matched by `block` (comma-separated globs; None:
-    every tensor; tensors=False: none, as --no-tensors), then one per entry
-    of `groups` (each a comma-separated glob list, as --group; names must be
-    distinct).  m: an lnkit.Model with data, or an lnkit.HessianOperator
+    every tensor; no_tensors=True: none, as --no-tensors), then one per entry
+    of `group` (a comma-separated glob list, or a list of them, as --group
+    repeated; names must be distinct).  Keywords are the options of `lnkit
+    blocks` (max_steps: each block's Lanczos step limit for its extremes;
+    rng_seed: --rng-seed); the deprecated names groups=, tensors=,
+    eig_steps=, per_sigma=, seed= still work for one release, with a
+    DeprecationWarning.  m: an lnkit.Model with data, or an lnkit.HessianOperator
     (its model, data, weights and operator; its block is the `block`).
     The densities' kernel width: one of sigma, sigma_variance, sigma_kappa
     (with steps as its m), sigma_fraction (the default), as lnkit.density
@@ -112,22 +122,21 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
     total, block, elapsed); a true return value cancels the run.  A block
     whose extreme eigenvalues did not converge issues lnkit.ConvergenceWarning
     (the result is returned whole)."""
-    if isinstance(groups, str):
-        groups = [groups]
-    groups = [_patterns("groups", g) for g in groups]
+    groups = [group] if isinstance(group, str) else list(group or ())
+    groups = [_patterns("group", g) for g in groups]
     dup = sorted({g for g in groups if groups.count(g) > 1})
     if dup:
-        raise Error("groups: %s given more than once (the rows could not be told apart)"
+        raise Error("group: %s given more than once (the rows could not be told apart)"
                     % ", ".join(repr(g) for g in dup))
-    if not tensors and not groups:
-        raise Error("blocks: tensors=False without groups leaves no block")
+    if no_tensors and not groups:
+        raise Error("blocks: no_tensors=True without group leaves no block")
     kw = {"probes": _int("probes", probes, 2, 1 << 20),
-          "eig_steps": _int("eig_steps", eig_steps, 2, 1 << 20), "tol": _float("tol", tol),
+          "max_steps": _int("max_steps", max_steps, 2, 1 << 20), "tol": _float("tol", tol),
           "runs": _int("runs", runs, 1, 1 << 20), "steps": _int("steps", steps, 1, 1 << 20),
-          "seed": _int("seed", seed, 0, SEED_MAX)}
-    per_sigma = _float("per_sigma", per_sigma)
-    if per_sigma <= 0:
-        raise Error("per_sigma: expected a number > 0, got %r" % (per_sigma,))
+          "rng_seed": _int("rng_seed", rng_seed, 0, SEED_MAX)}
+    grid_per_sigma = _float("grid_per_sigma", grid_per_sigma)
+    if grid_per_sigma <= 0:
+        raise Error("grid_per_sigma: expected a number > 0, got %r" % (grid_per_sigma,))
     width = kernel_width("blocks", sigma, sigma_variance, sigma_kappa, sigma_fraction)
     if isinstance(m, HessianOperator):
         if data is not None or cache_mb is not None or block is not None:
@@ -145,12 +154,12 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
     else:
         raise Error("expected an lnkit.Model (with data) or an lnkit.HessianOperator, got %s"
                     % type(m).__name__)
-    pattern = (_patterns("block", block) or "*") if tensors else None
+    pattern = None if no_tensors else (_patterns("block", block) or "*")
     names, types = _plan(H.model, pattern, groups)
     o = _lib.BlockstatOpts()
     lib.lnk_blockstat_opts_default(ctypes.byref(o))
-    o.probes, o.eig_steps, o.eig_tol = kw["probes"], kw["eig_steps"], kw["tol"]
-    o.slq_runs, o.slq_steps, o.seed = kw["runs"], kw["steps"], kw["seed"]
+    o.probes, o.eig_steps, o.eig_tol = kw["probes"], kw["max_steps"], kw["tol"]
+    o.slq_runs, o.slq_steps, o.seed = kw["runs"], kw["steps"], kw["rng_seed"]
     st = [_lib.Blockstat() for _ in names]
     done = 0
     try:
@@ -176,10 +185,10 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
         ptrs = (ctypes.POINTER(_lib.Blockstat) * len(st))(*[ctypes.pointer(s) for s in st])
         lib.lnk_blockstat_settle(ptrs, len(st), kw["tol"])
         why = ctypes.create_string_buffer(1024)
-        names_c = _lib.BlockstatNames(b"eig_steps", b"tol", b"groups or more tensors")
-        lib.lnk_blockstat_why(ptrs, len(st), H.operator == "ggn", kw["eig_steps"],
+        names_c = _lib.BlockstatNames(b"max_steps", b"tol", b"group= or more tensors")
+        lib.lnk_blockstat_why(ptrs, len(st), H.operator == "ggn", kw["max_steps"],
                               ctypes.byref(names_c), why, len(why))
-        res = _collect(names, types, st, H, kw, width, per_sigma)
+        res = _collect(names, types, st, H, kw, width, grid_per_sigma)
     finally:
         for i in range(done):
             lib.lnk_blockstat_free(ctypes.byref(st[i]))
@@ -202,7 +211,7 @@ def blocks(m, data=None, groups=(), tensors=True, block=None, operator=None,
     return res
 
 
-def _collect(names, types, st, H, kw, width, per_sigma):
+def _collect(names, types, st, H, kw, width, grid_per_sigma):
     """The per-block arrays, the common grid and densities, the distances."""
     r = BlockStats()
     r.names, r.types, r.operator, r.probes = list(names), list(types), H.operator, kw["probes"]
@@ -227,7 +236,7 @@ def _collect(names, types, st, H, kw, width, per_sigma):
                     % (width[0], width[1], lo, hi, e), e.status) from None
     ptrs = (ctypes.POINTER(_lib.SlqResult) * nb)(*[ctypes.pointer(s.slq) for s in st])
     tp, npts = c_double_p(), ctypes.c_size_t()
-    check(lib.lnk_slq_grid_common(ptrs, nb, sigma, _lib.LNK_SLQ_PAD, per_sigma, MAX_GRID,
+    check(lib.lnk_slq_grid_common(ptrs, nb, sigma, _lib.LNK_SLQ_PAD, grid_per_sigma, MAX_GRID,
                                   ctypes.byref(tp), ctypes.byref(npts)))
     try:
         r.t = np.ctypeslib.as_array(tp, shape=(npts.value,)).copy()

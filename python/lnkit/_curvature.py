@@ -14,6 +14,7 @@ from ._defaults import EIGS, SLQ, TRACE, DENSITY, _MODES, _REORTH, _START
 from ._lib import Error, ConvergenceWarning, lib, check
 from ._model import Model, _data_arg
 from ._operator import HessianOperator
+from ._names import renamed
 
 __all__ = ["eigs", "density", "trace", "EigsResult", "Density", "Trace"]
 
@@ -227,8 +228,9 @@ class EigsResult:
                               self.requested, self.steps, self.stop))
 
 
+@renamed("eigs", seed="rng_seed")
 def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS["max_steps"],
-         mode=EIGS["mode"], reorth=None, seed=EIGS["seed"], block=None,
+         mode=EIGS["mode"], reorth=None, rng_seed=EIGS["rng_seed"], block=None,
          vectors=False, cache_mb=None, operator=None, progress=None):
     """The k largest (which="top"), smallest ("bottom") or both ("both": k
     of each) eigenvalues of the data-set loss Hessian (or of a block, or of
@@ -236,6 +238,8 @@ def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS
     with residuals computed explicitly: the same numbers as `lnkit eigs` with
     the same options, and the same defaults (the library's
     lnk_eigs_opts_default: lnkit.defaults()["eigs"]; tol is relative to max|l|).
+    Keywords are the options of `lnkit eigs` (rng_seed= is --rng-seed, the
+    start vector's seed; seed= is its deprecated name).
 
     m: an lnkit.Model with data (an lnkit.Data or batch file paths), or an
     lnkit.HessianOperator alone.  operator: "hessian" (default), "ggn" or
@@ -258,7 +262,7 @@ def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS
     k = _int("k", k, 1)
     max_steps = _int("max_steps", max_steps, 1)
     tol = _float("tol", tol)
-    seed = _int("seed", seed, 0, SEED_MAX)
+    rng_seed = _int("rng_seed", rng_seed, 0, SEED_MAX)
     H = _operator_of(m, data, block, cache_mb, operator)
     n = H.shape[0]
     if k > n:
@@ -274,7 +278,7 @@ def eigs(m, data=None, k=EIGS["k"], which="top", tol=EIGS["tol"], max_steps=EIGS
     o.tol = tol
     _set_lanczos(o, mode, reorth)
     o.vectors = 1 if vectors else 0
-    o.seed = seed
+    o.seed = rng_seed
     pr = _Progress(progress, True)
     o.progress = pr.cfunc
     op = H._operator()
@@ -349,8 +353,10 @@ class Density:
     reorth."""
 
 
+@renamed("density", seed="rng_seed", per_sigma="grid_per_sigma")
 def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
-            sigma_fraction=None, per_sigma=DENSITY["per_sigma"], seed=SLQ["seed"],
+            sigma_fraction=None, grid_per_sigma=DENSITY["grid_per_sigma"],
+            rng_seed=SLQ["rng_seed"],
             mode=SLQ["mode"], block=None, cache_mb=None, operator=None, progress=None,
             start_vectors=SLQ["start_vectors"], reorth=None, sigma_variance=None,
             sigma_kappa=None):
@@ -359,7 +365,9 @@ def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
     quadrature (lnk_slq; `lnkit density`): `runs` random start vectors
     (start_vectors: "rademacher" or "gaussian" entries), `steps` Lanczos
     steps each (mode, reorth: as in eigs); phi on a grid covering the nodes
-    +- 6 sigma with `per_sigma` points per sigma.
+    +- 6 sigma with `grid_per_sigma` points per sigma.  Keywords are the
+    options of `lnkit density` (rng_seed= is --rng-seed; seed= and
+    per_sigma= are deprecated names of rng_seed= and grid_per_sigma=).
 
     The Gaussian kernel's standard deviation, by one of four conventions
     (give at most one; docs/MODEL.md section 7, as `lnkit density`): sigma
@@ -370,17 +378,17 @@ def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
     defaults: the library's (lnkit.defaults()["density"])."""
     runs = _int("runs", runs, 1)
     steps = _int("steps", steps, 1)
-    seed = _int("seed", seed, 0, SEED_MAX)
-    per_sigma = _float("per_sigma", per_sigma)
-    if per_sigma <= 0:
-        raise Error("per_sigma: expected a number > 0, got %r" % (per_sigma,))
+    rng_seed = _int("rng_seed", rng_seed, 0, SEED_MAX)
+    grid_per_sigma = _float("grid_per_sigma", grid_per_sigma)
+    if grid_per_sigma <= 0:
+        raise Error("grid_per_sigma: expected a number > 0, got %r" % (grid_per_sigma,))
     _lanczos("density", mode, reorth)
     _choice("start_vectors", start_vectors, tuple(_START.values()))
     width = kernel_width("density", sigma, sigma_variance, sigma_kappa, sigma_fraction)
     H = _operator_of(m, data, block, cache_mb, operator)
     o = _lib.SlqOpts()
     lib.lnk_slq_opts_default(ctypes.byref(o))
-    o.runs, o.steps, o.seed = runs, steps, seed
+    o.runs, o.steps, o.seed = runs, steps, rng_seed
     o.start = {v: k for k, v in _START.items()}[start_vectors]
     _set_lanczos(o, mode, reorth)
     pr = _Progress(progress, False)
@@ -401,7 +409,7 @@ def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
         sigma = sigma_of(width, r.node_min, r.node_max, steps)
         if not sigma > 0:
             raise Error("sigma: expected a number > 0, got %r" % (sigma,))
-        npts = lib.lnk_slq_grid_size(ctypes.byref(r), sigma, _lib.LNK_SLQ_PAD, per_sigma)
+        npts = lib.lnk_slq_grid_size(ctypes.byref(r), sigma, _lib.LNK_SLQ_PAD, grid_per_sigma)
         if npts < 2 or npts > 10**8:
             raise Error("density: %d grid points for sigma %g (expected 2 to 1e8)" % (npts, sigma))
         d.t = np.empty(npts)
@@ -420,24 +428,36 @@ def density(m, data=None, runs=SLQ["runs"], steps=SLQ["steps"], sigma=None,
 
 
 class Trace:
-    """A trace estimate: trace, std_error, method ("hutchinson" or
-    "hutchpp"), probes (products used), samples (random quadratic forms
-    averaged), sketch and deflated (Hutch++: the sketch size s and
-    tr(Q^T A Q)), operator, elapsed."""
+    """A trace estimate: trace, stderr (its standard error: the column and
+    JSON key of `lnkit trace`), method ("hutchinson" or "hutchpp"), probes
+    (products used), samples (random quadratic forms averaged), sketch and
+    deflated (Hutch++: the sketch size s and tr(Q^T A Q)), operator,
+    elapsed."""
+
+    @property
+    def std_error(self):
+        """Deprecated name of stderr (removed in the next release)."""
+        warnings.warn("lnkit.Trace.std_error is deprecated, use .stderr (the column and JSON key "
+                      "of `lnkit trace`); std_error will be removed in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return self.stderr
 
     def __repr__(self):
         return "lnkit.Trace(%s: %.10g +- %.3g, %d probes)" % (self.method, self.trace,
-                                                            self.std_error, self.probes)
+                                                            self.stderr, self.probes)
 
 
-def trace(m, data=None, probes=TRACE["probes"], method=TRACE["method"], seed=TRACE["seed"],
+@renamed("trace", seed="rng_seed")
+def trace(m, data=None, probes=TRACE["probes"], method=TRACE["method"],
+          rng_seed=TRACE["rng_seed"],
           block=None, cache_mb=None, operator=None, progress=None):
     """The trace of the data-set loss Hessian (or a block, or its
     Gauss-Newton or functional part: operator=) with its standard error, as
     `lnkit trace`: method "hutchinson" (Rademacher probes) or "hutchpp"
     (Hutch++: a third of the budget sketches the top subspace, whose trace
-    is taken exactly); probes: the budget of products.  Defaults: the
-    library's lnk_trace_opts_default (lnkit.defaults()["trace"]).
+    is taken exactly); probes: the budget of products; rng_seed: the
+    probes' seed, as --rng-seed (seed= is its deprecated name).  Defaults:
+    the library's lnk_trace_opts_default (lnkit.defaults()["trace"]).
     progress: None or a function called after each product with a dict
     (done, total, elapsed); a true return value cancels the run."""
     _choice("method", method, ("hutchinson", "hutchpp"))
@@ -445,12 +465,12 @@ def trace(m, data=None, probes=TRACE["probes"], method=TRACE["method"], seed=TRA
     if method == "hutchpp" and probes < 4:
         raise Error("probes: Hutch++ needs at least 4 (a sketch of probes/3 >= 1 and 2 residual "
                     "probes), got %d" % probes)
-    seed = _int("seed", seed, 0, SEED_MAX)
+    rng_seed = _int("rng_seed", rng_seed, 0, SEED_MAX)
     H = _operator_of(m, data, block, cache_mb, operator)
     o = _lib.TraceOpts()
     lib.lnk_trace_opts_default(ctypes.byref(o))
     o.method = _lib.LNK_TRACE_HUTCHPP if method == "hutchpp" else _lib.LNK_TRACE_HUTCHINSON
-    o.probes, o.seed = probes, seed
+    o.probes, o.seed = probes, rng_seed
     pr = _Progress(progress, False)
     o.progress = pr.cfunc
     op = H._operator()
@@ -462,7 +482,7 @@ def trace(m, data=None, probes=TRACE["probes"], method=TRACE["method"], seed=TRA
     if not (np.isfinite(r.trace) and np.isfinite(r.std_error)):
         raise Error("trace: the estimate is not finite (%g +- %g)" % (r.trace, r.std_error), 6)
     t = Trace()
-    t.trace, t.std_error, t.probes, t.samples = r.trace, r.std_error, r.probes, r.samples
+    t.trace, t.stderr, t.probes, t.samples = r.trace, r.std_error, r.probes, r.samples
     t.sketch, t.deflated, t.elapsed = r.sketch, r.deflated, r.elapsed
     t.method, t.operator = lib.lnk_trace_method_name(o.method).decode(), H.operator
     return t

@@ -35,6 +35,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import Error, lib, check
+from ._names import renamed
 
 __all__ = ["Data"]
 
@@ -103,7 +104,7 @@ class Data:
         Data(["b1.safetensors", "b2.safetensors"], chunk=64)
         Data.from_arrays(tgt=ids)                 # lm: tgt [B, T+1] int
         Data.from_arrays(src=ids, labels=lab)     # cls; seq2seq: src and tgt
-        Data.synthetic(model, batch=8, length=16, seed=1)
+        Data.synthetic(model, rows=8, len=16, rng_seed=1)
 
     The files are read when a model first uses the data (their contents are
     checked against that model: task, ids within the vocabulary); a missing
@@ -191,24 +192,27 @@ class Data:
         return self
 
     @classmethod
-    def synthetic(cls, model, batch=8, length=16, seed=0, chunk=None):
+    @renamed("Data.synthetic", batch="rows", length="len", seed="rng_seed")
+    def synthetic(cls, model, rows=8, len=16, rng_seed=0, chunk=None):
         """Synthetic token ids for model (lnk_batch_synthetic, as `lnkit batch
-        --synthetic --rows batch --len length --rng-seed seed`, with its
-        defaults): ids uniform in [4, V), rows of `length` positions; seed in
-        --rng-seed's range, so the program can make the same batch."""
-        for name, v, lo in (("batch", batch, 1), ("length", length, 1), ("seed", seed, 0)):
+        --synthetic --rows R --len T --rng-seed N`, with its names and
+        defaults): `rows` rows of `len` positions, ids uniform in [4, V);
+        rng_seed in --rng-seed's range, so the program can make the same
+        batch.  batch=, length=, seed= are deprecated names of rows=, len=,
+        rng_seed=."""
+        for name, v, lo in (("rows", rows, 1), ("len", len, 1), ("rng_seed", rng_seed, 0)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo or \
                     v > 2**31 - 1:
                 raise Error("data: synthetic: %s: expected an integer from %d to %d, got %r"
                             % (name, lo, 2**31 - 1, v))
         b = _lib.Batch()
-        check(lib.lnk_batch_synthetic(model._m, int(batch), int(length), int(seed),
+        check(lib.lnk_batch_synthetic(model._m, int(rows), int(len), int(rng_seed),
                                       ctypes.byref(b)))
         try:
             arrays = {}
-            for name, rows, cols in (("src", b.B, b.S), ("tgt", b.B, b.T), ("labels", b.B, b.S)):
+            for name, cols in (("src", b.S), ("tgt", b.T), ("labels", b.S)):
                 p = getattr(b, name)
-                arrays[name] = (np.ctypeslib.as_array(p, shape=(rows, cols)).copy()
+                arrays[name] = (np.ctypeslib.as_array(p, shape=(b.B, cols)).copy()
                                 if p and cols > 0 else None)
         finally:
             lib.lnk_batch_free(ctypes.byref(b))

@@ -120,3 +120,5 @@ def read_safetensors(path):
 def pytest_configure(config):
     # a ConvergenceWarning a test does not expect (pytest.warns) fails it
     config.addinivalue_line("filterwarnings", "error::lnkit.ConvergenceWarning")
+    # a deprecated keyword (or key) used anywhere but where a test expects it
+    config.addinivalue_line("filterwarnings", r"error:lnkit\.:DeprecationWarning")

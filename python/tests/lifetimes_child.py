@@ -24,7 +24,7 @@ import lnkit
 NAME, CONFIG, WEIGHTS, BATCH = sys.argv[1:5]
 DATA = lnkit.Data(BATCH)
 MODEL = lnkit.Model.load(CONFIG, WEIGHTS)
-SMALL = dict(probes=2, eig_steps=6, runs=1, steps=4)
+SMALL = dict(probes=2, max_steps=6, runs=1, steps=4)
 
 
 def model():
@@ -67,7 +67,7 @@ FACTORIES = {
                                 max_steps=20),
     "Density": lambda: lnkit.density(operator(), runs=2, steps=5),
     "Trace": lambda: lnkit.trace(operator(), probes=6, method="hutchpp"),
-    "BlockStats": lambda: quiet(lnkit.blocks, model(), data(), groups=["*.ffn.*"],
+    "BlockStats": lambda: quiet(lnkit.blocks, model(), data(), group=["*.ffn.*"],
                                 block="dec.0.attn.w*", **SMALL),
 }
 

@@ -80,7 +80,7 @@ def test_ggn_bottom_named(md):
 def test_blocks_warn(md):
     m, d = md
     with pytest.warns(lnkit.ConvergenceWarning, match="of 2 blocks") as rec:
-        b = lnkit.blocks(m, d, block="dec.0.ffn.w1,out.w", eig_steps=3, probes=2, runs=1,
+        b = lnkit.blocks(m, d, block="dec.0.ffn.w1,out.w", max_steps=3, probes=2, runs=1,
                          steps=3)
     assert not b.all_converged
     failed, requested, _, tol, steps = parse(str(rec[0].message))
@@ -95,7 +95,7 @@ def test_blocks_hint(md):
     m, d = md
     small = dict(probes=2, runs=1, steps=3)
     with pytest.warns(lnkit.ConvergenceWarning, match="step limit was reached"):
-        lnkit.blocks(m, d, block="dec.0.ffn.w1", eig_steps=3, **small)
+        lnkit.blocks(m, d, block="dec.0.ffn.w1", max_steps=3, **small)
     with pytest.warns(lnkit.ConvergenceWarning) as rec:
         b = lnkit.blocks(m, d, block="dec.0.attn.wv", operator="ggn", tol=1e-12, **small)
     msg = str(rec[0].message)
@@ -104,4 +104,4 @@ def test_blocks_hint(md):
     assert (b.bottom >= -1e-8 * np.abs(b.top)).all()
     with pytest.warns(lnkit.ConvergenceWarning, match="no larger block in this run"):
         b = lnkit.blocks(m, d, block="dec.0.attn.bk", **small)
-    assert b.eig_steps[0] < lnkit.defaults()["blocks"]["eig_steps"]
+    assert b.eig_steps[0] < lnkit.defaults()["blocks"]["max_steps"]

@@ -52,7 +52,7 @@ def test_curvature_of_two_files(pre):
     r1 = lnkit.eigs(m, one, k=2, which="both", tol=1e-10)
     t1 = lnkit.trace(m, one, probes=10)
     d1 = lnkit.density(m, one, runs=2, steps=10)
-    b1 = lnkit.blocks(m, one, tensors=False, groups=["*.attn.*"], probes=4, runs=1, steps=8)
+    b1 = lnkit.blocks(m, one, no_tensors=True, group=["*.attn.*"], probes=4, runs=1, steps=8)
     for d in (pair, lnkit.Data(pair, chunk=3)):
         r = lnkit.eigs(m, d, k=2, which="both", tol=1e-10)
         assert rel_err(r.values, r1.values) <= 1e-10
@@ -60,5 +60,5 @@ def test_curvature_of_two_files(pre):
         assert t.trace == pytest.approx(t1.trace, rel=1e-10)
         dd = lnkit.density(m, d, runs=2, steps=10)
         assert rel_err(np.concatenate(dd.nodes), np.concatenate(d1.nodes)) <= 1e-9
-        b = lnkit.blocks(m, d, tensors=False, groups=["*.attn.*"], probes=4, runs=1, steps=8)
+        b = lnkit.blocks(m, d, no_tensors=True, group=["*.attn.*"], probes=4, runs=1, steps=8)
         assert b.frob == pytest.approx(b1.frob, rel=1e-10)

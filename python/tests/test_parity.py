@@ -33,12 +33,12 @@ def meta(path):
 def test_defaults_are_the_librarys():
     d = lnkit.defaults()
     assert d["eigs"] == {"k": 5, "max_steps": 200, "tol": 1e-6, "mode": "full",
-                         "reorth": "partial", "seed": 0}
-    assert d["trace"] == {"method": "hutchinson", "probes": 100, "seed": 0}
+                         "reorth": "partial", "rng_seed": 0}
+    assert d["trace"] == {"method": "hutchinson", "probes": 100, "rng_seed": 0}
     assert (d["density"]["runs"], d["density"]["steps"]) == (10, 80)
     assert (d["density"]["start_vectors"], d["density"]["mode"], d["density"]["reorth"]) == (
         "rademacher", "full", "partial")
-    assert (d["blocks"]["probes"], d["blocks"]["eig_steps"], d["blocks"]["tol"]) == (30, 100, 1e-6)
+    assert (d["blocks"]["probes"], d["blocks"]["max_steps"], d["blocks"]["tol"]) == (30, 100, 1e-6)
     import inspect
     sig = inspect.signature(lnkit.eigs).parameters
     assert sig["tol"].default == d["eigs"]["tol"] and sig["k"].default == d["eigs"]["k"]
@@ -103,8 +103,8 @@ def test_trace_equals_cli(md, pre, method):
     assert (r.method, r.probes) == (t["method"], t["probes"]) == (
         meta(out)["method"], meta(out)["probes"])
     assert r.trace == pytest.approx(t["trace"], rel=TOL)
-    assert r.std_error == pytest.approx(t["stderr"], rel=1e-10)
-    r2 = lnkit.trace(m, data, seed=3, block="*.attn.*", probes=20, **kw)
+    assert r.stderr == pytest.approx(t["stderr"], rel=1e-10)
+    r2 = lnkit.trace(m, data, rng_seed=3, block="*.attn.*", probes=20, **kw)
     t2 = json.loads(cli(pre, "trace", *args, "--rng-seed", 3, "--block", "*.attn.*",
                         "--probes", 20, "--json", "--quiet"))
     assert r2.trace == pytest.approx(t2["trace"], rel=TOL)
@@ -142,12 +142,12 @@ def test_blocks_equal_cli(md, pre):
     o, p, dn = (pre.path("par_blocks_%s.csv" % x) for x in ("o", "pairs", "density"))
     cli(pre, "blocks", "--block", "dec.1.attn.w*", "--group", "*.ffn.*", "--group", "dec.0.*",
         "-o", o, "--pairs", p, "--density", dn, "--quiet", ok=(0, 3))
-    b = lnkit.blocks(m, data, block="dec.1.attn.w*", groups=["*.ffn.*", "dec.0.*"])
+    b = lnkit.blocks(m, data, block="dec.1.attn.w*", group=["*.ffn.*", "dec.0.*"])
     rows = list(csv.DictReader(open(o)))
     assert [r["block"] for r in rows] == b.names and len(rows) == 6
     side = meta(o)
     assert (side["probes"], side["eig_steps"], side["tol"], side["runs"], side["steps"]) == (
-        b.probes, lnkit.defaults()["blocks"]["eig_steps"], lnkit.defaults()["blocks"]["tol"],
+        b.probes, lnkit.defaults()["blocks"]["max_steps"], lnkit.defaults()["blocks"]["tol"],
         lnkit.defaults()["blocks"]["runs"], lnkit.defaults()["blocks"]["steps"])
     assert side["sigma"] == pytest.approx(b.sigma, rel=TOL)
     for mine, theirs in zip(b.rows(), rows):
@@ -173,25 +173,25 @@ def test_blocks_options(md):
     m, data = md
     H = m.hessian(data, operator="ggn", block="out.w")
     with pytest.warns(lnkit.ConvergenceWarning, match="bottom_converged"):  # G's zero cluster
-        b = lnkit.blocks(H, probes=4, runs=1, steps=6, eig_steps=30, sigma=0.1, groups=["*.b1"])
+        b = lnkit.blocks(H, probes=4, runs=1, steps=6, max_steps=30, sigma=0.1, group=["*.b1"])
     assert b.names == ["out.w", "*.b1"] and b.types == ["tensor", "group"]
     assert b.operator == "ggn" and (b.bottom >= -1e-8 * np.abs(b.top)).all()
     assert b.sigma == 0.1 and b.js.shape == (2, 2) and b.js[0, 1] == b.js[1, 0] > 0
     assert np.all(np.abs(np.trapz(b.density, b.t, axis=1) - 1) < 1e-6)
     assert H.n_products == 0               # H itself was not used (a new workspace was)
     with pytest.raises(lnkit.Error, match="more than once"):
-        lnkit.blocks(m, data, groups=["*.b1", "*.b1"])
+        lnkit.blocks(m, data, group=["*.b1", "*.b1"])
     with pytest.raises(lnkit.Error, match="no block"):
-        lnkit.blocks(m, data, tensors=False)
+        lnkit.blocks(m, data, no_tensors=True)
     with pytest.raises(lnkit.Error, match="enc"):
-        lnkit.blocks(m, data, groups=["enc.*"])
+        lnkit.blocks(m, data, group=["enc.*"])
     with pytest.raises(lnkit.Error, match="cancel"):
-        lnkit.blocks(m, data, block="out.w", probes=2, runs=1, steps=3, eig_steps=5,
+        lnkit.blocks(m, data, block="out.w", probes=2, runs=1, steps=3, max_steps=5,
                      progress=lambda p: True)
 
 
 def test_seed_range_is_the_programs(md, pre):
-    """seed= takes what --rng-seed takes, so any Python run can be repeated
+    """rng_seed= takes what --rng-seed takes, so any Python run can be repeated
     with the lnkit program."""
     import subprocess
     from conftest import lnkit_bin
@@ -201,7 +201,7 @@ def test_seed_range_is_the_programs(md, pre):
                             pre.weights, "--batch", pre.batch, "--probes", "2", "--rng-seed",
                             str(seed), "--quiet"], capture_output=True, text=True)
         try:
-            lnkit.trace(m, data, probes=2, seed=seed)
+            lnkit.trace(m, data, probes=2, rng_seed=seed)
             py_ok = True
         except lnkit.Error as e:
             py_ok = False
@@ -246,7 +246,7 @@ def refused(pre, cmd, *args):
     (["--sigma-kappa", "3", "--start-vectors", "gaussian"],
      {"sigma_kappa": 3, "start_vectors": "gaussian"}),
     (["--reorth", "always", "--sigma", "0.05"], {"reorth": "always", "sigma": 0.05}),
-    (["--mode", "light", "--grid-per-sigma", "6"], {"mode": "light", "per_sigma": 6})])
+    (["--mode", "light", "--grid-per-sigma", "6"], {"mode": "light", "grid_per_sigma": 6})])
 def test_density_options_equal_cli(md, pre, args, kw):
     """Every option of `lnkit density` has its keyword, with the same
     meaning: the same grid and density, and the sidecar's settings."""
@@ -317,6 +317,40 @@ def test_hvp_operator_equals_cli(md, pre, op):
         m.hvp(data, v, operator="gauss-newton")
 
 
+@pytest.mark.parametrize("op", ["hessian", "ggn"])
+def test_hvp_block_equals_cli(md, pre, op):
+    """`lnkit hvp --block P [--chunk N]` writes A_bb v_b in the block, 0 outside
+    it (v whole, its other entries unused): the block part is m.hvp(v_b,
+    block=P), and the whole product of v cut to the block, restricted to it."""
+    import fnmatch
+    m, data = md
+    P = "dec.0.attn.*,*.ffn.w2"
+    inb = np.zeros(m.n_params, dtype=bool)
+    for name in m.names:
+        if any(fnmatch.fnmatchcase(name, g) for g in P.split(",")):
+            off, size, _ = m.offset(name)
+            inb[off:off + size] = True
+    assert 0 < inb.sum() < m.n_params
+    v = m.load_vector(pre.vector)
+    assert np.all(v[~inb] != 0)                      # the entries the block must not use
+    cut = np.where(inb, v, 0.0)
+    vcut = pre.path("par_hvp_cut.safetensors")
+    m.save_vector(vcut, cut)
+    whole = pre.path("par_hvp_whole_%s.safetensors" % op)
+    cli(pre, "hvp", "--operator", op, "--vector", vcut, "-o", whole, "--quiet")
+    full = m.load_vector(whole)[inb]                 # (A v_cut) restricted to the block
+    mine = m.hvp(data, v[inb], block=P, operator=op)
+    assert rel_err(mine, full) <= TOL
+    for chunk in ([], ["--chunk", "2"]):
+        out = pre.path("par_hvp_block_%s.safetensors" % op)
+        cli(pre, "hvp", "--operator", op, "--block", P, *chunk, "--vector", pre.vector, "-o",
+            out, "--quiet")
+        theirs = m.load_vector(out)
+        assert rel_err(theirs[inb], mine) <= TOL
+        assert rel_err(theirs[inb], full) <= TOL
+        assert np.all(theirs[~inb] == 0)
+
+
 def test_reorth_only_with_full_mode(md, pre):
     """reorth given with mode='light' is refused in the program's words; left
     out it is the library's default, which the result records as the sidecar
@@ -356,9 +390,9 @@ def test_synthetic_defaults_and_seed_range_equal_cli(md, pre):
     assert m.loss(d) == m.loss([out])
     seed = lnkit._curvature.SEED_MAX
     run("batch", "--synthetic", "--config", pre.config, "--rng-seed", seed, "-o", out, "--quiet")
-    assert m.loss(lnkit.Data.synthetic(m, seed=seed)) == m.loss([out])
+    assert m.loss(lnkit.Data.synthetic(m, rng_seed=seed)) == m.loss([out])
     r = subprocess.run([lnkit_bin(), "batch", "--synthetic", "--config", pre.config, "--rng-seed",
                         str(seed + 1), "-o", out, "--quiet"], capture_output=True, text=True)
     assert r.returncode == 2 and "--rng-seed" in r.stderr
     with pytest.raises(lnkit.Error, match="seed"):
-        lnkit.Data.synthetic(m, seed=seed + 1)
+        lnkit.Data.synthetic(m, rng_seed=seed + 1)

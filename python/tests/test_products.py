@@ -123,7 +123,7 @@ def test_arrays_and_synthetic_equal_files(files):
     v = m.load_vector(files.vector)
     assert np.array_equal(m.hvp(a, v), m.hvp(f, v))
     b = read_batch_flags(files)
-    syn = lnkit.Data.synthetic(m, batch=b["--rows"], length=b["--len"], seed=1)
+    syn = lnkit.Data.synthetic(m, rows=b["--rows"], len=b["--len"], rng_seed=1)
     assert m.loss(syn) == m.loss(f)
 
 

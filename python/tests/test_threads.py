@@ -16,7 +16,7 @@ import lnkit
 def big():
     """A product of about 0.1 to 0.5 s on one thread."""
     m = lnkit.Model({"d": 128, "h": 4, "L": 4, "V": 1000}, seed=0)
-    return m, lnkit.Data.synthetic(m, batch=8, length=64, seed=1)
+    return m, lnkit.Data.synthetic(m, rows=8, len=64, rng_seed=1)
 
 
 def test_products_release_the_gil(big):

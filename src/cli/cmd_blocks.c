@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/curv.h"
+#include "front/progress.h"
 #include "lnkit/blockstats.h"
 
 #define MAX_GROUPS 64
@@ -44,8 +45,9 @@ static const cli_opt opts[] = {
      .help = "no per-tensor blocks: only the groups"},
     {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(T, bo.probes), .min = 2, .max = 1 << 20,
      .flags = CLI_META, .help = "Hutchinson probes for ||A_bb||_F"},
-    {.type = CLI_INT, .name = "eig-steps", .arg = "M", CLI_AT(T, bo.eig_steps), .min = 2,
-     .max = 1 << 20, .flags = CLI_META, .help = "Lanczos step limit for the extremes"},
+    {.type = CLI_INT, .name = "max-steps", .was = "eig-steps", .arg = "M",
+     CLI_AT(T, bo.eig_steps), .min = 2, .max = 1 << 20, .flags = CLI_META,
+     .help = "Lanczos step limit for the extremes"},
     CLI_OPT_TOL(T, bo.eig_tol, CLI_META, "residual tolerance of the extremes, relative to the "
                 "block's max|l|"),
     {.type = CLI_INT, .name = "runs", .arg = "N", CLI_AT(T, bo.slq_runs), .min = 1,
@@ -85,7 +87,7 @@ const cli_cmd cmd_blocks_decl = {
     .size = sizeof(blocks_args),
     .defaults = defaults,
     .example = "--config CONFIG --weights WEIGHTS --batch BATCH --block 'dec.0.attn.*' "
-               "--probes 2 --eig-steps 40 --runs 1 --steps 4 -o OUT",
+               "--probes 2 --max-steps 40 --runs 1 --steps 4 -o OUT",
 };
 
 typedef struct {
@@ -202,30 +204,18 @@ static void densities(block_row *b, int nb, const cli_sigma_opts *sg, int steps,
 }
 
 /* Progress inside a block: the block's operator wrapped, each product
- * counted, a line at most every PROGRESS_EVERY seconds once the run has
- * taken that long (short runs print only the per-block lines).  The products
- * themselves are the wrapped operator's, untouched. */
-#define PROGRESS_EVERY 5.0
+ * reported to the run's meter (cli_meter: planned at most `per_block` products
+ * a block); the products themselves are the wrapped operator's, untouched. */
 typedef struct {
     lnk_operator in;
-    const char *name;
-    int i, nb;
-    long done, per_block, total, all_done; /* this block's products, the run's */
-    double t0, last;
+    cli_meter pr;
 } counted_op;
 
 static int counted_apply(void *ctx, const double *x, double *y)
 {
     counted_op *c = ctx;
     int st = c->in.apply(c->in.ctx, x, y);
-    c->done++, c->all_done++;
-    double now = lnk_now(), el = now - c->t0;
-    if (el >= PROGRESS_EVERY && now - c->last >= PROGRESS_EVERY) {
-        c->last = now;
-        cli_say("block %d/%d %s: products %ld of at most %ld, %.0f s, at most about %.0f s "
-                "left\n", c->i + 1, c->nb, c->name, c->done, c->per_block, el,
-                el / (double)c->all_done * (double)(c->total - c->i * c->per_block - c->done));
-    }
+    cli_meter_add(&c->pr, 1);
     return st;
 }
 
@@ -243,14 +233,8 @@ static void say_plan(int nb, int n_tensors, const char *tensor_pat, int n_groups
                 tensor_pat ? "; --block '" : "", tensor_pat ? tensor_pat : "",
                 tensor_pat ? "' selects none" : "");
     cli_say("; at most %ld products (%ld a block)\n", per_block * nb, per_block);
-    /* G is positive semidefinite, so is each G_bb: say before the run why its
-     * bottom extremes may take every step */
     if (op_kind == LNK_OP_GGN)
-        cli_say("--operator ggn: each block G_bb is positive semidefinite, so its bottom "
-                "eigenvalue is >= 0 and usually in a cluster at 0 that Lanczos resolves slowly: "
-                "the bottom extremes may take all %d --eig-steps and stay unconverged by their "
-                "residuals; each bottom value v still bounds the block's smallest eigenvalue "
-                "to [0, v]\n", eig_steps);
+        cli_say_ggn_bottom(NULL, 1, eig_steps, "--max-steps");
 }
 
 /* Each block's statistics in turn (its operator counted: the progress
@@ -258,13 +242,15 @@ static void say_plan(int nb, int n_tensors, const char *tensor_pat, int n_groups
 static void compute_blocks(lnk_hessian *h, block_row *b, int nb, const lnk_blockstat_opts *bo,
                            long per_block, double t0)
 {
-    counted_op cop = {.nb = nb, .per_block = per_block, .total = per_block * nb, .t0 = t0,
-                      .last = t0};
+    counted_op cop;
+    cli_meter_start(&cop.pr, (double)per_block * nb);
+    char what[600];
     for (int i = 0; i < nb; i++) {
         if (lnk_hessian_set_block(h, b[i].name) != LNK_OK) /* agreed over the ranks */
             cli_die_lib();
         cop.in = lnk_hessian_operator(h);
-        cop.name = b[i].name, cop.i = i, cop.done = 0;
+        snprintf(what, sizeof what, "block %d/%d %s", i + 1, nb, b[i].name);
+        cop.pr.what = what, cop.pr.done = (double)i * per_block; /* a block may end early */
         lnk_operator op = {cop.in.n, &cop, counted_apply, cop.in.group};
         check_named(lnk_blockstat_compute(&op, bo, &b[i].st), "block", b[i].name);
         double el = lnk_now() - t0, left = el / (i + 1) * (nb - i - 1);
@@ -311,7 +297,7 @@ int cmd_blocks(int argc, char **argv)
     block_row *b = make_rows(s.m, &sel, groups, n_groups);
     cli_curv_say(&s); /* after the globs' check: a refused run is one line */
     /* what the run works on and how long it may take: every block costs at most
-     * probes + eig-steps + 2 + runs x steps products */
+     * probes + max-steps + 2 + runs x steps products */
     long per_block = bo.probes + bo.eig_steps + 2 + (long)bo.slq_runs * bo.slq_steps;
     say_plan(nb, tensors ? sel.n_tensors : -1, tensor_pat, n_groups, per_block, co->op_kind,
              bo.eig_steps);
@@ -327,7 +313,7 @@ int cmd_blocks(int argc, char **argv)
                                                      &worst_res, &max_steps);
     char hint[1024]; /* why, if some did not converge */
     lnk_blockstat_why((const lnk_blockstat *const *)st, nb, co->op_kind == LNK_OP_GGN,
-                      bo.eig_steps, &(lnk_blockstat_names){"--eig-steps", "--tol",
+                      bo.eig_steps, &(lnk_blockstat_names){"--max-steps", "--tol",
                       "--group or more tensors"}, hint, sizeof hint);
     free(st);
     long products = lnk_hessian_n_products(s.h);

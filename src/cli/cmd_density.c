@@ -81,7 +81,7 @@ int cmd_density(int argc, char **argv)
     so.seed = co->rng_seed;
     cli_curv_out outs[2] = {{out, "-o", 1}, {nodes, "--nodes", 1}};
     cli_curv s;
-    cli_progress prog = {"density", "step", -1e9, &s.run};
+    cli_progress prog = {"step", -1e9, &s.run};
     so.progress = cli_progress_fn;
     so.progress_ctx = &prog;
     cli_curv_open(&s, co, "density", opts, &a, outs, 2);

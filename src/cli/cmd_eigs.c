@@ -162,16 +162,9 @@ int cmd_eigs(int argc, char **argv)
         eo.checkpoint = cli_ckpt_save_eigs;
         eo.checkpoint_ctx = &s.run;
     }
-    /* G is positive semidefinite: its bottom end is a cluster of eigenvalues at or just above
-     * 0 (rank at most the logits' count), which Lanczos resolves slowly; say so before the
-     * run, not after max-steps of silence */
     if (co->op_kind == LNK_OP_GGN && eo.k_bottom)
-        cli_say("--operator ggn --which %s: G is positive semidefinite, so its bottom "
-                "eigenvalues are >= 0 and usually a cluster at 0 that Lanczos resolves slowly: "
-                "the bottom pairs may take all %d steps and stay unconverged by their residuals; "
-                "the i-th bottom value v still bounds G's i-th smallest eigenvalue to [0, v] "
-                "(Cauchy interlacing)\n",
-                a.which == BOTH ? "both" : "bottom", eo.max_steps);
+        cli_say_ggn_bottom(a.which == BOTH ? "--which both" : "--which bottom", 0, eo.max_steps,
+                           "--max-steps");
     cli_eigs_progress pc = {NULL, 1.0, -1e9, &s.run};
     eo.progress = cli_eigs_progress_fn;
     eo.progress_ctx = &pc;

@@ -2,6 +2,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cli/cli.h"
 #include "cli/curv.h"
 #include "front/progress.h"
@@ -27,7 +28,7 @@ static const cli_opt opts[] = {
     CLI_OPT_JSON_AS(T, json, "the timings of --repeat as JSON {products, timed, median_seconds, min_seconds, "
              "max_seconds, primal_pass_kept, first_seconds} on standard output, under --quiet "
              "too (timed: the products the median is over)"),
-    CLI_DATA(T, co), CLI_OP(T, co), CLI_MODEL(T, co.mo),
+    CLI_DATA(T, co), CLI_BLOCK(T, co), CLI_OP(T, co), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
 
@@ -42,10 +43,14 @@ const cli_cmd cmd_hvp_decl = {
     .name = "lnkit hvp",
     .summary = "exact Hessian-vector product H v (or G v, F v) on a batch",
     .usage = "--config C.json --weights W.safetensors --batch B.safetensors [--batch B2 ...]\n"
-             "--vector V.safetensors -o HV.safetensors [--repeat N] [--json] [config flags]",
+             "--vector V.safetensors -o HV.safetensors [--block PATTERNS] [--chunk N]\n"
+             "[--repeat N] [--json] [config flags]",
     .about = "Write H v, the exact product of the loss Hessian (the mean over the batches' scored\n"
              "tokens) with v (forward-over-reverse), or G v, F v, in the layout of the input\n"
-             "vector.",
+             "vector.  With --block, the product A_bb v_b of the block with v's block part:\n"
+             "v is read whole (lnkit vector --block writes it, 0 outside the block; its other\n"
+             "entries are not used) and the output is whole, A_bb v_b in the block, 0 elsewhere\n"
+             "(Python's m.hvp(data, v_b, block=...) returns A_bb v_b alone).",
     .opts = opts,
     .size = sizeof(hvp_args),
     .defaults = defaults,
@@ -56,15 +61,6 @@ static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-/* One product's sweeps past the primal pass (model/ggn.c: G v is J v, then
- * the plain reverse sweep; F v is H v, then that sweep), in forward sweeps. */
-static double tangent_cost(lnk_op_kind kind)
-{
-    double r = cli_sweep_cost[LNK_SWEEP_REVERSE];
-    return kind == LNK_OP_GGN ? cli_sweep_cost[LNK_SWEEP_TANGENT] + r
-                              : CLI_PASS_TANGENT + (kind == LNK_OP_FUNCTIONAL ? r : 0);
 }
 
 /* --repeat's timings t[repeat] (sorted here): a note, or JSON with --json.
@@ -119,9 +115,10 @@ int cmd_hvp(int argc, char **argv)
     lnk_hessian *h = NULL;
     lnk_dataset ds;
     lnk_dataset_init(&ds);
-    if (cli_dataset(&s)) {
-        cli_shard(&s, &ds);
-        h = lnk_hessian_alloc_dataset(s.m, s.theta, &ds, NULL);
+    if (cli_dataset(&s) || co->block || co->chunk_rows) { /* the data-set operator */
+        lnk_workspace_free(s.ws), s.ws = NULL, lnk_batch_free(&s.b); /* one file's, if read */
+        cli_load_data(&ds, s.m, bpath, n_batch, co->chunk_rows);
+        h = lnk_hessian_alloc_dataset(s.m, s.theta, &ds, co->block);
         if (!h)
             cli_die_lib();
         cli_set_cache(h, cache_mb);
@@ -133,15 +130,22 @@ int cmd_hvp(int argc, char **argv)
     int keep = !cache_set || cache_mb > 0;
     /* the plan: one primal pass per chunk and product until the first
      * product tells how many the operator keeps */
-    double tangent = tangent_cost(kind), n_chunks = h ? ds.n_chunks : 1;
+    double tangent = cli_product_cost(kind), n_chunks = h ? ds.n_chunks : 1;
     double primals = h || !keep ? repeat * n_chunks : 1;
     cli_meter pr;
     cli_meter_model(&pr, s.m, primals * CLI_PASS_PRIMAL + repeat * n_chunks * tangent);
+    /* --block: the products on v's block part (x, y: block vectors) */
+    const lnk_block *blk = co->block ? lnk_hessian_block(h) : NULL;
+    double *x = blk ? malloc(sizeof(double) * (2 * blk->n + 1)) : v, *y = blk ? x + blk->n : hv;
+    if (!x)
+        cli_die("out of memory");
+    if (blk)
+        lnk_block_gather(s.m, blk, v, x);
     for (int i = 0; i < repeat; i++) {
         double t0 = lnk_now();
         int st = LNK_OK;
         if (h)
-            st = lnk_hessian_apply_full(h, v, hv);
+            st = lnk_hessian_apply_full(h, x, y);
         else if (kind == LNK_OP_HESSIAN && !keep)
             st = lnk_model_hvp(s.ws, s.theta, &s.b, v, hv, NULL, NULL);
         else if (((i > 0 && keep) ||
@@ -162,6 +166,11 @@ int cmd_hvp(int argc, char **argv)
                        (n_chunks - lnk_hessian_cached_chunks(h, NULL)) * CLI_PASS_PRIMAL);
     }
     cli_meter_end(&pr);
+    if (blk) {
+        memset(hv, 0, sizeof(double) * np);
+        lnk_block_scatter(s.m, blk, y, hv);
+        free(x);
+    }
     if (h)
         keep = lnk_hessian_cached_chunks(h, NULL) == ds.n_chunks && ds.n_chunks > 0;
     lnk_hessian_free(h);

@@ -33,7 +33,8 @@ static const cli_opt opts[] = {
              "rmsnorm (no gain or bias)"},
     {.type = CLI_REAL, .name = "key-eps", .arg = "E", CLI_AT(T, eps), .min = 0, .max = HUGE_VAL,
      .flags = CLI_META, .meta = "eps", .help = "epsilon of --key-norm layernorm and rmsnorm"},
-    {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(T, tol), .min = 0, .max = HUGE_VAL,
+    {.type = CLI_REAL, .name = "hull-tol", .was = "tol", .arg = "T", CLI_AT(T, tol), .min = 0,
+     .max = HUGE_VAL,
      .flags = CLI_GT | CLI_META,
      .help = "relative l1 distance to the hull of the other keys above which a key counts as "
              "selectable"},
@@ -51,8 +52,8 @@ static void defaults(void *p)
 const cli_cmd cmd_select_decl = {
     .name = "lnkit select",
     .summary = "which keys are selectable by some query (convex hull, exact LP)",
-    .usage = "--keys K.csv [--key-norm none|center|scale|layernorm|rmsnorm] [--key-eps E] [--tol T]\n"
-             "[-o SEL.csv] [--json]",
+    .usage = "--keys K.csv [--key-norm none|center|scale|layernorm|rmsnorm] [--key-eps E]\n"
+             "[--hull-tol T] [-o SEL.csv] [--json]",
     .about = "Read keys from K.csv, apply --key-norm to each key, and write CSV index,selectable:\n"
              "index from 0, selectable 1 if some query q makes the key the strict argmax of\n"
              "q.k (it lies outside the convex hull of the other keys), 0 if not (duplicate\n"

@@ -26,7 +26,8 @@ static const cli_opt opts[] = {
      .help = "Hutchinson with Rademacher probes, or Hutch++ (a third of the budget sketches the "
              "top subspace)"},
     {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(T, to.probes), .min = 2,
-     .max = 1 << 24, .flags = CLI_ID | CLI_META, .help = "products used (hutchpp: at least 4)"},
+     .max = 1 << 24, .flags = CLI_ID | CLI_META,
+     .help = "Hutchinson probes (products) used (hutchpp: at least 4)"},
     CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
@@ -73,7 +74,7 @@ int cmd_trace(int argc, char **argv)
     to.seed = co->rng_seed;
     cli_curv_out outs[1] = {{out, "-o", 1}};
     cli_curv s;
-    cli_progress prog = {"trace", "probe", -1e9, &s.run};
+    cli_progress prog = {"probe", -1e9, &s.run};
     to.progress = cli_progress_fn;
     to.progress_ctx = &prog;
     cli_curv_open(&s, co, "trace", opts, &a, outs, 1);

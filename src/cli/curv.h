@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "front/ckpt.h"
 #include "front/curv_opts.h"
+#include "front/progress.h"
 #include "front/density.h"
 #include "lnkit/checkpoint.h"
 #include "lnkit/curvature.h"
@@ -27,11 +28,13 @@ typedef struct {
     int in_blocks;      /* the operator is restricted to blocks after the open (lnkit
                          * blocks): the header names the model, not "the whole model" */
 } cli_curv_opts;
-extern const cli_opt cli_data_table[], cli_curv_table[], cli_op_table[];
-/* --weights, --batch; --chunk, --block, --rng-seed; --operator, --cache-mb. */
+extern const cli_opt cli_data_table[], cli_block_table[], cli_curv_table[], cli_op_table[];
+/* --weights, --batch; --chunk, --block (cli_block_table: hvp's too), --rng-seed;
+ * --operator, --cache-mb. */
 #define CLI_DATA(T, f)                                                                            \
     {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_data_table, .help = "Model, data and block"}
 #define CLI_OP(T, f) {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_op_table}
+#define CLI_BLOCK(T, f) {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_block_table}
 #define CLI_CURV(T, f)                                                                            \
     CLI_DATA(T, f), {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_curv_table}, CLI_OP(T, f)
 void cli_curv_defaults(cli_curv_opts *o);
@@ -56,6 +59,7 @@ typedef struct {
     const void *args;
     cli_ckpt_run run;   /* --checkpoint (cli_curv_ckpt) and the products */
     const char *block;  /* --block as the operator was made with it (NULL: the whole model) */
+    cli_first_meter first; /* op's first product, metered (front/progress.h) */
 } cli_curv;
 
 /* An output of a curvature command: its path (NULL: not asked for), the
@@ -82,15 +86,6 @@ void cli_curv_say(const cli_curv *s);
 void cli_curv_close(cli_curv *s);
 /* The run is complete: cli_ckpt_done of its run, then cli_curv_close. */
 void cli_curv_done(cli_curv *s);
-/* Progress of a long run on stderr, at most once a second: "WHAT: UNIT done/total,
- * elapsed, time left".  Use with lnk_progress_fn (ctx = a cli_progress). */
-typedef struct {
-    const char *what, *unit;
-    double last;
-    const cli_ckpt_run *run; /* NULL, or the run whose products and rate are shown */
-} cli_progress;
-int cli_progress_fn(void *ctx, int done, int total, double elapsed);
-
 /* The work starts (cli_ckpt_start: total, the run's products at most);
  * with --checkpoint, the identity items of the command's own options
  * (those of its table marked CLI_ID), then those every curvature run shares

@@ -19,17 +19,23 @@ const cli_opt cli_data_table[] = {
              "tokens)"},
     {0}};
 
+/* --chunk and --block, declared here once for the curvature commands
+ * (cli_curv_table, in their order of checkpoint identity) and hvp
+ * (cli_block_table) */
+#define OPT_CHUNK                                                                                 \
+    {.type = CLI_INT, .name = "chunk", .arg = "N", CLI_AT(T, chunk_rows), .min = 1,              \
+     .max = 1 << 24, .flags = CLI_ID, .def = "whole files; under mpirun 4 P pieces",             \
+     .help = "rows per chunk: the data-set operator is the token-weighted sum over chunks, "    \
+             "exactly"}
+#define OPT_BLOCK                                                                                 \
+    {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block), .unset = "*",        \
+     .flags = CLI_ID | CLI_META, .def = "all parameters",                                        \
+     .help = "the operator restricted to the tensors matched by these comma-separated globs, "  \
+             "e.g. 'dec.5.ffn.w2' or '*.attn.*' (lnkit params lists names and groups)"}
 const cli_opt cli_curv_table[] = {
-    {.type = CLI_INT, .name = "chunk", .arg = "N", CLI_AT(T, chunk_rows), .min = 1, .max = 1 << 24,
-     .flags = CLI_ID, .def = "whole files; under mpirun 4 P pieces",
-     .help = "rows per chunk: the data-set operator is the token-weighted sum over chunks, "
-             "exactly"},
-    {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block), .unset = "*",
-     .flags = CLI_ID | CLI_META, .def = "all parameters",
-     .help = "the operator restricted to the tensors matched by these comma-separated globs, "
-             "e.g. 'dec.5.ffn.w2' or '*.attn.*' (lnkit params lists names and groups)"},
-    CLI_OPT_RNG_SEED(T, rng_seed, CLI_ID | CLI_META, CLI_RNG_SEED_HELP),
+    OPT_CHUNK, OPT_BLOCK, CLI_OPT_RNG_SEED(T, rng_seed, CLI_ID | CLI_META, CLI_RNG_SEED_HELP),
     {0}};
+const cli_opt cli_block_table[] = {OPT_CHUNK, OPT_BLOCK, {0}};
 
 const cli_opt cli_op_table[] = {
     CLI_OPT_OPERATOR(T, op_kind, CLI_ID | CLI_ID_SET | CLI_META),
@@ -86,7 +92,8 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const c
         cli_die_lib();
     cli_set_cache(s->h, o->cache_mb);
     cli_check(lnk_hessian_set_kind(s->h, o->op_kind));
-    s->op = lnk_hessian_operator(s->h);
+    s->op = cli_meter_first(&s->first, lnk_hessian_operator(s->h), s->m,
+                            s->n_own * (CLI_PASS_PRIMAL + cli_product_cost(o->op_kind)));
     s->block_n = lnk_hessian_block(s->h)->n;
     cli_ckpt_start(&s->run, s->h, 0, o->ck.every); /* the products, for blocks too */
     /* the sidecar's record built once before the work: what could make it
@@ -160,20 +167,6 @@ void cli_curv_meta(cli_curv *s, const char *path, json_t *results)
     if (bad)
         cli_die("out of memory for the sidecar of %s", path);
     cli_meta_write(path, &s->c, x, s->start, lnk_now() - s->t0);
-}
-
-int cli_progress_fn(void *ctx, int done, int total, double elapsed)
-{
-    cli_progress *p = ctx;
-    if (elapsed - p->last >= 1.0 || done == total) {
-        p->last = elapsed;
-        char rate[160] = "";
-        if (p->run)
-            cli_ckpt_rate(p->run, rate, sizeof rate);
-        cli_say("%s %d/%d  %.1f s (about %.0f s left)%s\n", p->unit, done, total, elapsed,
-                elapsed / done * (total - done), rate);
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------ --checkpoint */

@@ -176,3 +176,17 @@ int cli_eigs_progress_fn(void *ctx, const lnk_eigs_progress *p)
             p->n_converged, p->n_top + p->n_bottom, p->elapsed, eta, rate);
     return 0;
 }
+
+int cli_progress_fn(void *ctx, int done, int total, double elapsed)
+{
+    cli_progress *p = ctx;
+    if (elapsed - p->last >= 1.0 || done == total) {
+        p->last = elapsed;
+        char rate[160] = "";
+        if (p->run)
+            cli_ckpt_rate(p->run, rate, sizeof rate);
+        cli_say("%s %d/%d  %.1f s (about %.0f s left)%s\n", p->unit, done, total, elapsed,
+                elapsed / done * (total - done), rate);
+    }
+    return 0;
+}

@@ -91,5 +91,14 @@ typedef struct {
     const cli_ckpt_run *run;
 } cli_eigs_progress;
 int cli_eigs_progress_fn(void *ctx, const lnk_eigs_progress *p);
+/* The progress line of a run of units (lnk_trace's probes, lnk_slq's steps;
+ * ctx: a cli_progress): "UNIT done/total  elapsed (about T left)" and the
+ * run's rate, at most once a second and at the last unit. */
+typedef struct {
+    const char *unit;
+    double last;
+    const cli_ckpt_run *run; /* NULL, or the run whose products and rate are shown */
+} cli_progress;
+int cli_progress_fn(void *ctx, int done, int total, double elapsed);
 
 #endif

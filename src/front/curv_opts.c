@@ -11,3 +11,16 @@ void cli_set_cache(lnk_hessian *h, long mb)
     if (mb >= 0 && lnk_hessian_set_cache(h, (size_t)mb * 1048576) != LNK_OK)
         cli_die_lib();
 }
+
+void cli_say_ggn_bottom(const char *given, int blocks, int steps, const char *steps_opt)
+{
+    cli_say("--operator ggn%s%s: %s positive semidefinite, so %s >= 0 and usually in a cluster "
+            "at 0 that Lanczos resolves slowly: the bottom %s may take all %d steps (%s) and "
+            "stay unconverged by their residuals; %s still bounds %s to [0, v] (Cauchy "
+            "interlacing)\n", given ? " " : "", given ? given : "",
+            blocks ? "each block G_bb is" : "G is",
+            blocks ? "its bottom eigenvalue is" : "its bottom eigenvalues are",
+            blocks ? "extremes" : "pairs", steps, steps_opt,
+            blocks ? "each bottom value v" : "the i-th bottom value v",
+            blocks ? "the block's smallest eigenvalue" : "G's i-th smallest eigenvalue");
+}

@@ -35,6 +35,13 @@
             "is a tangent forward pass, H_out and a plain reverse pass (about 2/3 of the work " \
             "of H v); F v is H v minus G v. All are data-set means over the chunks, restricted " \
             "to the block, exact to rounding."}
+/* Before a run of G (--operator ggn) that asks for bottom eigenvalues (given:
+ * the options that asked, e.g. "--which both"; NULL: none but --operator):
+ * G is positive semidefinite, so its bottom end (or each block G_bb's, with
+ * blocks) is >= 0 and usually a cluster at 0 that Lanczos resolves slowly,
+ * and may take every one of the `steps` steps of option steps_opt: said
+ * before the run, not after the steps in silence. */
+void cli_say_ggn_bottom(const char *given, int blocks, int steps, const char *steps_opt);
 /* --cache-mb MB (long, >= 0; -1: the library's budget, half the available
  * memory): cli_set_cache. */
 #define CLI_OPT_CACHE_MB(T, f, h)                                                                 \

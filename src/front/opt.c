@@ -103,6 +103,24 @@ const char *cli_opt_flag(const cli_opt *o, char *buf, size_t n)
     return buf;
 }
 
+const char *cli_opt_id_name(const cli_opt *o, char *buf, size_t n)
+{
+    if (o->was)
+        snprintf(buf, n, "--%s", o->was);
+    else
+        cli_opt_flag(o, buf, n);
+    return buf;
+}
+
+const char *cli_opt_meta_key(const cli_opt *o, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", o->meta ? o->meta : o->was ? o->was : o->name);
+    for (char *k = buf; *k; k++)
+        if (*k == '-')
+            *k = '_';
+    return buf;
+}
+
 /* ---------------------------------------------------------------- values */
 
 const char *cli_opt_text(const cli_opt *o, const void *base, char *buf, size_t n)
@@ -392,12 +410,16 @@ static void check_table(const cli_cmd *cmd)
 {
     for (int i = 0; i < n_flat; i++) {
         const cli_opt *o = flat[i].o;
-        for (int j = 0; j < i && !flat[i].heading; j++)
-            if (!flat[j].heading && (!strcmp(flat[j].o->name, o->name) ||
-                                     (o->key && flat[j].o->key == o->key))) {
-                fprintf(stderr, "%s: internal: option --%s declared twice\n", cmd->name, o->name);
+        for (int j = 0; j < n_flat && !flat[i].heading; j++) {
+            const cli_opt *p = flat[j].o;
+            if (j != i && !flat[j].heading &&
+                ((j < i && (!strcmp(p->name, o->name) || (o->key && p->key == o->key))) ||
+                 (o->was && (!strcmp(p->name, o->was) || (p->was && !strcmp(p->was, o->was)))))) {
+                fprintf(stderr, "%s: internal: option --%s declared twice\n", cmd->name,
+                        o->was && j > i ? o->was : o->name);
                 exit(2);
             }
+        }
         size_t want = type_size(o->type);
         if (!flat[i].heading && want && o->size != want && o->type != CLI_CONFIG) {
             fprintf(stderr, "%s: internal: option --%s has a field of %zu bytes, not %zu\n",
@@ -491,6 +513,46 @@ static void check_stdout(void)
                 cli_opt_flag(flat[file].o, f, sizeof f));
 }
 
+/* For tests/test_cli_programs.c, which compares the declarations of every
+ * program: LNK_TEST_OPTIONS=table prints the program's options, one a line
+ * (name, type, value, choices, old name, help, min), and exits 0;
+ * LNK_TEST_OPTIONS=values prints, after the values are parsed, each
+ * option's name, identity name, sidecar key and value, and exits 0. */
+static _Noreturn void dump_values(void)
+{
+    char a[64], b[64], v[512];
+    for (int i = 0; i < n_flat; i++) {
+        const cli_opt *o = flat[i].o;
+        const char *t = flat[i].heading ? NULL : cli_opt_text(o, flat[i].base, v, sizeof v);
+        if (!flat[i].heading)
+            printf("%s\t%s\t%s\t%s\n", o->name, cli_opt_id_name(o, a, sizeof a),
+                   cli_opt_meta_key(o, b, sizeof b), t ? t : "");
+    }
+    exit(fflush(stdout) ? 2 : 0);
+}
+
+static _Noreturn void dump_table(const cli_cmd *cmd)
+{
+    static const char *const types[] = {"end", "flag", "int", "long", "u64", "real", "str",
+                                        "choice", "list", "call", "group", "config", "ints",
+                                        "words"};
+    for (int i = 0; i < n_flat; i++) {
+        const cli_opt *o = flat[i].o;
+        if (flat[i].heading)
+            continue;
+        printf("%s\t%s\t%s\t", o->name, types[o->type], o->arg ? o->arg : "");
+        for (const cli_choice *c = o->type == CLI_CHOICE || o->type == CLI_WORDS ? o->ref : NULL;
+             c && c->name; c++)
+            printf("%s%s", c == o->ref ? "" : ",", c->name);
+        printf("\t%s\t", o->was ? o->was : "");
+        for (const char *h = o->help ? o->help : ""; *h; h++)
+            putchar(*h == '\n' || *h == '\t' ? ' ' : *h);
+        printf("\t%.17g\n", o->min);
+    }
+    (void)cmd;
+    exit(fflush(stdout) ? 2 : 0);
+}
+
 int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
 {
     cli_set_name(cmd->name);
@@ -507,7 +569,9 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
     check_table(cmd);
     /* getopt's tables: long names (and the '_' spellings of configuration
      * keys) map to 256 + the option's index; short names are themselves */
-    struct option *lo = cli_alloc(sizeof *lo * (2 * (size_t)n_flat + 3));
+    struct option *lo = cli_alloc(sizeof *lo * (3 * (size_t)n_flat + 3));
+    unsigned char *old = cli_alloc((size_t)n_flat + 1); /* the old name was given */
+    memset(old, 0, (size_t)n_flat + 1);
     char shorts[2 * CLI_MAX_OPTS + 8] = "+:hq";
     int nl = 0, ns = 4, help = 0;
     for (int i = 0; i < n_flat; i++) {
@@ -516,6 +580,8 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
             continue;
         int has = o->type == CLI_FLAG ? no_argument : required_argument;
         lo[nl++] = (struct option){o->name, has, NULL, 256 + i};
+        if (o->was) /* the old name, for one release (opt.h) */
+            lo[nl++] = (struct option){o->was, has, NULL, 256 + i};
         const char *alias = flat[i].key >= 0 ? cli_config_alias(flat[i].key) : NULL;
         if (alias)
             lo[nl++] = (struct option){alias, has, NULL, 256 + i};
@@ -553,6 +619,8 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
             if (strncmp(t, lo[li].name, len) || (t[len] && t[len] != '='))
                 cli_die("'--%.*s': give the option's whole name, --%s", (int)strcspn(t, "="), t,
                         lo[li].name);
+            if (ch >= 256 && flat[ch - 256].o->was && !strcmp(lo[li].name, flat[ch - 256].o->was))
+                old[ch - 256] = 1;
         }
         if (ch == 'h')
             help = 1;
@@ -568,6 +636,9 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
         }
     }
     free(lo);
+    const char *test = getenv("LNK_TEST_OPTIONS");
+    if (test && strcmp(test, "values"))
+        dump_table(cmd);
     if (help) {
         cli_help(cmd, defaults, stdout);
         exit(fflush(stdout) ? 2 : 0);
@@ -579,10 +650,17 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
         else
             cli_die("unexpected argument '%s' (see %s --help)", argv[optind], cmd->name);
     }
+    for (int i = 0; i < n_flat; i++) /* after the scan: -q may come later */
+        if (old[i])
+            cli_warn("--%s is now --%s (the old name goes in the next release)", flat[i].o->was,
+                     flat[i].o->name);
+    free(old);
     for (int k = 0; k < n; k++) {
         set_value(&flat[which[k]], text[k]);
         given[which[k]] = 1;
     }
+    if (test && !strcmp(test, "values"))
+        dump_values();
     free(which);
     free(text);
     check_stdout(); /* first: "--text -" is told about '-', not about --synthetic */

@@ -28,6 +28,10 @@
  * given as '-' is refused where its option is not CLI_STDIN (/dev/stdin
  * reads standard input wherever a file is read).
  *
+ * A renamed option declares its old name (.was): the old name parses as the
+ * new one, with one warning line ("--eig-steps is now --max-steps"), and
+ * what the option records (identity, sidecar key) keeps the old name.
+ *
  * Long names are matched whole: getopt_long's unique prefixes (--max for
  * --max-steps) are refused, so that adding an option never changes what an
  * old command line means.  A value option given twice keeps the last; a
@@ -100,6 +104,10 @@ typedef struct cli_opt {
     const char *def;        /* the default as help shows it, when not the value's own */
     const char *unset;      /* CLI_STR: what identity and sidecar record when not given */
     const char *meta;       /* sidecar key, when not the name with '_' for '-' */
+    const char *was;        /* the option's name before a rename: still parsed as this option
+                               for one release, with a warning; a checkpoint's identity and
+                               the sidecar key keep it, so old checkpoints resume and old and
+                               new sidecars read alike; --help shows only the new name */
     const char *needs;      /* "NAME": applies only when --NAME is given; "NAME=V": only when
                                --NAME's value (given or default) is V; given otherwise, it is
                                refused (never ignored); ignored where --NAME is not declared */
@@ -149,6 +157,11 @@ int cli_given(const char *name);
 int cli_declared(const char *name);
 /* The option's spelling in messages: "--tol", "-o". */
 const char *cli_opt_flag(const cli_opt *o, char *buf, size_t n);
+/* The option's name in what it records (a checkpoint's identity, "--tol";
+ * the sidecar key, "tol"): its old name when renamed (.was), so a
+ * checkpoint made before the rename resumes and sidecars keep their keys. */
+const char *cli_opt_id_name(const cli_opt *o, char *buf, size_t n);
+const char *cli_opt_meta_key(const cli_opt *o, char *buf, size_t n);
 
 /* --help of cmd with the defaults of args, to f. */
 void cli_help(const cli_cmd *cmd, const void *args, FILE *f);

@@ -194,6 +194,11 @@ static void roff_item(FILE *f, const cli_opt *o, const char *arg, const char *he
         roff_text(f, o->doc, 0);
         fputc('\n', f);
     }
+    if (o->was) {
+        fputs("Formerly \\fB\\-\\-", f);
+        roff_text(f, o->was, 0);
+        fputs("\\fR, still accepted with a warning until the next release.\n", f);
+    }
 }
 
 void cli_doc_roff(const cli_cmd *cmd, const void *args, FILE *f)

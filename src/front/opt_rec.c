@@ -29,7 +29,7 @@ static int id_one(const cli_opt *o, void *base, void *ctx)
         return 0;
     char f[64], b[512], nm[96];
     const char *p = (const char *)base + o->off;
-    cli_opt_flag(o, f, sizeof f);
+    cli_opt_id_name(o, f, sizeof f);
     if (o->type == CLI_LIST) {
         int n = *(const int *)((const char *)base + o->count);
         snprintf(nm, sizeof nm, "the number of %s %s", f, o->flags & CLI_ID_FILE ? "files" :
@@ -76,10 +76,7 @@ static int meta_one(const cli_opt *o, void *base, void *ctx)
     if (!(o->flags & CLI_META) && !(r->all && !(o->flags & CLI_WRITES)))
         return 0;
     char key[64];
-    snprintf(key, sizeof key, "%s", o->meta ? o->meta : o->name);
-    for (char *k = key; *k; k++)
-        if (*k == '-')
-            *k = '_';
+    cli_opt_meta_key(o, key, sizeof key);
     const char *p = (const char *)base + o->off;
     json_t *v = NULL;
     switch (o->type) {

@@ -4,6 +4,7 @@
 
 #include "front/front.h"
 #include "front/progress.h"
+#include "lnkit/hessian.h"
 
 const double cli_sweep_cost[4] = {1, 1.2, 2.6, 4.8};
 
@@ -50,7 +51,8 @@ void cli_meter_add(cli_meter *pr, double work)
     char left[48];
     cli_time_left(left, sizeof left, e, pr->done, pr->total);
     double pc = pr->total > 0 ? 100 * pr->done / pr->total : 0;
-    cli_say("%.0f%% done  %.1f s (%s)\n", pc < 100 ? pc : 100, e, left);
+    cli_say("%s%s%.0f%% done  %.1f s (%s)\n", pr->what ? pr->what : "", pr->what ? ": " : "",
+            pc < 100 ? pc : 100, e, left);
 }
 
 static void pass_tick(void *ctx, int sweep, int done, int total)
@@ -71,4 +73,31 @@ void cli_meter_end(cli_meter *pr)
     if (pr->m)
         lnk_model_set_progress(pr->m, NULL, NULL);
     pr->m = NULL;
+}
+
+double cli_product_cost(int kind)
+{
+    double r = cli_sweep_cost[LNK_SWEEP_REVERSE];
+    return kind == LNK_OP_GGN ? cli_sweep_cost[LNK_SWEEP_TANGENT] + r
+                              : CLI_PASS_TANGENT + (kind == LNK_OP_FUNCTIONAL ? r : 0);
+}
+
+static int first_apply(void *ctx, const double *x, double *y)
+{
+    cli_first_meter *f = ctx;
+    if (!(f->cost > 0))
+        return f->in.apply(f->in.ctx, x, y);
+    cli_meter pr;
+    cli_meter_model(&pr, f->m, f->cost);
+    pr.what = "first pass over the data";
+    int st = f->in.apply(f->in.ctx, x, y);
+    cli_meter_end(&pr);
+    f->cost = 0;
+    return st;
+}
+
+lnk_operator cli_meter_first(cli_first_meter *f, lnk_operator in, lnk_model *m, double cost)
+{
+    *f = (cli_first_meter){in, m, cost};
+    return (lnk_operator){in.n, f, first_apply, in.group};
 }

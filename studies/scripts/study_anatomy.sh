@@ -55,7 +55,7 @@ if [ $full -eq 0 ]; then
     # weight matrices a layer): fewer pairs, seeds, probes and SLQ steps, and the
     # depths 1, 2, 6 at d = 16 (the 6-6 model is the reference point)
     "$A" --out "$out/seq2seq" --lm-L '' --lm-d '' --s2s-L 1,2,6 --s2s-d '' \
-        --s2s-L-ref 6 --s2s-d-ref 16 --s2s-rows 6 --seeds 2 --probes 4 --steps 16 --eig-steps 200 \
+        --s2s-L-ref 6 --s2s-d-ref 16 --s2s-rows 6 --seeds 2 --probes 4 --steps 16 --max-steps 200 \
         "$@" &
     p2=$!
     rc=0
@@ -83,7 +83,7 @@ mkdir -p "$WORK/lm" "$WORK/seq2seq"
 echo "study-anatomy --full: lm L = $LM_LS, d = $LM_DS; seq2seq on $PAIRS pairs, 6-6 at d = $S2S_DS${S2S_BIG:+ (d = $S2S_BIG: $BIG_SEEDS seed(s))}, L = $S2S_LS at d = 32; $SEEDS seeds; progress in $WORK/*.log"
 # the seq2seq settings of every run into WORK/seq2seq (the resume checks them)
 S2S=(--lm-L '' --lm-d '' --s2s-L-ref 6 --s2s-d-ref 32 --s2s-rows "$PAIRS" --probes 4 --steps 16
-     --eig-steps 200)
+     --max-steps 200)
 lane_lm() {
     nice -n 10 "$A" --out "$WORK/lm" --resume --lm-L "$LM_LS" --lm-d "$LM_DS" --lm-L-ref 4 \
         --lm-d-ref 32 --s2s-L '' --s2s-d '' --seeds "$SEEDS" "$@" 2>>"$WORK/lm.log"

@@ -5,7 +5,7 @@
 # the raw CSVs (+ .meta.json) of results/geometry/; then its summary
 # (python3 -m studies.summary geometry: tables, figures, values.csv, claims.csv;
 # runnable alone on the directory).  Options
-# for the study can be passed in LNK_GEOMETRY_ARGS (e.g. "--runs 20 --n-step 3" for a
+# for the study can be passed in LNK_GEOMETRY_ARGS (e.g. "--trials 20 --n-step 3" for a
 # quick run; the default is the full grid).
 set -euo pipefail
 build=${1:?usage: bash studies/scripts/study_geometry.sh BUILD_DIR}

@@ -85,7 +85,7 @@ points() {
         for s in $(seq 0 $((SEEDS - 1))); do for np in $PLACEMENTS; do
             for op in hessian ggn functional; do
                 echo "eigs $OUT/m30k/${np}_s${s}_$op.csv --task seq2seq --norm-pos $np --L 6" \
-                     "--d 64 --h 1 --seed $s --operator $op --eig-steps 300" \
+                     "--d 64 --h 1 --seed $s --operator $op --max-steps 300" \
                      "--checkpoint $WORK/m30k_${np}_s${s}_$op.ckpt"
             done
         done; done ;;

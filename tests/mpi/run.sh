@@ -100,7 +100,7 @@ check "MPI build run without mpirun" $CMP csv eigs.1.csv eigs.single.csv --cols 
 # --- curvature operators (--operator ggn|functional) and lnkit blocks, 2 and 3 ranks
 CB=(--config lm.json --weights lm.safetensors --batch lm_b1.safetensors --batch lm_b2.safetensors
     --chunk 3)
-BK=(--block 'dec.0.attn.w*' --group '*.ffn.*' --operator ggn --probes 10 --eig-steps 80 --tol 1e-10
+BK=(--block 'dec.0.attn.w*' --group '*.ffn.*' --operator ggn --probes 10 --max-steps 80 --tol 1e-10
     --runs 2 --steps 12 --quiet)
 "$S" hvp "${C2[@]}" --vector v.safetensors --operator ggn -o gv.1.safetensors
 "$S" eigs "${CL[@]}" --operator ggn -k 3 --tol 1e-10 --quiet -o eigsg.1.csv

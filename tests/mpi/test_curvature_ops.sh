@@ -84,7 +84,7 @@ big = [(x, y) for x, y in zip(a, b) if x > 1e-4]
 d1 = max((abs(x - y) / x for x, y in big), default=0.0)
 print("%d pairs: divergences %.3g of the largest, %d distances > 1e-4 within %.3g" % (len(a), d2, len(big), d1))
 sys.exit(0 if d2 <= 1e-12 and d1 <= 1e-10 else 1)'
-BK=(--probes 8 --eig-steps 120 --tol 1e-10 --runs 2 --steps 12)
+BK=(--probes 8 --max-steps 120 --tol 1e-10 --runs 2 --steps 12)
 
 for line in "${EIGS[@]}"; do
     name=${line%%|*}
@@ -160,7 +160,7 @@ done
 # with ANATOMY_MPI): a run in two parts equals one run of one process, byte for byte
 if [ -x "$SB/studies/anatomy" ] && [ -x "$MB/studies/anatomy" ]; then
     AC=(--lm-d '' --s2s-L '' --s2s-d '' --no-variants --lm-L-ref 2 --lm-d-ref 8 --h 2 --seeds 2
-        --probes 2 --runs 1 --steps 6 --eig-steps 60 --quiet --V 16 --rows 2 --len 4)
+        --probes 2 --runs 1 --steps 6 --max-steps 60 --quiet --V 16 --rows 2 --len 4)
     "$SB/studies/anatomy" --out an1 --lm-L 1,2,3 "${AC[@]}" 2>an.err &&
         "${MR[@]}" "$MB/studies/anatomy" --out an2 --lm-L 1,2 "${AC[@]}" --resume 2>>an.err &&
         "${MR[@]}" "$MB/studies/anatomy" --out an2 --lm-L 1,2,3 "${AC[@]}" --resume 2>>an.err

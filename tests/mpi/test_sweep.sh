@@ -121,7 +121,7 @@ run_all demo_postpre demo_postpre --out OUT --seeds 3 --d 16 --L 2 --rows 2 --le
 run_all hessian_spectrum hessian_spectrum --out OUT --d 8 --h 2 --L 1 --V 20 --rows 2 --len 5 \
     --seeds 2 --k 2 --probes 4 --runs 2 --steps 6 --block-steps 4
 run_all multi30k_hessian multi30k_hessian --out OUT --src src.txt --tgt tgt.txt --d 8 --h 2 \
-    --d-ff 16 --L 1 --seeds 2 --k 2 --eig-steps 8 --probes 4 --runs 2 --steps 6 --block-steps 4 \
+    --d-ff 16 --L 1 --seeds 2 --k 2 --max-steps 8 --probes 4 --runs 2 --steps 6 --block-steps 4 \
     --depths 1,2 --grad-seeds 2 --jobs 1
 
 # --- a failing rank: non-zero exit, the rank named, nothing left in the output directory
