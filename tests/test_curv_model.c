@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lnkit/hessian.h"
+#include "lnkit/provenance.h"
+#include "lnkit/sha256.h"
 #include "testutil.h"
 
 typedef struct {
@@ -262,12 +264,212 @@ static void test_cli(void **s)
     }
 }
 
+/* The record a safetensors output embeds (docs/MODEL.md section 9): parsed
+ * from the file f of folder rec, its command and producer; NULL-free. */
+static json_t *record_of(const char *file, const char *command)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/rec/%s", tu_tmpdir(), file);
+    lnk_st_file *f;
+    assert_int_equal(lnk_st_read(p, &f), LNK_OK);
+    const char *text = lnk_st_meta(f, "lnkit");
+    if (!text)
+        fail_msg("%s: no 'lnkit' key in __metadata__", file);
+    json_error_t e;
+    json_t *r = json_loads(text, 0, &e);
+    if (!r)
+        fail_msg("%s: the record is not JSON: %s", file, e.text);
+    lnk_st_free(f);
+    assert_string_equal(json_string_value(json_object_get(r, "command")), command);
+    char prod[64];
+    snprintf(prod, sizeof prod, "lnkit %s", LNK_VERSION);
+    assert_string_equal(json_string_value(json_object_get(r, "producer")), prod);
+    assert_string_equal(json_string_value(json_object_get(r, "git_commit")), lnk_git_commit());
+    assert_non_null(json_string_value(json_object_get(r, "content")));
+    return r;
+}
+
+/* identity item name of record r, or "" */
+static const char *ident(const json_t *r, const char *name)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(r, "identity"), name));
+    return v ? v : "";
+}
+
+static void sha_of(const char *file, char hex[65])
+{
+    char p[700];
+    uint64_t n;
+    snprintf(p, sizeof p, "%s/rec/%s", tu_tmpdir(), file);
+    assert_int_equal(lnk_sha256_file(p, hex, &n), LNK_OK);
+}
+
+/* eigs --vectors, eval --grad-out, hvp -o, vector -o and init -o carry the
+ * record: it parses and names the command, the commit, the configuration's
+ * and the inputs' SHA-256 and the seeds; the files are the same bytes on two
+ * runs and on 1 and 2 threads; hvp reads a vector with foreign or no
+ * metadata, and refuses one whose metadata value is not a string in one line. */
+static void test_embedded_record(void **s)
+{
+    (void)s;
+    char *out;
+    const char *L = tu_lnkit();
+    int st = tu_run(&out, "mkdir -p '%s/rec' && cd '%s/rec' && L='%s' && "
+                    "$L init --d 8 --h 2 --L 1 --V 13 --seed 5 -q -o w.safetensors && "
+                    "$L batch --synthetic --V 13 --rows 4 --len 6 -q -o b.safetensors && "
+                    "M='--config w.json --weights w.safetensors --batch b.safetensors -q' && "
+                    "$L init --config w.json -q -o w2.safetensors --config-out w2.json && "
+                    "cmp w.safetensors w2.safetensors && "
+                    "$L vector --config w.json --random --rng-seed 3 -q -o r.safetensors && "
+                    /* run 1 and 3 on 1 thread, run 2 on 2 */
+                    "for t in 1 2 3; do n=$(( t == 2 ? 2 : 1 )); export OPENBLAS_NUM_THREADS=$n; "
+                    "$L eigs $M -k 2 --rng-seed 11 --threads $n -o e.csv "
+                    "--vectors v$t.safetensors && "
+                    "$L eval $M --threads $n -o /dev/null --grad-out g$t.safetensors && "
+                    "$L hvp $M --threads $n --vector r.safetensors -o h$t.safetensors && "
+                    "$L vector --config w.json --random --rng-seed 3 -q -o r$t.safetensors && "
+                    "cmp r.safetensors r$t.safetensors || exit 1; done && "
+                    "for x in v g h; do for t in 2 3; do cmp ${x}1.safetensors ${x}$t.safetensors "
+                    "|| exit 1; done; done",
+                    tu_tmpdir(), tu_tmpdir(), L);
+    if (st != 0)
+        fail_msg("runs: exit %d: %s", st, out);
+    free(out);
+
+    /* what the records say, checked against the inputs themselves */
+    char wsha[65], bsha[65], rsha[65];
+    sha_of("w.safetensors", wsha);
+    sha_of("b.safetensors", bsha);
+    sha_of("r.safetensors", rsha);
+    lnk_config c;
+    lnk_config_default(&c);
+    char cp[700];
+    snprintf(cp, sizeof cp, "%s/rec/w.json", tu_tmpdir());
+    assert_int_equal(lnk_config_load_json(&c, cp), LNK_OK);
+    assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+    char *cj = lnk_config_to_json(&c, 0, NULL, 0), csha[65];
+    unsigned char d[32];
+    lnk_sha256 h;
+    lnk_sha256_init(&h);
+    lnk_sha256_update(&h, cj, strlen(cj));
+    lnk_sha256_final(&h, d);
+    lnk_sha256_hex(d, csha);
+    free(cj);
+    lnk_config_clear(&c);
+    const char *cfg = "the configuration (SHA-256 of its resolved keys)";
+    json_t *rw = record_of("w.safetensors", "lnkit init"),
+           *rv = record_of("v1.safetensors", "lnkit eigs"),
+           *rg = record_of("g1.safetensors", "lnkit eval"),
+           *rh = record_of("h1.safetensors", "lnkit hvp"),
+           *rr = record_of("r.safetensors", "lnkit vector");
+    json_t *all[] = {rw, rv, rg, rh, rr};
+    for (int i = 0; i < 5; i++) {
+        assert_string_equal(ident(all[i], cfg), csha);
+        json_t *seeds = json_object_get(all[i], "seeds");
+        assert_int_equal(json_integer_value(json_object_get(seeds, "init")), 5);
+        /* nothing of the run's circumstances */
+        const char *text = json_dumps(all[i], 0);
+        assert_null(strstr(text, "thread"));
+        assert_null(strstr(text, tu_tmpdir()));
+        assert_null(strstr(text, ".safetensors"));
+        free((void *)text);
+    }
+    for (int i = 1; i < 4; i++) {
+        assert_string_equal(ident(all[i], "--weights (SHA-256)"), wsha);
+        assert_string_equal(ident(all[i], "the number of --batch files"), "1");
+        assert_string_equal(ident(all[i], "--batch file 1 (SHA-256)"), bsha);
+    }
+    assert_string_equal(ident(rv, "-k"), "2");
+    assert_string_equal(ident(rv, "--which"), "top");
+    assert_string_equal(ident(rv, "--rng-seed"), "11");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(rv, "seeds"), "rng")), 11);
+    assert_string_equal(ident(rh, "--vector (SHA-256)"), rsha);
+    assert_string_equal(ident(rr, "--random"), "true");
+    assert_string_equal(ident(rr, "--rng-seed"), "3");
+    for (int i = 0; i < 5; i++)
+        json_decref(all[i]);
+
+    /* vectors with no, foreign or malformed metadata (header written here) */
+    const char *bad[][2] = {{"", "0"},
+                            {"\"__metadata__\":{\"lnkit\":\"not json {\",\"x\":\"y\"},", "0"},
+                            {"\"__metadata__\":{\"lnkit\":3},", "2"}};
+    for (int i = 0; i < 3; i++) {
+        st = tu_run(&out, "cd '%s/rec' && python3 -c '\nimport json, struct, sys\n"
+                    "b = open(\"r.safetensors\", \"rb\").read()\n"
+                    "n = struct.unpack(\"<Q\", b[:8])[0]\n"
+                    "h = json.loads(b[8:8 + n]); h.pop(\"__metadata__\")\n"
+                    "t = (\"{\" + sys.argv[1] +\n"
+                    "     json.dumps(h, separators=(\",\", \":\"))[1:]).encode()\n"
+                    "t += b\" \" * ((8 - len(t) %% 8) %% 8)\n"
+                    "open(\"f.safetensors\", \"wb\").write(\n"
+                    "    struct.pack(\"<Q\", len(t)) + t + b[8 + n:])' '%s' && "
+                    "'%s' hvp --config w.json --weights w.safetensors --batch b.safetensors "
+                    "--vector f.safetensors -q -o fh.safetensors 2>&1; echo \"exit $?\"",
+                    tu_tmpdir(), bad[i][0], L);
+        char want[16];
+        snprintf(want, sizeof want, "exit %s\n", bad[i][1]);
+        int refused = bad[i][1][0] == '2';
+        if (st != 0 || !strstr(out, want) ||
+            (refused && (tu_n_lines(out) != 2 || !strstr(out, "__metadata__"))))
+            fail_msg("vector with metadata '%s': expected %s, got: %s", bad[i][0], want, out);
+        free(out);
+    }
+}
+
+/* lnkit batch's files carry the record too: the synthetic ids' configuration
+ * and seed, the text's and vocabulary's SHA-256, the corpus's beside the
+ * data set's own metadata (task, counts). */
+static void test_embedded_record_batch(void **s)
+{
+    (void)s;
+    char *out;
+    int st = tu_run(&out, "mkdir -p '%s/rec' && cd '%s/rec' && L='%s' && "
+                    "printf 'a b c\\nd e a\\nb b\\n' > t.txt && printf 'x y\\nz x\\nw\\n' > u.txt && "
+                    "$L batch --synthetic --V 13 --rows 3 --len 5 --rng-seed 7 -q -o bs.safetensors && "
+                    "$L batch --text t.txt -q -o bt.safetensors --vocab-out t.vocab && "
+                    "$L batch --text t.txt --vocab-in t.vocab --first 1 -q -o bt2.safetensors && "
+                    "$L batch --src t.txt --tgt u.txt --keep-order -q -o bp.safetensors",
+                    tu_tmpdir(), tu_tmpdir(), tu_lnkit());
+    if (st != 0)
+        fail_msg("batch runs: exit %d: %s", st, out);
+    free(out);
+    char tsha[65], usha[65], vsha[65];
+    sha_of("t.txt", tsha);
+    sha_of("u.txt", usha);
+    sha_of("t.vocab", vsha);
+    json_t *rs = record_of("bs.safetensors", "lnkit batch"),
+           *rt = record_of("bt2.safetensors", "lnkit batch"),
+           *rp = record_of("bp.safetensors", "lnkit batch");
+    assert_string_equal(ident(rs, "--rng-seed"), "7");
+    assert_string_equal(ident(rs, "--rows"), "3");
+    assert_string_equal(ident(rs, "--len"), "5");
+    assert_int_equal(strlen(ident(rs, "the configuration (SHA-256 of its resolved keys)")), 64);
+    assert_string_equal(ident(rt, "--text (SHA-256)"), tsha);
+    assert_string_equal(ident(rt, "--vocab-in (SHA-256)"), vsha);
+    assert_string_equal(ident(rt, "--first"), "1");
+    assert_string_equal(ident(rp, "--src (SHA-256)"), tsha);
+    assert_string_equal(ident(rp, "--tgt (SHA-256)"), usha);
+    assert_string_equal(ident(rp, "--keep-order"), "true");
+    assert_string_equal(ident(rp, "--joint-vocab"), ""); /* at its default: not named */
+    json_decref(rs), json_decref(rt), json_decref(rp);
+    /* the data set's own metadata stays */
+    char p[700];
+    snprintf(p, sizeof p, "%s/rec/bp.safetensors", tu_tmpdir());
+    lnk_st_file *f;
+    assert_int_equal(lnk_st_read(p, &f), LNK_OK);
+    assert_string_equal(lnk_st_meta(f, "task"), "seq2seq");
+    assert_string_equal(lnk_st_meta(f, "pairs"), "3");
+    lnk_st_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eigs_vs_dense),
         cmocka_unit_test(test_trace_vs_exact),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_embedded_record),
+        cmocka_unit_test(test_embedded_record_batch),
     };
     return cmocka_run_group_tests_name("curvature on models", tests, NULL, NULL);
 }

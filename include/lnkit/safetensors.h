@@ -84,6 +84,12 @@ int lnk_weights_save(const char *path, const lnk_model *m, const double *theta);
  * lnk_config_save_json writes it, with n_params and param_order (the
  * layout's tensor names), as lnkit init writes it. */
 int lnk_model_config_save(const char *path, const lnk_model *m);
+/* The *_save_meta writers add the caller's metadata (as lnk_st_write's;
+ * NULL: none) to the header: a program's record of how the file was made
+ * (docs/MODEL.md §9, the embedded record).  The readers ignore keys they do
+ * not use, so files with or without them load alike. */
+int lnk_weights_save_meta(const char *path, const lnk_model *m, const double *theta,
+                          const char *const *metadata);
 
 /* Vectors (MODEL.md §8): either one tensor "v" of shape [n_params] (layout
  * LNK_VEC_FLAT) or the named tensors of the layout (LNK_VEC_NAMED). */
@@ -91,6 +97,8 @@ enum { LNK_VEC_FLAT = 0, LNK_VEC_NAMED = 1 };
 int lnk_vector_load(const char *path, const lnk_model *m, double *v, int *layout_kind);
 int lnk_vector_from_st(const lnk_st_file *f, const lnk_model *m, double *v, int *layout_kind);
 int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int layout_kind);
+int lnk_vector_save_meta(const char *path, const lnk_model *m, const double *v, int layout_kind,
+                         const char *const *metadata);
 
 /* Batches: "src", "tgt" (I64 [B, len]) and "labels" (I64 [B, S]) as the task
  * needs; checked with lnk_batch_check.  The writer records the task its
@@ -102,6 +110,8 @@ int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int l
 int lnk_batch_load(const char *path, const lnk_model *m, lnk_batch *b);
 int lnk_batch_from_st(lnk_st_file *f, const lnk_model *m, lnk_batch *b);
 int lnk_batch_save(const char *path, const lnk_batch *b);
+/* "task" first, then the caller's metadata. */
+int lnk_batch_save_meta(const char *path, const lnk_batch *b, const char *const *metadata);
 
 #ifdef __cplusplus
 }

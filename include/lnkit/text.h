@@ -42,6 +42,9 @@ typedef struct lnk_vocab lnk_vocab;
 int lnk_vocab_build(const lnk_text *const *texts, int n_texts, int min_count, int max_size,
                     lnk_vocab **out);
 int lnk_vocab_load(const char *path, lnk_vocab **out);
+/* The size and SHA-256 of the bytes a loaded vocabulary was read from (for a
+ * program's provenance record, lnk_prov_input_digest), NULL for a built one. */
+const lnk_digest *lnk_vocab_digest(const lnk_vocab *v);
 int lnk_vocab_save(const lnk_vocab *v, const char *path);   /* atomic */
 void lnk_vocab_free(lnk_vocab *v);
 int lnk_vocab_size(const lnk_vocab *v);

@@ -163,3 +163,41 @@ def test_operators_equal_cli(files):
         x = rng.standard_normal(m.n_params)
         gx = G @ x
         assert x @ gx >= -1e-12 * np.linalg.norm(x) * np.linalg.norm(gx)
+
+
+def _with_metadata(src, dst, md):
+    """src's tensors under another __metadata__ (None: none), the header
+    written as lnkit writes one."""
+    import struct
+    raw = open(src, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    head.pop("__metadata__", None)
+    if md is not None:
+        head = {"__metadata__": md, **head}
+    t = json.dumps(head, separators=(",", ":")).encode()
+    t += b" " * ((8 - len(t) % 8) % 8)
+    open(dst, "wb").write(struct.pack("<Q", len(t)) + t + raw[8 + n:])
+
+
+def test_load_vector_with_and_without_record(pre):
+    """A gradient file of lnkit eval carries its record (docs/MODEL.md
+    section 9); Model.load_vector reads it, and the same tensors with foreign
+    or no metadata, alike; Model.save_vector's files (no record) too."""
+    m = lnkit.Model.load(pre.config, pre.weights)
+    g_path = pre.path("g_rec.safetensors")
+    run("eval", "--config", pre.config, "--weights", pre.weights, "--batch", pre.batch,
+        "--grad-out", g_path, "-o", pre.path("g_rec.csv"), "--quiet")
+    import struct
+    raw = open(g_path, "rb").read()
+    md = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]
+    rec = json.loads(md["lnkit"])
+    assert rec["command"] == "lnkit eval" and rec["seeds"]["init"] == m.config["seed"]
+    g = m.load_vector(g_path)
+    for i, other in enumerate([None, {"format": "pt", "lnkit": "not json {"}]):
+        p = pre.path("g_md%d.safetensors" % i)
+        _with_metadata(g_path, p, other)
+        assert np.array_equal(m.load_vector(p), g)
+    p = pre.path("g_saved.safetensors")
+    m.save_vector(p, g, named=True)
+    assert np.array_equal(m.load_vector(p), g)

@@ -21,7 +21,8 @@ typedef struct {
     size_t max_input;
 } batch_args;
 
-/* The data set of a parallel corpus (--src, --tgt). */
-int cli_batch_s2s(const batch_args *a);
+/* The data set of a parallel corpus (--src, --tgt); opts: lnkit batch's
+ * options, for the record the file embeds (front/record.h). */
+int cli_batch_s2s(const batch_args *a, const cli_opt *opts);
 
 #endif

@@ -4,24 +4,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/batch.h"
+#include "front/record.h"
+#include "lnkit/provenance.h"
 #include "lnkit/text.h"
 
 #define T batch_args
 static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(T, out, CLI_REQ, "batch (or data-set) file to write (safetensors)", NULL),
-    {.type = CLI_FLAG, .name = "synthetic", CLI_AT(T, synthetic), .excl = 1, .flags = CLI_REQ,
+    {.type = CLI_FLAG, .name = "synthetic", CLI_AT(T, synthetic), .excl = 1,
+     .flags = CLI_REQ | CLI_ID,
      .help = "synthetic ids, uniform in [4, V)"},
     {.type = CLI_STR, .name = "text", .arg = "FILE", CLI_AT(T, text), .excl = 1,
-     .flags = CLI_REQ | CLI_READS, .help = "a whitespace-tokenised text (task lm), a sequence a line"},
+     .flags = CLI_REQ | CLI_READS | CLI_ID_FILE, .help = "a whitespace-tokenised text (task lm), a sequence a line"},
     CLI_OPT_SRC(T, pa, CLI_REQ, 1),
     CLI_OPT_TGT(T, pa),
     {.type = CLI_LONG, .name = "rows", .arg = "N", CLI_AT(T, rows), .min = 0, .max = 1 << 24,
-     .help = "rows; with --text 0 means all lines", .def = "synthetic 8, text 0"},
+     .flags = CLI_ID | CLI_ID_SET, .help = "rows; with --text 0 means all lines", .def = "synthetic 8, text 0"},
     {.type = CLI_INT, .name = "len", .arg = "T", CLI_AT(T, len), .min = 1, .max = 1 << 24,
-     .help = "synthetic: positions per row"},
+     .flags = CLI_ID, .help = "synthetic: positions per row"},
     {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(T, rng_seed), .max = 0x7fffffff,
-     .help = "synthetic: seed of the ids"},
-    {.type = CLI_STR, .name = "vocab-in", .arg = "FILE", CLI_AT(T, vocab_in), .flags = CLI_READS,
+     .flags = CLI_ID, .help = "synthetic: seed of the ids"},
+    {.type = CLI_STR, .name = "vocab-in", .arg = "FILE", CLI_AT(T, vocab_in),
+     .flags = CLI_READS | CLI_ID_FILE,
      .help = "text: use this vocabulary instead of building one"},
     {.type = CLI_STR, .name = "vocab-out", .arg = "FILE", CLI_AT(T, vocab_out),
      .flags = CLI_WRITES | CLI_STDOUT,
@@ -35,7 +39,7 @@ static const cli_opt opts[] = {
     CLI_OPT_MAX_LINE_LEN(T, pa, "text: truncate lines to N tokens; corpus: sentence tokens per "
                                 "side; 0: no limit"),
     {.type = CLI_INT, .name = "first", .arg = "N", CLI_AT(T, first), .min = 0, .max = 1 << 30,
-     .help = "text: the first line used, from 0"},
+     .flags = CLI_ID | CLI_ID_SET, .help = "text: the first line used, from 0"},
     CLI_OPT_TRUNCATE(T, pa),
     CLI_OPT_SRC_EOS(T, pa),
     CLI_OPT_KEEP_ORDER(T, pa),
@@ -116,7 +120,7 @@ int cmd_batch(int argc, char **argv)
     if (a.max_input)
         lnk_set_input_limit(a.max_input);
     if (mode == S2S)
-        return cli_batch_s2s(&a);
+        return cli_batch_s2s(&a, opts);
     /* a built vocabulary goes beside -o (none beside standard output, a device or a FIFO) */
     char *vp = a.text && !a.vocab_in ? cli_sidecar_path(a.out, a.vocab_out, ".vocab") : NULL;
     const char *out = cli_out(a.out, 1);
@@ -126,6 +130,8 @@ int cmd_batch(int argc, char **argv)
     cli_outputs_begin(); /* the batch and its vocabulary: both or neither */
     lnk_batch b;
     int nv = 0;
+    cli_record_md rec;
+    const char *const *md;
     if (a.synthetic) {
         if (a.rows == 0)
             cli_die("--rows must be >= 1 for synthetic batches");
@@ -139,14 +145,20 @@ int cmd_batch(int argc, char **argv)
         CLI_CK(lnk_batch_synthetic(m, a.rows < 0 ? 8 : (int)a.rows, a.len, a.rng_seed,
                                    &b));
         lnk_model_free(m);
+        md = cli_record_table(&rec, "lnkit batch", "synthetic ids", &c, opts, &a);
         lnk_config_clear(&c);
     } else {
         lnk_text t;
         CLI_CK(lnk_text_read(a.text, &t));
+        CLI_CK(lnk_prov_input_digest(cli_prov(), a.text, &t.digest));
         lnk_vocab *v = NULL;
         const lnk_text *tx[1] = {&t};
         CLI_CK(a.vocab_in ? lnk_vocab_load(a.vocab_in, &v)
                           : lnk_vocab_build(tx, 1, a.pa.min_count, a.pa.max_vocab, &v));
+        if (a.vocab_in)
+            CLI_CK(lnk_prov_input_digest(cli_prov(), a.vocab_in, lnk_vocab_digest(v)));
+        md = cli_record_table(&rec, "lnkit batch", "the lines of --text as token ids", NULL, opts,
+                              &a);
         if (a.first >= t.n_lines)
             cli_die("--first %d but %s has %d lines", a.first, a.text, t.n_lines);
         CLI_CK(lnk_text_lm_batch(&t, v, a.first, a.rows < 0 ? 0 : (int)a.rows, a.pa.max_len,
@@ -157,8 +169,9 @@ int cmd_batch(int argc, char **argv)
         lnk_vocab_free(v);
         lnk_text_free(&t);
     }
-    CLI_CK(lnk_batch_save(out, &b));
+    CLI_CK(lnk_batch_save_meta(out, &b, md));
     cli_outputs_commit();
+    cli_record_free(&rec);
     /* what was written, once it is */
     if (vp)
         cli_say("vocabulary of %d tokens -> %s\n", nv,

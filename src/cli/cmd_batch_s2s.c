@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/batch.h"
+#include "front/record.h"
 
 /* What was written, and the flags a model for it needs. */
 static void s2s_report(const batch_args *a, const cli_pairs *D, const char *vsp,
@@ -31,7 +32,7 @@ static void s2s_report(const batch_args *a, const cli_pairs *D, const char *vsp,
                 chunk, a->pa.max_tokens);
 }
 
-int cli_batch_s2s(const batch_args *a)
+int cli_batch_s2s(const batch_args *a, const cli_opt *opts)
 {
     const cli_pairs_opts *o = &a->pa;
     long max_tokens = o->max_tokens;
@@ -66,10 +67,15 @@ int cli_batch_s2s(const batch_args *a)
         CLI_CK(lnk_vocab_save(D.vs, vsp));
     if (vtp)
         CLI_CK(lnk_vocab_save(D.vt, vtp));
+    cli_record_md rec;
+    const char *const *extra = cli_record_table(&rec, "lnkit batch", "the pairs of --src and "
+                                                "--tgt as token ids", NULL, opts, a);
     lnk_pairs_file how = {o->src, o->tgt, o->vocab_src ? o->vocab_src : vsp,
                           o->vocab_tgt ? o->vocab_tgt : vtp, lnk_vocab_size(D.vs),
-                          lnk_vocab_size(D.vt), o->joint, o->src_eos, o->keep_order, chunk};
+                          lnk_vocab_size(D.vt), o->joint, o->src_eos, o->keep_order, chunk,
+                          extra};
     CLI_CK(lnk_pairs_save(out, p, &b, &how));
+    cli_record_free(&rec);
     cli_outputs_commit();
 
     s2s_report(a, &D, vsp, vtp, &b, chunk);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/curv.h"
+#include "front/record.h"
 
 typedef struct {
     cli_curv_opts co;
@@ -67,6 +68,21 @@ const cli_cmd cmd_eigs_decl = {
     .defaults = defaults,
     .example = "--config CONFIG --weights WEIGHTS --batch BATCH -k 2 --max-steps 30 -o OUT",
 };
+
+/* The record --vectors embeds (front/record.h). */
+static char *eigs_record(const cli_curv *s, int which)
+{
+    char what[200];
+    snprintf(what, sizeof what, "'values': eigenvalues of the %s at the %s end%s; 'vectors': "
+             "their unit eigenvectors, one a row", lnk_op_kind_name((lnk_op_kind)s->o->op_kind),
+             which == BOTH ? "top and bottom" : which == TOP ? "top" : "bottom",
+             which == BOTH ? "s" : "");
+    lnk_ckpt_id id = {0};
+    CLI_CK(cli_curv_id(s, &id));
+    char *rec = cli_record("lnkit eigs", what, &id);
+    lnk_ckpt_id_free(&id);
+    return rec;
+}
 
 /* The rule for pairs that did not converge (cli_not_converged): the worst
  * explicit residual of theirs relative to max|l|, and why they may not have
@@ -192,9 +208,11 @@ int cmd_eigs(int argc, char **argv)
         lnk_st_tensor t[2] = {{"values", LNK_DT_F64, 1, {r.k}, (size_t)r.k, r.value},
                               {"vectors", LNK_DT_F64, 2, {r.k, (int64_t)s.block_n},
                                (size_t)r.k * s.block_n, Y}};
-        const char *meta[] = {"block", co->block ? co->block : "*", NULL};
+        char *rec = eigs_record(&s, a.which);
+        const char *meta[] = {"block", co->block ? co->block : "*", CLI_RECORD_KEY, rec, NULL};
         if (lnk_st_write(cli_out(vec, 1), t, 2, meta) != LNK_OK)
             cli_die_lib();
+        free(rec);
     }
     if (mass && lnk_mass_write(cli_out(mass, 0), lnk_model_layout(s.m), lnk_hessian_block(s.h), &r, Y,
                                s.block_n) != LNK_OK)

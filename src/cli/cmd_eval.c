@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "front/record.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -18,9 +19,9 @@ static const cli_opt opts[] = {
     CLI_OPT_JSON_AS(T, json, "the result as JSON {loss, n_scored, grad_norms, grad_norm_total} "
                              "on standard output instead of CSV"),
     {.type = CLI_STR, .name = "weights", .arg = "FILE", CLI_AT(T, weights),
-     .flags = CLI_REQ | CLI_READS | CLI_META, .help = "weights"},
+     .flags = CLI_REQ | CLI_READS | CLI_META | CLI_ID_FILE, .help = "weights"},
     {.type = CLI_LIST, .name = "batch", .arg = "FILE", CLI_AT(T, batch),
-     .count = offsetof(T, n_batch), .flags = CLI_REQ | CLI_READS,
+     .count = offsetof(T, n_batch), .flags = CLI_REQ | CLI_READS | CLI_ID_FILE,
      .help = "batch file; repeat for a data set of several (the mean loss over all their scored "
              "tokens)"},
     {.type = CLI_STR, .name = "grad-out", .arg = "FILE", CLI_AT(T, gout),
@@ -90,9 +91,14 @@ int cmd_eval(int argc, char **argv)
         CLI_CK(x ? cli_opts_meta(opts, &a, 0, x) : LNK_ENOMEM);
         cli_run_meta(out, &s.c, x);
     }
-    if (a.gout && lnk_vector_save(cli_out(a.gout, 1), s.m, g, LNK_VEC_NAMED) != LNK_OK)
+    cli_record_md rec = {0};
+    if (a.gout && lnk_vector_save_meta(cli_out(a.gout, 1), s.m, g, LNK_VEC_NAMED,
+                                       cli_record_table(&rec, "lnkit eval", "the gradient of the "
+                                                        "mean loss over the batches", &s.c, opts,
+                                                        &a)) != LNK_OK)
         cli_die_lib();
     cli_outputs_commit();
+    cli_record_free(&rec);
     if (a.json && (lnk_eval_fwrite_json(stdout, lay, &r) != LNK_OK || fflush(stdout) != 0))
         cli_die("could not write to standard output");
     free(norm);

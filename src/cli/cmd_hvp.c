@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/curv.h"
 #include "front/progress.h"
+#include "front/record.h"
 
 typedef struct {
     cli_curv_opts co;
@@ -17,7 +18,7 @@ typedef struct {
 static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(T, out, CLI_REQ, "where H v is written, in the layout of --vector", NULL),
     {.type = CLI_STR, .name = "vector", .arg = "FILE", CLI_AT(T, vector),
-     .flags = CLI_REQ | CLI_READS,
+     .flags = CLI_REQ | CLI_READS | CLI_ID_FILE,
      .help = "the vector v: one tensor 'v' [n_params] or the named tensors (lnkit vector)"},
     {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(T, repeat), .min = 1, .max = 1000000,
      .help = "compute the product N times (the same bits each time) and print the median "
@@ -182,10 +183,16 @@ int cmd_hvp(int argc, char **argv)
         cli_close(&s);
         return 0;
     }
+    char what[96];
+    snprintf(what, sizeof what, "the product of the %s with the vector of --vector",
+             lnk_op_kind_name(kind));
+    cli_record_md rec;
     cli_outputs_begin();
-    if (lnk_vector_save(out, s.m, hv, layout) != LNK_OK)
+    if (lnk_vector_save_meta(out, s.m, hv, layout, cli_record_table(&rec, "lnkit hvp", what, &s.c,
+                                                                    opts, &a)) != LNK_OK)
         cli_die_lib();
     cli_outputs_commit();
+    cli_record_free(&rec);
     if (repeat > 1 || a.json)
         timings(t, repeat, keep, a.json);
     free(v);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "front/record.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -45,11 +46,15 @@ int cmd_init(int argc, char **argv)
     size_t np = lnk_model_n_params(m);
     double *theta = cli_alloc(sizeof(double) * np);
     CLI_CK(lnk_model_init_params(m, theta));
+    cli_record_md rec;
     cli_outputs_begin(); /* weights and config: both or neither */
-    CLI_CK(lnk_weights_save(out, m, theta));
+    CLI_CK(lnk_weights_save_meta(out, m, theta,
+                                 cli_record_table(&rec, "lnkit init", "the initial weights "
+                                                  "(docs/MODEL.md section 5)", &c, opts, &a)));
     if (cpath)
         CLI_CK(lnk_model_config_save(cli_out(cpath, 0), m));
     cli_outputs_commit();
+    cli_record_free(&rec);
     cli_say("%zu parameters (%d tensors) -> %s, config -> %s\n", np,
             lnk_model_layout(m)->n_tensors,
             cli_is_stdout(a.out) ? "standard output" : a.out,

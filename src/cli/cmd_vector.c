@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "front/record.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -20,28 +21,30 @@ typedef struct {
 #define T vector_args
 static const cli_opt opts[] = {
     CLI_OPT_OUTPUT(T, out, CLI_REQ, "vector file to write (safetensors)", NULL),
-    {.type = CLI_FLAG, .name = "random", CLI_AT(T, random), .excl = 1, .flags = CLI_REQ,
+    {.type = CLI_FLAG, .name = "random", CLI_AT(T, random), .excl = 1, .flags = CLI_REQ | CLI_ID,
      .help = "Gaussian N(0, 1) entries"},
-    {.type = CLI_FLAG, .name = "ones", CLI_AT(T, ones), .excl = 1, .flags = CLI_REQ,
+    {.type = CLI_FLAG, .name = "ones", CLI_AT(T, ones), .excl = 1, .flags = CLI_REQ | CLI_ID,
      .help = "every entry 1"},
-    {.type = CLI_FLAG, .name = "gradient", CLI_AT(T, gradient), .excl = 1, .flags = CLI_REQ,
+    {.type = CLI_FLAG, .name = "gradient", CLI_AT(T, gradient), .excl = 1,
+     .flags = CLI_REQ | CLI_ID,
      .help = "the gradient of the mean loss over the batches (needs --weights, --batch)"},
-    {.type = CLI_FLAG, .name = "rademacher", CLI_AT(T, rademacher),
+    {.type = CLI_FLAG, .name = "rademacher", CLI_AT(T, rademacher), .flags = CLI_ID,
      .help = "with --random: entries +1 or -1"},
     {.type = CLI_U64, .name = "rng-seed", .arg = "N", CLI_AT(T, rng_seed), .max = 0x7fffffff,
-     .help = "seed of the random entries"},
-    {.type = CLI_STR, .name = "weights", .arg = "FILE", CLI_AT(T, weights), .flags = CLI_READS,
+     .flags = CLI_ID, .help = "seed of the random entries"},
+    {.type = CLI_STR, .name = "weights", .arg = "FILE", CLI_AT(T, weights),
+     .flags = CLI_READS | CLI_ID_FILE,
      .help = "weights, for --gradient"},
     {.type = CLI_LIST, .name = "batch", .arg = "FILE", CLI_AT(T, batch),
-     .count = offsetof(T, n_batch), .flags = CLI_READS,
+     .count = offsetof(T, n_batch), .flags = CLI_READS | CLI_ID_FILE,
      .help = "batch file, for --gradient; repeat for a data set of several (the token-weighted "
              "mean over them)"},
-    {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block),
+    {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block), .flags = CLI_ID,
      .help = "zero outside this block: comma-separated globs on tensor names, e.g. '*.attn.*'",
      .def = "all parameters"},
-    {.type = CLI_FLAG, .name = "normalize", CLI_AT(T, normalize),
+    {.type = CLI_FLAG, .name = "normalize", CLI_AT(T, normalize), .flags = CLI_ID,
      .help = "scale to unit Euclidean norm"},
-    {.type = CLI_FLAG, .name = "flat", CLI_AT(T, flat),
+    {.type = CLI_FLAG, .name = "flat", CLI_AT(T, flat), .flags = CLI_ID,
      .help = "one tensor 'v' of n_params instead of the named tensors"},
     CLI_MODEL(T, mo),
     {0}};
@@ -141,10 +144,16 @@ int cmd_vector(int argc, char **argv)
         for (size_t i = 0; i < np; i++)
             v[i] /= nrm;
     }
+    cli_record_md rec = {0};
     cli_outputs_begin();
-    if (cli_root() && lnk_vector_save(out, m, v, a.flat ? LNK_VEC_FLAT : LNK_VEC_NAMED) != LNK_OK)
+    if (cli_root() && lnk_vector_save_meta(out, m, v, a.flat ? LNK_VEC_FLAT : LNK_VEC_NAMED,
+                                           cli_record_table(&rec, "lnkit vector", random ?
+                                                            "a random vector" : ones ? "ones" :
+                                                            "the gradient of the mean loss over "
+                                                            "the batches", &c, opts, &a)) != LNK_OK)
         cli_die_lib();
     cli_outputs_commit();
+    cli_record_free(&rec);
     cli_say("%zu entries (%zu in the block), norm %.6g -> %s\n", np, sel.n,
             a.normalize ? 1.0 : nrm, cli_is_stdout(a.out) ? "standard output" : a.out);
     free(v);

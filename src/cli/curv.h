@@ -95,6 +95,9 @@ void cli_curv_done(cli_curv *s);
  * lnk_ckpt_open).  Dies on a mismatch or a bad file.  Nothing more without
  * --checkpoint (s->run.ck stays NULL). */
 void cli_curv_ckpt(cli_curv *s, int kind, size_t max_rows, int mapped, long total);
+/* The items of that identity but the build's, added to id (the record a
+ * binary output embeds: front/record.h); status of lnk_ckpt_id_add. */
+int cli_curv_id(const cli_curv *s, lnk_ckpt_id *id);
 
 /* NAME.meta.json beside path: the command, its options (its own, then the
  * shared ones) as the tables record them, the run's sizes and products, then

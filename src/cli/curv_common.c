@@ -177,17 +177,24 @@ void cli_curv_ckpt(cli_curv *s, int kind, size_t max_rows, int mapped, long tota
     cli_ckpt_start(&s->run, s->h, total, o->ck.every);
     if (!o->ck.path)
         return;
+    lnk_ckpt_id id = {0};
+    cli_check(cli_curv_id(s, &id));
+    cli_ckpt_open(&s->run, &o->ck, s->cmd, &id, kind, s->op.n, max_rows, mapped);
+}
+
+int cli_curv_id(const cli_curv *s, lnk_ckpt_id *id)
+{
     /* what the run belongs to: the numbers it computes depend on these; the
      * command's own options first (the order of checkpoints written before) */
-    lnk_ckpt_id id = {0};
-    cli_check(cli_opts_id(s->own, s->args, 0, &id));
-    int rc = cli_ckpt_id_config(&id, "the configuration (SHA-256 of its resolved keys)", &s->c);
+    const cli_curv_opts *o = s->o;
+    int rc = cli_opts_id(s->own, s->args, 0, id);
+    rc = rc ? rc : cli_ckpt_id_config(id, "the configuration (SHA-256 of its resolved keys)",
+                                      &s->c);
     /* the shared options' (the weights and batches by SHA-256, --chunk,
      * --block, --rng-seed; --operator when not the Hessian, so that
      * checkpoints written before it existed stay valid) */
-    rc = rc ? rc : cli_opts_id(cli_data_table, o, 0, &id);
-    rc = rc ? rc : cli_opts_id(cli_curv_table, o, 0, &id);
-    rc = rc ? rc : cli_opts_id(cli_op_table, o, 0, &id);
-    cli_check(rc);
-    cli_ckpt_open(&s->run, &o->ck, s->cmd, &id, kind, s->op.n, max_rows, mapped);
+    rc = rc ? rc : cli_opts_id(cli_data_table, o, 0, id);
+    rc = rc ? rc : cli_opts_id(cli_curv_table, o, 0, id);
+    rc = rc ? rc : cli_opts_id(cli_op_table, o, 0, id);
+    return rc;
 }

@@ -27,8 +27,12 @@ static void load_vocabs(const cli_pairs_opts *o, cli_pairs *D)
 {
     if (o->vocab_src)
         CLI_CK(lnk_vocab_load(o->vocab_src, &D->vs));
+    if (o->vocab_src)
+        CLI_CK(lnk_prov_input_digest(cli_prov(), o->vocab_src, lnk_vocab_digest(D->vs)));
     if (o->vocab_tgt)
         CLI_CK(lnk_vocab_load(o->vocab_tgt, &D->vt));
+    if (o->vocab_tgt)
+        CLI_CK(lnk_prov_input_digest(cli_prov(), o->vocab_tgt, lnk_vocab_digest(D->vt)));
     if (D->vs && D->vt)
         return;
     lnk_vocab *bs, *bt;

@@ -30,44 +30,48 @@ void cli_pairs_opts_default(cli_pairs_opts *o);
 
 #define CLI_OPT_SRC(T, f, fl, ex)                                                                 \
     {.type = CLI_STR, .name = "src", .arg = "FILE", CLI_AT(T, f.src), .excl = ex,                \
-     .flags = CLI_READS | (fl), .help = "the source text of a parallel corpus (task seq2seq)"}
+     .flags = CLI_READS | CLI_ID_FILE | (fl),                                                     \
+     .help = "the source text of a parallel corpus (task seq2seq)"}
 #define CLI_OPT_TGT(T, f)                                                                         \
-    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(T, f.tgt), .flags = CLI_READS,        \
+    {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(T, f.tgt),                            \
+     .flags = CLI_READS | CLI_ID_FILE,                                                            \
      .help = "its target text: line i translates line i of --src"}
 #define CLI_OPT_VOCAB_SRC(T, f)                                                                   \
     {.type = CLI_STR, .name = "vocab-src", .arg = "FILE", CLI_AT(T, f.vocab_src),                \
-     .flags = CLI_READS,                                                                          \
+     .flags = CLI_READS | CLI_ID_FILE,                                                            \
      .help = "corpus: use this source vocabulary (DATA.src.vocab is then not written)"}
 #define CLI_OPT_VOCAB_TGT(T, f)                                                                   \
     {.type = CLI_STR, .name = "vocab-tgt", .arg = "FILE", CLI_AT(T, f.vocab_tgt),                \
-     .flags = CLI_READS,                                                                          \
+     .flags = CLI_READS | CLI_ID_FILE,                                                            \
      .help = "corpus: use this target vocabulary (DATA.tgt.vocab is then not written)"}
+/* CLI_ID_SET: the record of an output (front/record.h) names those not at their default */
 #define CLI_OPT_JOINT_VOCAB(T, f)                                                                 \
-    {.type = CLI_FLAG, .name = "joint-vocab", CLI_AT(T, f.joint),                                 \
+    {.type = CLI_FLAG, .name = "joint-vocab", CLI_AT(T, f.joint), .flags = CLI_ID | CLI_ID_SET,   \
      .help = "corpus: one vocabulary from both texts, for both sides"}
 #define CLI_OPT_MIN_COUNT(T, f)                                                                   \
     {.type = CLI_INT, .name = "min-count", .arg = "N", CLI_AT(T, f.min_count), .min = 1,         \
-     .max = 1 << 30, .help = "minimum token count to enter a vocabulary"}
+     .max = 1 << 30, .flags = CLI_ID | CLI_ID_SET,                                                \
+     .help = "minimum token count to enter a vocabulary"}
 #define CLI_OPT_MAX_VOCAB(T, f)                                                                   \
     {.type = CLI_INT, .name = "max-vocab", .arg = "N", CLI_AT(T, f.max_vocab), .min = 0,         \
-     .max = 1 << 30, .help = "vocabulary size limit, 0: none"}
+     .max = 1 << 30, .flags = CLI_ID | CLI_ID_SET, .help = "vocabulary size limit, 0: none"}
 #define CLI_OPT_MAX_LINE_LEN(T, f, h)                                                             \
     {.type = CLI_INT, .name = "max-line-len", .arg = "N", CLI_AT(T, f.max_len), .min = 0,        \
-     .max = 1 << 24, .help = h}
+     .max = 1 << 24, .flags = CLI_ID | CLI_ID_SET, .help = h}
 #define CLI_OPT_TRUNCATE(T, f)                                                                    \
-    {.type = CLI_FLAG, .name = "truncate", CLI_AT(T, f.truncate),                                 \
+    {.type = CLI_FLAG, .name = "truncate", CLI_AT(T, f.truncate), .flags = CLI_ID | CLI_ID_SET,   \
      .help = "corpus: truncate longer pairs to --max-line-len (default: drop them)"}
 #define CLI_OPT_SRC_EOS(T, f)                                                                     \
-    {.type = CLI_FLAG, .name = "src-eos", CLI_AT(T, f.src_eos),                                   \
+    {.type = CLI_FLAG, .name = "src-eos", CLI_AT(T, f.src_eos), .flags = CLI_ID | CLI_ID_SET,     \
      .help = "corpus: append <eos> to the source rows (fairseq; MODEL.md section 4 has the "     \
              "source tokens alone)"}
 #define CLI_OPT_KEEP_ORDER(T, f)                                                                  \
-    {.type = CLI_FLAG, .name = "keep-order", CLI_AT(T, f.keep_order),                             \
-     .help = "corpus: rows in file order instead of by length"}
+    {.type = CLI_FLAG, .name = "keep-order", CLI_AT(T, f.keep_order),                            \
+     .flags = CLI_ID | CLI_ID_SET, .help = "corpus: rows in file order instead of by length"}
 /* def: the default as help shows it (NULL: the value's own) */
 #define CLI_OPT_MAX_TOKENS(T, f, h, dflt)                                                         \
     {.type = CLI_LONG, .name = "max-tokens", .arg = "N", CLI_AT(T, f.max_tokens), .min = 1,      \
-     .max = 1L << 40, .help = h, .def = dflt}
+     .max = 1L << 40, .flags = CLI_ID | CLI_ID_SET, .help = h, .def = dflt}
 
 /* The data set. */
 typedef struct {

@@ -255,10 +255,25 @@ static int args_json(const lnk_prov *p, json_t *root)
     return bad;
 }
 
+json_t *lnk_prov_seeds_json(const lnk_prov *p)
+{
+    json_t *sd = json_object();
+    int bad = !sd;
+    for (int i = 0; sd && i < p->n_seeds; i++)
+        bad |= jset(sd, p->seeds[i].name, p->seeds[i].value <= (uint64_t)INT64_MAX
+                                              ? json_integer((json_int_t)p->seeds[i].value)
+                                              : json_real((double)p->seeds[i].value));
+    if (bad) {
+        json_decref(sd);
+        return NULL;
+    }
+    return sd;
+}
+
 int lnk_prov_json(const lnk_prov *p, json_t *root)
 {
     int bad = args_json(p, root);
-    json_t *in = json_array(), *sd = json_object(), *ver = json_object();
+    json_t *in = json_array(), *sd = lnk_prov_seeds_json(p), *ver = json_object();
     for (int i = 0; in && i < p->n_inputs; i++) {
         const input *x = &p->inputs[i];
         json_t *e = json_object();
@@ -267,10 +282,6 @@ int lnk_prov_json(const lnk_prov *p, json_t *root)
                          jset(e, "sha256", json_string(x->d.sha256));
         bad |= json_array_append_new(in, e);
     }
-    for (int i = 0; sd && i < p->n_seeds; i++)
-        bad |= jset(sd, p->seeds[i].name, p->seeds[i].value <= (uint64_t)INT64_MAX
-                                              ? json_integer((json_int_t)p->seeds[i].value)
-                                              : json_real((double)p->seeds[i].value));
     char lapack[32], *cwd = getcwd(NULL, 0);
     lapack_version(lapack, sizeof lapack);
     bad |= lnk_json_set_os(root, "cwd", cwd ? cwd : "unknown");

@@ -11,6 +11,8 @@
  * blas_kernel, blas_kernel_choice, threads and ranks to root; LNK_OK or
  * LNK_ENOMEM (with its message). */
 int lnk_prov_json(const lnk_prov *p, json_t *root);
+/* The named seeds {"name": value, ...} (NULL if out of memory). */
+json_t *lnk_prov_seeds_json(const lnk_prov *p);
 
 /* 1 if the n bytes at s are UTF-8 as RFC 3629 defines it (no overlong forms,
  * no surrogates, nothing above U+10FFFF): what JSON strings can hold. */

@@ -79,7 +79,8 @@ static int load_named(const char *path, const lnk_st_file *f, const lnk_model *m
 }
 
 /* Write theta as the named tensors of the layout (MODEL.md §6 order). */
-static int save_named(const char *path, const lnk_model *m, const double *theta, const char *what)
+static int save_named(const char *path, const lnk_model *m, const double *theta, const char *what,
+                      const char *const *metadata)
 {
     const lnk_layout *lay = lnk_model_layout(m);
     int st;
@@ -101,7 +102,7 @@ static int save_named(const char *path, const lnk_model *m, const double *theta,
         t[k].numel = ti->size;
         t[k].data = (void *)(theta + ti->offset);
     }
-    st = lnk_st_write(path, t, lay->n_tensors, NULL);
+    st = lnk_st_write(path, t, lay->n_tensors, metadata);
     free(t);
     return st;
 }
@@ -124,7 +125,13 @@ int lnk_weights_load(const char *path, const lnk_model *m, double *theta)
 
 int lnk_weights_save(const char *path, const lnk_model *m, const double *theta)
 {
-    return save_named(path, m, theta, "weights");
+    return lnk_weights_save_meta(path, m, theta, NULL);
+}
+
+int lnk_weights_save_meta(const char *path, const lnk_model *m, const double *theta,
+                          const char *const *metadata)
+{
+    return save_named(path, m, theta, "weights", metadata);
 }
 
 int lnk_model_config_save(const char *path, const lnk_model *m)
@@ -205,8 +212,14 @@ int lnk_vector_from_st(const lnk_st_file *f, const lnk_model *m, double *v, int 
 
 int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int layout_kind)
 {
+    return lnk_vector_save_meta(path, m, v, layout_kind, NULL);
+}
+
+int lnk_vector_save_meta(const char *path, const lnk_model *m, const double *v, int layout_kind,
+                         const char *const *metadata)
+{
     if (layout_kind == LNK_VEC_NAMED)
-        return save_named(path, m, v, "vector");
+        return save_named(path, m, v, "vector", metadata);
     if (layout_kind != LNK_VEC_FLAT)
         return lnk_error(LNK_EINVAL, "%s: unknown vector layout %d (expected flat or named)", path,
                          layout_kind);
@@ -221,7 +234,7 @@ int lnk_vector_save(const char *path, const lnk_model *m, const double *v, int l
         }
     lnk_st_tensor t = {.name = "v", .dtype = LNK_DT_F64, .ndim = 1,
                        .shape = {(int64_t)np}, .numel = np, .data = (void *)v};
-    return lnk_st_write(path, &t, 1, NULL);
+    return lnk_st_write(path, &t, 1, metadata);
 }
 
 /* One I64 2-D batch array: present, right dtype, rows and row length in int range. */
@@ -349,6 +362,11 @@ done:
 
 int lnk_batch_save(const char *path, const lnk_batch *b)
 {
+    return lnk_batch_save_meta(path, b, NULL);
+}
+
+int lnk_batch_save_meta(const char *path, const lnk_batch *b, const char *const *metadata)
+{
     if (b->B < 0 || b->S < 0 || b->T < 0)
         return lnk_error(LNK_EINVAL, "%s: batch has negative sizes B=%d S=%d T=%d", path, b->B, b->S, b->T);
     lnk_st_tensor t[3];
@@ -367,7 +385,18 @@ int lnk_batch_save(const char *path, const lnk_batch *b)
     if (n == 0)
         return lnk_error(LNK_EINVAL, "%s: batch has no src, tgt or labels array", path);
     /* the task the arrays make, for the loader's check */
-    const char *meta[3] = {"task", b->labels ? "cls" : b->src && b->tgt ? "seq2seq"
-                                   : b->tgt ? "lm" : "cls", NULL};
-    return lnk_st_write(path, t, n, meta);
+    size_t k = 0;
+    while (metadata && metadata[k] && metadata[k + 1])
+        k += 2;
+    const char **meta = malloc(sizeof *meta * (k + 3));
+    if (!meta)
+        return lnk_error(LNK_ENOMEM, "%s: out of memory", path);
+    meta[0] = "task";
+    meta[1] = b->labels ? "cls" : b->src && b->tgt ? "seq2seq" : b->tgt ? "lm" : "cls";
+    for (size_t i = 0; i < k; i++)
+        meta[2 + i] = metadata[i];
+    meta[2 + k] = NULL;
+    int st = lnk_st_write(path, t, n, meta);
+    free(meta);
+    return st;
 }

@@ -298,6 +298,8 @@ struct lnk_vocab {
     char *pool;
     uint64_t *hash;  /* hash[id] */
     htab ht;
+    int loaded;      /* read from a file (lnk_vocab_load), whose bytes digest holds */
+    lnk_digest digest;
 };
 
 void lnk_vocab_free(lnk_vocab *v)
@@ -494,7 +496,8 @@ int lnk_vocab_load(const char *path, lnk_vocab **out)
         return lnk_error(LNK_EINVAL, "vocabulary: no file name");
     char *buf;
     size_t len;
-    int st = read_text(path, &buf, &len, NULL);
+    lnk_digest d;
+    int st = read_text(path, &buf, &len, &d);
     if (st != LNK_OK)
         return st;
     /* Split into lines in place; a "\r\n" end loses its '\r'. */
@@ -561,8 +564,17 @@ int lnk_vocab_load(const char *path, lnk_vocab **out)
     }
     free(words);
     free(buf);
+    if (v) {
+        v->loaded = 1;
+        v->digest = d;
+    }
     *out = v;
     return st;
+}
+
+const lnk_digest *lnk_vocab_digest(const lnk_vocab *v)
+{
+    return v && v->loaded ? &v->digest : NULL;
 }
 
 int lnk_vocab_save(const lnk_vocab *v, const char *path)

@@ -7,8 +7,10 @@
 # Runs LNKIT with LNK_BLAS_KERNEL=KERNEL and writes into OUTDIR every result
 # file (CSV written with %.17g) and SHA256SUMS, the checksums of them and of
 # the binary outputs (eigenvectors, H v); sidecars (.meta.json: times,
-# commit) are removed.  Deterministic in everything but the machine's BLAS
-# kernel, hence one reference per kernel.
+# commit) are removed, and so is the record the binary outputs embed
+# (docs/MODEL.md section 9: it names the commit), leaving the bytes the
+# reference build wrote (unrecord below).  Deterministic in everything but
+# the machine's BLAS kernel, hence one reference per kernel.
 set -euo pipefail
 L=$1; out=$2; export LNK_BLAS_KERNEL=$3
 mkdir -p "$out"; cd "$out"
@@ -58,5 +60,25 @@ for t in 1 2 3; do
         --cache-mb 0 -o lm_pre.t$t.density_nocache.csv --nodes lm_pre.t$t.nodes_nocache.csv
 done
 rm -f ./*.meta.json ./*.v.safetensors
+# Each binary output without __metadata__'s "lnkit" (and without an empty
+# __metadata__), its header rewritten as lnkit writes one: compact JSON in
+# the same order, padded with spaces to a multiple of 8 bytes.
+unrecord() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+for p in sys.argv[1:]:
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    md = h.get("__metadata__", {})
+    md.pop("lnkit", None)
+    if not md:
+        h.pop("__metadata__", None)
+    t = json.dumps(h, separators=(",", ":"), ensure_ascii=False).encode()
+    t += b" " * ((8 - len(t) % 8) % 8)
+    open(p, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+}
+unrecord ./*.vec.safetensors
 sha256sum -- *.csv *.vec.safetensors > SHA256SUMS
 rm -f ./*.safetensors ./*.json

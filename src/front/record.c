@@ -1,0 +1,63 @@
+/* The record embedded in safetensors outputs (record.h). */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "front/ckpt.h"
+#include "front/front.h"
+#include "front/record.h"
+#include "io/provenance_json.h" /* the named seeds; a string the system gave */
+#include "lnkit/provenance.h"
+
+void cli_record_id(lnk_ckpt_id *id, const lnk_config *c, const cli_opt *table, const void *args)
+{
+    int rc = c ? cli_ckpt_id_config(id, "the configuration (SHA-256 of its resolved keys)", c)
+               : LNK_OK;
+    rc = rc ? rc : cli_opts_id(table, args, 1, id);
+    CLI_CK(rc);
+}
+
+static int jset(json_t *o, const char *k, json_t *v)
+{
+    return (v && json_object_set_new(o, k, v) == 0) ? 0 : -1;
+}
+
+char *cli_record(const char *cmd, const char *content, const lnk_ckpt_id *id)
+{
+    json_t *r = json_object(), *ident = json_object();
+    int bad = !r || !ident;
+    bad |= !r || jset(r, "producer", json_sprintf("lnkit %s", LNK_VERSION)) |
+                     jset(r, "git_commit", json_string(lnk_git_commit())) |
+                     jset(r, "command", json_string(cmd)) |
+                     jset(r, "content", lnk_json_os_text(content));
+    for (int i = 0; !bad && i < id->n; i++)
+        bad |= jset(ident, id->name[i], lnk_json_os_text(id->value[i]));
+    if (r)
+        bad |= jset(r, "identity", ident); /* ident taken, even on failure */
+    else
+        json_decref(ident);
+    bad |= !r || jset(r, "seeds", cli_prov() ? lnk_prov_seeds_json(cli_prov()) : json_object());
+    char *text = bad ? NULL : json_dumps(r, JSON_COMPACT);
+    json_decref(r);
+    if (!text)
+        cli_die("out of memory for the record of the output");
+    return text;
+}
+
+const char *const *cli_record_table(cli_record_md *r, const char *cmd, const char *content,
+                                    const lnk_config *c, const cli_opt *table, const void *args)
+{
+    lnk_ckpt_id id = {0};
+    cli_record_id(&id, c, table, args);
+    r->text = cli_record(cmd, content, &id);
+    lnk_ckpt_id_free(&id);
+    r->md[0] = CLI_RECORD_KEY;
+    r->md[1] = r->text;
+    r->md[2] = NULL;
+    return r->md;
+}
+
+void cli_record_free(cli_record_md *r)
+{
+    free(r->text);
+    r->text = NULL;
+}
