@@ -150,7 +150,7 @@ int cmd_vector(int argc, char **argv)
                                            cli_record_table(&rec, "lnkit vector", random ?
                                                             "a random vector" : ones ? "ones" :
                                                             "the gradient of the mean loss over "
-                                                            "the batches", &c, opts, &a)) != LNK_OK)
+                                                            "the batches", &s.c, opts, &a)) != LNK_OK)
         cli_die_lib();
     cli_outputs_commit();
     cli_record_free(&rec);
