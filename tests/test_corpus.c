@@ -9,50 +9,16 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "testutil_corpus.h"
 #include "lnkit/corpus.h"
 #include "lnkit/safetensors.h"
 #include "model/workspace.h"
-
-static const char *write_text(const char *name, const char *s)
-{
-    const char *p = tu_path(name);
-    tu_write_file(p, s, strlen(s));
-    return p;
-}
-
-static void assert_msg_has(const char *msg, ...)
-{
-    va_list ap;
-    va_start(ap, msg);
-    for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
-        if (!strstr(msg, s))
-            fail_msg("message \"%s\" lacks \"%s\"", msg, s);
-    va_end(ap);
-}
-
-/* source counts: der 3, hund 3, läuft 1, katze 1, schläft 1 (ties by first
- * appearance) => der 4, hund 5, läuft 6, katze 7, schläft 8.
- * target counts: the 3, dog 2, runs 1, cat 1, sleeps 1 => the 4, dog 5, runs 6,
- * cat 7, sleeps 8. */
-static const char *SRC = "der hund l\xc3\xa4uft\n"
-                         "der katze schl\xc3\xa4" "ft der hund\n"
-                         "hund\n";
-static const char *TGT = "the dog runs\n"
-                         "the cat sleeps\n"
-                         "the dog\n";
-
-static void read_small(lnk_corpus *c)
-{
-    const char *s = write_text("small.src", SRC), *t = write_text("small.tgt", TGT);
-    if (lnk_corpus_read(s, t, c) != LNK_OK)
-        fail_msg("%s", lnk_errmsg());
-}
 
 static void test_vocab_roundtrip(void **state)
 {
     (void)state;
     lnk_corpus c;
-    read_small(&c);
+    tu_read_small(&c);
     assert_int_equal(c.src.n_lines, 3);
     lnk_vocab *vs, *vt;
     assert_int_equal(lnk_corpus_vocabs(&c, 0, 1, 0, &vs, &vt), LNK_OK);
@@ -107,18 +73,11 @@ static void test_vocab_roundtrip(void **state)
     lnk_corpus_free(&c);
 }
 
-static void assert_row(const int64_t *row, int n, const int64_t *want)
-{
-    for (int i = 0; i < n; i++)
-        if (row[i] != want[i])
-            fail_msg("row[%d] = %lld, expected %lld", i, (long long)row[i], (long long)want[i]);
-}
-
 static void test_rows_and_counts(void **state)
 {
     (void)state;
     lnk_corpus c;
-    read_small(&c);
+    tu_read_small(&c);
     lnk_vocab *vs, *vt;
     assert_int_equal(lnk_corpus_vocabs(&c, 0, 2, 0, &vs, &vt), LNK_OK); /* der hund / the dog */
     lnk_pairs p;
@@ -138,9 +97,9 @@ static void test_rows_and_counts(void **state)
         assert_int_equal(p.line[i], i);
     }
     /* der=4 hund=5, the=4 dog=5 */
-    assert_row(p.src[1], 5, (int64_t[]){4, 1, 1, 4, 5});
-    assert_row(p.tgt[0], 5, (int64_t[]){LNK_BOS, 4, 5, 1, LNK_EOS});
-    assert_row(p.tgt[2], 4, (int64_t[]){LNK_BOS, 4, 5, LNK_EOS});
+    tu_assert_row(p.src[1], 5, (int64_t[]){4, 1, 1, 4, 5});
+    tu_assert_row(p.tgt[0], 5, (int64_t[]){LNK_BOS, 4, 5, 1, LNK_EOS});
+    tu_assert_row(p.tgt[2], 4, (int64_t[]){LNK_BOS, 4, 5, LNK_EOS});
     lnk_pairs_free(&p);
 
     /* src_eos appends <eos>; max_len 2 drops pairs 0 and 1 (3 and 5 source tokens) */
@@ -152,7 +111,7 @@ static void test_rows_and_counts(void **state)
     assert_int_equal(p.n, 1);
     assert_int_equal(p.n_dropped, 2);
     assert_int_equal(p.line[0], 2);
-    assert_row(p.src[0], 2, (int64_t[]){5, LNK_EOS});
+    tu_assert_row(p.src[0], 2, (int64_t[]){5, LNK_EOS});
     assert_int_equal(p.n_scored, 3);
     lnk_pairs_free(&p);
     /* truncate instead: line 1 keeps "der katze" / "the cat" */
@@ -162,14 +121,14 @@ static void test_rows_and_counts(void **state)
     assert_int_equal(p.n, 3);
     assert_int_equal(p.n_truncated, 2);
     assert_int_equal(p.src_tokens, 2 + 2 + 1);
-    assert_row(p.src[1], 2, (int64_t[]){4, 1});
-    assert_row(p.tgt[1], 4, (int64_t[]){LNK_BOS, 4, 1, LNK_EOS});
+    tu_assert_row(p.src[1], 2, (int64_t[]){4, 1});
+    tu_assert_row(p.tgt[1], 4, (int64_t[]){LNK_BOS, 4, 1, LNK_EOS});
     /* one padded batch of the three pairs: S 2, T 4, zeros after each row */
     lnk_batch b;
     assert_int_equal(lnk_pairs_batch(&p, NULL, 3, &b), LNK_OK);
     assert_int_equal(b.S, 2);
     assert_int_equal(b.T, 4);
-    assert_row(b.src + 4, 2, (int64_t[]){5, LNK_PAD});
+    tu_assert_row(b.src + 4, 2, (int64_t[]){5, LNK_PAD});
     assert_int_equal(lnk_pairs_padded(&b), 12);
     lnk_batch_free(&b);
     lnk_pairs_free(&p);
@@ -199,7 +158,7 @@ static void make_varied(int n, lnk_corpus *c)
         t[b++] = '\n';
     }
     s[a] = t[b] = '\0';
-    const char *ps = write_text("varied.src", s), *pt = write_text("varied.tgt", t);
+    const char *ps = tu_write_text("varied.src", s), *pt = tu_write_text("varied.tgt", t);
     free(s);
     free(t);
     if (lnk_corpus_read(ps, pt, c) != LNK_OK)
@@ -303,7 +262,7 @@ static void test_batches_by_tokens(void **state)
     assert_int_equal(lnk_pairs_batches(&p, (size_t)key(&p, longest) - 1, &ch, &nc), LNK_EINVAL);
     char ln[32];
     snprintf(ln, sizeof ln, "line %d", p.line[longest] + 1);
-    assert_msg_has(lnk_errmsg(), ln, "max_tokens", NULL);
+    tu_msg_has(lnk_errmsg(), ln, "max_tokens", NULL);
     assert_int_equal(lnk_pairs_chunk_rows(&p, order, (size_t)key(&p, longest) - 1), 0);
     free(order);
     lnk_pairs_free(&p);
@@ -320,7 +279,7 @@ static void expect_read_error(const char *src, size_t ns, const char *tgt, size_
     tu_write_file(pt, tgt, nt);
     lnk_corpus c;
     assert_int_equal(lnk_corpus_read(ps, pt, &c), LNK_EFORMAT);
-    assert_msg_has(lnk_errmsg(), want1, want2, NULL);
+    tu_msg_has(lnk_errmsg(), want1, want2, NULL);
 }
 
 static void test_malformed(void **state)
@@ -330,18 +289,18 @@ static void test_malformed(void **state)
     char m[256];
     /* mismatched line counts: both files and both counts */
     expect_read_error(ok, strlen(ok), "x\ny\nz\n", 6, "has 2 lines", "has 3 lines");
-    assert_msg_has(lnk_errmsg(), tu_path("bad.src"), tu_path("bad.tgt"), NULL);
+    tu_msg_has(lnk_errmsg(), tu_path("bad.src"), tu_path("bad.tgt"), NULL);
     /* empty line (blank after trimming) in the target, line 2 */
     snprintf(m, sizeof m, "%s:2: empty line", tu_path("bad.tgt"));
     expect_read_error(ok, strlen(ok), "x\n  \t\n", 6, m, "byte offset 2");
     /* invalid UTF-8 (a lone continuation byte) in the source, line 2, offset 4 */
     expect_read_error("a b\n\x80\n", 6, ok, strlen(ok), "invalid UTF-8", "byte offset 4");
-    assert_msg_has(lnk_errmsg(), tu_path("bad.src"), "line 2", NULL);
+    tu_msg_has(lnk_errmsg(), tu_path("bad.src"), "line 2", NULL);
     /* NUL byte: not a text file */
     expect_read_error("a b\nc\0d\n", 8, ok, strlen(ok), "not a text file", "NUL byte");
-    assert_msg_has(lnk_errmsg(), tu_path("bad.src"), "byte offset 5", NULL);
+    tu_msg_has(lnk_errmsg(), tu_path("bad.src"), "byte offset 5", NULL);
     /* a literal <pad> token would become padding */
-    const char *ps = write_text("pad.src", "a <pad>\nb\n"), *pt = write_text("pad.tgt", ok);
+    const char *ps = tu_write_text("pad.src", "a <pad>\nb\n"), *pt = tu_write_text("pad.tgt", ok);
     lnk_corpus c;
     assert_int_equal(lnk_corpus_read(ps, pt, &c), LNK_OK);
     lnk_vocab *vs, *vt;
@@ -349,7 +308,7 @@ static void test_malformed(void **state)
     lnk_pairs p;
     assert_int_equal(lnk_pairs_make(&c, vs, vt, NULL, &p), LNK_EFORMAT);
     snprintf(m, sizeof m, "%s:1: token 2 is '<pad>'", ps);
-    assert_msg_has(lnk_errmsg(), m, NULL);
+    tu_msg_has(lnk_errmsg(), m, NULL);
     lnk_vocab_free(vs);
     lnk_vocab_free(vt);
     lnk_corpus_free(&c);
@@ -595,108 +554,13 @@ static void test_source_padding(void **state)
 }
 
 /* lnkit batch --src --tgt. */
-static void test_cli_batch(void **state)
-{
-    (void)state;
-    const char *ps = write_text("cli.src", SRC), *pt = write_text("cli.tgt", TGT);
-    const char *out = tu_path("cli.safetensors");
-    char *o = NULL;
-    int st = tu_run(&o, "%s batch --src %s --tgt %s --min-count 2 --max-tokens 10 -o %s",
-                    tu_lnkit(), ps, pt, out);
-    assert_int_equal(st, 0);
-    /* the hint: every pair has max(S, T) = 5 or 4 (see test_rows_and_counts); sorted
-     * rows are line 2 (S 1, T 4), then lines 0 and 1 (key 5): --chunk 2 has chunks of
-     * 2 x 5 = 10 and 1 x 5; --chunk 3 would be 3 x 5 = 15 > 10 */
-    assert_msg_has(o, "--chunk 2 ", "--V-src 6 --V-tgt 6", NULL);
-    free(o);
-    lnk_vocab *vs, *vt;
-    assert_int_equal(lnk_vocab_load(tu_path("cli.src.vocab"), &vs), LNK_OK);
-    assert_int_equal(lnk_vocab_load(tu_path("cli.tgt.vocab"), &vt), LNK_OK);
-    assert_int_equal(lnk_vocab_id(vs, "hund"), 5);
-    assert_int_equal(lnk_vocab_id(vt, "dog"), 5);
-    lnk_config cfg = tu_config("task=seq2seq", "V_src=6", "V_tgt=6", "d=4", "h=1", "L=1", NULL);
-    lnk_model *m = lnk_model_alloc(&cfg);
-    assert_non_null(m);
-    lnk_batch b;
-    assert_int_equal(lnk_batch_load(out, m, &b), LNK_OK);
-    assert_int_equal(b.B, 3);
-    assert_int_equal(b.S, 5);
-    assert_int_equal(b.T, 5);
-    assert_row(b.src, 5, (int64_t[]){5, 0, 0, 0, 0});                 /* line 2: hund */
-    assert_row(b.tgt, 5, (int64_t[]){LNK_BOS, 4, 5, LNK_EOS, 0});     /* the dog */
-    assert_row(b.src + 5, 5, (int64_t[]){4, 5, 1, 0, 0});             /* line 0 */
-    assert_row(b.src + 10, 5, (int64_t[]){4, 1, 1, 4, 5});            /* line 1 */
-    assert_int_equal(lnk_batch_n_scored(m, &b), 11);
-    lnk_batch_free(&b);
-    lnk_model_free(m);
-    lnk_config_clear(&cfg);
-    lnk_vocab_free(vs);
-    lnk_vocab_free(vt);
-    /* mismatched line counts: exit 2 with the library's message */
-    const char *p3 = write_text("cli3.tgt", "a\nb\n");
-    st = tu_run(&o, "%s batch --src %s --tgt %s -o %s", tu_lnkit(), ps, p3, out);
-    assert_int_equal(st, 2);
-    assert_msg_has(o, "lnkit batch: parallel corpus:", "has 3 lines", "has 2 lines", NULL);
-    free(o);
-}
-
-/* The data-set file (lnk_pairs_save): the arrays as made, and the metadata
- * keys of corpus.h with the values counted in test_rows_and_counts. */
-static void test_pairs_save(void **state)
-{
-    (void)state;
-    lnk_corpus c;
-    read_small(&c);
-    lnk_vocab *vs, *vt;
-    assert_int_equal(lnk_corpus_vocabs(&c, 0, 2, 0, &vs, &vt), LNK_OK);
-    lnk_pairs p;
-    assert_int_equal(lnk_pairs_make(&c, vs, vt, NULL, &p), LNK_OK);
-    lnk_batch b;
-    assert_int_equal(lnk_pairs_batch(&p, NULL, p.n, &b), LNK_OK);
-    const char *out = tu_path("saved.safetensors");
-    lnk_pairs_file how = {"a.src", "a.tgt", "v.src", NULL, 6, 7, 0, 1, 1, 0};
-    assert_int_equal(lnk_pairs_save(out, &p, &b, &how), LNK_OK);
-    lnk_st_file *f;
-    assert_int_equal(lnk_st_read(out, &f), LNK_OK);
-    static const char *const kv[] = {"task", "seq2seq", "src_file", "a.src", "tgt_file",
-                                     "a.tgt", "pairs", "3", "dropped", "0", "truncated", "0",
-                                     "n_scored", "11", "V_src", "6", "V_tgt", "7", "vocab_src",
-                                     "v.src", "vocab_tgt", "", "joint_vocab", "false",
-                                     "src_eos", "true", "order", "file", NULL};
-    for (int i = 0; kv[i]; i += 2) {
-        const char *v = lnk_st_meta(f, kv[i]);
-        if (!v || strcmp(v, kv[i + 1]))
-            fail_msg("metadata %s = %s, expected %s", kv[i], v ? v : "(none)", kv[i + 1]);
-    }
-    assert_null(lnk_st_meta(f, "chunk_rows")); /* none found: not recorded */
-    const lnk_st_tensor *src = lnk_st_get(f, "src"), *tgt = lnk_st_get(f, "tgt");
-    assert_non_null(src);
-    assert_non_null(tgt);
-    assert_int_equal(src->shape[0], 3);
-    assert_int_equal(src->shape[1], 5);
-    assert_row((const int64_t *)src->data + 5, 5, (int64_t[]){4, 1, 1, 4, 5}); /* line 1 */
-    assert_row((const int64_t *)tgt->data, 5, (int64_t[]){LNK_BOS, 4, 5, 1, LNK_EOS});
-    lnk_st_free(f);
-    how.chunk_rows = 2;
-    assert_int_equal(lnk_pairs_save(out, &p, &b, &how), LNK_OK);
-    assert_int_equal(lnk_st_read(out, &f), LNK_OK);
-    assert_string_equal(lnk_st_meta(f, "chunk_rows"), "2");
-    lnk_st_free(f);
-    lnk_batch_free(&b);
-    lnk_pairs_free(&p);
-    lnk_vocab_free(vs);
-    lnk_vocab_free(vt);
-    lnk_corpus_free(&c);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vocab_roundtrip),   cmocka_unit_test(test_rows_and_counts),
         cmocka_unit_test(test_batches_by_tokens), cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_chunked_hvp),       cmocka_unit_test(test_causal_mask),
-        cmocka_unit_test(test_source_padding),    cmocka_unit_test(test_cli_batch),
-        cmocka_unit_test(test_pairs_save),
+        cmocka_unit_test(test_source_padding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

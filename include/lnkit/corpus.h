@@ -125,8 +125,8 @@ typedef struct {
     int joint_vocab, src_eos;          /* the options that made the rows */
     int file_order;                    /* 1: rows in file order, 0: by length */
     int chunk_rows;                    /* > 0: the chunk size found for a token limit */
-    const char *const *extra;          /* more metadata, key, value, ..., NULL (the
-                                          caller's record of the run); NULL: none */
+    const char *const *metadata;       /* NULL, or further keys: key, value, ..., NULL (a
+                                        * program's record: docs/MODEL.md §9) */
 } lnk_pairs_file;
 /* b (made of p by lnk_pairs_batch) to path as the data-set file above. */
 int lnk_pairs_save(const char *path, const lnk_pairs *p, const lnk_batch *b,

@@ -80,16 +80,16 @@ int lnk_weights_load(const char *path, const lnk_model *m, double *theta);
  * batch loaders below.  lnk_batch_from_st takes the arrays over from f. */
 int lnk_weights_from_st(const lnk_st_file *f, const lnk_model *m, double *theta);
 int lnk_weights_save(const char *path, const lnk_model *m, const double *theta);
-/* The configuration file beside the weights: m's configuration as
- * lnk_config_save_json writes it, with n_params and param_order (the
- * layout's tensor names), as lnkit init writes it. */
-int lnk_model_config_save(const char *path, const lnk_model *m);
 /* The *_save_meta writers add the caller's metadata (as lnk_st_write's;
  * NULL: none) to the header: a program's record of how the file was made
  * (docs/MODEL.md §9, the embedded record).  The readers ignore keys they do
  * not use, so files with or without them load alike. */
 int lnk_weights_save_meta(const char *path, const lnk_model *m, const double *theta,
                           const char *const *metadata);
+/* The configuration file beside the weights: m's configuration as
+ * lnk_config_save_json writes it, with n_params and param_order (the
+ * layout's tensor names), as lnkit init writes it. */
+int lnk_model_config_save(const char *path, const lnk_model *m);
 
 /* Vectors (MODEL.md §8): either one tensor "v" of shape [n_params] (layout
  * LNK_VEC_FLAT) or the named tensors of the layout (LNK_VEC_NAMED). */

@@ -68,12 +68,11 @@ int cli_batch_s2s(const batch_args *a, const cli_opt *opts)
     if (vtp)
         CLI_CK(lnk_vocab_save(D.vt, vtp));
     cli_record_md rec;
-    const char *const *extra = cli_record_table(&rec, "lnkit batch", "the pairs of --src and "
-                                                "--tgt as token ids", NULL, opts, a);
     lnk_pairs_file how = {o->src, o->tgt, o->vocab_src ? o->vocab_src : vsp,
                           o->vocab_tgt ? o->vocab_tgt : vtp, lnk_vocab_size(D.vs),
                           lnk_vocab_size(D.vt), o->joint, o->src_eos, o->keep_order, chunk,
-                          extra};
+                          cli_record_table(&rec, "lnkit batch", "the pairs of --src and --tgt "
+                                           "as token ids", NULL, opts, a)};
     CLI_CK(lnk_pairs_save(out, p, &b, &how));
     cli_record_free(&rec);
     cli_outputs_commit();

@@ -348,7 +348,7 @@ int lnk_pairs_save(const char *path, const lnk_pairs *p, const lnk_batch *b,
     snprintf(num[4], sizeof num[4], "%d", how->V_src);
     snprintf(num[5], sizeof num[5], "%d", how->V_tgt);
     snprintf(num[6], sizeof num[6], "%d", how->chunk_rows);
-    const char *meta[48] = {
+    const char *meta[] = {
         "task", "seq2seq", "src_file", how->src_file, "tgt_file", how->tgt_file,
         "pairs", num[0], "dropped", num[1], "truncated", num[2], "n_scored", num[3],
         "V_src", num[4], "V_tgt", num[5],
@@ -356,14 +356,15 @@ int lnk_pairs_save(const char *path, const lnk_pairs *p, const lnk_batch *b,
         "vocab_tgt", how->vocab_tgt ? how->vocab_tgt : "",
         "joint_vocab", how->joint_vocab ? "true" : "false",
         "src_eos", how->src_eos ? "true" : "false",
-        "order", how->file_order ? "file" : "length"};
-    int k = 26;
-    if (how->chunk_rows > 0)
-        meta[k++] = "chunk_rows", meta[k++] = num[6];
-    for (int i = 0; how->extra && how->extra[i] && how->extra[i + 1]; i += 2) {
-        if (k + 3 > (int)(sizeof meta / sizeof *meta))
-            return lnk_error(LNK_EINVAL, "pairs file %s: too many metadata entries", path);
-        meta[k++] = how->extra[i], meta[k++] = how->extra[i + 1];
+        "order", how->file_order ? "file" : "length",
+        how->chunk_rows > 0 ? "chunk_rows" : NULL, num[6], NULL, NULL, NULL, NULL, NULL};
+    /* the caller's keys after the data set's (at most two pairs: the room above) */
+    size_t k = how->chunk_rows > 0 ? 30 : 28, i = 0;
+    for (; how->metadata && how->metadata[i] && how->metadata[i + 1]; i += 2, k += 2) {
+        if (k + 2 >= sizeof meta / sizeof meta[0])
+            return lnk_error(LNK_EINVAL, "%s: more metadata than the data-set file holds", path);
+        meta[k] = how->metadata[i];
+        meta[k + 1] = how->metadata[i + 1];
     }
     meta[k] = NULL;
     lnk_st_tensor t[2] = {
