@@ -313,12 +313,26 @@ static void test_params_output(void **s)
     snprintf(dir, sizeof dir, "%s/po", tu_tmpdir());
     mkdir(dir, 0777);
     const char *L = tu_lnkit(), *C = tu_path("w.json");
-    int pst = tu_run(&out, "cd '%s' && for f in '' --csv --json; do rm -f p.out p.out.meta.json "
+    int pst = tu_run(&out, "cd '%s' && for f in '' --csv; do rm -f p.out p.out.meta.json "
                      "&& '%s' params --config '%s' $f > p.std && '%s' params --config '%s' $f "
                      "-o p.out -q && cmp p.std p.out && grep -q '\"command\": \"params\"' "
                      "p.out.meta.json || exit 1; done", dir, L, C, L, C);
     if (pst != 0)
         fail_msg("params -o FILE: exit %d: %s", pst, out);
+    free(out);
+    /* --json is on standard output, as in every command; -o FILE keeps its format */
+    pst = tu_run(&out, "cd '%s' && '%s' params --config '%s' > t.std && '%s' params --config '%s' "
+                 "--json > j.std && '%s' params --config '%s' --csv --json -o c.out > j2.std && "
+                 "cmp j.std j2.std && '%s' params --config '%s' --csv > c.std && cmp c.std c.out && "
+                 "'%s' params --config '%s' --json -o t.out > j3.std && cmp t.std t.out && "
+                 "cmp j.std j3.std && head -c 1 j.std | grep -q '{'", dir, L, C, L, C, L, C, L, C,
+                 L, C);
+    if (pst != 0)
+        fail_msg("params --json with -o FILE: exit %d: %s", pst, out);
+    free(out);
+    pst = tu_run(&out, "cd '%s' && '%s' params --config '%s' --json -o -", dir, L, C);
+    if (pst != 2 || tu_n_lines(out) != 1)
+        fail_msg("params --json -o -: exit %d: %s", pst, out);
     free(out);
 }
 

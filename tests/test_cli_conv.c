@@ -365,15 +365,28 @@ static void test_outputs_json_quiet(void **s)
             if (st || nf != no || memcmp(o, file, nf) || files[0])
                 fail_msg("lnkit %s %s: exit %d, %zu bytes on standard output, %zu in -o FILE, "
                          "files left '%s'", c->name, dash, st, no, nf, files);
-            free(file), free(files), free(o), free(e);
+            free(files), free(o), free(e);
+            /* -o FILE --json: FILE holds what -o FILE alone writes (not the JSON) */
+            if (run(&o, &e, "%s %s --json -q", c->name, ex) == 0) {
+                free(o);
+                snprintf(p, sizeof p, "%s/run/out.file", dir);
+                o = tu_read_file(p, &no);
+                if (no != nf || memcmp(o, file, nf))
+                    fail_msg("lnkit %s %s --json: -o FILE differs from without --json", c->name,
+                             ex);
+            }
+            free(file), free(o), free(e);
         }
         static cli_flat f[CLI_MAX_OPTS];
         void *args;
         int n = table(c, &args, f), json = 0, json_out = 0, out_req = 0;
         for (int i = 0; i < n; i++) {
             if (!f[i].heading && !strcmp(f[i].o->name, "json")) {
-                json = 1; /* params --json: a format, to -o like the others */
+                json = 1; /* every --json prints on standard output (params too) */
                 json_out = (f[i].o->flags & CLI_STDOUT) != 0;
+                if (!json_out)
+                    fail_msg("lnkit %s --json: not declared as printing on standard output",
+                             c->name);
             }
             out_req |= !f[i].heading && !strcmp(f[i].o->name, "output") &&
                        (f[i].o->flags & CLI_REQ);

@@ -12,16 +12,16 @@ typedef struct {
 } params_args;
 
 static const cli_opt opts[] = {
-    CLI_OPT_OUTPUT(params_args, out, 0, "the listing (table, --csv or --json) (+ FILE.meta.json)",
+    CLI_OPT_OUTPUT(params_args, out, 0, "the listing (the table, or --csv) (+ FILE.meta.json)",
                    NULL),
     {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(params_args, block),
      .flags = CLI_META, .unset = "",
      .help = "list only this block: comma-separated globs on tensor names, e.g. '*.attn.*' or "
              "'dec.5.*'", .def = "all parameters"},
-    {.type = CLI_FLAG, .name = "csv", CLI_AT(params_args, csv), .excl = 1, .flags = CLI_META,
+    {.type = CLI_FLAG, .name = "csv", CLI_AT(params_args, csv), .flags = CLI_META,
      .help = "CSV kind,name,shape,count,offset (kind tensor or group) instead of the table"},
-    {.type = CLI_FLAG, .name = "json", CLI_AT(params_args, json), .excl = 1, .flags = CLI_META,
-     .help = "JSON {n_params, n_tensors, tensors, groups} instead of the table"},
+    CLI_OPT_JSON_AS(params_args, json, "the listing as JSON {n_params, n_tensors, tensors, groups} "
+                                       "on standard output instead of the table"),
     CLI_MODEL(params_args, mo),
     {0}};
 
@@ -30,7 +30,7 @@ static void defaults(void *p) { ((params_args *)p)->out = "-"; }
 const cli_cmd cmd_params_decl = {
     .name = "lnkit params",
     .summary = "the model's tensors: shapes, counts, offsets, --block groups",
-    .usage = "[--config C.json] [config flags] [--block PATTERNS] [--csv | --json] [-o FILE]",
+    .usage = "[--config C.json] [config flags] [--block PATTERNS] [--csv] [--json] [-o FILE]",
     .about = "List the model's tensors in the flat order of the parameter vector (docs/MODEL.md\n"
              "section 6): index, name, shape, count and offset in the vector; then the groups\n"
              "that --block of eigs/trace/density accepts (comma-separated shell globs on the\n"
@@ -46,22 +46,26 @@ const cli_cmd cmd_params_decl = {
  * with a sidecar beside a file. */
 static void write_listing(const params_args *a, const lnk_listing *l, const lnk_config *c)
 {
-    cli_outputs_begin();
-    CLI_CK(lnk_listing_write(cli_out(a->out, 0), l,
-                             a->json ? LNK_LISTING_JSON : a->csv ? LNK_LISTING_CSV
-                                                                 : LNK_LISTING_TABLE));
+    cli_outputs_begin(); /* --json: on standard output; -o FILE: the table or --csv */
+    if (!a->json || !cli_is_stdout(a->out))
+        CLI_CK(lnk_listing_write(cli_out(a->out, 0), l,
+                                 a->csv ? LNK_LISTING_CSV : LNK_LISTING_TABLE));
     if (!cli_is_stdout(a->out)) {
         json_t *x = json_pack("{s:s}", "command", "params");
         CLI_CK(x ? cli_opts_meta(opts, a, 0, x) : LNK_ENOMEM);
         cli_run_meta(a->out, c, x);
     }
     cli_outputs_commit();
+    if (a->json && (lnk_listing_fwrite(stdout, l, LNK_LISTING_JSON) != LNK_OK || fflush(stdout)))
+        cli_die("could not write to standard output");
 }
 
 int cmd_params(int argc, char **argv)
 {
     params_args a;
     cli_parse(&cmd_params_decl, &a, argc, argv);
+    if (a.csv && a.json && cli_is_stdout(a.out))
+        cli_die("--csv is the format of -o FILE, and --json goes to standard output: give -o FILE");
     cli_run_begin();
     cli_files f = {0};
     cli_files_out_meta(&f, a.out, "-o");
