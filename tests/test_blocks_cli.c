@@ -404,7 +404,7 @@ static void test_header(void **s)
                     tu_lnkit());
     if ((st != 0 && st != 3) || strstr(err, "whole model") ||
         !strstr(err, "lnkit blocks: the model (its blocks below): ") ||
-        !strstr(err, "1 blocks: 1 group(s), no tensor blocks (--no-tensors; --block 'dec.0.*' "
+        !strstr(err, "1 block: 1 group(s), no tensor blocks (--no-tensors; --block 'dec.0.*' "
                 "selects none)"))
         fail_msg("lnkit blocks --no-tensors: exit %d, stderr '%s'", st, err);
     free(err);

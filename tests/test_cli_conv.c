@@ -366,6 +366,16 @@ static void test_outputs_json_quiet(void **s)
                 fail_msg("lnkit %s %s: exit %d, %zu bytes on standard output, %zu in -o FILE, "
                          "files left '%s'", c->name, dash, st, no, nf, files);
             free(files), free(o), free(e);
+            /* the last note says what was written, and -q silences it */
+            assert_int_equal(run(&o, &e, "%s %s", c->name, ex), 0);
+            size_t ne = strlen(e);
+            while (ne && e[ne - 1] == '\n')
+                e[--ne] = 0;
+            const char *last = strrchr(e, '\n');
+            if (!strstr(last ? last : e, "-> out.file"))
+                fail_msg("lnkit %s %s: the last note does not say '-> out.file': '%s'", c->name,
+                         ex, e);
+            free(o), free(e);
             /* -o FILE --json: FILE holds what -o FILE alone writes (not the JSON) */
             if (run(&o, &e, "%s %s --json -q", c->name, ex) == 0) {
                 free(o);
@@ -634,6 +644,39 @@ static void test_long_work(void **s)
     free(o), free(e);
 }
 
+/* Summary notes in the user's names: eigs names the option that stopped it
+ * and the operator's letter; batch -o - says the vocabulary went nowhere;
+ * blocks counts "1 block". */
+static void test_notes(void **s)
+{
+    (void)s;
+    setup();
+    static const char *const cases[][2] = {
+        {"eigs CF --operator ggn -k 1 --max-steps 3 -o e.csv", "stopped by --max-steps, "},
+        {"eigs CF --operator ggn -k 1 --max-steps 3 -o e.csv", "||Gv - lv||"},
+        {"eigs CF --operator functional -k 1 --max-steps 3 -o e.csv", "||Fv - lv||"},
+        {"eigs CF -k 1 --max-steps 3 -o e.csv", "||Hv - lv||"},
+        {"batch --text ../t.txt -o -", "vocabulary of 8 tokens -> (none beside standard output"},
+        {"blocks CF --block dec.0.ffn.w1 --probes 2 --runs 1 --steps 3 --max-steps 3 -o b.csv",
+         ": 1 block: 1 tensor(s)"},
+        {"blocks CF --block dec.0.ffn.w1 --probes 2 --runs 1 --steps 3 --max-steps 3 -o b.csv",
+         ": 1 block (hessian), "}};
+    char *o, *e;
+    tu_run(&o, "cd '%s' && printf 'a b c\\nb c d\\n' > t.txt", dir);
+    free(o);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[512];
+        const char *c = cases[i][0], *cf = strstr(c, "CF");
+        snprintf(cmd, sizeof cmd, "%.*s%s%s", cf ? (int)(cf - c) : (int)strlen(c), c,
+                 cf ? "--config ../w.json --weights ../w.safetensors --batch ../b.safetensors"
+                    : "", cf ? cf + 2 : "");
+        int st = run(&o, &e, "%s", cmd);
+        if ((st != 0 && st != 3) || !strstr(e, cases[i][1]) || strstr(e, "max_steps"))
+            fail_msg("lnkit %s: exit %d, no '%s' in '%s'", cmd, st, cases[i][1], e);
+        free(o), free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -642,7 +685,7 @@ int main(void)
         cmocka_unit_test(test_man_pages),
         cmocka_unit_test(test_one_vocabulary), cmocka_unit_test(test_long_work),
         cmocka_unit_test(test_not_applying),
-        cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_messages), cmocka_unit_test(test_notes),
     };
     return cmocka_run_group_tests_name("cli conventions", tests, NULL, NULL);
 }

@@ -173,9 +173,8 @@ int cmd_batch(int argc, char **argv)
     cli_outputs_commit();
     cli_record_free(&rec);
     /* what was written, once it is */
-    if (vp)
-        cli_say("vocabulary of %d tokens -> %s\n", nv,
-                cli_is_stdout(vp) ? "standard output" : vp);
+    if (a.text && !a.vocab_in)
+        cli_say("vocabulary of %d tokens -> %s\n", nv, cli_dest(vp));
     if (a.text)
         cli_say("use --V %d (or larger) with this batch\n", nv);
     free(vp);
@@ -184,7 +183,7 @@ int cmd_batch(int argc, char **argv)
         cli_say("src%s [%d, %d]%s", b.labels ? " and labels" : "", b.B, b.S, b.tgt ? ", " : "");
     if (b.tgt)
         cli_say("tgt [%d, %d]", b.B, b.T);
-    cli_say(" -> %s\n", cli_is_stdout(a.out) ? "standard output" : a.out);
+    cli_say(" -> %s\n", cli_dest(a.out));
     lnk_batch_free(&b);
     return 0;
 }

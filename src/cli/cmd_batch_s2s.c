@@ -18,13 +18,11 @@ static void s2s_report(const batch_args *a, const cli_pairs *D, const char *vsp,
     cli_say("; src [%d, %d], tgt [%d, %d], %zu + %zu tokens (%zu + %zu <unk>), %zu "
             "scored positions -> %s\n", b->B, b->S, b->B, b->T, p->src_tokens, p->tgt_tokens,
             p->src_unk, p->tgt_unk, p->n_scored,
-            cli_is_stdout(a->out) ? "standard output" : a->out);
-    if (vsp)
-        cli_say("source vocabulary of %d tokens -> %s\n",
-                lnk_vocab_size(D->vs), vsp);
-    if (vtp)
-        cli_say("target vocabulary of %d tokens -> %s\n",
-                lnk_vocab_size(D->vt), vtp);
+            cli_dest(a->out));
+    if (!a->pa.vocab_src)
+        cli_say("source vocabulary of %d tokens -> %s\n", lnk_vocab_size(D->vs), cli_dest(vsp));
+    if (!a->pa.vocab_tgt)
+        cli_say("target vocabulary of %d tokens -> %s\n", lnk_vocab_size(D->vt), cli_dest(vtp));
     cli_say("use --task seq2seq --V-src %d --V-tgt %d (or larger)\n",
             lnk_vocab_size(D->vs), lnk_vocab_size(D->vt));
     if (chunk > 0)

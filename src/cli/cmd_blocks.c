@@ -225,12 +225,13 @@ static void say_plan(int nb, int n_tensors, const char *tensor_pat, int n_groups
                      int op_kind, int eig_steps)
 {
     if (n_tensors >= 0)
-        cli_say("%d blocks: %d tensor(s)%s%s%s and %d group(s)", nb, n_tensors,
-                tensor_pat ? " matched by --block '" : "", tensor_pat ? tensor_pat : "",
+        cli_say("%d block%s: %d tensor(s)%s%s%s and %d group(s)", nb, nb == 1 ? "" : "s",
+                n_tensors, tensor_pat ? " matched by --block '" : "", tensor_pat ? tensor_pat : "",
                 tensor_pat ? "'" : "", n_groups);
     else
-        cli_say("%d blocks: %d group(s), no tensor blocks (--no-tensors%s%s%s)", nb, n_groups,
-                tensor_pat ? "; --block '" : "", tensor_pat ? tensor_pat : "",
+        cli_say("%d block%s: %d group(s), no tensor blocks (--no-tensors%s%s%s)", nb,
+                nb == 1 ? "" : "s", n_groups, tensor_pat ? "; --block '" : "",
+                tensor_pat ? tensor_pat : "",
                 tensor_pat ? "' selects none" : "");
     cli_say("; at most %ld products (%ld a block)\n", per_block * nb, per_block);
     if (op_kind == LNK_OP_GGN)
@@ -347,9 +348,8 @@ int cmd_blocks(int argc, char **argv)
         cli_curv_meta(&s, dens, res);
         cli_outputs_commit();
         cli_result_json();
-        cli_say("%d blocks (%s), %ld products, sigma %.6g, %zu grid points, %.2f s -> %s\n", nb,
-                opname, products, g.sigma, npts, lnk_now() - t0,
-                cli_is_stdout(out) ? "standard output" : out);
+        cli_say("%d block%s (%s), %ld products, sigma %.6g, %zu grid points, %.2f s -> %s\n", nb,
+                nb == 1 ? "" : "s", opname, products, g.sigma, npts, lnk_now() - t0, cli_dest(out));
     }
     /* the rule for extremes that did not converge (cli_not_converged) */
     int status = cli_not_converged(n_bad, 2 * nb, worst_res, bo.eig_tol, max_steps, bo.eig_steps,

@@ -138,7 +138,7 @@ int cmd_density(int argc, char **argv)
     cli_ckpt_done(&s.run);
     cli_say("%d runs x %d steps, nodes in [%.6g, %.6g], sigma %.6g, %zu grid points, integral "
             "%.12f -> %s\n", so.runs, so.steps, r.node_min, r.node_max, sigma, np, integral,
-            cli_is_stdout(out) ? "standard output" : out);
+            cli_dest(out));
     free(t);
     free(phi);
     lnk_slq_result_free(&r);

@@ -227,9 +227,10 @@ int cmd_eigs(int argc, char **argv)
     cli_result_json();
     cli_ckpt_done(&s.run);
     cli_say("%d Lanczos steps, stopped by %s, %d/%d converged by their explicit residual "
-            "||Hv - lv|| <= tol max|l| (tol %g), %.2f s -> %s\n", r.steps,
-            r.stop == LNK_EIGS_TOL ? "tol (residual bounds)" : lnk_eigs_stop_name(r.stop), nconv,
-            r.k, eo.tol, r.elapsed, cli_is_stdout(out) ? "standard output" : out);
+            "||%sv - lv|| <= tol max|l| (--tol %g), %.2f s -> %s\n", r.steps,
+            r.stop == LNK_EIGS_TOL ? "--tol (residual bounds)" : r.stop == LNK_EIGS_MAXSTEPS
+            ? "--max-steps" : lnk_eigs_stop_name(r.stop), nconv, r.k, cli_op_letter(co->op_kind),
+            eo.tol, r.elapsed, cli_dest(out));
     int status = not_converged(&r, &eo, m, co->op_kind);
     if (Y != r.vectors)
         free(Y);

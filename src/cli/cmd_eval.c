@@ -101,6 +101,8 @@ int cmd_eval(int argc, char **argv)
     cli_record_free(&rec);
     if (a.json && (lnk_eval_fwrite_json(stdout, lay, &r) != LNK_OK || fflush(stdout) != 0))
         cli_die("could not write to standard output");
+    cli_say("loss %.6g over %zu scored tokens -> %s%s%s\n", loss, nsc, cli_dest(out),
+            a.gout ? ", gradient -> " : "", a.gout ? cli_dest(a.gout) : "");
     free(norm);
     free(g);
     cli_close(&s);

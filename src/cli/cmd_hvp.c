@@ -195,6 +195,7 @@ int cmd_hvp(int argc, char **argv)
     cli_record_free(&rec);
     if (repeat > 1 || a.json)
         timings(t, repeat, keep, a.json);
+    cli_say("%s v, %zu entries -> %s\n", cli_op_letter(kind), np, cli_dest(a.out));
     free(v);
     free(hv);
     free(t);

@@ -57,8 +57,8 @@ int cmd_init(int argc, char **argv)
     cli_record_free(&rec);
     cli_say("%zu parameters (%d tensors) -> %s, config -> %s\n", np,
             lnk_model_layout(m)->n_tensors,
-            cli_is_stdout(a.out) ? "standard output" : a.out,
-            cli_is_stdout(cpath) ? "standard output" : cpath ? cpath : "(none beside standard output, a device or a FIFO)");
+            cli_dest(a.out),
+            cli_dest(cpath));
     free(cpath);
     free(theta);
     lnk_model_free(m);

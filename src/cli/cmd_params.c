@@ -78,6 +78,7 @@ int cmd_params(int argc, char **argv)
     if (st != LNK_OK)
         cli_die(st == LNK_ENOMEM ? "%s" : "--block: %s", lnk_errmsg());
     write_listing(&a, &l, &c);
+    cli_say("%zu parameters in %d tensors -> %s\n", l.sel.n, l.sel.n_tensors, cli_dest(a.out));
     lnk_listing_free(&l);
     lnk_model_free(m);
     lnk_config_clear(&c);

@@ -114,6 +114,8 @@ int cmd_trace(int argc, char **argv)
     if (a.json)
         cli_json_print(json_pack("{s:f, s:f, s:i, s:s}", "trace", r.trace, "stderr", r.std_error,
                                  "probes", r.probes, "method", mname));
+    cli_say("trace %.6g +- %.2g (%d probes) -> %s\n", r.trace, r.std_error, r.probes,
+            cli_dest(out));
     cli_curv_done(&s);
     return 0;
 }

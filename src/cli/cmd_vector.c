@@ -155,7 +155,7 @@ int cmd_vector(int argc, char **argv)
     cli_outputs_commit();
     cli_record_free(&rec);
     cli_say("%zu entries (%zu in the block), norm %.6g -> %s\n", np, sel.n,
-            a.normalize ? 1.0 : nrm, cli_is_stdout(a.out) ? "standard output" : a.out);
+            a.normalize ? 1.0 : nrm, cli_dest(a.out));
     free(v);
     lnk_block_free(&sel);
     cli_close(&s);

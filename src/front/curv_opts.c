@@ -12,6 +12,11 @@ void cli_set_cache(lnk_hessian *h, long mb)
         cli_die_lib();
 }
 
+const char *cli_op_letter(int op_kind)
+{
+    return op_kind == LNK_OP_GGN ? "G" : op_kind == LNK_OP_FUNCTIONAL ? "F" : "H";
+}
+
 void cli_say_ggn_bottom(const char *given, int blocks, int steps, const char *steps_opt)
 {
     cli_say("--operator ggn%s%s: %s positive semidefinite, so %s >= 0 and usually in a cluster "

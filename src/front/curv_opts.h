@@ -42,6 +42,8 @@
  * and may take every one of the `steps` steps of option steps_opt: said
  * before the run, not after the steps in silence. */
 void cli_say_ggn_bottom(const char *given, int blocks, int steps, const char *steps_opt);
+/* The operator's letter in messages (docs/MODEL.md): "H", "G" or "F". */
+const char *cli_op_letter(int op_kind);
 /* --cache-mb MB (long, >= 0; -1: the library's budget, half the available
  * memory): cli_set_cache. */
 #define CLI_OPT_CACHE_MB(T, f, h)                                                                 \

@@ -80,6 +80,9 @@ void cli_setup_done(void);
  * output at cli_stdout_flush (binary: refused when standard output is a
  * terminal).  The sidecar of standard output is none. */
 int cli_is_stdout(const char *path);
+/* Where an output went, for the notes' "-> WHERE": path, "standard output"
+ * for "-", and for NULL (a file beside -o not written) where it is not. */
+const char *cli_dest(const char *path);
 const char *cli_out(const char *path, int binary);
 /* After the outputs are committed: "-"'s bytes to standard output. */
 void cli_stdout_flush(void);

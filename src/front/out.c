@@ -23,6 +23,12 @@ static void remove_tmp(void)
 
 int cli_is_stdout(const char *path) { return path && !strcmp(path, "-"); }
 
+const char *cli_dest(const char *path)
+{
+    return !path ? "(none beside standard output, a device or a FIFO)"
+                 : cli_is_stdout(path) ? "standard output" : path;
+}
+
 const char *cli_out(const char *path, int binary)
 {
     if (!cli_is_stdout(path))
