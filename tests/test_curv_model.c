@@ -462,6 +462,67 @@ static void test_embedded_record_batch(void **s)
     lnk_st_free(f);
 }
 
+/* eval and vector --gradient with --chunk: the data set's loss and gradient
+ * as token-weighted sums over chunks of rows, equal to the whole file's to
+ * rounding (rel 1e-12), for chunks of 1, 3 and 7 (= the file) rows. */
+static void test_chunked_gradient(void **s)
+{
+    (void)s;
+    char *out, d[600];
+    const char *L = tu_lnkit();
+    snprintf(d, sizeof d, "%s/chunk", tu_tmpdir());
+    int st = tu_run(&out, "mkdir -p '%s' && cd '%s' && '%s' init --d 8 --h 2 --L 1 --V 13 "
+                    "-o w.safetensors -q && '%s' batch --synthetic --V 13 --rows 7 --len 6 -o "
+                    "b.safetensors -q && '%s' vector --config w.json --gradient --weights "
+                    "w.safetensors --batch b.safetensors -o g.safetensors -q", d, d, L, L, L);
+    assert_int_equal(st, 0);
+    free(out);
+    lnk_config c;
+    char p[700];
+    snprintf(p, sizeof p, "%s/w.json", d);
+    lnk_config_default(&c);
+    assert_int_equal(lnk_config_load_json(&c, p), LNK_OK);
+    assert_int_equal(lnk_config_finalize(&c), LNK_OK);
+    lnk_model *m = lnk_model_alloc(&c);
+    int lay;
+    size_t n = lnk_model_n_params(m);
+    double *g = malloc(sizeof(double) * n), *gc = malloc(sizeof(double) * n), ref[3], gmax = 0;
+    snprintf(p, sizeof p, "%s/g.safetensors", d);
+    assert_int_equal(lnk_vector_load(p, m, g, &lay), LNK_OK);
+    for (size_t i = 0; i < n; i++)
+        gmax = fmax(gmax, fabs(g[i]));
+    const char *cs[] = {"", "--chunk 1", "--chunk 3", "--chunk 7"};
+    for (int k = 0; k < 4; k++) {
+        st = tu_run(&out, "cd '%s' && '%s' eval --config w.json --weights w.safetensors --batch "
+                    "b.safetensors %s --json -q && '%s' vector --config w.json --gradient "
+                    "--weights w.safetensors --batch b.safetensors %s -o gc.safetensors -q", d,
+                    L, cs[k], L, cs[k]);
+        json_t *j = st == 0 ? json_loads(out, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+        if (!j)
+            fail_msg("eval/vector %s: exit %d: %s", cs[k], st, out);
+        double v[3] = {json_real_value(json_object_get(j, "loss")),
+                       (double)json_integer_value(json_object_get(j, "n_scored")),
+                       json_real_value(json_object_get(j, "grad_norm_total"))};
+        for (int q = 0; q < 3; q++) {
+            if (!k)
+                ref[q] = v[q];
+            else if (!(fabs(v[q] - ref[q]) <= 1e-12 * fabs(ref[q])) || !(ref[q] > 0))
+                fail_msg("eval %s: %.17g, without --chunk %.17g", cs[k], v[q], ref[q]);
+        }
+        json_decref(j);
+        free(out);
+        snprintf(p, sizeof p, "%s/gc.safetensors", d);
+        assert_int_equal(lnk_vector_load(p, m, gc, &lay), LNK_OK);
+        for (size_t i = 0; i < n; i++)
+            if (!(fabs(gc[i] - g[i]) <= 1e-12 * gmax))
+                fail_msg("vector --gradient %s: entry %zu %.17g, without %.17g", cs[k], i, gc[i],
+                         g[i]);
+    }
+    free(g), free(gc);
+    lnk_model_free(m);
+    lnk_config_clear(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -470,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_embedded_record),
         cmocka_unit_test(test_embedded_record_batch),
+        cmocka_unit_test(test_chunked_gradient),
     };
     return cmocka_run_group_tests_name("curvature on models", tests, NULL, NULL);
 }

@@ -396,3 +396,18 @@ def test_synthetic_defaults_and_seed_range_equal_cli(md, pre):
     assert r.returncode == 2 and "--rng-seed" in r.stderr
     with pytest.raises(lnkit.Error, match="seed"):
         lnkit.Data.synthetic(m, rng_seed=seed + 1)
+
+
+@pytest.mark.parametrize("chunk", [None, 2])
+def test_loss_grad_equals_cli(md, pre, chunk):
+    """`lnkit eval [--chunk N]` and `lnkit vector --gradient [--chunk N]` give
+    m.loss_grad(Data(files, chunk=N)): the same loss and gradient."""
+    m, files = md
+    loss, g = m.loss_grad(lnkit.Data(files, chunk=chunk))
+    extra = ["--chunk", chunk] if chunk else []
+    ev = json.loads(cli(pre, "eval", *extra, "--json", "--quiet"))
+    assert abs(ev["loss"] - loss) <= TOL * abs(loss)
+    assert abs(ev["grad_norm_total"] - np.linalg.norm(g)) <= 1e-10 * np.linalg.norm(g)
+    out = pre.path("par_grad_%s.safetensors" % chunk)
+    cli(pre, "vector", "--gradient", *extra, "-o", out, "--quiet")
+    assert rel_err(m.load_vector(out), g) <= TOL

@@ -45,6 +45,7 @@ typedef struct {
     int n_batch;
     lnk_batch b;        /* the one file of a one-file, one-process run */
     lnk_workspace *ws;  /* its workspace */
+    int chunk_rows;     /* --chunk (0: whole files) */
 } cli_session;
 /* The configuration (cli_make_config) and its model, or die. */
 lnk_model *cli_model_new(const cli_model_opts *mo, lnk_config *c);
@@ -60,8 +61,8 @@ void cli_load_model(const cli_model_opts *mo, const char *weights, lnk_config *c
 void cli_load_data(lnk_dataset *ds, const lnk_model *m, const char *const *batch, int n_batch,
                    int chunk_rows);
 void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
-              const char *const *batch, int n_batch, unsigned ws_flags);
-/* 1 if the run works on a data set (several files, or several ranks), built
+              const char *const *batch, int n_batch, int chunk_rows, unsigned ws_flags);
+/* 1 if the run works on a data set (several files, several ranks or --chunk), built
  * by cli_shard; 0 for one file in one process (s->b, s->ws). */
 int cli_dataset(const cli_session *s);
 /* The data set of the files' rows in chunks (one a file in one process, 4 P

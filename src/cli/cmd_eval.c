@@ -5,12 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "front/curv_opts.h"
 #include "front/record.h"
 
 typedef struct {
     cli_model_opts mo;
     const char *weights, *batch[CLI_MAX_BATCH], *out, *gout;
-    int n_batch, json;
+    int n_batch, json, chunk;
 } eval_args;
 
 #define T eval_args
@@ -24,6 +25,7 @@ static const cli_opt opts[] = {
      .count = offsetof(T, n_batch), .flags = CLI_REQ | CLI_READS | CLI_ID_FILE,
      .help = "batch file; repeat for a data set of several (the mean loss over all their scored "
              "tokens)"},
+    CLI_OPT_CHUNK(T, chunk, CLI_ID | CLI_ID_SET),
     {.type = CLI_STR, .name = "grad-out", .arg = "FILE", CLI_AT(T, gout),
      .flags = CLI_WRITES | CLI_STDOUT | CLI_BINARY,
      .help = "also write the gradient (the named tensors of docs/MODEL.md section 6)"},
@@ -37,7 +39,7 @@ const cli_cmd cmd_eval_decl = {
     .name = "lnkit eval",
     .summary = "loss and every tensor's gradient Frobenius norm on a batch",
     .usage = "--config C.json --weights W.safetensors --batch B.safetensors [--batch B2 ...]\n"
-             "[config flags] [-o EVAL.csv] [--json] [--grad-out G.safetensors]",
+             "[--chunk N] [config flags] [-o EVAL.csv] [--json] [--grad-out G.safetensors]",
     .about = "The loss, the number of scored tokens and ||dL/dW||_F of every tensor (and of all\n"
              "parameters together), as CSV with the columns quantity,tensor,value (or JSON).",
     .opts = opts,
@@ -60,7 +62,7 @@ int cmd_eval(int argc, char **argv)
     cli_files_model(&f, &mo, wpath, bpath, n_batch);
     cli_files_check(NULL, &f);
     cli_session s;
-    cli_open(&s, &mo, wpath, bpath, n_batch, 0);
+    cli_open(&s, &mo, wpath, bpath, n_batch, a.chunk, 0);
     size_t np = lnk_model_n_params(s.m), nsc = 0;
     double *g = malloc(sizeof(double) * np), loss;
     if (!g)

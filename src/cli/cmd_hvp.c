@@ -103,7 +103,7 @@ int cmd_hvp(int argc, char **argv)
     cli_files_in(&f, vpath, "--vector");
     cli_files_check(NULL, &f);
     cli_session s;
-    cli_open(&s, &mo, wpath, bpath, n_batch, LNK_WS_HVP);
+    cli_open(&s, &mo, wpath, bpath, n_batch, 0, LNK_WS_HVP);
     size_t np = lnk_model_n_params(s.m);
     double *v = malloc(sizeof(double) * np), *hv = malloc(sizeof(double) * np);
     double *t = malloc(sizeof(double) * repeat);

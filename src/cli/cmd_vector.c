@@ -9,12 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "front/curv_opts.h"
 #include "front/record.h"
 
 typedef struct {
     cli_model_opts mo;
     const char *out, *weights, *block, *batch[CLI_MAX_BATCH];
-    int n_batch, random, rademacher, ones, gradient, normalize, flat;
+    int n_batch, random, rademacher, ones, gradient, normalize, flat, chunk;
     uint64_t rng_seed;
 } vector_args;
 
@@ -39,6 +40,7 @@ static const cli_opt opts[] = {
      .count = offsetof(T, n_batch), .flags = CLI_READS | CLI_ID_FILE,
      .help = "batch file, for --gradient; repeat for a data set of several (the token-weighted "
              "mean over them)"},
+    CLI_OPT_CHUNK(T, chunk, CLI_ID | CLI_ID_SET),
     {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block), .flags = CLI_ID,
      .help = "zero outside this block: comma-separated globs on tensor names, e.g. '*.attn.*'",
      .def = "all parameters"},
@@ -54,7 +56,7 @@ const cli_cmd cmd_vector_decl = {
     .summary = "make a vector for hvp: random, ones, or a saved gradient",
     .usage = "[--config C.json] [config flags]\n"
              "(--random [--rademacher] [--rng-seed N] | --ones |\n"
-             " --gradient --weights W --batch B [--batch B2 ...])\n"
+             " --gradient --weights W --batch B [--batch B2 ...] [--chunk N])\n"
              "[--block PATTERNS] [--normalize] [--flat] -o V.safetensors",
     .about = "Write a vector of the model's parameter space, for lnkit hvp --vector: random\n"
              "entries (standard Gaussian, or +-1 with --rademacher) from a seeded stream, all\n"
@@ -79,8 +81,8 @@ int cmd_vector(int argc, char **argv)
         cli_die("--rng-seed goes with --random");
     if (grad && (!wpath || !n_batch))
         cli_die("--gradient needs --weights FILE and --batch FILE");
-    if (!grad && (wpath || n_batch))
-        cli_die("--weights and --batch go with --gradient");
+    if (!grad && (wpath || n_batch || a.chunk))
+        cli_die("--weights, --batch and --chunk go with --gradient");
     const char *out = cli_out(a.out, 1);
     cli_files f = {0};
     cli_files_out(&f, out, "-o");
@@ -88,7 +90,7 @@ int cmd_vector(int argc, char **argv)
     cli_files_check(NULL, &f);
     cli_session s = {0}; /* --gradient: the weights and batches too */
     if (grad)
-        cli_open(&s, &a.mo, wpath, bpath, n_batch, 0);
+        cli_open(&s, &a.mo, wpath, bpath, n_batch, a.chunk, 0);
     else
         s.m = cli_model_new(&a.mo, &s.c);
     lnk_model *m = s.m;

@@ -49,9 +49,10 @@ void cli_load_data(lnk_dataset *ds, const lnk_model *m, const char *const *batch
 }
 
 void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
-              const char *const *batch, int n_batch, unsigned ws_flags)
+              const char *const *batch, int n_batch, int chunk_rows, unsigned ws_flags)
 {
     memset(s, 0, sizeof *s);
+    s->chunk_rows = chunk_rows;
     if (!weights)
         cli_die("--weights FILE is required");
     if (!n_batch)
@@ -67,7 +68,10 @@ void cli_open(cli_session *s, const cli_model_opts *mo, const char *weights,
         cli_die_lib();
 }
 
-int cli_dataset(const cli_session *s) { return s->n_batch > 1 || lnk_comm_size() > 1; }
+int cli_dataset(const cli_session *s)
+{
+    return s->n_batch > 1 || lnk_comm_size() > 1 || s->chunk_rows;
+}
 
 void cli_add_batch(const char **batch, int *n_batch, const char *path)
 {
@@ -86,7 +90,7 @@ int cli_chunk_rows(int B, int chunk_rows)
 
 void cli_shard(cli_session *s, lnk_dataset *ds)
 {
-    cli_load_data(ds, s->m, s->batch, s->n_batch, 0);
+    cli_load_data(ds, s->m, s->batch, s->n_batch, s->chunk_rows);
 }
 
 void cli_gradient(cli_session *s, double *loss, double *g, size_t *n_scored)

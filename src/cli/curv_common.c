@@ -22,11 +22,7 @@ const cli_opt cli_data_table[] = {
 /* --chunk and --block, declared here once for the curvature commands
  * (cli_curv_table, in their order of checkpoint identity) and hvp
  * (cli_block_table) */
-#define OPT_CHUNK                                                                                 \
-    {.type = CLI_INT, .name = "chunk", .arg = "N", CLI_AT(T, chunk_rows), .min = 1,              \
-     .max = 1 << 24, .flags = CLI_ID, .def = "whole files; under mpirun 4 P pieces",             \
-     .help = "rows per chunk: the data-set operator is the token-weighted sum over chunks, "    \
-             "exactly"}
+#define OPT_CHUNK CLI_OPT_CHUNK(T, chunk_rows, CLI_ID)
 #define OPT_BLOCK                                                                                 \
     {.type = CLI_STR, .name = "block", .arg = "PATTERNS", CLI_AT(T, block), .unset = "*",        \
      .flags = CLI_ID | CLI_META, .def = "all parameters",                                        \

@@ -20,6 +20,15 @@
 #define CLI_OPT_TOL(T, f, fl, h)                                                                  \
     {.type = CLI_REAL, .name = "tol", .arg = "T", CLI_AT(T, f), .max = HUGE_VAL, .flags = (fl),  \
      .help = h}
+/* --chunk N (int, 1 .. 2^24; 0: whole files, under mpirun 4 P pieces of each,
+ * cli_chunk_rows): the rows of each --batch file in chunks of N; fl: CLI_ID
+ * (checkpoints), CLI_ID | CLI_ID_SET (a record that names it only if given).  The data set's loss, gradient and products are the
+ * token-weighted sums over the chunks: the same numbers but for rounding. */
+#define CLI_OPT_CHUNK(T, f, fl)                                                                   \
+    {.type = CLI_INT, .name = "chunk", .arg = "N", CLI_AT(T, f), .min = 1, .max = 1 << 24,       \
+     .flags = (fl), .def = "whole files; under mpirun 4 P pieces",                             \
+     .help = "rows per chunk: the data set's loss, gradient and operator are the token-weighted " \
+             "sums over the chunks, exactly"}
 /* --rng-seed N (uint64_t, 0 .. 2^31 - 1; 0): the seed of the run's random
  * streams (Lanczos start vectors, probes). */
 #define CLI_OPT_RNG_SEED(T, f, fl, h)                                                             \
