@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "testutil.h"
 
@@ -432,12 +433,44 @@ static void test_len_and_max_line_len(void **s)
     }
 }
 
+/* A study that fails before writing its results leaves no folder it made
+ * ("never a half-written output", docs/cli.md): not the --out folder, nor
+ * the parents it created; a folder that existed before stays. */
+static void test_failed_run_leaves_no_folder(void **s)
+{
+    (void)s;
+    char build[PATH_MAX], *e;
+    tu_build_dir(build, sizeof build);
+    const char *d = tu_tmpdir();
+    const char *three = "a b c\nb c d\nc d e\n"; /* fewer lines than the default --rows 8 */
+    tu_write_file(tu_path("three.txt"), three, strlen(three));
+    tu_write_file(tu_path("val.en"), three, strlen(three));
+    assert_int_equal(mkdir(tu_path("was_there"), 0777), 0);
+    const char *runs[][2] = {
+        {"multi30k_hessian --src nonexist.de --tgt val.en --out o1", "o1"},
+        {"multi30k_hessian --src nonexist.de --tgt val.en --out o2/a/b", "o2"},
+        {"hessian_spectrum --text nonexist.txt --out o3", "o3"},
+        {"hessian_spectrum --text three.txt --out hs_x", "hs_x"},
+        {"hessian_spectrum --text three.txt --out was_there/hs_y", "was_there/hs_y"}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        int rc = tu_run(&e, "cd '%s' && '%s/studies/'%s 2>&1 >/dev/null", d, build, runs[i][0]);
+        if (rc != 2 || tu_n_lines(e) != 1)
+            fail_msg("%s: exit %d, '%s' (expected one line, exit 2)", runs[i][0], rc, e);
+        free(e);
+        if (access(tu_path(runs[i][1]), F_OK) == 0)
+            fail_msg("%s: exit 2 left the folder %s behind", runs[i][0], runs[i][1]);
+    }
+    if (access(tu_path("was_there"), F_OK) != 0)
+        fail_msg("a failed run removed a folder that existed before it");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_programs),
                                        cmocka_unit_test(test_one_name_one_meaning),
                                        cmocka_unit_test(test_old_names),
                                        cmocka_unit_test(test_recorded_command_lines),
-                                       cmocka_unit_test(test_len_and_max_line_len)};
+                                       cmocka_unit_test(test_len_and_max_line_len),
+                                       cmocka_unit_test(test_failed_run_leaves_no_folder)};
     return cmocka_run_group_tests_name("studies' and benchmarks' conventions", tests, NULL, NULL);
 }
