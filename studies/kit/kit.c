@@ -64,6 +64,8 @@ void make_dir(const char *dir)
 {
     if (!study_root())
         return;
+    if (!*dir)
+        cli_die("an empty folder name");
     char *p = strdup(dir);
     if (!p)
         cli_die("out of memory");
