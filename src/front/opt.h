@@ -30,11 +30,13 @@
  *
  * A renamed option declares its old name (.was): the old name parses as the
  * new one, with one warning line ("--eig-steps is now --max-steps"), and
- * what the option records (identity, sidecar key) keeps the old name.
+ * what the option records (identity, sidecar key) keeps the old name.  Both
+ * names in one command line are refused (one line naming both).
  *
  * Long names are matched whole: getopt_long's unique prefixes (--max for
- * --max-steps) are refused, so that adding an option never changes what an
- * old command line means.  A value option given twice keeps the last; a
+ * --max-steps) are refused, naming the options the prefix begins by their
+ * current names, so that adding an option never changes what an old command
+ * line means.  A value option given twice keeps the last; a
  * CLI_LIST option collects every value in order. */
 #ifndef LNK_FRONT_OPT_H
 #define LNK_FRONT_OPT_H
