@@ -231,6 +231,44 @@ static void test_one_name_one_meaning(void **s)
     free(all);
 }
 
+/* 1 if program prog declares option name in d[0 .. n). */
+static int declares(const decl *d, int n, const char *prog, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(d[i].f[0], prog) && !strcmp(d[i].f[1], name))
+            return 1;
+    return 0;
+}
+
+/* A shared help is true in each program: --rng-seed seeds probes only where
+ * the program takes --probes, Lanczos start vectors only where it runs
+ * Lanczos steps (--steps or --max-steps). */
+static void test_rng_seed_help(void **s)
+{
+    (void)s;
+    char *progs[64];
+    int np, seen = 0;
+    char *all = all_tables(progs, &np);
+    static decl d[4096];
+    int n = split_decls(all, d, 4096);
+    for (int i = 0; i < n; i++) {
+        const char *p = d[i].f[0], *h = d[i].f[6];
+        if (strcmp(d[i].f[1], "rng-seed"))
+            continue;
+        seen++;
+        if (strcasestr(h, "probe") && !declares(d, n, p, "probes"))
+            fail_msg("%s --rng-seed: '%s', but %s takes no --probes", p, h, p);
+        if (strcasestr(h, "start vector") && !declares(d, n, p, "steps") &&
+            !declares(d, n, p, "max-steps"))
+            fail_msg("%s --rng-seed: '%s', but %s runs no Lanczos steps", p, h, p);
+    }
+    print_message("      %d programs take --rng-seed\n", seen);
+    assert_true(seen >= 6);
+    for (int i = 0; i < np; i++)
+        free(progs[i]);
+    free(all);
+}
+
 /* A value for option d: min + 1 (a number), its first choice (a list of names). */
 static void value_for(const decl *d, char *buf, size_t n)
 {
@@ -500,6 +538,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_programs),
                                        cmocka_unit_test(test_one_name_one_meaning),
+                                       cmocka_unit_test(test_rng_seed_help),
                                        cmocka_unit_test(test_old_names),
                                        cmocka_unit_test(test_prefix_hints_and_test_options),
                                        cmocka_unit_test(test_recorded_command_lines),
