@@ -14,6 +14,7 @@
  *                  from the library's *_opts_default, so a default has one
  *                  source;
  *   cli_doc_roff   the OPTIONS section of its man page (tools/cli_doc.c);
+ *                  cli_doc_synopsis its SYNOPSIS, from the usage --help shows;
  *   cli_opts_id    the options a checkpoint's identity holds (CLI_ID);
  *   cli_opts_meta  the options a result's sidecar records (CLI_META).
  * Tables share entries through groups (CLI_GROUP): the model configuration
@@ -171,6 +172,9 @@ void cli_help(const cli_cmd *cmd, const void *args, FILE *f);
 void cli_help_opts(const cli_opt *table, const void *args, FILE *f);
 /* The OPTIONS section of cmd's man page (roff), with the defaults of args. */
 void cli_doc_roff(const cli_cmd *cmd, const void *args, FILE *f);
+/* The SYNOPSIS section of cmd's man page (roff): its name and usage, the
+ * usage lines as --help shows them. */
+void cli_doc_synopsis(const cli_cmd *cmd, FILE *f);
 
 /* Call fn for every option of table (groups flattened, in order), with the
  * base address of its values; stops and returns what fn returns when not 0. */
