@@ -5,7 +5,7 @@
  *            [--size D,H,DFF[,L]] [--max-tokens N] [--repeat N] [--steps N]
  *            [--threads N] [-o FILE]
  *
- * The 6-6 seq2seq model on Multi30k (default data/multi30k/
+ * A seq2seq model (6-6 unless --size gives L) on Multi30k (default data/multi30k/
  * val.{de,en}, all pairs; synthetic pairs if the files are absent), Post-LN,
  * Xavier, at a size this machine can afford (default d 64, h 4, d_ff 256),
  * the data set cut into length-sorted chunks of at most --max-tokens padded
@@ -20,16 +20,25 @@
  *   basis_MB the Lanczos basis per rank for 80 steps (81 n / P doubles);
  *   imbalance the largest shard over the mean, in scored tokens and in
  *            padded positions (B (S + T) of its chunks: what is computed).
- * One line of CSV per run (rank 0) to -o (appended) and a table line on
- * stdout (on stderr with -o -: the CSV alone on stdout). */
+ * One line of CSV per run (rank 0) to -o (appended; the header row first when
+ * the file is new or empty, so that runs build one table) and a table line
+ * on stdout (on stderr with -o -: the CSV alone on stdout).  --rows keeps
+ * the vocabularies of all pairs, unlike a study's first-N --rows (docs/cli.md):
+ * the committed timings' model size depends on it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lnkit/lnkit.h"
 #include "bench.h"
+
+/* The CSV's columns (one row per run; tools/bench_mpi.sh reads them). */
+#define CSV_HEADER                                                                                \
+    "data,pairs,scored_tokens,chunks,d,d_ff,n_params,ranks,threads,t_hvp_s,t_comm_s,"             \
+    "bytes_per_hvp,t_step_s,t_orth_s,basis_MB_80_steps,imbalance_scored,imbalance_padded\n"
 
 
 /* A synthetic parallel corpus when Multi30k is absent: n lines of 8-20
@@ -66,7 +75,8 @@ static const cli_opt opts[] = {
     {.type = CLI_STR, .name = "tgt", .arg = "FILE", CLI_AT(args_t, tgt), .flags = CLI_READS,
      .help = "target text"},
     {.type = CLI_INT, .name = "rows", .arg = "N", CLI_AT(args_t, rows), .min = 0, .max = 1 << 24,
-     .help = "sentence pairs used, the first N (vocabularies from all pairs), 0: all"},
+     .help = "sentence pairs used, the first N, 0: all (the vocabularies stay those of all pairs, "
+             "unlike a study's --rows)"},
     {.type = CLI_STR, .name = "size", .arg = "D,H,DFF[,L]", CLI_AT(args_t, size),
      .help = "width, heads, feed-forward width and depth of the seq2seq model"},
     {.type = CLI_LONG, .name = "max-tokens", .arg = "N", CLI_AT(args_t, max_tokens), .min = 16,
@@ -77,7 +87,8 @@ static const cli_opt opts[] = {
      .max = 100000, .help = "Lanczos steps timed"},
     {.type = CLI_INT, .name = "threads", .arg = "N", CLI_AT(args_t, threads), .min = 1,
      .max = 1024, .help = "BLAS threads", .def = "OpenBLAS's default"},
-    BENCH_OPT_OUTPUT(args_t, out, "append a CSV row of the run"),
+    BENCH_OPT_OUTPUT(args_t, out, "append a CSV row of the run (after the header row if FILE is "
+                                  "new or empty)"),
     {0}};
 
 static void defaults(void *p)
@@ -90,8 +101,9 @@ static const cli_cmd cmd = {
     .name = "bench_mpi",
     .usage = "[--src F] [--tgt F] [--rows N] [--size D,H,DFF[,L]] [--max-tokens N]\n"
              "[--repeat N] [--steps M] [--threads N] [-o FILE]   (under mpirun -np P)",
-    .about = "Data-parallel H v and Lanczos over the ranks of an MPI job: the 6-6 seq2seq model\n"
-             "on Multi30k, the data set in length-sorted chunks sharded by scored tokens.",
+    .about = "Data-parallel H v and Lanczos over the ranks of an MPI job: a seq2seq model (6-6\n"
+             "unless --size gives L) on Multi30k, the data set in length-sorted chunks sharded by\n"
+             "scored tokens.",
     .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
 /* The pairs (Multi30k, or synthetic pairs when --src is absent) cut into
@@ -277,8 +289,8 @@ int main(int argc, char **argv)
     double basis_mb = 81.0 * (double)cnt * 8 / 1048576.0;
     if (me == 0) {
         report("bench_mpi: %s, %d pairs, %d chunks (<= %ld padded tokens), %zu scored tokens "
-               "(rank 0: %zu), 6-6 d %d h %d d_ff %d, %zu parameters\n", D.data, D.p.n,
-               D.n_chunks, a.max_tokens, N, mine_tokens, d, h, dff, n);
+               "(rank 0: %zu), %d-%d d %d h %d d_ff %d, %zu parameters\n", D.data, D.p.n,
+               D.n_chunks, a.max_tokens, N, mine_tokens, cfg.L_enc, cfg.L_dec, d, h, dff, n);
         report("%5s %7s %9s %9s %12s %12s %9s %9s %9s %9s\n", "ranks", "threads", "t_hvp_s",
                "t_comm_s", "MB_per_hvp", "MB_per_rank", "t_step_s", "t_orth_s", "basis_MB",
                "imbalance");
@@ -287,6 +299,9 @@ int main(int argc, char **argv)
                T.t_step, T.t_orth, basis_mb, imb_pad);
         if (csv) {
             FILE *f = cli_fopen(csv, "a");
+            struct stat st; /* a new or empty file (or a stream) starts with the header row */
+            if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+                fputs(CSV_HEADER, f);
             fprintf(f, "%s,%d,%zu,%d,%d,%d,%zu,%d,%d,%.6f,%.6f,%.0f,%.6f,%.6f,%.3f,%.4f,%.4f\n",
                     D.data, D.p.n, N, D.n_chunks, d, dff, n, P, lnk_blas_threads(), T.t_hvp,
                     T.t_comm, T.bytes, T.t_step, T.t_orth, basis_mb, imb_sc, imb_pad);

@@ -512,12 +512,10 @@ int main(int argc, char **argv)
     if (o.d % o.h || o.d % 2)
         cli_die("--d %d must be even and a multiple of --h %d", o.d, o.h);
     parse_depths(&o, o.depths_str);
-    char start[32], cmd[1200];
+    char start[32];
     lnk_iso_time(start, sizeof start);
     double t0 = lnk_now();
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", o.out);
-    if (study_root() && system(cmd) != 0) /* only rank 0 writes files */
-        cli_die("cannot create '%s'", o.out);
+    make_dir(o.out); /* only rank 0 writes files */
     data_t D;
     load_data(&o, &D);
     if (!o.quiet && study_root())

@@ -52,9 +52,11 @@ static void test_csv_alone(void **s)
     free(out);
 }
 
-/* bench_mpi (one process, synthetic pairs, a tiny model): with -o - its
- * appended row is standard output's only line, the table on standard error;
- * with -o FILE the table on standard output. */
+/* bench_mpi (one process, synthetic pairs, a tiny model): with -o - standard
+ * output is the CSV alone (its header row, then the run's row), the table on
+ * standard error; with -o FILE the table on standard output, naming the
+ * model's depths (1-1 here), and the file gets the header row when it is new
+ * or empty, then one row per run (appended), so that runs build one table. */
 static void test_mpi_csv_alone(void **s)
 {
     (void)s;
@@ -63,21 +65,32 @@ static void test_mpi_csv_alone(void **s)
     char *out;
     const char *dir = tu_tmpdir(), *run = "--src none.de --rows 12 --size 8,2,16,1 --max-tokens "
                                           "256 --repeat 1 --steps 2";
-    int st = tu_run(&out, "cd '%s' && '%s' %s -o - 2>mpi_err.txt | awk -F, 'NF != 17 {print "
-                    "\"line \" NR \": \" $0} END {print NR \" lines\"}'", dir, b, run);
-    if (st || strcmp(out, "1 lines\n"))
+    const char *hdr = "data,pairs,scored_tokens,chunks,d,d_ff,n_params,ranks,threads,t_hvp_s,"
+                      "t_comm_s,bytes_per_hvp,t_step_s,t_orth_s,basis_MB_80_steps,"
+                      "imbalance_scored,imbalance_padded";
+    int st = tu_run(&out, "cd '%s' && '%s' %s -o - 2>mpi_err.txt | awk -F, 'NR == 1 && $0 != "
+                    "\"%s\" {print \"header \" $0} NF != 17 || (NR > 1 && $1 != \"synthetic\") "
+                    "{print \"line \" NR \": \" $0} END {print NR \" lines\"}'", dir, b, run, hdr);
+    if (st || strcmp(out, "2 lines\n"))
         fail_msg("bench_mpi -o -: exit %d, standard output checked: '%s'", st, out);
     free(out);
-    st = tu_run(&out, "cd '%s' && grep -c '^bench_mpi: synthetic, 12 pairs\\|^ranks\\|^    1 ' "
-                "mpi_err.txt", dir);
+    st = tu_run(&out, "cd '%s' && grep -c '^bench_mpi: synthetic, 12 pairs.*, 1-1 d 8 h 2 d_ff 16,"
+                "\\|^ranks\\|^    1 ' mpi_err.txt", dir);
     if (st || atoi(out) != 3)
-        fail_msg("bench_mpi -o -: the table is not on standard error (%s lines)", out);
+        fail_msg("bench_mpi -o -: the table (naming the 1-1 model) is not on standard error (%s "
+                 "lines)", out);
     free(out);
-    st = tu_run(&out, "cd '%s' && rm -f bm.csv && '%s' %s -o bm.csv 2>/dev/null | grep -c "
-                "'^bench_mpi: synthetic' && test \"$(wc -l < bm.csv)\" = 1", dir, b, run);
-    if (st || atoi(out) != 1)
-        fail_msg("bench_mpi -o bm.csv: exit %d, '%s'", st, out);
-    free(out);
+    for (int i = 1; i <= 2; i++) { /* a new file, then the same file again; an empty file */
+        st = tu_run(&out, "cd '%s' && rm -f bm.csv%s && '%s' %s -o bm.csv 2>/dev/null | grep -c "
+                    "'^bench_mpi: synthetic' && '%s' %s -o bm.csv >/dev/null 2>&1 && test "
+                    "\"$(head -1 bm.csv)\" = '%s' && test \"$(grep -c '^data,' bm.csv)\" = 1 && "
+                    "test \"$(grep -c '^synthetic,12,' bm.csv)\" = 2 && test \"$(wc -l < bm.csv)\" "
+                    "= 3", dir, i == 2 ? " && touch bm.csv" : "", b, run, b, run, hdr);
+        if (st || atoi(out) != 1)
+            fail_msg("bench_mpi -o bm.csv (%s), twice: exit %d, '%s'", i == 1 ? "new" : "empty",
+                     st, out);
+        free(out);
+    }
 }
 
 /* -o FILE's sidecar: the standard record (command line, commit, BLAS kernel,

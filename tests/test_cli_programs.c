@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "testutil.h"
 
@@ -231,6 +232,44 @@ static void test_one_name_one_meaning(void **s)
     free(all);
 }
 
+/* 1 if program prog declares option name in d[0 .. n). */
+static int declares(const decl *d, int n, const char *prog, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(d[i].f[0], prog) && !strcmp(d[i].f[1], name))
+            return 1;
+    return 0;
+}
+
+/* A shared help is true in each program: --rng-seed seeds probes only where
+ * the program takes --probes, Lanczos start vectors only where it runs
+ * Lanczos steps (--steps or --max-steps). */
+static void test_rng_seed_help(void **s)
+{
+    (void)s;
+    char *progs[64];
+    int np, seen = 0;
+    char *all = all_tables(progs, &np);
+    static decl d[4096];
+    int n = split_decls(all, d, 4096);
+    for (int i = 0; i < n; i++) {
+        const char *p = d[i].f[0], *h = d[i].f[6];
+        if (strcmp(d[i].f[1], "rng-seed"))
+            continue;
+        seen++;
+        if (strcasestr(h, "probe") && !declares(d, n, p, "probes"))
+            fail_msg("%s --rng-seed: '%s', but %s takes no --probes", p, h, p);
+        if (strcasestr(h, "start vector") && !declares(d, n, p, "steps") &&
+            !declares(d, n, p, "max-steps"))
+            fail_msg("%s --rng-seed: '%s', but %s runs no Lanczos steps", p, h, p);
+    }
+    print_message("      %d programs take --rng-seed\n", seen);
+    assert_true(seen >= 6);
+    for (int i = 0; i < np; i++)
+        free(progs[i]);
+    free(all);
+}
+
 /* A value for option d: min + 1 (a number), its first choice (a list of names). */
 static void value_for(const decl *d, char *buf, size_t n)
 {
@@ -299,6 +338,26 @@ static void test_old_names(void **s)
             fail_msg("%s: no line '%s' (identity --%s, sidecar key %s, value %s):\n%s", prog,
                      line, d[i].f[5], key, v, o1);
         free(o1), free(o2), free(e1), free(e2);
+        /* both names: one line naming both, exit 2 (as Python's keywords) */
+        r1 = tu_run(&o1, "LNK_TEST_OPTIONS=values %s --%s %s --%s %s 2>'%s'", cmd, d[i].f[5], v,
+                    d[i].f[1], v, err);
+        e1 = tu_read_file(err, NULL);
+        snprintf(want, sizeof want, "%s: --%s and --%s are one option (--%s is its old name); "
+                 "give --%s once\n", prog, d[i].f[5], d[i].f[1], d[i].f[5], d[i].f[1]);
+        if (r1 != 2 || *o1 || strcmp(e1, want))
+            fail_msg("%s --%s --%s: exit %d, stderr '%s'", prog, d[i].f[5], d[i].f[1], r1, e1);
+        free(o1), free(e1);
+        /* a prefix of the old name: the hint names the new name, never the old one */
+        r1 = tu_run(&o1, "%s --%.*s %s 2>&1", cmd, (int)strlen(d[i].f[5]) - 1, d[i].f[5], v);
+        snprintf(want, sizeof want, "--%s", d[i].f[5]);
+        snprintf(idl, sizeof idl, "--%s", d[i].f[1]);
+        const char *at = strstr(o1, want);
+        if (strlen(d[i].f[5]) > 1 &&
+            (r1 != 2 || !strstr(o1, "give the option's whole name") || !strstr(o1, idl) ||
+             (at && (at[strlen(want)] == ',' || at[strlen(want)] == '\n'))))
+            fail_msg("%s --%.*s: exit %d, '%s' (expected the hint --%s)", prog,
+                     (int)strlen(d[i].f[5]) - 1, d[i].f[5], r1, o1, d[i].f[1]);
+        free(o1);
         /* --help: the new name only */
         assert_int_equal(tu_run(&o1, "%s --help", cmd), 0);
         snprintf(want, sizeof want, "--%s ", d[i].f[5]);
@@ -313,6 +372,50 @@ static void test_old_names(void **s)
     for (int i = 0; i < np; i++)
         free(progs[i]);
     free(all);
+}
+
+/* A prefix names the options it begins by their current names (an old name
+ * stands for its new one); LNK_TEST_OPTIONS takes its two values alone, in
+ * the release build too (the studies and benchmarks here are those
+ * `make` builds). */
+static void test_prefix_hints_and_test_options(void **s)
+{
+    (void)s;
+    char build[PATH_MAX], *o, *e;
+    tu_build_dir(build, sizeof build);
+    struct {
+        const char *cmd, *want;
+    } c[] = {{"bin/lnkit select --keys k.csv --to 1",
+              "lnkit select: '--to': give the option's whole name, --hull-tol\n"},
+             {"bin/lnkit blocks --eig 3",
+              "lnkit blocks: '--eig': give the option's whole name, --max-steps\n"},
+             {"studies/multi30k_hessian --eig 3", "multi30k_hessian: '--eig': give the option's "
+                                                  "whole name, one of --max-steps, --tol\n"},
+             {"bin/lnkit eigs --max-st 3",
+              "lnkit eigs: '--max-st': give the option's whole name, --max-steps\n"},
+             {"bin/lnkit eigs --qu", "lnkit eigs: '--qu': give the option's whole name, --quiet\n"}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        int rc = tu_run(&o, "'%s'/%s 2>&1", build, c[i].cmd);
+        if (rc != 2 || strcmp(o, c[i].want))
+            fail_msg("%s: exit %d, '%s'; expected '%s'", c[i].cmd, rc, o, c[i].want);
+        free(o);
+    }
+    const char *prog[] = {"bin/lnkit eigs", "studies/anatomy", "bench/bench_lanczos"};
+    for (size_t i = 0; i < sizeof prog / sizeof *prog; i++) {
+        char err[PATH_MAX], want[256];
+        snprintf(err, sizeof err, "%s/topt.err", tu_tmpdir());
+        int rc = tu_run(&o, "LNK_TEST_OPTIONS=bogus '%s'/%s --help 2>'%s'", build, prog[i], err);
+        e = tu_read_file(err, NULL);
+        snprintf(want, sizeof want, "%s: LNK_TEST_OPTIONS: expected table or values, got 'bogus'\n",
+                 strncmp(prog[i], "bin/", 4) ? strchr(prog[i], '/') + 1 : "lnkit eigs");
+        if (rc != 2 || *o || strcmp(e, want))
+            fail_msg("LNK_TEST_OPTIONS=bogus %s: exit %d, stdout '%.60s', stderr '%s'", prog[i],
+                     rc, o, e);
+        free(o), free(e);
+        assert_int_equal(tu_run(&o, "LNK_TEST_OPTIONS=table '%s'/%s | grep -c .", build,
+                                prog[i]), 0);
+        free(o);
+    }
 }
 
 /* arg in single quotes for sh, into b (of size n). */
@@ -432,12 +535,46 @@ static void test_len_and_max_line_len(void **s)
     }
 }
 
+/* A study that fails before writing its results leaves no folder it made
+ * ("never a half-written output", docs/cli.md): not the --out folder, nor
+ * the parents it created; a folder that existed before stays. */
+static void test_failed_run_leaves_no_folder(void **s)
+{
+    (void)s;
+    char build[PATH_MAX], *e;
+    tu_build_dir(build, sizeof build);
+    const char *d = tu_tmpdir();
+    const char *three = "a b c\nb c d\nc d e\n"; /* fewer lines than the default --rows 8 */
+    tu_write_file(tu_path("three.txt"), three, strlen(three));
+    tu_write_file(tu_path("val.en"), three, strlen(three));
+    assert_int_equal(mkdir(tu_path("was_there"), 0777), 0);
+    const char *runs[][2] = {
+        {"multi30k_hessian --src nonexist.de --tgt val.en --out o1", "o1"},
+        {"multi30k_hessian --src nonexist.de --tgt val.en --out o2/a/b", "o2"},
+        {"hessian_spectrum --text nonexist.txt --out o3", "o3"},
+        {"hessian_spectrum --text three.txt --out hs_x", "hs_x"},
+        {"hessian_spectrum --text three.txt --out was_there/hs_y", "was_there/hs_y"}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        int rc = tu_run(&e, "cd '%s' && '%s/studies/'%s 2>&1 >/dev/null", d, build, runs[i][0]);
+        if (rc != 2 || tu_n_lines(e) != 1)
+            fail_msg("%s: exit %d, '%s' (expected one line, exit 2)", runs[i][0], rc, e);
+        free(e);
+        if (access(tu_path(runs[i][1]), F_OK) == 0)
+            fail_msg("%s: exit 2 left the folder %s behind", runs[i][0], runs[i][1]);
+    }
+    if (access(tu_path("was_there"), F_OK) != 0)
+        fail_msg("a failed run removed a folder that existed before it");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_programs),
                                        cmocka_unit_test(test_one_name_one_meaning),
+                                       cmocka_unit_test(test_rng_seed_help),
                                        cmocka_unit_test(test_old_names),
+                                       cmocka_unit_test(test_prefix_hints_and_test_options),
                                        cmocka_unit_test(test_recorded_command_lines),
-                                       cmocka_unit_test(test_len_and_max_line_len)};
+                                       cmocka_unit_test(test_len_and_max_line_len),
+                                       cmocka_unit_test(test_failed_run_leaves_no_folder)};
     return cmocka_run_group_tests_name("studies' and benchmarks' conventions", tests, NULL, NULL);
 }

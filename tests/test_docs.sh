@@ -8,7 +8,9 @@
 #     for FILE#anchor, FILE has a heading of that anchor (GitHub's rule);
 #  3. every man page renders (man -l, groff warnings on) without a warning;
 #  4. lnkit(1)'s ENVIRONMENT names every environment variable that src/, studies/,
-#     bench/ and python/lnkit read (getenv, os.environ).
+#     bench/ and python/lnkit read (getenv, os.environ);
+#  5. every lnkit-CMD(1)'s SYNOPSIS is `lnkit CMD --help`'s usage, and its text names no
+#     option by an old name.
 #
 #   bash tests/test_docs.sh [BUILD_DIR]
 set -euo pipefail
@@ -118,5 +120,32 @@ for v in $vars; do
     grep -q "^\.B $v\$" <<<"$env_sec" || missing="$missing $v"
 done
 [ -z "$missing" ] || fail "man/lnkit.1 ENVIRONMENT does not describe:$missing"
-echo "test-docs: passed: commands.md = the option tables ($n_cmd commands), study-options.md = the $(wc -w <<<"$have") studies' --help, bench-options.md = the $(wc -w <<<"$have_b") benchmarks'; $man_ok;" \
+# 5. each man page's SYNOPSIS is its command's usage in --help (rendered, spaces collapsed),
+#    and its hand-written text names no option by its old name (.was; the column eig_steps
+#    is a file's, not an option's)
+n_syn=0
+if command -v man >/dev/null; then
+    for p in "$BUILD"/man/lnkit-*.1; do
+        c=${p##*/lnkit-}; c=${c%.1}
+        syn=$(LC_ALL=C MANWIDTH=2000 man -l "$p" 2>/dev/null |
+              awk '/^SYNOPSIS/ {f = 1; next} /^[A-Z]/ {f = 0} f' | tr -s ' \n' '  ' |
+              sed 's/^ //; s/ $//')
+        use=$(bin/lnkit "$c" --help | awk 'NR == 1 {sub(/^usage: /, "")} /^$/ {e = 1} !e' |
+              tr -s ' \n' '  ' | sed 's/^ //; s/ $//')
+        [ "$syn" = "$use" ] || fail "man lnkit-$c SYNOPSIS '$syn' is not its --help usage '$use'"
+        n_syn=$((n_syn + 1))
+        txt=$(sed 's/\\-/-/g' "man/lnkit-$c.1")
+        for old in $(LNK_TEST_OPTIONS=table bin/lnkit "$c" | cut -f5 | grep . || true); do
+            w=--$old
+            case $old in *-*) w=$old;; esac
+            if grep -nwF -- "$w" <<<"$txt" >&2; then
+                fail "man/lnkit-$c.1 names --$old, now --$(LNK_TEST_OPTIONS=table bin/lnkit "$c" |
+                      awk -F'\t' -v o="$old" '$5 == o {print $1}')"
+            fi
+        done
+    done
+fi
+[ "$n_syn" -ge 12 ] || [ -z "$(command -v man)" ] || fail "only $n_syn man pages' SYNOPSIS checked"
+
+echo "test-docs: passed: $n_syn SYNOPSIS = --help usage; commands.md = the option tables ($n_cmd commands), study-options.md = the $(wc -w <<<"$have") studies' --help, bench-options.md = the $(wc -w <<<"$have_b") benchmarks'; $man_ok;" \
      "ENVIRONMENT names all $(wc -w <<<"$vars") variables read ($(echo $vars))"

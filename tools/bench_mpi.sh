@@ -23,7 +23,7 @@ mkdir -p "$out"
 start=$(date -u +%FT%TZ); t0=$(date +%s.%N)
 tmp=$(mktemp "$out/.bench_mpi.csv.XXXXXX")
 trap 'rm -f "$tmp" "$tmp.meta.json"' EXIT
-echo "data,pairs,scored_tokens,chunks,d,d_ff,n_params,ranks,threads,t_hvp_s,t_comm_s,bytes_per_hvp,t_step_s,t_orth_s,basis_MB_80_steps,imbalance_scored,imbalance_padded" > "$tmp"
+# bench_mpi writes the header row into the empty file, then each run its row
 opts=(--rows 256 --max-tokens 512 --repeat 5 --steps 8 "$@")
 # --bind-to none: mpirun binds a lone rank to one core, which would leave a
 # second BLAS thread no core of its own

@@ -1,6 +1,8 @@
 /* cli_doc CMD: the OPTIONS section (roff) of lnkit-CMD(1), generated from
  * the command's option table (src/front/opt.h); tools/manpage.awk puts it
- * in place of the line '.\" @OPTIONS@' of man/lnkit-CMD.1.
+ * in place of the line '.\" @OPTIONS@' of man/lnkit-CMD.1.  cli_doc
+ * --synopsis CMD: its SYNOPSIS (in place of '.\" @SYNOPSIS@'), the usage
+ * of --help.
  *
  * cli_doc --markdown: the user guide's command reference
  * (docs/guide/commands.md, `make docs`), every command's usage, description
@@ -197,15 +199,20 @@ static int markdown(FILE *f)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: cli_doc COMMAND | cli_doc --markdown\n");
+    int syn = argc == 3 && !strcmp(argv[1], "--synopsis");
+    if (argc != 2 + syn) {
+        fprintf(stderr, "usage: cli_doc COMMAND | cli_doc --synopsis COMMAND | cli_doc --markdown\n");
         return 2;
     }
     if (!strcmp(argv[1], "--markdown"))
         return markdown(stdout) || fflush(stdout) ? 2 : 0;
     for (const lnkit_command *c = lnkit_commands; c->name; c++) {
-        if (strcmp(c->name, argv[1]) || !c->cmd->opts)
+        if (strcmp(c->name, argv[1 + syn]) || !c->cmd->opts)
             continue;
+        if (syn) {
+            cli_doc_synopsis(c->cmd, stdout);
+            return fflush(stdout) ? 2 : 0;
+        }
         char *roff = roff_of(c);
         if (!roff)
             return 2;
@@ -213,6 +220,6 @@ int main(int argc, char **argv)
         free(roff);
         return fflush(stdout) ? 2 : 0;
     }
-    fprintf(stderr, "cli_doc: no command '%s' with an option table\n", argv[1]);
+    fprintf(stderr, "cli_doc: no command '%s' with an option table\n", argv[1 + syn]);
     return 2;
 }

@@ -42,7 +42,7 @@ allows, naming the setting to start Python with:
 PyTorch models in and out: lnkit.torch_io (imported on first use; needs torch).
 """
 import os as _os
-import warnings as _warnings
+from ._warn import warn as _warn_user
 
 from ._lib import Error, ConvergenceWarning, SOVERSION, lib as _clib, \
     lib_path as library_path, take_string as _take
@@ -141,12 +141,12 @@ def _check_blas():
     try:
         adv = blas_advice()
     except Error as e:
-        _warnings.warn("lnkit: %s" % e, BlasWarning, stacklevel=3)
+        _warn_user("lnkit: %s" % e, BlasWarning)
         return
     if adv:
-        _warnings.warn("lnkit: OpenBLAS runs its %s kernel, slower than this CPU allows: start "
-                       "Python with OPENBLAS_CORETYPE=%s for the faster one (see "
-                       "help(lnkit))" % (blas_kernel(), adv), BlasWarning, stacklevel=3)
+        _warn_user("lnkit: OpenBLAS runs its %s kernel, slower than this CPU allows: start "
+              "Python with OPENBLAS_CORETYPE=%s for the faster one (see "
+              "help(lnkit))" % (blas_kernel(), adv), BlasWarning)
 
 
 _memory_limit()

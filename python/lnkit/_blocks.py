@@ -207,7 +207,7 @@ def blocks(m, data=None, group=(), no_tensors=False, block=None, operator=None,
                          int(res.eig_steps[bad].max()),
                          " (the extremes of %d of %d blocks: %s): %s"
                          % (len(which), len(names), listed, why.value.decode()),
-                         stacklevel=3, flags=".top_converged, .bottom_converged")
+                         flags=".top_converged, .bottom_converged")
     return res
 
 

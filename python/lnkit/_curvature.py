@@ -5,7 +5,6 @@ Lanczos quadrature (lnk_slq).  Defaults are the library's (_defaults.py)."""
 import ctypes
 import signal
 import threading
-import warnings
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from ._lib import Error, ConvergenceWarning, lib, check
 from ._model import Model, _data_arg
 from ._operator import HessianOperator
 from ._names import renamed
+from ._warn import warn
 
 __all__ = ["eigs", "density", "trace", "EigsResult", "Density", "Trace"]
 
@@ -122,15 +122,13 @@ def sigma_of(width, lo, hi, m):
     return s.value
 
 
-def warn_unconverged(what, n_failed, n_req, worst, tol, steps, detail="", stacklevel=3,
-                     flags=".converged"):
+def warn_unconverged(what, n_failed, n_req, worst, tol, steps, detail="", flags=".converged"):
     """The ConvergenceWarning of a result in which n_failed of n_req requested
     pairs missed tol (worst: the largest relative residual among them)."""
     msg = ("lnkit.%s: %d of %d requested eigenpairs did not converge: worst residual %.3g "
            "max|l| against tol %.3g, after %d Lanczos steps%s; the results are returned "
            "whole (see %s)" % (what, n_failed, n_req, worst, tol, steps, detail, flags))
-    warnings.warn(ConvergenceWarning(msg, n_failed, n_req, worst, tol, steps),
-                  stacklevel=stacklevel)
+    warn(ConvergenceWarning(msg, n_failed, n_req, worst, tol, steps))
 
 
 class _Progress:
@@ -342,7 +340,7 @@ def _warn_eigs(res):
     else:
         detail += "; more max_steps or a larger tol would let them converge"
     warn_unconverged("eigs", int(bad.sum()) + missing, res.requested, worst, res.tol, res.steps,
-                     detail, stacklevel=4)
+                     detail)
 
 
 class Density:
@@ -437,9 +435,8 @@ class Trace:
     @property
     def std_error(self):
         """Deprecated name of stderr (removed in the next release)."""
-        warnings.warn("lnkit.Trace.std_error is deprecated, use .stderr (the column and JSON key "
-                      "of `lnkit trace`); std_error will be removed in the next release",
-                      DeprecationWarning, stacklevel=2)
+        warn("lnkit.Trace.std_error is deprecated, use .stderr (the column and JSON key of "
+             "`lnkit trace`); std_error will be removed in the next release", DeprecationWarning)
         return self.stderr
 
     def __repr__(self):

@@ -6,9 +6,9 @@ that rule keeps its old name for one release: given, it warns
 (DeprecationWarning naming both) and means what the new name means; given
 beside the new name it is refused (KeywordError, naming both)."""
 import functools
-import warnings
 
 from ._lib import Error
+from ._warn import warn
 
 __all__ = ["renamed", "KeywordError", "DeprecatedKeys"]
 
@@ -39,7 +39,7 @@ def renamed(what, **old_to_new):
                 if new in kw:
                     raise KeywordError("lnkit.%s: %s= and %s= (its deprecated name) both given; "
                                        "give %s= alone" % (what, new, old, new))
-                warnings.warn(_message(what, old, new, note), DeprecationWarning, stacklevel=2)
+                warn(_message(what, old, new, note), DeprecationWarning)
                 value = kw.pop(old)
                 kw[new] = convert(value) if convert else value
             return f(*args, **kw)
@@ -58,20 +58,19 @@ class DeprecatedKeys(dict):
         super().__init__(items)
         self._what, self._old = what, dict(old_to_new)
 
-    def __missing__(self, key, stacklevel=2):
+    def __missing__(self, key):
         new = self._old.get(key)
         if new is None or new not in self:
             raise KeyError(key)
-        warnings.warn("lnkit.defaults()[%r][%r] is deprecated, use [%r] (the keyword %s=, the "
-                      "program's --%s); the old key will be removed in the next release"
-                      % (self._what, key, new, new, new.replace("_", "-")),
-                      DeprecationWarning, stacklevel=stacklevel)
+        warn("lnkit.defaults()[%r][%r] is deprecated, use [%r] (the keyword %s=, the "
+             "program's --%s); the old key will be removed in the next release"
+             % (self._what, key, new, new, new.replace("_", "-")), DeprecationWarning)
         return self[new]
 
     def get(self, key, default=None):
         if key in self:
             return self[key]
         try:
-            return self.__missing__(key, stacklevel=3)
+            return self.__missing__(key)
         except KeyError:
             return default

@@ -105,3 +105,34 @@ def test_blocks_hint(md):
     with pytest.warns(lnkit.ConvergenceWarning, match="no larger block in this run"):
         b = lnkit.blocks(m, d, block="dec.0.attn.bk", **small)
     assert b.eig_steps[0] < lnkit.defaults()["blocks"]["max_steps"]
+
+
+def _where(call):
+    """call()'s warnings (every one recorded) as (category, filename)."""
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        call()
+    return [(w.category, w.filename) for w in rec]
+
+
+def test_warnings_point_at_the_caller(md):
+    """Every lnkit warning names the user's line, whatever lies between
+    (the @renamed wrapper of an old keyword, a helper): the location is
+    what warnings filters by module and de-duplicates by."""
+    m, d = md
+    small = dict(probes=2, runs=1, steps=3)
+    calls = {"eigs": lambda: lnkit.eigs(m, d, k=1, max_steps=5),
+             "eigs old keyword": lambda: lnkit.eigs(m, d, k=1, max_steps=5, seed=3),
+             "density old keyword": lambda: lnkit.density(m, d, runs=1, steps=3, seed=3),
+             "blocks": lambda: lnkit.blocks(m, d, block="dec.0.ffn.w1", max_steps=3, **small),
+             "blocks old keyword": lambda: lnkit.blocks(m, d, block="dec.0.ffn.w1",
+                                                        eig_steps=3, **small),
+             "defaults old key": lambda: lnkit.defaults()["eigs"]["seed"],
+             "Trace.std_error": lambda: lnkit.trace(m, d, probes=2).std_error}
+    for name, call in calls.items():
+        got = _where(call)
+        kinds = {c for c, _ in got}
+        want = ({DeprecationWarning} if "old" in name or "std_error" in name else set()) | \
+            ({lnkit.ConvergenceWarning} if name.startswith(("eigs", "blocks")) else set())
+        assert kinds == want, (name, got)
+        assert all(f == __file__ for _, f in got), (name, got)

@@ -54,7 +54,7 @@ static const cli_opt opts[] = {
      .max = 1 << 20, .flags = CLI_META, .help = "SLQ start vectors per block"},
     {.type = CLI_INT, .name = "steps", .arg = "M", CLI_AT(T, bo.slq_steps), .min = 1,
      .max = 1 << 20, .flags = CLI_META, .help = "SLQ Lanczos steps per run"},
-    CLI_SIGMA(T, sg), CLI_CURV(T, co), CLI_MODEL(T, co.mo),
+    CLI_SIGMA(T, sg), CLI_CURV(T, co, cli_curv_blocks), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
 

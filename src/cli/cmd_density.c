@@ -33,7 +33,7 @@ static const cli_opt opts[] = {
     {.type = CLI_CHOICE, .name = "start-vectors", CLI_AT(T, so.start), .ref = starts,
      .flags = CLI_ID | CLI_META, .meta = "start", .help = "the start vectors' entries"},
     CLI_LANCZOS(T, so.mode, so.reorth),
-    CLI_SIGMA(T, sg), CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
+    CLI_SIGMA(T, sg), CLI_CURV(T, co, cli_curv_density), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
 

@@ -40,7 +40,7 @@ static const cli_opt opts[] = {
      .help = "also write each eigenvector's mass on every tensor of the block (the sum of its "
              "squared entries there; they sum to 1): CSV which,index,tensor,n,mass "
              "(+ FILE.meta.json); -: standard output"},
-    CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
+    CLI_CURV(T, co, cli_curv_eigs), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
 

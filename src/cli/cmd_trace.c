@@ -28,7 +28,7 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "probes", .arg = "N", CLI_AT(T, to.probes), .min = 2,
      .max = 1 << 24, .flags = CLI_ID | CLI_META,
      .help = "Hutchinson probes (products) used (hutchpp: at least 4)"},
-    CLI_CURV(T, co), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
+    CLI_CURV(T, co, cli_curv_trace), CLI_CKPT(T, co.ck), CLI_MODEL(T, co.mo),
     {0}};
 #undef T
 

@@ -29,14 +29,16 @@ typedef struct {
                          * blocks): the header names the model, not "the whole model" */
 } cli_curv_opts;
 extern const cli_opt cli_data_table[], cli_block_table[], cli_curv_table[], cli_op_table[];
+extern const cli_opt cli_curv_eigs[], cli_curv_trace[], cli_curv_density[], cli_curv_blocks[];
 /* --weights, --batch; --chunk, --block (cli_block_table: hvp's too), --rng-seed;
  * --operator, --cache-mb. */
 #define CLI_DATA(T, f)                                                                            \
     {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_data_table, .help = "Model, data and block"}
 #define CLI_OP(T, f) {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_op_table}
 #define CLI_BLOCK(T, f) {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_block_table}
-#define CLI_CURV(T, f)                                                                            \
-    CLI_DATA(T, f), {.type = CLI_GROUP, CLI_AT(T, f), .ref = cli_curv_table}, CLI_OP(T, f)
+/* curv: cli_curv_table with the command's --rng-seed help (cli_curv_eigs, ...) */
+#define CLI_CURV(T, f, curv)                                                                      \
+    CLI_DATA(T, f), {.type = CLI_GROUP, CLI_AT(T, f), .ref = curv}, CLI_OP(T, f)
 void cli_curv_defaults(cli_curv_opts *o);
 
 typedef struct {

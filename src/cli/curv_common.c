@@ -28,9 +28,15 @@ const cli_opt cli_data_table[] = {
      .flags = CLI_ID | CLI_META, .def = "all parameters",                                        \
      .help = "the operator restricted to the tensors matched by these comma-separated globs, "  \
              "e.g. 'dec.5.ffn.w2' or '*.attn.*' (lnkit params lists names and groups)"}
-const cli_opt cli_curv_table[] = {
-    OPT_CHUNK, OPT_BLOCK, CLI_OPT_RNG_SEED(T, rng_seed, CLI_ID | CLI_META, CLI_RNG_SEED_HELP),
-    {0}};
+/* Each command's --rng-seed help says what it seeds; cli_curv_table (any help)
+ * makes the identity and the sidecar. */
+#define CURV_TABLE(help)                                                                          \
+    {OPT_CHUNK, OPT_BLOCK, CLI_OPT_RNG_SEED(T, rng_seed, CLI_ID | CLI_META, help), {0}}
+const cli_opt cli_curv_table[] = CURV_TABLE(CLI_RNG_SEED_HELP);
+const cli_opt cli_curv_eigs[] = CURV_TABLE("seed of the Lanczos start vector (and of restarts)");
+const cli_opt cli_curv_trace[] = CURV_TABLE("seed of the probes");
+const cli_opt cli_curv_density[] = CURV_TABLE("seed of the SLQ start vectors");
+const cli_opt cli_curv_blocks[] = CURV_TABLE("seed of the probes and the Lanczos start vectors");
 const cli_opt cli_block_table[] = {OPT_CHUNK, OPT_BLOCK, {0}};
 
 const cli_opt cli_op_table[] = {

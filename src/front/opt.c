@@ -513,44 +513,36 @@ static void check_stdout(void)
                 cli_opt_flag(flat[file].o, f, sizeof f));
 }
 
-/* For tests/test_cli_programs.c, which compares the declarations of every
- * program: LNK_TEST_OPTIONS=table prints the program's options, one a line
- * (name, type, value, choices, old name, help, min), and exits 0;
- * LNK_TEST_OPTIONS=values prints, after the values are parsed, each
- * option's name, identity name, sidecar key and value, and exits 0. */
-static _Noreturn void dump_values(void)
+/* A long name not given whole ("--max" for --max-steps; opt.h): refused
+ * with the current names of the options it could begin, an old name (.was)
+ * standing for its option's new one.  Returns when t (the text after "--",
+ * up to '=') is a whole name, or begins none. */
+static void check_prefix(const char *t, const struct option *lo)
 {
-    char a[64], b[64], v[512];
-    for (int i = 0; i < n_flat; i++) {
-        const cli_opt *o = flat[i].o;
-        const char *t = flat[i].heading ? NULL : cli_opt_text(o, flat[i].base, v, sizeof v);
-        if (!flat[i].heading)
-            printf("%s\t%s\t%s\t%s\n", o->name, cli_opt_id_name(o, a, sizeof a),
-                   cli_opt_meta_key(o, b, sizeof b), t ? t : "");
-    }
-    exit(fflush(stdout) ? 2 : 0);
-}
-
-static _Noreturn void dump_table(const cli_cmd *cmd)
-{
-    static const char *const types[] = {"end", "flag", "int", "long", "u64", "real", "str",
-                                        "choice", "list", "call", "group", "config", "ints",
-                                        "words"};
-    for (int i = 0; i < n_flat; i++) {
-        const cli_opt *o = flat[i].o;
-        if (flat[i].heading)
+    size_t len = strcspn(t, "="), at = 0;
+    char names[512] = "";
+    int seen[CLI_MAX_OPTS + 2], n = 0;
+    if (!len)
+        return;
+    for (const struct option *l = lo; l->name; l++)
+        if (strlen(l->name) == len && !strncmp(l->name, t, len))
+            return;
+    for (const struct option *l = lo; l->name; l++) {
+        int v = l->val >= 256 ? l->val - 256 : l->val == 'h' ? n_flat : n_flat + 1, dup = 0;
+        if (strncmp(l->name, t, len))
             continue;
-        printf("%s\t%s\t%s\t", o->name, types[o->type], o->arg ? o->arg : "");
-        for (const cli_choice *c = o->type == CLI_CHOICE || o->type == CLI_WORDS ? o->ref : NULL;
-             c && c->name; c++)
-            printf("%s%s", c == o->ref ? "" : ",", c->name);
-        printf("\t%s\t", o->was ? o->was : "");
-        for (const char *h = o->help ? o->help : ""; *h; h++)
-            putchar(*h == '\n' || *h == '\t' ? ' ' : *h);
-        printf("\t%.17g\n", o->min);
+        for (int k = 0; k < n; k++)
+            dup |= seen[k] == v;
+        if (dup)
+            continue;
+        seen[n++] = v;
+        if (at < sizeof names)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s--%s", n > 1 ? ", " : "",
+                                   v < n_flat ? flat[v].o->name : v == n_flat ? "help" : "quiet");
     }
-    (void)cmd;
-    exit(fflush(stdout) ? 2 : 0);
+    if (n)
+        cli_die("'--%.*s': give the option's whole name, %s%s", (int)len, t,
+                n > 1 ? "one of " : "", names);
 }
 
 int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
@@ -570,7 +562,7 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
     /* getopt's tables: long names (and the '_' spellings of configuration
      * keys) map to 256 + the option's index; short names are themselves */
     struct option *lo = cli_alloc(sizeof *lo * (3 * (size_t)n_flat + 3));
-    unsigned char *old = cli_alloc((size_t)n_flat + 1); /* the old name was given */
+    unsigned char *old = cli_alloc((size_t)n_flat + 1); /* 1: by its old name, 2: new, 3: both */
     memset(old, 0, (size_t)n_flat + 1);
     char shorts[2 * CLI_MAX_OPTS + 8] = "+:hq";
     int nl = 0, ns = 4, help = 0;
@@ -609,18 +601,16 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
         if (ch == '?' || ch == ':') {
             char sh[3] = {'-', (char)optopt, 0};
             const char *a = optopt > 0 && optopt < 256 ? sh : argv[optind - 1];
+            if (!strncmp(a, "--", 2))
+                check_prefix(a + 2, lo);
             if (ch == ':')
                 cli_die("option '%s' needs a value (see %s --help)", a, cmd->name);
             cli_die("unknown option '%.*s' (see %s --help)", (int)strcspn(a, "="), a, cmd->name);
         }
+        int was = 0; /* given by its old name */
         if (li >= 0) { /* a long name must be given whole */
-            const char *t = argv[at] + 2;
-            size_t len = strlen(lo[li].name);
-            if (strncmp(t, lo[li].name, len) || (t[len] && t[len] != '='))
-                cli_die("'--%.*s': give the option's whole name, --%s", (int)strcspn(t, "="), t,
-                        lo[li].name);
-            if (ch >= 256 && flat[ch - 256].o->was && !strcmp(lo[li].name, flat[ch - 256].o->was))
-                old[ch - 256] = 1;
+            check_prefix(argv[at] + 2, lo);
+            was = ch >= 256 && flat[ch - 256].o->was && !strcmp(lo[li].name, flat[ch - 256].o->was);
         }
         if (ch == 'h')
             help = 1;
@@ -631,14 +621,15 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
             for (int j = 0; i < 0 && j < n_flat; j++)
                 if (!flat[j].heading && flat[j].o->key == ch)
                     i = j;
+            old[i] |= was ? 1 : 2;
             which[n] = i;
             text[n++] = optarg;
         }
     }
     free(lo);
-    const char *test = getenv("LNK_TEST_OPTIONS");
-    if (test && strcmp(test, "values"))
-        dump_table(cmd);
+    int test = cli_test_options();
+    if (test == 1)
+        cli_dump_table(flat, n_flat);
     if (help) {
         cli_help(cmd, defaults, stdout);
         exit(fflush(stdout) ? 2 : 0);
@@ -650,17 +641,21 @@ int cli_parse(const cli_cmd *cmd, void *args, int argc, char **argv)
         else
             cli_die("unexpected argument '%s' (see %s --help)", argv[optind], cmd->name);
     }
-    for (int i = 0; i < n_flat; i++) /* after the scan: -q may come later */
-        if (old[i])
-            cli_warn("--%s is now --%s (the old name goes in the next release)", flat[i].o->was,
-                     flat[i].o->name);
+    for (int i = 0; i < n_flat; i++) { /* after the scan: -q may come later */
+        const cli_opt *o = flat[i].o;
+        if (old[i] == 3) /* both names: a mistake, as Python's keywords (lnkit.Error) */
+            cli_die("--%s and --%s are one option (--%s is its old name); give --%s once", o->was,
+                    o->name, o->was, o->name);
+        if (old[i] == 1)
+            cli_warn("--%s is now --%s (the old name goes in the next release)", o->was, o->name);
+    }
     free(old);
     for (int k = 0; k < n; k++) {
         set_value(&flat[which[k]], text[k]);
         given[which[k]] = 1;
     }
-    if (test && !strcmp(test, "values"))
-        dump_values();
+    if (test == 2)
+        cli_dump_values(flat, n_flat);
     free(which);
     free(text);
     check_stdout(); /* first: "--text -" is told about '-', not about --synthetic */

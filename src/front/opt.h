@@ -14,6 +14,7 @@
  *                  from the library's *_opts_default, so a default has one
  *                  source;
  *   cli_doc_roff   the OPTIONS section of its man page (tools/cli_doc.c);
+ *                  cli_doc_synopsis its SYNOPSIS, from the usage --help shows;
  *   cli_opts_id    the options a checkpoint's identity holds (CLI_ID);
  *   cli_opts_meta  the options a result's sidecar records (CLI_META).
  * Tables share entries through groups (CLI_GROUP): the model configuration
@@ -30,11 +31,13 @@
  *
  * A renamed option declares its old name (.was): the old name parses as the
  * new one, with one warning line ("--eig-steps is now --max-steps"), and
- * what the option records (identity, sidecar key) keeps the old name.
+ * what the option records (identity, sidecar key) keeps the old name.  Both
+ * names in one command line are refused (one line naming both).
  *
  * Long names are matched whole: getopt_long's unique prefixes (--max for
- * --max-steps) are refused, so that adding an option never changes what an
- * old command line means.  A value option given twice keeps the last; a
+ * --max-steps) are refused, naming the options the prefix begins by their
+ * current names, so that adding an option never changes what an old command
+ * line means.  A value option given twice keeps the last; a
  * CLI_LIST option collects every value in order. */
 #ifndef LNK_FRONT_OPT_H
 #define LNK_FRONT_OPT_H
@@ -169,6 +172,9 @@ void cli_help(const cli_cmd *cmd, const void *args, FILE *f);
 void cli_help_opts(const cli_opt *table, const void *args, FILE *f);
 /* The OPTIONS section of cmd's man page (roff), with the defaults of args. */
 void cli_doc_roff(const cli_cmd *cmd, const void *args, FILE *f);
+/* The SYNOPSIS section of cmd's man page (roff): its name and usage, the
+ * usage lines as --help shows them. */
+void cli_doc_synopsis(const cli_cmd *cmd, FILE *f);
 
 /* Call fn for every option of table (groups flattened, in order), with the
  * base address of its values; stops and returns what fn returns when not 0. */

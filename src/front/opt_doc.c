@@ -230,3 +230,19 @@ void cli_doc_roff(const cli_cmd *cmd, const void *args, FILE *f)
     roff_item(f, &quiet, NULL, CLI_QUIET_HELP, NULL);
     roff_item(f, &help, NULL, "the options, their values and defaults", NULL);
 }
+
+void cli_doc_synopsis(const cli_cmd *cmd, FILE *f)
+{
+    fputs(".SH SYNOPSIS\n.nf\n\\fB", f);
+    roff_text(f, cmd->name, 0);
+    fputs("\\fR ", f);
+    for (const char *u = cmd->usage; *u; u++) {
+        if (*u == '\n')
+            fputs(u[1] ? "\n    " : "", f);
+        else if (*u == '-' || *u == '\\')
+            fputs(*u == '-' ? "\\-" : "\\e", f);
+        else
+            fputc(*u, f);
+    }
+    fputs("\n.fi\n", f);
+}

@@ -22,4 +22,13 @@ const char *cli_config_alias(int i);
 /* The default of a field of the last cli_parse's arguments, or NULL. */
 const void *cli_default_of(const void *field);
 
+/* LNK_TEST_OPTIONS (for tests/test_cli_programs.c): 0 unset or empty, 1
+ * "table", 2 "values"; any other value is refused (cli_die). */
+int cli_test_options(void);
+/* "table": each option of f, one a line (name, type, value, choices, old
+ * name, help, min); "values", once the values are parsed: each option's
+ * name, identity name, sidecar key and value.  Both exit 0. */
+_Noreturn void cli_dump_table(const cli_flat *f, int n);
+_Noreturn void cli_dump_values(const cli_flat *f, int n);
+
 #endif

@@ -45,15 +45,53 @@ void study_input_read(const char *path, const lnk_digest *d)
         cli_die_lib();
 }
 
+/* The folders make_dir created, outermost first: at exit those still empty
+ * are removed, so a run that fails before writing its results leaves no
+ * folder behind ("nothing half-written"); a folder that existed before is
+ * never touched. */
+static char *made[64];
+static int n_made;
+
+static void remove_empty_made(void)
+{
+    lnk_output_abort_all(); /* this rank's temporary files first (none after a commit) */
+    for (int i = n_made - 1; i >= 0; i--)
+        rmdir(made[i]); /* fails, as it should, on a folder with files in it */
+}
+
 /* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
 void make_dir(const char *dir)
 {
     if (!study_root())
         return;
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    if (strlen(dir) > 1000 || strchr(dir, '\'') || system(cmd) != 0)
-        cli_die("cannot create directory '%s'", dir);
+    if (!*dir)
+        cli_die("an empty folder name");
+    char *p = strdup(dir);
+    if (!p)
+        cli_die("out of memory");
+    for (char *s = p + 1;; s++) { /* each prefix ending at a '/', then the whole */
+        if (*s && *s != '/')
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0777) == 0) {
+            if (n_made == 0)
+                atexit(remove_empty_made);
+            if (n_made < (int)(sizeof made / sizeof *made) && !(made[n_made] = strdup(p)))
+                cli_die("out of memory");
+            n_made += n_made < (int)(sizeof made / sizeof *made);
+        } else if (errno != EEXIST) {
+            cli_die("cannot create directory '%s': %s", p, strerror(errno));
+        }
+        *s = c;
+        if (!c)
+            break;
+    }
+    free(p);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        cli_die("cannot create directory '%s': %s", dir,
+                stat(dir, &st) != 0 ? strerror(errno) : "a file of that name exists");
 }
 
 /* ------------------------------------------------------------ byte buffers

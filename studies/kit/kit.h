@@ -67,7 +67,9 @@ int study_mine(long i);
  * reader computed as it read it (read once: lnk_text's, lnk_st_file's). */
 void study_input(const char *path);
 void study_input_read(const char *path, const lnk_digest *d);
-/* mkdir -p dir, or fail (rank 0 only: the other ranks write no files). */
+/* mkdir -p dir, or fail (rank 0 only: the other ranks write no files).  The
+ * folders it creates are removed at exit if still empty: a study that fails
+ * before writing its results leaves no folder it made behind. */
 void make_dir(const char *dir);
 
 /* ------------------------------------------------------------ byte buffers
