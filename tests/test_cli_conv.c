@@ -577,10 +577,14 @@ static void test_one_vocabulary(void **s)
 }
 
 /* The line of stderr that contains needle, or fail. */
+/* ... and no line gives two times left (one estimate a line) */
 static void has(const char *cmd, const char *e, const char *needle)
 {
     if (!strstr(e, needle))
         fail_msg("lnkit %s: no '%s' on standard error:\n%s", cmd, needle, e);
+    for (const char *l = strstr(e, " left"), *n, *eol; l; l = n)
+        if ((n = strstr(l + 5, " left")) && (!(eol = strchr(l, '\n')) || n < eol))
+            fail_msg("lnkit %s: two times left in a line:\n%s", cmd, e);
 }
 
 /* Feedback on long work (docs/cli.md, Long runs): the header names what the

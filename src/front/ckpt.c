@@ -145,17 +145,30 @@ void cli_ckpt_close(cli_ckpt_run *r)
     r->moved = NULL;
 }
 
-void cli_ckpt_rate(const cli_ckpt_run *r, char *buf, size_t n)
+double cli_ckpt_rate(const cli_ckpt_run *r, char *buf, size_t n)
 {
     long done = cli_ckpt_products(r), here = lnk_hessian_n_products(r->h);
     double t = lnk_now() - r->work_t0, rate = t > 0 ? here / t * 3600 : 0;
-    char left[32] = "?", from[48] = "";
-    if (rate > 0 && r->total > 0)
-        cli_human_time(done < r->total ? (r->total - done) / rate * 3600 : 0, left, sizeof left);
+    char from[48] = "", per[32] = "";
     if (r->resumed_from)
         snprintf(from, sizeof from, " (resumed from %ld)", r->resumed_from);
-    snprintf(buf, n, "  | %ld/%ld products%s, %.0f/h, about %s left", done, r->total, from, rate,
-             left);
+    if (rate > 0)
+        snprintf(per, sizeof per, ", %.0f/h", rate);
+    snprintf(buf, n, "  | %ld/%ld products%s%s", done, r->total, from, per);
+    return rate > 0 && r->total > 0 ? (done < r->total ? (r->total - done) / rate * 3600 : 0) : -1;
+}
+
+/* One time left per line: the products' rate when there is one; else the
+ * units' own (bound: "at most"); after a resume, none until a product. */
+static void left_text(char *buf, size_t n, double by_rate, double by_units, int bound,
+                      const cli_ckpt_run *r)
+{
+    char t[32];
+    if (by_rate >= 0 || !r || !r->resumed_from) {
+        cli_human_time(by_rate >= 0 ? by_rate : by_units, t, sizeof t);
+        snprintf(buf, n, "%s %s left", by_rate < 0 && bound ? "at most" : "about", t);
+    } else
+        snprintf(buf, n, "time left after the next product");
 }
 
 int cli_eigs_progress_fn(void *ctx, const lnk_eigs_progress *p)
@@ -170,10 +183,12 @@ int cli_eigs_progress_fn(void *ctx, const lnk_eigs_progress *p)
         snprintf(top, sizeof top, "  top %.6g", p->top[0]);
     if (p->n_bottom)
         snprintf(bot, sizeof bot, "  bottom %.6g", p->bottom[0]);
-    cli_ckpt_rate(pc->run, rate, sizeof rate);
-    cli_say("%s%sstep %d/%d%s%s  converged %d/%d  %.1f s (at most %.0f s left)%s\n",
+    double by_rate = pc->run ? cli_ckpt_rate(pc->run, rate, sizeof rate) : (rate[0] = 0, -1);
+    char left[64];
+    left_text(left, sizeof left, by_rate, eta, 1, pc->run);
+    cli_say("%s%sstep %d/%d%s%s  converged %d/%d  %.1f s (%s)%s\n",
             pc->what ? pc->what : "", pc->what ? ": " : "", p->step, p->max_steps, top, bot,
-            p->n_converged, p->n_top + p->n_bottom, p->elapsed, eta, rate);
+            p->n_converged, p->n_top + p->n_bottom, p->elapsed, left, rate);
     return 0;
 }
 
@@ -182,11 +197,10 @@ int cli_progress_fn(void *ctx, int done, int total, double elapsed)
     cli_progress *p = ctx;
     if (elapsed - p->last >= 1.0 || done == total) {
         p->last = elapsed;
-        char rate[160] = "";
-        if (p->run)
-            cli_ckpt_rate(p->run, rate, sizeof rate);
-        cli_say("%s %d/%d  %.1f s (about %.0f s left)%s\n", p->unit, done, total, elapsed,
-                elapsed / done * (total - done), rate);
+        char rate[160] = "", left[64];
+        double by_rate = p->run ? cli_ckpt_rate(p->run, rate, sizeof rate) : -1;
+        left_text(left, sizeof left, by_rate, elapsed / done * (total - done), 0, p->run);
+        cli_say("%s %d/%d  %.1f s (%s)%s\n", p->unit, done, total, elapsed, left, rate);
     }
     return 0;
 }

@@ -78,8 +78,10 @@ int cli_ckpt_save_eigs(void *ctx, const lnk_eigs_state *st, int must);
  * failed); both free r's own memory. */
 void cli_ckpt_done(cli_ckpt_run *r);
 void cli_ckpt_close(cli_ckpt_run *r);
-/* "  | P/T products (resumed from R), X/h, about T left" for progress lines. */
-void cli_ckpt_rate(const cli_ckpt_run *r, char *buf, size_t n);
+/* "  | P/T products (resumed from R), X/h" for progress lines; returns the
+ * seconds left at that rate (every product counted, a first pass's too), or
+ * -1 before this process has made a product. */
+double cli_ckpt_rate(const cli_ckpt_run *r, char *buf, size_t n);
 
 /* The progress line of a Lanczos eigenvalue run (lnk_eigs_opts.progress;
  * ctx: a cli_eigs_progress): "[what: ]step s/M  top t  bottom b  converged
