@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "testutil_config.h"
 #include "testutil_corpus.h"
 #include "lnkit/corpus.h"
 #include "lnkit/safetensors.h"
@@ -262,7 +263,7 @@ static void test_batches_by_tokens(void **state)
     assert_int_equal(lnk_pairs_batches(&p, (size_t)key(&p, longest) - 1, &ch, &nc), LNK_EINVAL);
     char ln[32];
     snprintf(ln, sizeof ln, "line %d", p.line[longest] + 1);
-    tu_msg_has(lnk_errmsg(), ln, "max_tokens", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), ln, "max_tokens", NULL);
     assert_int_equal(lnk_pairs_chunk_rows(&p, order, (size_t)key(&p, longest) - 1), 0);
     free(order);
     lnk_pairs_free(&p);
@@ -279,7 +280,7 @@ static void expect_read_error(const char *src, size_t ns, const char *tgt, size_
     tu_write_file(pt, tgt, nt);
     lnk_corpus c;
     assert_int_equal(lnk_corpus_read(ps, pt, &c), LNK_EFORMAT);
-    tu_msg_has(lnk_errmsg(), want1, want2, NULL);
+    tcf_assert_msg_has(lnk_errmsg(), want1, want2, NULL);
 }
 
 static void test_malformed(void **state)
@@ -289,16 +290,16 @@ static void test_malformed(void **state)
     char m[256];
     /* mismatched line counts: both files and both counts */
     expect_read_error(ok, strlen(ok), "x\ny\nz\n", 6, "has 2 lines", "has 3 lines");
-    tu_msg_has(lnk_errmsg(), tu_path("bad.src"), tu_path("bad.tgt"), NULL);
+    tcf_assert_msg_has(lnk_errmsg(), tu_path("bad.src"), tu_path("bad.tgt"), NULL);
     /* empty line (blank after trimming) in the target, line 2 */
     snprintf(m, sizeof m, "%s:2: empty line", tu_path("bad.tgt"));
     expect_read_error(ok, strlen(ok), "x\n  \t\n", 6, m, "byte offset 2");
     /* invalid UTF-8 (a lone continuation byte) in the source, line 2, offset 4 */
     expect_read_error("a b\n\x80\n", 6, ok, strlen(ok), "invalid UTF-8", "byte offset 4");
-    tu_msg_has(lnk_errmsg(), tu_path("bad.src"), "line 2", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), tu_path("bad.src"), "line 2", NULL);
     /* NUL byte: not a text file */
     expect_read_error("a b\nc\0d\n", 8, ok, strlen(ok), "not a text file", "NUL byte");
-    tu_msg_has(lnk_errmsg(), tu_path("bad.src"), "byte offset 5", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), tu_path("bad.src"), "byte offset 5", NULL);
     /* a literal <pad> token would become padding */
     const char *ps = tu_write_text("pad.src", "a <pad>\nb\n"), *pt = tu_write_text("pad.tgt", ok);
     lnk_corpus c;
@@ -308,7 +309,7 @@ static void test_malformed(void **state)
     lnk_pairs p;
     assert_int_equal(lnk_pairs_make(&c, vs, vt, NULL, &p), LNK_EFORMAT);
     snprintf(m, sizeof m, "%s:1: token 2 is '<pad>'", ps);
-    tu_msg_has(lnk_errmsg(), m, NULL);
+    tcf_assert_msg_has(lnk_errmsg(), m, NULL);
     lnk_vocab_free(vs);
     lnk_vocab_free(vt);
     lnk_corpus_free(&c);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "testutil_config.h"
 #include "testutil_corpus.h"
 #include "lnkit/corpus.h"
 #include "lnkit/safetensors.h"
@@ -22,7 +23,7 @@ static void test_cli_batch(void **state)
     /* the hint: every pair has max(S, T) = 5 or 4 (see test_rows_and_counts); sorted
      * rows are line 2 (S 1, T 4), then lines 0 and 1 (key 5): --chunk 2 has chunks of
      * 2 x 5 = 10 and 1 x 5; --chunk 3 would be 3 x 5 = 15 > 10 */
-    tu_msg_has(o, "--chunk 2 ", "--V-src 6 --V-tgt 6", NULL);
+    tcf_assert_msg_has(o, "--chunk 2 ", "--V-src 6 --V-tgt 6", NULL);
     free(o);
     lnk_vocab *vs, *vt;
     assert_int_equal(lnk_vocab_load(tu_path("cli.src.vocab"), &vs), LNK_OK);
@@ -51,7 +52,7 @@ static void test_cli_batch(void **state)
     const char *p3 = tu_write_text("cli3.tgt", "a\nb\n");
     st = tu_run(&o, "%s batch --src %s --tgt %s -o %s", tu_lnkit(), ps, p3, out);
     assert_int_equal(st, 2);
-    tu_msg_has(o, "lnkit batch: parallel corpus:", "has 3 lines", "has 2 lines", NULL);
+    tcf_assert_msg_has(o, "lnkit batch: parallel corpus:", "has 3 lines", "has 2 lines", NULL);
     free(o);
 }
 

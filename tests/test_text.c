@@ -5,24 +5,9 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "testutil_config.h"
+#include "testutil_corpus.h"
 #include "lnkit/text.h"
-
-static void assert_msg_has(const char *msg, ...)
-{
-    va_list ap;
-    va_start(ap, msg);
-    for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
-        if (!strstr(msg, s))
-            fail_msg("message \"%s\" lacks \"%s\"", msg, s);
-    va_end(ap);
-}
-
-static const char *write_text(const char *name, const char *s)
-{
-    const char *p = tu_path(name);
-    tu_write_file(p, s, strlen(s));
-    return p;
-}
 
 /* Line 2 has a tab, extra blanks and a CRLF end; line 3 has no final newline
  * in the variant without line 4; "<unk>" in the text is the special itself.
@@ -37,7 +22,7 @@ static const char *corpus =
 
 static void read_corpus(lnk_text *t)
 {
-    const char *p = write_text("corpus.txt", corpus);
+    const char *p = tu_write_text("corpus.txt", corpus);
     if (lnk_text_read(p, t) != LNK_OK)
         fail_msg("%s", lnk_errmsg());
 }
@@ -64,27 +49,27 @@ static void test_read(void **state)
     lnk_text_free(&t);  /* twice is safe */
 
     /* a 4-byte character (U+1F600) is valid UTF-8 */
-    const char *p = write_text("emoji.txt", "a \xf0\x9f\x98\x80 b\n");
+    const char *p = tu_write_text("emoji.txt", "a \xf0\x9f\x98\x80 b\n");
     assert_int_equal(lnk_text_read(p, &t), LNK_OK);
     assert_int_equal(t.len[0], 3);
     assert_string_equal(t.tok[0][1], "\xf0\x9f\x98\x80");
     lnk_text_free(&t);
 
     /* a leading byte order mark is not part of the first token */
-    p = write_text("bom.txt", "\xef\xbb\xbfhello world\n");
+    p = tu_write_text("bom.txt", "\xef\xbb\xbfhello world\n");
     assert_int_equal(lnk_text_read(p, &t), LNK_OK);
     assert_int_equal(t.n_lines, 1);
     assert_string_equal(t.tok[0][0], "hello");
     lnk_text_free(&t);
-    p = write_text("bom.vocab", "\xef\xbb\xbf<pad>\n<unk>\n<bos>\n<eos>\nhello\n");
+    p = tu_write_text("bom.vocab", "\xef\xbb\xbf<pad>\n<unk>\n<bos>\n<eos>\nhello\n");
     lnk_vocab *v;
     assert_int_equal(lnk_vocab_load(p, &v), LNK_OK);
     assert_int_equal(lnk_vocab_id(v, "hello"), 4);
     lnk_vocab_free(v);
     /* ... but a BOM alone is still an empty file */
-    p = write_text("bomonly.txt", "\xef\xbb\xbf");
+    p = tu_write_text("bomonly.txt", "\xef\xbb\xbf");
     assert_int_equal(lnk_text_read(p, &t), LNK_EFORMAT);
-    assert_msg_has(lnk_errmsg(), "empty file", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "empty file", NULL);
 }
 
 static void test_vocab_build(void **state)
@@ -138,16 +123,16 @@ static void test_vocab_build(void **state)
 
     /* bad arguments */
     assert_int_equal(lnk_vocab_build(ts, 1, 1, 3, &v), LNK_EINVAL);
-    assert_msg_has(lnk_errmsg(), "max_size", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "max_size", NULL);
     assert_int_equal(lnk_vocab_build(ts, 1, -1, 0, &v), LNK_EINVAL);
-    assert_msg_has(lnk_errmsg(), "min_count", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "min_count", NULL);
 
     /* two texts: counts add up, first appearance runs through text 1 then 2.
      *   text 2 = "mango mango mango pear": mango 4, zebra 3, apple 2, kiwi 2,
      *   café 2, naïve 1, pear 1  => mango 4, zebra 5, apple 6, kiwi 7, café 8,
      *   naïve 9, pear 10 */
     lnk_text t2;
-    const char *p2 = write_text("t2.txt", "mango mango\nmango pear\n");
+    const char *p2 = tu_write_text("t2.txt", "mango mango\nmango pear\n");
     assert_int_equal(lnk_text_read(p2, &t2), LNK_OK);
     const lnk_text *both[] = {&t, &t2};
     assert_int_equal(lnk_vocab_build(both, 2, 1, 0, &v), LNK_OK);
@@ -228,7 +213,7 @@ static void test_vocab_file(void **state)
     lnk_text_free(&t);
 
     /* CRLF and a missing final newline are fine */
-    p = write_text("crlf.vocab", "<pad>\r\n<unk>\r\n<bos>\r\n<eos>\r\nx\r\ny");
+    p = tu_write_text("crlf.vocab", "<pad>\r\n<unk>\r\n<bos>\r\n<eos>\r\nx\r\ny");
     assert_int_equal(lnk_vocab_load(p, &w), LNK_OK);
     assert_int_equal(lnk_vocab_size(w), 6);
     assert_int_equal(lnk_vocab_id(w, "x"), 4);
@@ -239,7 +224,7 @@ static void test_vocab_file(void **state)
     assert_int_equal(lnk_vocab_load(tu_path("crlf.vocab"), &w), LNK_OK);
     const char *bad = tu_path("no/such/dir/v.txt");
     assert_int_not_equal(lnk_vocab_save(w, bad), LNK_OK);
-    assert_msg_has(lnk_errmsg(), bad, NULL);
+    tcf_assert_msg_has(lnk_errmsg(), bad, NULL);
     lnk_vocab_free(w);
 }
 
@@ -275,14 +260,14 @@ static void test_vocab_file_bad(void **state)
         if (st == LNK_OK)
             fail_msg("case %zu accepted", i);
         assert_null(v);
-        assert_msg_has(lnk_errmsg(), "bad.vocab", NULL);
+        tcf_assert_msg_has(lnk_errmsg(), "bad.vocab", NULL);
         for (int k = 0; k < 3 && cases[i].has[k]; k++)
             if (!strstr(lnk_errmsg(), cases[i].has[k]))
                 fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, lnk_errmsg(), cases[i].has[k]);
     }
     lnk_vocab *v;
     assert_int_equal(lnk_vocab_load(tu_path("missing.vocab"), &v), LNK_EIO);
-    assert_msg_has(lnk_errmsg(), "missing.vocab", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "missing.vocab", NULL);
 }
 
 static void test_text_bad(void **state)
@@ -315,14 +300,14 @@ static void test_text_bad(void **state)
             fail_msg("case %zu accepted", i);
         assert_int_equal(st, LNK_EFORMAT);
         assert_null(t.tok);
-        assert_msg_has(lnk_errmsg(), "bad.txt", NULL);
+        tcf_assert_msg_has(lnk_errmsg(), "bad.txt", NULL);
         for (int k = 0; k < 3 && cases[i].has[k]; k++)
             if (!strstr(lnk_errmsg(), cases[i].has[k]))
                 fail_msg("case %zu: message \"%s\" lacks \"%s\"", i, lnk_errmsg(), cases[i].has[k]);
     }
     lnk_text t;
     assert_int_equal(lnk_text_read(tu_path("missing.txt"), &t), LNK_EIO);
-    assert_msg_has(lnk_errmsg(), "missing.txt", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "missing.txt", NULL);
 }
 
 /* ------------------------------------------------------------- lm batches */
@@ -351,7 +336,7 @@ static void test_lm_batch(void **state)
     lnk_vocab *v;
     /* zebra 4, apple 5, kiwi 6, café 7, mango 8, naïve 9 */
     assert_int_equal(lnk_vocab_build(ts, 1, 1, 0, &v), LNK_OK);
-    const char *p = write_text("lm.txt", "zebra apple\nkiwi pear\nzebra zebra apple kiwi mango\n");
+    const char *p = tu_write_text("lm.txt", "zebra apple\nkiwi pear\nzebra zebra apple kiwi mango\n");
     assert_int_equal(lnk_text_read(p, &u), LNK_OK);
 
     lnk_batch b;
@@ -393,20 +378,20 @@ static void test_lm_batch(void **state)
 
     /* errors */
     assert_int_equal(lnk_text_lm_batch(&u, v, 3, 1, 0, &b), LNK_EINVAL);
-    assert_msg_has(lnk_errmsg(), "lm.txt", "first line 3", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "lm.txt", "first line 3", NULL);
     assert_null(b.tgt);
     assert_int_equal(lnk_text_lm_batch(&u, v, 1, 3, 0, &b), LNK_EINVAL);
-    assert_msg_has(lnk_errmsg(), "lm.txt", "3 lines", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "lm.txt", "3 lines", NULL);
     assert_int_equal(lnk_text_lm_batch(&u, v, -1, 1, 0, &b), LNK_EINVAL);
     assert_int_equal(lnk_text_lm_batch(&u, v, 0, 1, -1, &b), LNK_EINVAL);
-    assert_msg_has(lnk_errmsg(), "max_len", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "max_len", NULL);
     lnk_text_free(&u);
 
     /* a literal <pad> in the text would end the sequence: refused with its line */
-    p = write_text("pad.txt", "zebra\nzebra <pad> apple\n");
+    p = tu_write_text("pad.txt", "zebra\nzebra <pad> apple\n");
     assert_int_equal(lnk_text_read(p, &u), LNK_OK);
     assert_int_not_equal(lnk_text_lm_batch(&u, v, 0, 0, 0, &b), LNK_OK);
-    assert_msg_has(lnk_errmsg(), "pad.txt:2", "<pad>", NULL);
+    tcf_assert_msg_has(lnk_errmsg(), "pad.txt:2", "<pad>", NULL);
     lnk_text_free(&u);
 
     lnk_vocab_free(v);

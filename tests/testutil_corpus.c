@@ -1,5 +1,4 @@
 /* The small parallel corpus of the corpus tests (testutil_corpus.h). */
-#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -11,16 +10,6 @@ const char *tu_write_text(const char *name, const char *s)
     const char *p = tu_path(name);
     tu_write_file(p, s, strlen(s));
     return p;
-}
-
-void tu_msg_has(const char *msg, ...)
-{
-    va_list ap;
-    va_start(ap, msg);
-    for (const char *s = va_arg(ap, const char *); s; s = va_arg(ap, const char *))
-        if (!strstr(msg, s))
-            fail_msg("message \"%s\" lacks \"%s\"", msg, s);
-    va_end(ap);
 }
 
 /* source counts: der 3, hund 3, läuft 1, katze 1, schläft 1 (ties by first

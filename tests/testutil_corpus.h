@@ -10,8 +10,6 @@
 extern const char *const TU_SMALL_SRC, *const TU_SMALL_TGT;
 /* s written to tu_path(name); returns that path. */
 const char *tu_write_text(const char *name, const char *s);
-/* Fails unless msg contains each string of the NULL-ended list. */
-void tu_msg_has(const char *msg, ...);
 /* The small corpus into c (fails on an error). */
 void tu_read_small(lnk_corpus *c);
 /* Fails unless row[0..n) == want[0..n). */
