@@ -1,6 +1,7 @@
 /* The record embedded in safetensors outputs (record.h). */
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "front/ckpt.h"
 #include "front/front.h"
@@ -35,7 +36,12 @@ char *cli_record(const char *cmd, const char *content, const lnk_ckpt_id *id)
         bad |= jset(r, "identity", ident); /* ident taken, even on failure */
     else
         json_decref(ident);
-    bad |= !r || jset(r, "seeds", cli_prov() ? lnk_prov_seeds_json(cli_prov()) : json_object());
+    /* the seeds that made the tensors: "init" only where the weights are made
+     * from it (lnkit init); the others read them from --weights or use none */
+    json_t *seeds = cli_prov() ? lnk_prov_seeds_json(cli_prov()) : json_object();
+    if (seeds && strcmp(cmd, "lnkit init") != 0)
+        json_object_del(seeds, "init");
+    bad |= !r || jset(r, "seeds", seeds);
     char *text = bad ? NULL : json_dumps(r, JSON_COMPACT);
     json_decref(r);
     if (!text)
