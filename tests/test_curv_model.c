@@ -356,6 +356,18 @@ static void test_embedded_record(void **s)
     lnk_sha256_hex(d, csha);
     free(cj);
     lnk_config_clear(&c);
+    /* docs/MODEL.md s9's rule, from the file's text: w.json up to its n_params, closed */
+    size_t wn;
+    char *wj = tu_read_file(cp, &wn), *cut = strstr(wj, ",\n  \"n_params\"");
+    assert_non_null(cut);
+    strcpy(cut, "\n}\n");
+    char tsha[65];
+    lnk_sha256_init(&h);
+    lnk_sha256_update(&h, wj, strlen(wj));
+    lnk_sha256_final(&h, d);
+    lnk_sha256_hex(d, tsha);
+    free(wj);
+    assert_string_equal(tsha, csha);
     const char *cfg = "the configuration (SHA-256 of its resolved keys)";
     json_t *rw = record_of("w.safetensors", "lnkit init"),
            *rv = record_of("v1.safetensors", "lnkit eigs"),
@@ -365,8 +377,12 @@ static void test_embedded_record(void **s)
     json_t *all[] = {rw, rv, rg, rh, rr};
     for (int i = 0; i < 5; i++) {
         assert_string_equal(ident(all[i], cfg), csha);
-        json_t *seeds = json_object_get(all[i], "seeds");
-        assert_int_equal(json_integer_value(json_object_get(seeds, "init")), 5);
+        /* "init" only where it made the tensors: the others read --weights or use none */
+        json_t *seeds = json_object_get(all[i], "seeds"), *init = json_object_get(seeds, "init");
+        if (i == 0)
+            assert_int_equal(json_integer_value(init), 5);
+        else
+            assert_null(init);
         /* nothing of the run's circumstances */
         const char *text = json_dumps(all[i], 0);
         assert_null(strstr(text, "thread"));
@@ -386,6 +402,9 @@ static void test_embedded_record(void **s)
     assert_string_equal(ident(rh, "--vector (SHA-256)"), rsha);
     assert_string_equal(ident(rr, "--random"), "true");
     assert_string_equal(ident(rr, "--rng-seed"), "3");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(rr, "seeds"), "rng")), 3);
+    for (int i = 1; i < 4; i++) /* eigs draws start vectors; eval and hvp draw nothing */
+        assert_int_equal(json_object_size(json_object_get(all[i], "seeds")), i == 1);
     for (int i = 0; i < 5; i++)
         json_decref(all[i]);
 
@@ -441,6 +460,11 @@ static void test_embedded_record_batch(void **s)
            *rt = record_of("bt2.safetensors", "lnkit batch"),
            *rp = record_of("bp.safetensors", "lnkit batch");
     assert_string_equal(ident(rs, "--rng-seed"), "7");
+    json_t *ss = json_object_get(rs, "seeds"); /* the ids' seed, not the unused init one */
+    assert_int_equal(json_integer_value(json_object_get(ss, "rng")), 7);
+    assert_int_equal(json_object_size(ss), 1);
+    assert_int_equal(json_object_size(json_object_get(rt, "seeds")), 0); /* draws nothing */
+    assert_int_equal(json_object_size(json_object_get(rp, "seeds")), 0);
     assert_string_equal(ident(rs, "--rows"), "3");
     assert_string_equal(ident(rs, "--len"), "5");
     assert_int_equal(strlen(ident(rs, "the configuration (SHA-256 of its resolved keys)")), 64);
@@ -459,6 +483,9 @@ static void test_embedded_record_batch(void **s)
     assert_int_equal(lnk_st_read(p, &f), LNK_OK);
     assert_string_equal(lnk_st_meta(f, "task"), "seq2seq");
     assert_string_equal(lnk_st_meta(f, "pairs"), "3");
+    /* its own keys name the files as the command line spelled them (docs/MODEL.md s9) */
+    assert_string_equal(lnk_st_meta(f, "src_file"), "t.txt");
+    assert_string_equal(lnk_st_meta(f, "vocab_tgt"), "bp.tgt.vocab");
     lnk_st_free(f);
 }
 
