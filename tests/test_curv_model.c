@@ -323,14 +323,16 @@ static void test_embedded_record(void **s)
                     "$L vector --config w.json --random --rng-seed 3 -q -o r.safetensors && "
                     /* run 1 and 3 on 1 thread, run 2 on 2 */
                     "for t in 1 2 3; do n=$(( t == 2 ? 2 : 1 )); export OPENBLAS_NUM_THREADS=$n; "
-                    "$L eigs $M -k 2 --rng-seed 11 --threads $n -o e.csv "
+                    "$L eigs $M -k 2 --rng-seed 11 --tol 1e-6 --threads $n -o e.csv "
                     "--vectors v$t.safetensors && "
                     "$L eval $M --threads $n -o /dev/null --grad-out g$t.safetensors && "
                     "$L hvp $M --threads $n --vector r.safetensors -o h$t.safetensors && "
                     "$L vector --config w.json --random --rng-seed 3 -q -o r$t.safetensors && "
                     "cmp r.safetensors r$t.safetensors || exit 1; done && "
                     "for x in v g h; do for t in 2 3; do cmp ${x}1.safetensors ${x}$t.safetensors "
-                    "|| exit 1; done; done",
+                    "|| exit 1; done; done && "
+                    "$L vector $M --gradient --block 'dec.0.*' -o vg.safetensors && "
+                    "$L hvp $M --vector r.safetensors --block 'dec.0.*' -o hb.safetensors",
                     tu_tmpdir(), tu_tmpdir(), L);
     if (st != 0)
         fail_msg("runs: exit %d: %s", st, out);
@@ -396,7 +398,11 @@ static void test_embedded_record(void **s)
         assert_string_equal(ident(all[i], "--batch file 1 (SHA-256)"), bsha);
     }
     assert_string_equal(ident(rv, "-k"), "2");
-    assert_string_equal(ident(rv, "--which"), "top");
+    /* the options given, numbers as --help shows them; defaults by their absence */
+    assert_null(json_object_get(json_object_get(rv, "identity"), "--which"));
+    assert_null(json_object_get(json_object_get(rv, "identity"), "--chunk"));
+    assert_null(json_object_get(json_object_get(rh, "identity"), "--block"));
+    assert_string_equal(ident(rv, "--tol"), "1e-06");
     assert_string_equal(ident(rv, "--rng-seed"), "11");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(rv, "seeds"), "rng")), 11);
     assert_string_equal(ident(rh, "--vector (SHA-256)"), rsha);
@@ -407,6 +413,14 @@ static void test_embedded_record(void **s)
         assert_int_equal(json_object_size(json_object_get(all[i], "seeds")), i == 1);
     for (int i = 0; i < 5; i++)
         json_decref(all[i]);
+    /* --gradient refuses --rng-seed, so its record has none; --block alike in vector and hvp */
+    json_t *rvg = record_of("vg.safetensors", "lnkit vector"),
+           *rhb = record_of("hb.safetensors", "lnkit hvp");
+    assert_null(json_object_get(json_object_get(rvg, "identity"), "--rng-seed"));
+    assert_null(json_object_get(json_object_get(rvg, "identity"), "--random"));
+    assert_string_equal(ident(rvg, "--block"), "dec.0.*");
+    assert_string_equal(ident(rhb, "--block"), "dec.0.*");
+    json_decref(rvg), json_decref(rhb);
 
     /* vectors with no, foreign or malformed metadata (header written here) */
     const char *bad[][2] = {{"", "0"},
@@ -464,6 +478,12 @@ static void test_embedded_record_batch(void **s)
     assert_int_equal(json_integer_value(json_object_get(ss, "rng")), 7);
     assert_int_equal(json_object_size(ss), 1);
     assert_int_equal(json_object_size(json_object_get(rt, "seeds")), 0); /* draws nothing */
+    /* options --text and --src refuse are not in their records */
+    for (int i = 0; i < 2; i++) {
+        json_t *id = json_object_get(i ? rp : rt, "identity");
+        assert_null(json_object_get(id, "--len"));
+        assert_null(json_object_get(id, "--rng-seed"));
+    }
     assert_int_equal(json_object_size(json_object_get(rp, "seeds")), 0);
     assert_string_equal(ident(rs, "--rows"), "3");
     assert_string_equal(ident(rs, "--len"), "5");
