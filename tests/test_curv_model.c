@@ -408,6 +408,7 @@ static void test_embedded_record(void **s)
     assert_string_equal(ident(rh, "--vector (SHA-256)"), rsha);
     assert_string_equal(ident(rr, "--random"), "true");
     assert_string_equal(ident(rr, "--rng-seed"), "3");
+    assert_null(json_object_get(json_object_get(rr, "identity"), "the number of --batch files"));
     assert_int_equal(json_integer_value(json_object_get(json_object_get(rr, "seeds"), "rng")), 3);
     for (int i = 1; i < 4; i++) /* eigs draws start vectors; eval and hvp draw nothing */
         assert_int_equal(json_object_size(json_object_get(all[i], "seeds")), i == 1);

@@ -53,7 +53,8 @@ char *cli_record(const char *cmd, const char *content, const lnk_ckpt_id *id)
          * checkpoint's identity (cli_opts_id) keeps its own items unchanged */
         int given = 1;
         const cli_opt *o = cli_opt_of_id(id->name[i], &given);
-        if (!given)
+        if (!given || (!strncmp(id->name[i], "the number of ", 14) &&
+                       !strcmp(id->value[i], "0"))) /* a list not given */
             continue;
         char num[32];
         const char *v = o && o->type == CLI_REAL ? shortest(id->value[i], num) : id->value[i];
