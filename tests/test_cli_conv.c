@@ -641,6 +641,14 @@ static void test_long_work(void **s)
             fail_msg("the warning does not explain G's bottom end: %s", w);
     }
     free(o), free(e);
+    /* both ends unconverged (3 steps cannot resolve either): each end its reason */
+    st = run(&o, &e, "eigs %s --operator ggn --which both -k 1 --max-steps 3 -o g.csv", C);
+    assert_int_equal(st, 3);
+    has("eigs --which both, 3 steps", e, "2 of 2 requested eigenpairs did not converge");
+    has("eigs --which both, 3 steps", e, ": the top pairs: the step limit was reached");
+    has("eigs --which both, 3 steps", e, "; the bottom pairs: G's bottom eigenvalues are a "
+        "cluster at 0 (G is positive semidefinite)");
+    free(o), free(e);
     /* --quiet: nothing but warnings */
     st = run(&o, &e, "eigs %s --operator ggn --which bottom -k 1 --max-steps 30 -o g.csv -q", C);
     assert_true(st == 0 || st == 3);

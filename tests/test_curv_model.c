@@ -566,6 +566,30 @@ static void test_chunked_gradient(void **s)
                 fail_msg("vector --gradient %s: entry %zu %.17g, without %.17g", cs[k], i, gc[i],
                          g[i]);
     }
+    /* eval's sidecar records the data set's pieces as "chunks", as eigs's
+     * does: 7 rows in chunks of 3 are 3 chunks a file; whole files one each */
+    static const struct { const char *opts; int chunks; } sc[] = {
+        {"", 1}, {"--chunk 3", 3}, {"--batch b.safetensors", 2},
+        {"--batch b.safetensors --chunk 3", 6}};
+    for (int k = 0; k < 4; k++) {
+        st = tu_run(&out, "cd '%s' && '%s' eval --config w.json --weights w.safetensors --batch "
+                    "b.safetensors %s -o e.csv -q && { '%s' eigs --config w.json --weights "
+                    "w.safetensors --batch b.safetensors %s -k 1 --max-steps 3 -o x.csv -q "
+                    "2>/dev/null; test $? -le 3; }", d, L, sc[k].opts, L, sc[k].opts);
+        if (st != 0)
+            fail_msg("eval/eigs %s: exit %d: %s", sc[k].opts, st, out);
+        free(out);
+        const char *f[2] = {"e.meta.json", "x.meta.json"};
+        for (int q = 0; q < 2; q++) {
+            snprintf(p, sizeof p, "%s/%s", d, f[q]);
+            json_t *j = json_load_file(p, 0, NULL);
+            json_t *v = j ? json_object_get(j, "chunks") : NULL;
+            if (!json_is_integer(v) || json_integer_value(v) != sc[k].chunks)
+                fail_msg("%s of %s: \"chunks\" %s, expected %d", f[q], sc[k].opts,
+                         v ? "not that" : "missing", sc[k].chunks);
+            json_decref(j);
+        }
+    }
     free(g), free(gc);
     lnk_model_free(m);
     lnk_config_clear(&c);

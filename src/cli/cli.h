@@ -46,6 +46,7 @@ typedef struct {
     lnk_batch b;        /* the one file of a one-file, one-process run */
     lnk_workspace *ws;  /* its workspace */
     int chunk_rows;     /* --chunk (0: whole files) */
+    int n_chunks;       /* the chunks of the whole job, set by cli_gradient */
 } cli_session;
 /* The configuration (cli_make_config) and its model, or die. */
 lnk_model *cli_model_new(const cli_model_opts *mo, lnk_config *c);

@@ -112,16 +112,21 @@ static int not_converged(const lnk_eigs_result *r, const lnk_eigs_opts *eo, int 
         snprintf(why, sizeof why, "the run took as many steps as the operator has dimensions "
                  "(%d), so more steps cannot help; light mode keeps no basis, so orthogonality "
                  "may be lost by then (--mode full may converge them)", m);
+    const char *psd = "G's bottom eigenvalues are a cluster at 0 (G is positive semidefinite) "
+        "that Lanczos resolves slowly; each bottom value v bounds G's corresponding smallest "
+        "eigenvalue to [0, v]";
+    const char *limit = "the step limit was reached (a larger --max-steps may converge them)";
     const char *hint = r->stop == LNK_EIGS_TOL
         ? "their residual bounds met the tolerance, the explicit residuals did not: rounding "
           "in double precision is above it (a larger --tol makes the two agree)"
         : r->stop == LNK_EIGS_INVARIANT || (all_dims && eo->mode == LNK_LANCZOS_LIGHT) ? why
-        : op == LNK_OP_GGN && !bad_top
-        ? "G's bottom eigenvalues are a cluster at 0 (G is positive semidefinite) that Lanczos "
-          "resolves slowly; each bottom value v bounds G's corresponding smallest eigenvalue "
-          "to [0, v]"
-        : r->steps >= m ? "the step limit was reached (a larger --max-steps may converge them)"
-        : NULL;
+        : op == LNK_OP_GGN && bad > bad_top ? psd
+        : r->steps >= m ? limit : NULL;
+    /* both ends of G unconverged: each end its own reason */
+    if (hint == psd && bad_top && r->steps >= m) {
+        snprintf(why, sizeof why, "the top pairs: %s; the bottom pairs: %s", limit, psd);
+        hint = why;
+    }
     return cli_not_converged(bad, r->k, worst, eo->tol, r->steps, m, hint);
 }
 

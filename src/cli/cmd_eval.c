@@ -88,8 +88,9 @@ int cmd_eval(int argc, char **argv)
     if (!a.json || !cli_is_stdout(out))
         CLI_CK(lnk_eval_write(cli_out(out, 0), lay, &r));
     if (!cli_is_stdout(out)) {
-        json_t *x = json_pack("{s:s, s:f, s:I}", "command", "eval", "loss", loss, "n_scored",
-                              (json_int_t)nsc);
+        /* "chunks" as in the curvature commands' sidecars: the data set's pieces */
+        json_t *x = json_pack("{s:s, s:f, s:I, s:i}", "command", "eval", "loss", loss,
+                              "n_scored", (json_int_t)nsc, "chunks", s.n_chunks);
         CLI_CK(x ? cli_opts_meta(opts, &a, 0, x) : LNK_ENOMEM);
         cli_run_meta(out, &s.c, x);
     }

@@ -97,6 +97,7 @@ void cli_gradient(cli_session *s, double *loss, double *g, size_t *n_scored)
 {
     cli_meter pr;
     if (!cli_dataset(s)) {
+        s->n_chunks = 1;
         cli_meter_model(&pr, s->m, CLI_PASS_PRIMAL);
         if (lnk_model_eval(s->ws, s->theta, &s->b, loss, g, n_scored) != LNK_OK)
             cli_die_lib();
@@ -104,6 +105,7 @@ void cli_gradient(cli_session *s, double *loss, double *g, size_t *n_scored)
         lnk_dataset ds;
         cli_shard(s, &ds);
         *n_scored = ds.n_scored;
+        s->n_chunks = ds.n_total;
         cli_setup_done();
         cli_meter_model(&pr, s->m, ds.n_chunks * CLI_PASS_PRIMAL);
         if (lnk_dataset_loss(s->m, s->theta, &ds, loss, g) != LNK_OK)
