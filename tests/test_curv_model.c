@@ -323,14 +323,16 @@ static void test_embedded_record(void **s)
                     "$L vector --config w.json --random --rng-seed 3 -q -o r.safetensors && "
                     /* run 1 and 3 on 1 thread, run 2 on 2 */
                     "for t in 1 2 3; do n=$(( t == 2 ? 2 : 1 )); export OPENBLAS_NUM_THREADS=$n; "
-                    "$L eigs $M -k 2 --rng-seed 11 --threads $n -o e.csv "
+                    "$L eigs $M -k 2 --rng-seed 11 --tol 1e-6 --threads $n -o e.csv "
                     "--vectors v$t.safetensors && "
                     "$L eval $M --threads $n -o /dev/null --grad-out g$t.safetensors && "
                     "$L hvp $M --threads $n --vector r.safetensors -o h$t.safetensors && "
                     "$L vector --config w.json --random --rng-seed 3 -q -o r$t.safetensors && "
                     "cmp r.safetensors r$t.safetensors || exit 1; done && "
                     "for x in v g h; do for t in 2 3; do cmp ${x}1.safetensors ${x}$t.safetensors "
-                    "|| exit 1; done; done",
+                    "|| exit 1; done; done && "
+                    "$L vector $M --gradient --block 'dec.0.*' -o vg.safetensors && "
+                    "$L hvp $M --vector r.safetensors --block 'dec.0.*' -o hb.safetensors",
                     tu_tmpdir(), tu_tmpdir(), L);
     if (st != 0)
         fail_msg("runs: exit %d: %s", st, out);
@@ -356,6 +358,18 @@ static void test_embedded_record(void **s)
     lnk_sha256_hex(d, csha);
     free(cj);
     lnk_config_clear(&c);
+    /* docs/MODEL.md s9's rule, from the file's text: w.json up to its n_params, closed */
+    size_t wn;
+    char *wj = tu_read_file(cp, &wn), *cut = strstr(wj, ",\n  \"n_params\"");
+    assert_non_null(cut);
+    strcpy(cut, "\n}\n");
+    char tsha[65];
+    lnk_sha256_init(&h);
+    lnk_sha256_update(&h, wj, strlen(wj));
+    lnk_sha256_final(&h, d);
+    lnk_sha256_hex(d, tsha);
+    free(wj);
+    assert_string_equal(tsha, csha);
     const char *cfg = "the configuration (SHA-256 of its resolved keys)";
     json_t *rw = record_of("w.safetensors", "lnkit init"),
            *rv = record_of("v1.safetensors", "lnkit eigs"),
@@ -365,8 +379,12 @@ static void test_embedded_record(void **s)
     json_t *all[] = {rw, rv, rg, rh, rr};
     for (int i = 0; i < 5; i++) {
         assert_string_equal(ident(all[i], cfg), csha);
-        json_t *seeds = json_object_get(all[i], "seeds");
-        assert_int_equal(json_integer_value(json_object_get(seeds, "init")), 5);
+        /* "init" only where it made the tensors: the others read --weights or use none */
+        json_t *seeds = json_object_get(all[i], "seeds"), *init = json_object_get(seeds, "init");
+        if (i == 0)
+            assert_int_equal(json_integer_value(init), 5);
+        else
+            assert_null(init);
         /* nothing of the run's circumstances */
         const char *text = json_dumps(all[i], 0);
         assert_null(strstr(text, "thread"));
@@ -380,14 +398,30 @@ static void test_embedded_record(void **s)
         assert_string_equal(ident(all[i], "--batch file 1 (SHA-256)"), bsha);
     }
     assert_string_equal(ident(rv, "-k"), "2");
-    assert_string_equal(ident(rv, "--which"), "top");
+    /* the options given, numbers as --help shows them; defaults by their absence */
+    assert_null(json_object_get(json_object_get(rv, "identity"), "--which"));
+    assert_null(json_object_get(json_object_get(rv, "identity"), "--chunk"));
+    assert_null(json_object_get(json_object_get(rh, "identity"), "--block"));
+    assert_string_equal(ident(rv, "--tol"), "1e-06");
     assert_string_equal(ident(rv, "--rng-seed"), "11");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(rv, "seeds"), "rng")), 11);
     assert_string_equal(ident(rh, "--vector (SHA-256)"), rsha);
     assert_string_equal(ident(rr, "--random"), "true");
     assert_string_equal(ident(rr, "--rng-seed"), "3");
+    assert_null(json_object_get(json_object_get(rr, "identity"), "the number of --batch files"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(rr, "seeds"), "rng")), 3);
+    for (int i = 1; i < 4; i++) /* eigs draws start vectors; eval and hvp draw nothing */
+        assert_int_equal(json_object_size(json_object_get(all[i], "seeds")), i == 1);
     for (int i = 0; i < 5; i++)
         json_decref(all[i]);
+    /* --gradient refuses --rng-seed, so its record has none; --block alike in vector and hvp */
+    json_t *rvg = record_of("vg.safetensors", "lnkit vector"),
+           *rhb = record_of("hb.safetensors", "lnkit hvp");
+    assert_null(json_object_get(json_object_get(rvg, "identity"), "--rng-seed"));
+    assert_null(json_object_get(json_object_get(rvg, "identity"), "--random"));
+    assert_string_equal(ident(rvg, "--block"), "dec.0.*");
+    assert_string_equal(ident(rhb, "--block"), "dec.0.*");
+    json_decref(rvg), json_decref(rhb);
 
     /* vectors with no, foreign or malformed metadata (header written here) */
     const char *bad[][2] = {{"", "0"},
@@ -441,6 +475,17 @@ static void test_embedded_record_batch(void **s)
            *rt = record_of("bt2.safetensors", "lnkit batch"),
            *rp = record_of("bp.safetensors", "lnkit batch");
     assert_string_equal(ident(rs, "--rng-seed"), "7");
+    json_t *ss = json_object_get(rs, "seeds"); /* the ids' seed, not the unused init one */
+    assert_int_equal(json_integer_value(json_object_get(ss, "rng")), 7);
+    assert_int_equal(json_object_size(ss), 1);
+    assert_int_equal(json_object_size(json_object_get(rt, "seeds")), 0); /* draws nothing */
+    /* options --text and --src refuse are not in their records */
+    for (int i = 0; i < 2; i++) {
+        json_t *id = json_object_get(i ? rp : rt, "identity");
+        assert_null(json_object_get(id, "--len"));
+        assert_null(json_object_get(id, "--rng-seed"));
+    }
+    assert_int_equal(json_object_size(json_object_get(rp, "seeds")), 0);
     assert_string_equal(ident(rs, "--rows"), "3");
     assert_string_equal(ident(rs, "--len"), "5");
     assert_int_equal(strlen(ident(rs, "the configuration (SHA-256 of its resolved keys)")), 64);
@@ -459,6 +504,9 @@ static void test_embedded_record_batch(void **s)
     assert_int_equal(lnk_st_read(p, &f), LNK_OK);
     assert_string_equal(lnk_st_meta(f, "task"), "seq2seq");
     assert_string_equal(lnk_st_meta(f, "pairs"), "3");
+    /* its own keys name the files as the command line spelled them (docs/MODEL.md s9) */
+    assert_string_equal(lnk_st_meta(f, "src_file"), "t.txt");
+    assert_string_equal(lnk_st_meta(f, "vocab_tgt"), "bp.tgt.vocab");
     lnk_st_free(f);
 }
 

@@ -145,6 +145,7 @@ int cmd_batch(int argc, char **argv)
         CLI_CK(lnk_batch_synthetic(m, a.rows < 0 ? 8 : (int)a.rows, a.len, a.rng_seed,
                                    &b));
         lnk_model_free(m);
+        CLI_CK(lnk_prov_seed(cli_prov(), "rng", a.rng_seed)); /* for the record */
         md = cli_record_table(&rec, "lnkit batch", "synthetic ids", &c, opts, &a);
         lnk_config_clear(&c);
     } else {

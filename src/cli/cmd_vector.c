@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "front/curv_opts.h"
 #include "front/record.h"
+#include "lnkit/provenance.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -107,6 +108,7 @@ int cmd_vector(int argc, char **argv)
         if (!r)
             cli_die("out of memory");
         gsl_rng_set(r, (unsigned long)a.rng_seed);
+        CLI_CK(lnk_prov_seed(cli_prov(), "rng", a.rng_seed)); /* for the record */
         /* the block's entries in flat order, one stream: the same seed gives
          * the same entries on any machine */
         for (int k = 0; k < sel.n_tensors; k++) {

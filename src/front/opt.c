@@ -328,6 +328,18 @@ int cli_given(const char *name)
     return 0;
 }
 
+const cli_opt *cli_opt_of_id(const char *item, int *given_out)
+{
+    char f[96];
+    for (int i = 0; i < n_flat; i++)
+        if (!flat[i].heading && flat[i].o->name &&
+            !strcmp(cli_opt_id_name(flat[i].o, f, sizeof f), item)) {
+            *given_out = given[i];
+            return flat[i].o;
+        }
+    return NULL;
+}
+
 int cli_declared(const char *name)
 {
     for (int i = 0; i < n_flat; i++)

@@ -158,6 +158,10 @@ int cli_given(const char *name);
  * groups included), else 0: a shared message names only options the
  * running program takes. */
 int cli_declared(const char *name);
+/* The option of the parsed table whose identity item is named item ("-k",
+ * "--tol"), and in *given whether it was given; NULL for other items (files,
+ * lists, the configuration). */
+const cli_opt *cli_opt_of_id(const char *item, int *given);
 /* The option's spelling in messages: "--tol", "-o". */
 const char *cli_opt_flag(const cli_opt *o, char *buf, size_t n);
 /* The option's name in what it records (a checkpoint's identity, "--tol";

@@ -1,6 +1,8 @@
 /* The record embedded in safetensors outputs (record.h). */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "front/ckpt.h"
 #include "front/front.h"
@@ -21,6 +23,22 @@ static int jset(json_t *o, const char *k, json_t *v)
     return (v && json_object_set_new(o, k, v) == 0) ? 0 : -1;
 }
 
+/* A number as --help shows it (%g), with as many digits as it takes to read
+ * back the same double ("1e-06", not the identity's "9.9999999999999995e-07"). */
+static const char *shortest(const char *text, char num[32])
+{
+    char *end;
+    double x = strtod(text, &end);
+    if (*end)
+        return text;
+    for (int p = 6; p <= 17; p++) {
+        snprintf(num, 32, "%.*g", p, x);
+        if (strtod(num, NULL) == x)
+            break;
+    }
+    return num;
+}
+
 char *cli_record(const char *cmd, const char *content, const lnk_ckpt_id *id)
 {
     json_t *r = json_object(), *ident = json_object();
@@ -29,13 +47,29 @@ char *cli_record(const char *cmd, const char *content, const lnk_ckpt_id *id)
                      jset(r, "git_commit", json_string(lnk_git_commit())) |
                      jset(r, "command", json_string(cmd)) |
                      jset(r, "content", lnk_json_os_text(content));
-    for (int i = 0; !bad && i < id->n; i++)
-        bad |= jset(ident, id->name[i], lnk_json_os_text(id->value[i]));
+    for (int i = 0; !bad && i < id->n; i++) {
+        /* the options given, not the defaults (those of the producer's version): the one
+         * rule for every command, and an option a mode refuses is never given; a
+         * checkpoint's identity (cli_opts_id) keeps its own items unchanged */
+        int given = 1;
+        const cli_opt *o = cli_opt_of_id(id->name[i], &given);
+        if (!given || (!strncmp(id->name[i], "the number of ", 14) &&
+                       !strcmp(id->value[i], "0"))) /* a list not given */
+            continue;
+        char num[32];
+        const char *v = o && o->type == CLI_REAL ? shortest(id->value[i], num) : id->value[i];
+        bad |= jset(ident, id->name[i], lnk_json_os_text(v));
+    }
     if (r)
         bad |= jset(r, "identity", ident); /* ident taken, even on failure */
     else
         json_decref(ident);
-    bad |= !r || jset(r, "seeds", cli_prov() ? lnk_prov_seeds_json(cli_prov()) : json_object());
+    /* the seeds that made the tensors: "init" only where the weights are made
+     * from it (lnkit init); the others read them from --weights or use none */
+    json_t *seeds = cli_prov() ? lnk_prov_seeds_json(cli_prov()) : json_object();
+    if (seeds && strcmp(cmd, "lnkit init") != 0)
+        json_object_del(seeds, "init");
+    bad |= !r || jset(r, "seeds", seeds);
     char *text = bad ? NULL : json_dumps(r, JSON_COMPACT);
     json_decref(r);
     if (!text)

@@ -8,10 +8,13 @@
  * identity: what the numbers depend on, in the order and the words of a
  * checkpoint's identity (cli_opts_id: the options declared CLI_ID, the input
  * files of CLI_ID_FILE options by their SHA-256, the configuration by the
- * SHA-256 of its resolved keys); seeds: the program's named seeds
- * (lnk_prov_seed).  Nothing of the run's circumstances (times, threads, the
- * working directory, paths, the command line): one seed gives the same bytes
- * on every run and every thread count.  The library writes the metadata it
+ * SHA-256 of its resolved keys), of the options only those given, numbers as
+ * --help shows them; seeds: the program's named seeds (lnk_prov_seed) that
+ * made the tensors: "rng" where a stream was drawn, "init" in lnkit init's
+ * record only (the configuration's seed key is in its checksum either way).
+ * Nothing of the run's circumstances (times, threads, the working directory,
+ * paths, the command line): one seed gives the same bytes on every run and
+ * every thread count.  The library writes the metadata it
  * is given (lnk_st_write, lnk_*_save_meta) and keeps none. */
 #ifndef LNK_FRONT_RECORD_H
 #define LNK_FRONT_RECORD_H
