@@ -169,7 +169,7 @@ static void check_listing(lnk_config cfg)
     check_group(j, lay, "*.xattn.*", "dec.", ".xattn.");
     check_group(j, lay, "*.ffn.w2", "", ".ffn.w2");
     for (int b = 0; b < 3; b++) {
-        char pat[16], pre[16];
+        char pat[32], pre[32];
         snprintf(pat, sizeof pat, "enc.%d.*", b), snprintf(pre, sizeof pre, "enc.%d.", b);
         check_group(j, lay, pat, pre, NULL);
         snprintf(pat, sizeof pat, "dec.%d.*", b), snprintf(pre, sizeof pre, "dec.%d.", b);
