@@ -205,6 +205,7 @@ int main(int argc, char **argv)
     lnk_meta_real(extra, "block_tol", so.block_tol);
     lnk_meta_str(extra, "varied", varied);
     spec_files_close(&F, &base, extra, start, t0);
+    lnk_meta_free(extra);
     if (study_root() && !o.quiet)
         fprintf(stderr, "hessian_spectrum: wrote %s/{eigs,trace,blocks,slq_nodes}.csv in %.1f s "
                 "(the summary: python3 -m studies.summary hessian %s)\n", o.out,
