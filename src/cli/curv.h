@@ -53,8 +53,6 @@ typedef struct {
     size_t block_n;     /* block size (op.n is this rank's slice of it) */
     lnk_hessian *h;
     lnk_operator op;
-    double t0;
-    char start[32];
     const char *cmd;        /* "eigs", ...: the sidecar's command and the checkpoint's */
     const cli_curv_opts *o; /* the shared options; the command's own: own (its table), args */
     const cli_opt *own;

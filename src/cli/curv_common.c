@@ -77,8 +77,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const c
     s->o = o;
     s->own = own;
     s->args = args;
-    lnk_iso_time(s->start, sizeof s->start);
-    s->t0 = lnk_now();
+    cli_run_begin();
     cli_load_model(&o->mo, o->weights, &s->c, &s->m, &s->theta);
     /* the inputs read once, recorded (path, size, SHA-256) with the seed for the sidecar */
     if (lnk_prov_seed(cli_prov(), "rng", o->rng_seed) != LNK_OK)
@@ -101,7 +100,7 @@ void cli_curv_open(cli_curv *s, const cli_curv_opts *o, const char *cmd, const c
     /* the sidecar's record built once before the work: what could make it
      * fail (the configuration's JSON, memory) shows now, not after hours */
     char *text = NULL;
-    cli_check(lnk_meta_text(cli_prov(), &s->c, NULL, s->start, 0, &text));
+    cli_check(lnk_meta_text(cli_prov(), &s->c, NULL, cli_run_start(), 0, &text));
     free(text);
     s->block = o->block;
     cli_setup_done();
@@ -168,7 +167,7 @@ void cli_curv_meta(cli_curv *s, const char *path, json_t *results)
     json_decref(results);
     if (bad)
         cli_die("out of memory for the sidecar of %s", path);
-    cli_meta_write(path, &s->c, x, s->start, lnk_now() - s->t0);
+    cli_run_meta(path, &s->c, x);
 }
 
 /* ------------------------------------------------------------ --checkpoint */

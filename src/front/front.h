@@ -104,6 +104,8 @@ void cli_meta_write(const char *path, const lnk_config *cfg, json_t *extra, cons
  * the wall time since. */
 void cli_run_begin(void);
 void cli_run_meta(const char *path, const lnk_config *cfg, json_t *extra);
+/* The start time cli_run_begin took (ISO 8601). */
+const char *cli_run_start(void);
 
 /* malloc(n) or die "out of memory". */
 void *cli_alloc(size_t n);

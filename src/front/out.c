@@ -101,6 +101,11 @@ void cli_run_begin(void)
     run_clock.t0 = lnk_now();
 }
 
+const char *cli_run_start(void)
+{
+    return run_clock.start;
+}
+
 void cli_run_meta(const char *path, const lnk_config *cfg, json_t *extra)
 {
     cli_meta_write(path, cfg, extra, run_clock.start, lnk_now() - run_clock.t0);
