@@ -45,9 +45,8 @@ static inline void report_to_fit(const char *out)
  * every result's sidecar): the standard record (command line, git commit,
  * versions, BLAS kernel and threads, start time, wall seconds) and every
  * option of cmd as the run had it; none for -o - or beside a device or FIFO
- * (lnk_meta_write).  bench_meta_start() when the run starts (after
+ * (lnk_meta_write).  cli_run_begin() when the run starts (after
  * cli_parse), bench_meta once -o FILE is written. */
-static inline void bench_meta_start(void) { cli_run_begin(); }
 static inline void bench_meta(const cli_cmd *cmd, const void *args, const char *out)
 {
     if (!out || cli_is_stdout(out))

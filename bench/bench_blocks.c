@@ -66,7 +66,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_blocks");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
-    bench_meta_start();
+    cli_run_begin();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int reps = a.repeat;
     lnk_set_blas_threads(a.threads);

@@ -152,7 +152,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_curvature");
     args_t arg;
     cli_parse(&cmd, &arg, argc, argv);
-    bench_meta_start();
+    cli_run_begin();
     report_to_fit(arg.out); /* -o -: the CSV alone on standard output */
     size_t n = (size_t)arg.n;
     int M = arg.steps, threads = arg.threads;

@@ -96,7 +96,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_lanczos");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
-    bench_meta_start();
+    cli_run_begin();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int steps = a.steps, repeat = a.repeat, reorth = a.reorth, prefault = a.prefault;
     int pretouch = a.pretouch;

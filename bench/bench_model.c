@@ -479,7 +479,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_model");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
-    bench_meta_start();
+    cli_run_begin();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int threads = a.threads, repeat = a.repeat, vrepeat = a.variant_repeat;
     const char *which = a.model, *csv = a.out;

@@ -240,7 +240,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_mpi");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
-    bench_meta_start();
+    cli_run_begin();
     report_to_fit(a.out);
     cli_setup_done();
     int P = lnk_comm_size(), me = lnk_comm_rank();

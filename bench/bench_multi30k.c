@@ -194,7 +194,7 @@ int main(int argc, char **argv)
     cli_start(&argc, &argv, "bench_multi30k");
     args_t a;
     cli_parse(&cmd, &a, argc, argv);
-    bench_meta_start();
+    cli_run_begin();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     const char *src = a.pa.src, *tgt = a.pa.tgt, *sizes = a.sizes;
     const char *pos = a.norm_pos ? "pre" : "post";
