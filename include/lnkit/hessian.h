@@ -25,6 +25,11 @@
  * "*.attn.*", "dec.3.*").  The block Hessian is H restricted to those
  * coordinates, H_BB = P^T H P with P the coordinate injection; its operator
  * acts on vectors of the block's size (the tensors concatenated in MODEL.md §6 order).
+ * Its H v starts the tangent pass at the block's lowest tensor in the forward
+ * sweep and ends the reverse one there (below it the tangents are zero and
+ * nothing is read): a block in layer l of L costs about (L - l) / L of a full
+ * product, the output layer's almost nothing; the bits are the full
+ * product's, restricted.  G v and F v run the full passes.
  */
 #ifndef LNKIT_HESSIAN_H
 #define LNKIT_HESSIAN_H

@@ -80,10 +80,10 @@ static void ggn_forward(lnk_workspace *ws, const double *v, int hout)
     stack_act *tt = m->has_dec ? &ws->dect : &ws->enct;
     int T = m->has_dec ? pr->Tdec : pr->Tenc, R = pr->B * T, C = m->n_out;
     if (m->has_enc)
-        lnk_stack_fwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0);
+        lnk_stack_fwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0, 0);
     if (m->has_dec)
         lnk_stack_fwd_t(&p, &m->dec, &pr->dec, &ws->dect, T, m->has_enc ? pr->enc.a.z : NULL,
-                    m->has_enc ? ws->enct.z : NULL, pr->Tenc);
+                        m->has_enc ? ws->enct.z : NULL, pr->Tenc, 0);
     int wi = lnk_model_out_weight(m, &wt);
     lnk_linear_tangent(ws->logits_t, tt->z, tp->a.z, lnk_tp(m, pr->theta, wi), lnk_tp(m, v, wi),
                        NULL, R, d, C, wt);
@@ -129,7 +129,7 @@ int lnk_model_ggn_apply(lnk_workspace *ws, const double *v, double *hv, double *
     if (!v || !gv)
         return lnk_error(LNK_EINVAL, "lnk_model_ggn_apply: v and gv must not be NULL");
     if (hv) { /* H v leaves H_out J v in logits_t (R{dL/dlogits}), read-only since */
-        int st = lnk_model_tangent_pass(ws, v, hv);
+        int st = lnk_model_tangent_pass(ws, v, hv, NULL);
         return st ? st : ggn_reverse(ws, gv);
     }
     int st = prepared(ws, v, "lnk_model_ggn_apply");

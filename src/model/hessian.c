@@ -8,7 +8,7 @@
 #include "lnkit/error.h"
 #include "lnkit/hessian.h"
 #include "lnkit/memory.h"
-#include "model/workspace.h"
+#include "model/pass.h"
 
 int lnk_block_select(const lnk_model *m, const char *patterns, lnk_block *out)
 {
@@ -100,6 +100,7 @@ struct lnk_hessian {
     int n_chunks;
     double *weight;       /* N_c / N */
     lnk_block block;
+    lnk_span span;        /* the block's span: the tangent pass skips what is below */
     int full;             /* the block is every parameter: no gather/scatter */
     lnk_workspace *ws;
     double *v, *hv, *acc; /* full-size buffers */
@@ -206,7 +207,7 @@ static int kind_apply(lnk_hessian *h, const double *v, double *dst)
     if (h->kind == LNK_OP_GGN)
         return lnk_model_ggn_apply(h->ws, v, NULL, dst);
     if (h->kind == LNK_OP_HESSIAN)
-        return lnk_model_hvp_apply(h->ws, v, dst);
+        return lnk_model_tangent_pass(h->ws, v, dst, &h->span);
     int st = lnk_model_ggn_apply(h->ws, v, dst, h->gbuf);
     size_t np = lnk_model_n_params(h->m);
     for (size_t i = 0; i < np && !st; i++)
@@ -320,6 +321,7 @@ static int init(lnk_hessian *h, const lnk_model *m, const double *theta, const l
     if (st)
         return st;
     h->full = h->block.n == np;
+    lnk_model_span(m, &h->block, &h->span);
     h->ws = n_chunks ? ws_for(m, chunks, n_chunks, LNK_WS_HVP) : NULL;
     if (n_chunks && !h->ws)
         return LNK_ENOMEM; /* the workspace's message */
@@ -428,6 +430,7 @@ int lnk_hessian_set_block(lnk_hessian *h, const char *patterns)
     lnk_block_free(&h->block);
     h->block = nb;
     h->full = nb.n == lnk_model_n_params(h->m);
+    lnk_model_span(h->m, &h->block, &h->span);
     if (h->dist) {
         free(h->xb);
         free(h->yb);

@@ -12,6 +12,7 @@
  * lnk_model_hvp is the primal pass then the tangent pass; products at the
  * same weights and batch repeat only the tangent pass (lnk_model_hvp_apply),
  * with the same bits. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,45 @@ static int primal_pass(lnk_workspace *ws, const double *theta, const lnk_batch *
     return LNK_OK;
 }
 
-int lnk_model_tangent_pass(lnk_workspace *ws, const double *v, double *hv)
+/* Level of tensor i's first use in stack st (lnk_span), or INT_MAX. */
+static int first_use(const lnk_stack *st, int i)
+{
+    if (i < 0)
+        return INT_MAX;
+    if (i == st->emb || i == st->pos)
+        return 0;
+    for (int k = 0; k < st->n_units; k++) {
+        const lnk_unit *u = &st->u[k];
+        const int t[] = {u->wq, u->bq, u->wk, u->bk, u->wv, u->bv, u->wo, u->bo,
+                         u->w1, u->b1, u->w3, u->b3, u->w2, u->b2,
+                         u->nin.g, u->nin.b, u->nout.g, u->nout.b, u->npost.g, u->npost.b};
+        for (size_t j = 0; j < sizeof t / sizeof t[0]; j++)
+            if (t[j] == i)
+                return k + 1;
+    }
+    if (i == st->fg || i == st->fb)
+        return st->n_units + 1;
+    return INT_MAX;
+}
+
+void lnk_model_span(const lnk_model *m, const lnk_block *b, lnk_span *out)
+{
+    /* the forward sweep: the encoder's levels, then the decoder's, then the output layer */
+    int ne = m->has_enc ? m->enc.n_units : -2, nd = m->has_dec ? m->dec.n_units : -2;
+    long first = LONG_MAX, dec0 = ne + 2L;
+    for (int k = 0; k < b->n_tensors; k++) {
+        int i = b->tensor[k], le = m->has_enc ? first_use(&m->enc, i) : INT_MAX;
+        int ld = m->has_dec ? first_use(&m->dec, i) : INT_MAX;
+        long g = le != INT_MAX ? le : ld != INT_MAX ? dec0 + ld : dec0 + nd + 2L;
+        first = g < first ? g : first; /* a tensor of neither stack: the output layer's */
+    }
+    if (first == LONG_MAX) /* no tensor: nothing to skip */
+        first = 0;
+    out->enc = first < dec0 ? (int)first : ne + 2;
+    out->dec = first < dec0 ? 0 : (int)(first - dec0);
+}
+
+int lnk_model_tangent_pass(lnk_workspace *ws, const double *v, double *hv, const lnk_span *span)
 {
     const lnk_model *m = ws->m;
     const lnk_config *c = &m->cfg;
@@ -141,11 +180,14 @@ int lnk_model_tangent_pass(lnk_workspace *ws, const double *v, double *hv)
     stack_act *tt = m->has_dec ? &ws->dect : &ws->enct;
     int T = m->has_dec ? pr->Tdec : pr->Tenc, R = B * T, C = m->n_out;
     double invN = 1.0 / (double)pr->N;
+    lnk_span all = {0, 0};
+    if (!span)
+        span = &all;
     if (m->has_enc)
-        lnk_stack_fwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0);
+        lnk_stack_fwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0, span->enc);
     if (m->has_dec)
         lnk_stack_fwd_t(&p, &m->dec, &pr->dec, &ws->dect, T, m->has_enc ? pr->enc.a.z : NULL,
-                    m->has_enc ? ws->enct.z : NULL, pr->Tenc);
+                        m->has_enc ? ws->enct.z : NULL, pr->Tenc, span->dec);
     int wi = lnk_model_out_weight(m, &wt);
     const double *W = lnk_tp(m, pr->theta, wi), *Wd = lnk_tp(m, v, wi);
     lnk_linear_tangent(ws->logits_t, tt->z, tp->a.z, W, Wd, NULL, R, d, C, wt);
@@ -155,10 +197,11 @@ int lnk_model_tangent_pass(lnk_workspace *ws, const double *v, double *hv)
     if (s2s)
         memset(ws->gt.gmem, 0, (size_t)B * pr->Tenc * d * sizeof(double));
     lnk_stack_bwd_t(&p, top, tp, tt, T, s2s ? pr->enc.a.z : NULL, s2s ? ws->enct.z : NULL, pr->Tenc,
-                ws->gt.gmem);
-    if (s2s) {
+                    ws->gt.gmem, top == &m->dec ? span->dec : span->enc);
+    if (s2s && span->enc <= m->enc.n_units + 1) {
         copy(ws->gt.gy, ws->gt.gmem, (size_t)B * pr->Tenc * d);
-        lnk_stack_bwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0, NULL);
+        lnk_stack_bwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0, NULL,
+                        span->enc);
     }
     return LNK_OK;
 }
@@ -191,7 +234,7 @@ int lnk_model_hvp_apply(lnk_workspace *ws, const double *v, double *hv)
 {
     if (!v || !hv)
         return lnk_error(LNK_EINVAL, "lnk_model_hvp: v and hv must not be NULL");
-    return lnk_model_tangent_pass(ws, v, hv);
+    return lnk_model_tangent_pass(ws, v, hv, NULL);
 }
 
 int lnk_model_hvp(lnk_workspace *ws, const double *theta, const lnk_batch *b, const double *v,
@@ -200,6 +243,6 @@ int lnk_model_hvp(lnk_workspace *ws, const double *theta, const lnk_batch *b, co
     if (!v || !hv)
         return lnk_error(LNK_EINVAL, "lnk_model_hvp: v and hv must not be NULL");
     int st = lnk_model_hvp_prepare(ws, theta, b, loss, grad);
-    return st ? st : lnk_model_tangent_pass(ws, v, hv);
+    return st ? st : lnk_model_tangent_pass(ws, v, hv, NULL);
 }
 

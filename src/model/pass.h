@@ -10,6 +10,7 @@
 #ifndef LNK_MODEL_PASS_H
 #define LNK_MODEL_PASS_H
 
+#include "lnkit/hessian.h"
 #include "model/workspace.h"
 
 /* What one pass computes. */
@@ -60,9 +61,20 @@ void lnk_ffn_unit_bwd_t(const pass *p, const lnk_unit *u, const unit_buf *b, con
 /* Forward of one stack (sp: its primal state). */
 void lnk_stack_fwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, const double *mem,
                    const uint8_t *mmask, int Tm);
-/* Tangents of one stack's activations into ta. */
+/* A span of the forward sweep, per stack: the level from which the tangent
+ * pass computes (0: the embeddings on, everything; k + 1: from unit k on;
+ * n_units + 1: the final norm; n_units + 2: nothing of the stack).  A
+ * product whose v is zero below the span, and of which only the span's
+ * tensors are read, skips the rest: every tangent below is zero, and no
+ * tensor below is read.  lnk_model_span gives a block's. */
+typedef struct {
+    int enc, dec;
+} lnk_span;
+void lnk_model_span(const lnk_model *m, const lnk_block *b, lnk_span *out);
+/* Tangents of one stack's activations into ta, from level from on (the
+ * tangent entering it zero; above n_units + 1, the stack's output's zero). */
 void lnk_stack_fwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, stack_act *ta,
-                     int T, const double *mem, const double *memt, int Tm);
+                     int T, const double *mem, const double *memt, int Tm, int from);
 /* Reverse through one stack.  On entry sp->gz holds dL/dz; every unit's
  * adjoints are kept in sp->g, the embedding's gradient accumulated (with
  * p->grad) and, for a decoder with cross-attention, gmem accumulates
@@ -73,14 +85,17 @@ void lnk_stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
  * gets the stack's parameters' part and gmemt accumulates R{dL/d(encoder
  * output)} for a decoder with cross-attention. */
 void lnk_stack_bwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, const stack_act *ta,
-                     int T, const double *mem, const double *memt, int Tm, double *gmemt);
+                     int T, const double *mem, const double *memt, int Tm, double *gmemt,
+                     int from);
 
 /* ---- passes (model.c), for ggn.c. */
 /* What the primal state of a workspace holds. */
 enum { PRIMAL_NONE = 0, PRIMAL_FORWARD = 1, PRIMAL_FULL = 2 };
 /* The output layer's weight tensor and whether it is used transposed (tied). */
 int lnk_model_out_weight(const lnk_model *m, int *wt);
-/* The tangent pass: hv = H v from the full primal state in use. */
-int lnk_model_tangent_pass(lnk_workspace *ws, const double *v, double *hv);
+/* The tangent pass: hv = H v from the full primal state in use; with a span
+ * (NULL: everything), v must be zero below it and only the span's tensors
+ * of hv are computed (the others are left 0). */
+int lnk_model_tangent_pass(lnk_workspace *ws, const double *v, double *hv, const lnk_span *span);
 
 #endif

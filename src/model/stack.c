@@ -151,16 +151,24 @@ void lnk_stack_fwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
 }
 
 void lnk_stack_fwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, stack_act *ta,
-                     int T, const double *mem, const double *memt, int Tm)
+                     int T, const double *mem, const double *memt, int Tm, int from)
 {
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
     int d = c->d, R = p->B * T;
     size_t n = (size_t)R * d;
     const stack_act *s = &sp->a;
-    lnk_embed_tangent(ta->x[0], sp->ids, V(st->emb), V(st->pos), R, T, d, sinusoidal(c),
-                      c->input_scale);
-    for (int k = 0; k < st->n_units; k++) {
+    /* below the span every tangent is zero (v is, and so is what enters) */
+    if (from > st->n_units + 1) {
+        memset(ta->z, 0, n * sizeof(double));
+        return;
+    }
+    if (from > 0)
+        memset(ta->x[from - 1], 0, n * sizeof(double));
+    else
+        lnk_embed_tangent(ta->x[0], sp->ids, V(st->emb), V(st->pos), R, T, d, sinusoidal(c),
+                          c->input_scale);
+    for (int k = from > 0 ? from - 1 : 0; k < st->n_units; k++) {
         const lnk_unit *u = &st->u[k];
         const unit_buf *b = &s->u[k];
         unit_buf *t = &ta->u[k];
@@ -242,8 +250,10 @@ void lnk_stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
 }
 
 void lnk_stack_bwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, const stack_act *ta,
-                     int T, const double *mem, const double *memt, int Tm, double *gmemt)
+                     int T, const double *mem, const double *memt, int Tm, double *gmemt, int from)
 {
+    if (from > st->n_units + 1)
+        return; /* no tensor of the span in this stack */
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
     grad_buf *gt = &p->ws->gt;
@@ -256,7 +266,8 @@ void lnk_stack_bwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, co
         norm_bwd_t(p, &fr, &s->fin, &ta->fin, gxt, gyt, sp->gz, R, 0);
         tmp = gyt, gyt = gxt, gxt = tmp;
     }
-    for (int k = n_u - 1; k >= 0; k--) {
+    int k_end = from > 0 ? from - 1 : 0; /* the span's lowest unit */
+    for (int k = n_u - 1; k >= k_end; k--) {
         const lnk_unit *u = &st->u[k];
         const unit_buf *b = &s->u[k], *t = &ta->u[k];
         const unit_adj *g = &sp->g[k];
@@ -288,6 +299,7 @@ void lnk_stack_bwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, co
         tmp = gyt, gyt = gxt, gxt = tmp;
         TICK(LNK_SWEEP_TANGENT_REVERSE);
     }
-    lnk_embed_backward(HV(st->emb), HV(st->pos), sp->ids, gyt, R, T, d, sinusoidal(c),
-                       c->input_scale);
+    if (from <= 0)
+        lnk_embed_backward(HV(st->emb), HV(st->pos), sp->ids, gyt, R, T, d, sinusoidal(c),
+                           c->input_scale);
 }
