@@ -321,6 +321,28 @@ def test_runner_resumes(tmp_path):
     assert bad.returncode == 2 and "--jobs" in bad.stderr
 
 
+def test_runner_first(tmp_path):
+    """--first RE lists (and runs) the points whose file matches RE first, the
+    others after, each group in the stages' order; a bad RE is one line, exit 2."""
+    script = os.path.join(os.path.dirname(__file__), "..", "studies", "scripts",
+                          "study_placements.sh")
+
+    def listed(*extra):
+        p = subprocess.run(["bash", script, "--bin", "/bin/true", "--out", str(tmp_path / "r"),
+                            "--work", str(tmp_path / "w"), "--log", str(tmp_path / "log"),
+                            "--list"] + list(extra), capture_output=True, text=True)
+        return p, [x.split()[1] for x in p.stdout.splitlines()]
+
+    _, plain = listed("coupling", "core")
+    p, first = listed("--first", "anatomy/.*_L6_d(64|256)_s[12]", "coupling", "core")
+    assert p.returncode == 0
+    hit = [f for f in plain if re.search("anatomy/.*_L6_d(64|256)_s[12]", f)]
+    assert len(hit) == 24 and sorted(first) == sorted(plain)
+    assert first == hit + [f for f in plain if f not in hit]
+    p, _ = listed("--first", "anatomy/(", "core")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--first" in p.stderr
+
+
 def test_eigs_checkpoint_resumes(tmp_path):
     """--part eigs killed mid-run (SIGKILL, right after a save: the checkpoint
     file is replaced by rename, so its inode changes) and started again

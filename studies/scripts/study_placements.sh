@@ -17,6 +17,10 @@
 #     --jobs N      points at a time (2)
 #     --seeds N     seeds 0..N-1 (3)
 #     --list        print the points still to do (part, file, arguments), run nothing
+#     --first RE    run the points whose file matches the extended regular
+#                   expression RE first (e.g. 'anatomy/.*_L6_d64_' for one
+#                   setting's seeds before the rest), the others after, each
+#                   group in the stages' order
 #   STAGE: core      parts extremes, anatomy, grad on the core grid: the six
 #                    placements, LayerNorm, ReLU, lm; L = 1 2 4 6 8 12 16 24 at
 #                    d = 64 and d = 32 64 128 256 at L = 6
@@ -34,13 +38,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=build/studies/placements OUT=results/placements WORK=out/placements-work
-LOG=out/placements.log JOBS=2 SEEDS=3 LIST=0 STAGES=()
+LOG=out/placements.log JOBS=2 SEEDS=3 LIST=0 FIRST= STAGES=()
 die() { echo "study-placements: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
     --bin) BIN=$2; shift ;; --out) OUT=$2; shift ;; --work) WORK=$2; shift ;;
     --log) LOG=$2; shift ;; --jobs) JOBS=$2; shift ;; --seeds) SEEDS=$2; shift ;;
     --list) LIST=1 ;;
+    --first) FIRST=$2; shift ;;
     core|m30k|coupling|scale|variations) STAGES+=("$1") ;;
     all) STAGES+=(core m30k coupling scale variations) ;;
     *) die "unknown option or stage '$1' (see the header of $0)" ;;
@@ -51,6 +56,8 @@ done
 [ -x "$BIN" ] || die "$BIN is not an executable (make all, or --bin)"
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || die "--jobs: expected a positive integer, got '$JOBS'"
 [[ $SEEDS =~ ^[1-9][0-9]*$ ]] || die "--seeds: expected a positive integer, got '$SEEDS'"
+[ -z "$FIRST" ] || awk -v re="$FIRST" 'BEGIN { exit !("" ~ re || 1) }' 2> /dev/null ||
+    die "--first: '$FIRST' is not an extended regular expression"
 PLACEMENTS="post pre peri out deepnorm mix"
 mkdir -p "$OUT" "$WORK" "$(dirname "$LOG")"
 
@@ -106,7 +113,7 @@ points() {
 }
 
 todo=$(mktemp)
-trap 'rm -f "$todo"' EXIT
+trap 'rm -f "$todo" "$todo.o"' EXIT
 total=0
 for st in "${STAGES[@]}"; do
     while read -r part file args; do
@@ -116,6 +123,10 @@ for st in "${STAGES[@]}"; do
         echo "$part $file $args" >> "$todo"
     done < <(points "$st")
 done
+if [ -n "$FIRST" ]; then
+    { awk -v re="$FIRST" '$2 ~ re' "$todo"; awk -v re="$FIRST" '$2 !~ re' "$todo"; } > "$todo.o"
+    mv "$todo.o" "$todo"
+fi
 n=$(wc -l < "$todo")
 if [ "$LIST" = 1 ]; then
     cat "$todo"
