@@ -29,7 +29,7 @@
  * sweep and ends the reverse one there (below it the tangents are zero and
  * nothing is read): a block in layer l of L costs about (L - l) / L of a full
  * product, the output layer's almost nothing; the bits are the full
- * product's, restricted.  G v and F v run the full passes.
+ * product's, restricted.  G v and F v likewise.
  */
 #ifndef LNKIT_HESSIAN_H
 #define LNKIT_HESSIAN_H

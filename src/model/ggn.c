@@ -36,7 +36,7 @@ static void scratch_view(lnk_workspace *ws, const stack_buf *sp, stack_buf *sb, 
 
 /* out = J^T u with u = ws->logits_t (the logits' adjoint), by the plain
  * reverse pass over the primal state in use; out is overwritten. */
-static int ggn_reverse(lnk_workspace *ws, double *out)
+static int ggn_reverse(lnk_workspace *ws, double *out, const lnk_span *span)
 {
     const lnk_model *m = ws->m;
     const lnk_config *c = &m->cfg;
@@ -58,11 +58,12 @@ static int ggn_reverse(lnk_workspace *ws, double *out)
                         lnk_tp(m, pr->theta, wi), R, d, C, wt, 0);
     if (s2s)
         memset(ws->gt.gmem, 0, (size_t)B * pr->Tenc * d * sizeof(double));
-    lnk_stack_bwd(&p, top, &sb, T, s2s ? pr->enc.a.z : NULL, pr->Tenc, s2s ? ws->gt.gmem : NULL);
-    if (s2s) {
+    lnk_stack_bwd(&p, top, &sb, T, s2s ? pr->enc.a.z : NULL, pr->Tenc, s2s ? ws->gt.gmem : NULL,
+                  top == &m->dec ? span->dec : span->enc);
+    if (s2s && span->enc <= m->enc.n_units + 1) {
         scratch_view(ws, &pr->enc, &sb, g);
         copy(sb.gz, ws->gt.gmem, (size_t)B * pr->Tenc * d);
-        lnk_stack_bwd(&p, &m->enc, &sb, pr->Tenc, NULL, 0, NULL);
+        lnk_stack_bwd(&p, &m->enc, &sb, pr->Tenc, NULL, 0, NULL, span->enc);
     }
     free(g);
     return LNK_OK;
@@ -70,7 +71,7 @@ static int ggn_reverse(lnk_workspace *ws, double *out)
 
 /* The tangent forward pass to the logits (ws->logits_t = J v), then, if
  * hout, H_out: ws->logits_t = H_out J v. */
-static void ggn_forward(lnk_workspace *ws, const double *v, int hout)
+static void ggn_forward(lnk_workspace *ws, const double *v, int hout, const lnk_span *span)
 {
     const lnk_model *m = ws->m;
     lnk_primal *pr = ws->pr;
@@ -80,10 +81,10 @@ static void ggn_forward(lnk_workspace *ws, const double *v, int hout)
     stack_act *tt = m->has_dec ? &ws->dect : &ws->enct;
     int T = m->has_dec ? pr->Tdec : pr->Tenc, R = pr->B * T, C = m->n_out;
     if (m->has_enc)
-        lnk_stack_fwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0, 0);
+        lnk_stack_fwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0, span->enc);
     if (m->has_dec)
         lnk_stack_fwd_t(&p, &m->dec, &pr->dec, &ws->dect, T, m->has_enc ? pr->enc.a.z : NULL,
-                        m->has_enc ? ws->enct.z : NULL, pr->Tenc, 0);
+                        m->has_enc ? ws->enct.z : NULL, pr->Tenc, span->dec);
     int wi = lnk_model_out_weight(m, &wt);
     lnk_linear_tangent(ws->logits_t, tt->z, tp->a.z, lnk_tp(m, pr->theta, wi), lnk_tp(m, v, wi),
                        NULL, R, d, C, wt);
@@ -116,7 +117,7 @@ int lnk_model_output_jvp(lnk_workspace *ws, const double *v, double *jv, double 
     if (cols)
         *cols = m->n_out;
     if (jv && v) {
-        ggn_forward(ws, v, 0);
+        ggn_forward(ws, v, 0, &(lnk_span){0, 0});
         copy(jv, ws->logits_t, R * C);
     }
     if (prob)
@@ -124,19 +125,28 @@ int lnk_model_output_jvp(lnk_workspace *ws, const double *v, double *jv, double 
     return LNK_OK;
 }
 
-int lnk_model_ggn_apply(lnk_workspace *ws, const double *v, double *hv, double *gv)
+int lnk_model_ggn_apply_span(lnk_workspace *ws, const double *v, double *hv, double *gv,
+                             const lnk_span *span)
 {
     if (!v || !gv)
         return lnk_error(LNK_EINVAL, "lnk_model_ggn_apply: v and gv must not be NULL");
+    lnk_span all = {0, 0};
+    if (!span)
+        span = &all;
     if (hv) { /* H v leaves H_out J v in logits_t (R{dL/dlogits}), read-only since */
-        int st = lnk_model_tangent_pass(ws, v, hv, NULL);
-        return st ? st : ggn_reverse(ws, gv);
+        int st = lnk_model_tangent_pass(ws, v, hv, span);
+        return st ? st : ggn_reverse(ws, gv, span);
     }
     int st = prepared(ws, v, "lnk_model_ggn_apply");
     if (st)
         return st;
-    ggn_forward(ws, v, 1);
-    return ggn_reverse(ws, gv);
+    ggn_forward(ws, v, 1, span);
+    return ggn_reverse(ws, gv, span);
+}
+
+int lnk_model_ggn_apply(lnk_workspace *ws, const double *v, double *hv, double *gv)
+{
+    return lnk_model_ggn_apply_span(ws, v, hv, gv, NULL);
 }
 
 int lnk_model_ggn(lnk_workspace *ws, const double *theta, const lnk_batch *b, const double *v,

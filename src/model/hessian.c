@@ -205,10 +205,10 @@ static void plan_cache(lnk_hessian *h)
 static int kind_apply(lnk_hessian *h, const double *v, double *dst)
 {
     if (h->kind == LNK_OP_GGN)
-        return lnk_model_ggn_apply(h->ws, v, NULL, dst);
+        return lnk_model_ggn_apply_span(h->ws, v, NULL, dst, &h->span);
     if (h->kind == LNK_OP_HESSIAN)
         return lnk_model_tangent_pass(h->ws, v, dst, &h->span);
-    int st = lnk_model_ggn_apply(h->ws, v, dst, h->gbuf);
+    int st = lnk_model_ggn_apply_span(h->ws, v, dst, h->gbuf, &h->span);
     size_t np = lnk_model_n_params(h->m);
     for (size_t i = 0; i < np && !st; i++)
         dst[i] -= h->gbuf[i];

@@ -114,9 +114,9 @@ static int primal_pass(lnk_workspace *ws, const double *theta, const lnk_batch *
                         tp->a.z, lnk_tp(m, theta, wi), R, d, C, wt, 0);
     if (s2s)
         memset(pr->enc.gz, 0, (size_t)B * pr->Tenc * d * sizeof(double));
-    lnk_stack_bwd(&p, top, tp, T, s2s ? pr->enc.a.z : NULL, pr->Tenc, s2s ? pr->enc.gz : NULL);
+    lnk_stack_bwd(&p, top, tp, T, s2s ? pr->enc.a.z : NULL, pr->Tenc, s2s ? pr->enc.gz : NULL, 0);
     if (s2s)
-        lnk_stack_bwd(&p, &m->enc, &pr->enc, pr->Tenc, NULL, 0, NULL);
+        lnk_stack_bwd(&p, &m->enc, &pr->enc, pr->Tenc, NULL, 0, NULL, 0);
     pr->valid = PRIMAL_FULL;
     return LNK_OK;
 }

@@ -80,7 +80,7 @@ void lnk_stack_fwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, st
  * p->grad) and, for a decoder with cross-attention, gmem accumulates
  * dL/d(encoder output). */
 void lnk_stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, const double *mem,
-                   int Tm, double *gmem);
+                   int Tm, double *gmem, int from);
 /* R{} of one stack's reverse sweep.  On entry ws->gt.gy holds R{dL/dz}; H v
  * gets the stack's parameters' part and gmemt accumulates R{dL/d(encoder
  * output)} for a decoder with cross-attention. */
@@ -97,5 +97,8 @@ int lnk_model_out_weight(const lnk_model *m, int *wt);
  * (NULL: everything), v must be zero below it and only the span's tensors
  * of hv are computed (the others are left 0). */
 int lnk_model_tangent_pass(lnk_workspace *ws, const double *v, double *hv, const lnk_span *span);
+/* lnk_model_ggn_apply over a span, as lnk_model_tangent_pass. */
+int lnk_model_ggn_apply_span(lnk_workspace *ws, const double *v, double *hv, double *gv,
+                             const lnk_span *span);
 
 #endif

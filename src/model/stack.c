@@ -202,8 +202,10 @@ void lnk_stack_fwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, st
 /* =============================================================== reverse */
 
 void lnk_stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, const double *mem,
-                   int Tm, double *gmem)
+                   int Tm, double *gmem, int from)
 {
+    if (from > st->n_units + 1)
+        return; /* no tensor of the span in this stack */
     const lnk_model *m = p->m;
     const lnk_config *c = &m->cfg;
     int d = c->d, R = p->B * T, n_u = st->n_units;
@@ -213,7 +215,7 @@ void lnk_stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
         lnk_norm_ref fr = final_ref(st);
         norm_bwd(p, &fr, &s->fin, sp->g[n_u - 1].gy, sp->gz, R, 0);
     }
-    for (int k = n_u - 1; k >= 0; k--) {
+    for (int k = n_u - 1; k >= (from > 0 ? from - 1 : 0); k--) {
         const lnk_unit *u = &st->u[k];
         const unit_buf *b = &s->u[k];
         unit_adj *g = &sp->g[k];
@@ -244,7 +246,7 @@ void lnk_stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
             norm_bwd(p, &u->nin, &b->nin, gin, g->gn, R, 1);
         TICK(LNK_SWEEP_REVERSE);
     }
-    if (p->grad)
+    if (p->grad && from <= 0)
         lnk_embed_backward(G(st->emb), G(st->pos), sp->ids, sp->gemb, R, T, d, sinusoidal(c),
                            c->input_scale);
 }
