@@ -1,6 +1,6 @@
-/* Benchmark of block products: what a block's H v costs against the full
- * product, now that it skips the tangent work below the block
- * (include/lnkit/hessian.h, "Blocks"), and G v's for the same blocks.
+/* Benchmark of block products: what a block's H v and G v cost against the
+ * full product of their kind, now that they skip the work below the block
+ * (include/lnkit/hessian.h, "Blocks").
  *
  * usage: bench_span [--threads N] [--repeat N] [--model a|b|all] [-o FILE]
  *
@@ -21,12 +21,12 @@
  *                       with no timing and the reason in its note)
  *   out.w               the output weight (a tied output has none: likewise)
  * over_full is a row's seconds over its kind's full product's; expected is
- * hessian.h's statement for H v, (L - l) / L for a block whose lowest tensor
- * is in layer l (1 for the embeddings and the full vector, below layer 0;
- * blank for the final norm and the output layer, above layer L - 1: "almost
- * nothing").  G v runs the full passes for every block (hessian.h), so its
- * expected column is blank.  Also the same run's DGEMM rate (bench.h) and
- * the CPU share other processes took during each model's runs.
+ * hessian.h's statement, (L - l) / L for a block whose lowest tensor is in
+ * layer l (1 for the embeddings and the full vector, below layer 0; blank
+ * for the final norm and the output layer, above layer L - 1: "almost
+ * nothing"), the same for both kinds.  Also the same run's DGEMM rate
+ * (bench.h) and the CPU share other processes took during each model's
+ * runs.
  *
  * Programs print and exit; on any lnk_ failure: "bench_span: <message>", exit 2. */
 #include <gsl/gsl_rng.h>
@@ -169,8 +169,6 @@ static int bench_one(const bench_lm_size *s, const char *norm_pos, int repeat, r
             r[i].s = s;
             r[i].norm_pos = norm_pos;
             r[i].kind = KINDS[k];
-            if (KINDS[k] != LNK_OP_HESSIAN)
-                r[i].expected = NAN; /* G v does not skip: no statement to compare with */
         }
         time_blocks(h, r, nb, repeat, v, y, t);
         nr += nb;
@@ -244,7 +242,7 @@ static void print_table(const row *r, int nr)
     }
     report("(layer: of the block's lowest tensor, -1 below layer 0, L above the last; "
            "over_full = seconds over the same kind's full product;\n expected = (L - l) / L "
-           "(hessian.h) for H v, nan where not stated; other = CPU share taken by other "
+           "(hessian.h), nan where not stated; other = CPU share taken by other "
            "processes\n during the model's runs: above a few %%, the times are not "
            "trustworthy)\n");
 }
@@ -273,7 +271,7 @@ static const cli_cmd cmd = {
     .about = "Block products against the full one (lm, LayerNorm, Post-LN and Pre-LN, configs\n"
              "(a) and (b) of bench_model): H v and G v restricted to the embeddings, layer 0's,\n"
              "the middle and the last layer's ffn.w2, the final norm and the output weight, with\n"
-             "the primal pass kept; H v of a block skips the work below it (lnkit/hessian.h).",
+             "the primal pass kept; a block's product skips the work below it (lnkit/hessian.h).",
     .opts = opts, .size = sizeof(args_t), .defaults = defaults};
 
 int main(int argc, char **argv)
