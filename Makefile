@@ -225,8 +225,9 @@ $(BUILD)/tests/%: tests/%.c $(TEST_UTIL) $(T_CMDS) $(T_FRONT) $(T_LIB) tests/tes
 	$(CC) $(CFLAGS) -DLNK_TESTING -Istudies $(LDFLAGS) $< $(TEST_UTIL) $(TEST_KIT) $(T_CMDS) \
 	    $(T_FRONT) $(T_LIB) $(CMOCKA) $(LDLIBS) -o $@
 $(KIT_TESTS): TEST_KIT = $(T_KIT)
-# the benchmark it runs (-o -), built with the tests
-$(BUILD)/tests/test_bench_out: | $(BUILD)/bench/bench_curvature $(BUILD)/bench/bench_mpi
+# the benchmarks it runs, built with the tests
+$(BUILD)/tests/test_bench_out: | $(BUILD)/bench/bench_curvature $(BUILD)/bench/bench_mpi \
+                               $(BUILD)/bench/bench_span
 # the studies and benchmarks whose options they check (demo_postpre's messages)
 $(BUILD)/tests/test_cli_conv $(BUILD)/tests/test_cli_programs: | $(STUDY_BIN) $(BENCH_BIN)
 $(KIT_TESTS): $(T_KIT)

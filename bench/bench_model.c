@@ -41,19 +41,8 @@
 #include "bench.h"
 
 #define WARMUP 2
-#define DGEMM_N 2000
-#define DGEMM_REPEAT 5
 
-typedef struct {
-    const char *name;
-    int d, h, L, d_ff, V, B, T;
-} size_cfg;
-
-static const size_cfg SIZES[] = {
-    {"a", 128, 4, 6, 512, 1000, 16, 32},
-    {"b", 256, 4, 6, 1024, 4000, 16, 32},
-};
-#define N_SIZES ((int)(sizeof SIZES / sizeof SIZES[0]))
+typedef bench_lm_size size_cfg; /* configs a and b: bench.h */
 
 /* A row's model: its label (the CSV's pos column) and keys.  full: every
  * measure (the two base rows); else forward, gradient and H v only. */
@@ -142,70 +131,6 @@ static double maxrss_mb(void)
     return ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
 }
 
-/* Share of the CPUs used by other processes between cpu_now() and other_load():
- * busy time of the whole machine (/proc/stat) minus this process's own
- * (getrusage).  The benchmark is only meaningful when this stays near 0. */
-typedef struct { double sys_busy, own; } cpu_mark;
-
-static double own_cpu(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec * 1e-6;
-}
-
-static double sys_busy(void)
-{
-    unsigned long long u = 0, n = 0, s = 0, idle = 0, io = 0, irq = 0, sirq = 0, st = 0;
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f)
-        return 0;
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &u, &n, &s, &idle, &io, &irq,
-               &sirq, &st) != 8)
-        u = n = s = irq = sirq = st = 0;
-    fclose(f);
-    return (double)(u + n + s + irq + sirq + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static cpu_mark cpu_now(void) { return (cpu_mark){sys_busy(), own_cpu()}; }
-
-/* Fraction of the machine's CPUs used by others between a and now, over wall seconds. */
-static double other_load(cpu_mark a, double wall)
-{
-    cpu_mark b = cpu_now();
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    double x = ((b.sys_busy - a.sys_busy) - (b.own - a.own)) / (wall * (ncpu > 0 ? ncpu : 1));
-    return x < 0 ? 0 : x;
-}
-
-/* ------------------------------------------------------------------ DGEMM */
-
-/* Median GFLOP/s of C = A B with n x n x n doubles. */
-static double dgemm_rate(int n)
-{
-    size_t nn = (size_t)n * n;
-    double *A = cli_alloc(nn * sizeof(double)), *Bm = cli_alloc(nn * sizeof(double));
-    double *C = cli_alloc(nn * sizeof(double));
-    for (size_t i = 0; i < nn; i++) {
-        A[i] = (double)(i % 17) / 17.0 - 0.5;
-        Bm[i] = (double)(i % 13) / 13.0 - 0.5;
-        C[i] = 0;
-    }
-    double t[DGEMM_REPEAT];
-    for (int r = -1; r < DGEMM_REPEAT; r++) { /* r = -1: warm-up */
-        double t0 = lnk_now();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, A, n, Bm, n, 0.0, C,
-                    n);
-        if (r >= 0)
-            t[r] = lnk_now() - t0;
-    }
-    free(A);
-    free(Bm);
-    free(C);
-    return 2.0 * n * (double)n * n / median(t, DGEMM_REPEAT) / 1e9;
-}
-
 /* ---------------------------------------------------------------- one run */
 
 typedef struct {
@@ -224,27 +149,7 @@ static int glu(const result *x) { return !strcmp(x->var->activation, "swiglu"); 
 /* The lm model of size s and variant var (LayerNorm, Xavier, seed 0). */
 static lnk_model *make_model(const size_cfg *s, const variant *var, lnk_config *c)
 {
-    char buf[32];
-    lnk_config_default(c);
-    struct { const char *k; int v; } ints[] = {
-        {"d", s->d}, {"h", s->h}, {"L", s->L}, {"d_ff", s->d_ff}, {"V", s->V},
-        {"max_len", s->T}};
-    if (lnk_config_set(c, "task", "lm") || lnk_config_set(c, "norm", "layernorm") ||
-        lnk_config_set(c, "norm_pos", var->norm_pos) ||
-        lnk_config_set(c, "activation", var->activation) || lnk_config_set(c, "pos", var->pos) ||
-        lnk_config_set(c, "bias", var->bias))
-        die_at("config");
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        snprintf(buf, sizeof buf, "%d", ints[i].v);
-        if (lnk_config_set(c, ints[i].k, buf))
-            die_at("config");
-    }
-    if (lnk_config_finalize(c))
-        die_at("config");
-    lnk_model *m = lnk_model_alloc(c);
-    if (!m)
-        die_at("model");
-    return m;
+    return bench_lm_model(s, var->norm_pos, var->activation, var->pos, var->bias, c);
 }
 
 /* The median seconds of `repeat` runs (after WARMUP) of measure kind: 0
@@ -500,10 +405,10 @@ int main(int argc, char **argv)
 
     /* smallest config first and DGEMM last, so that ru_maxrss after a config is
      * (to allocator slack) that config's own peak. */
-    result res[N_SIZES * 2 + N_PARTS];
+    result res[BENCH_LM_SIZES * 2 + N_PARTS];
     int nr = 0;
-    for (int k = 0; k < N_SIZES; k++) {
-        const size_cfg *s = &SIZES[k];
+    for (int k = 0; k < BENCH_LM_SIZES; k++) {
+        const size_cfg *s = bench_lm_size_at(k);
         if (strcmp(which, "all") && strcmp(which, s->name))
             continue;
         report("  %s: d=%d h=%d L=%d d_ff=%d V=%d B=%d T=%d; GFLOP fwd %.3f grad %.3f hvp %.3f\n",

@@ -2,9 +2,11 @@
  * goes to standard error then (bench/bench.h report_to_fit), to standard
  * output otherwise; -o FILE has its FILE.meta.json sidecar (bench_meta),
  * -o - and -o /dev/null none.  bench_curvature, the quick one, and bench_mpi
- * on a tiny model are run (make builds them for this test). */
+ * on a tiny model are run (make builds them for this test); bench_span on
+ * its smaller config (a) with few repeats. */
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,10 +141,93 @@ static void test_sidecar(void **s)
     free(out);
 }
 
+/* bench_span --model a: the table's shape (2 placements x 2 kinds x 7
+ * blocks), the blocks' sizes as docs/MODEL.md section 6 gives them (d = 128,
+ * d_ff = 512, V = 1000), the timed rows' numbers finite and positive, the
+ * Post-LN final norm a row without timing that says why; and the one timing
+ * property the product skip makes safe to assert on a loaded machine: the
+ * output weight's H v and G v cost well under the full ones (about 0.08 of
+ * H v at config a: under 0.8 allows a 10-fold noise; without the skip about
+ * 1).  The other blocks' ratios are left to the benchmark's reader. */
+#define SPAN_COLS 15
+static void test_span_csv(void **s)
+{
+    (void)s;
+    char b[PATH_MAX + 32];
+    bench_path("bench_span", b, sizeof b);
+    const char *dir = tu_tmpdir();
+    char *out;
+    int st = tu_run(&out, "cd '%s' && rm -f sp.* && '%s' --model a --repeat 3 --threads 1 -o "
+                    "sp.csv >/dev/null 2>&1", dir, b);
+    if (st)
+        fail_msg("bench_span --model a: exit %d", st);
+    free(out);
+    char *text = tu_read_file(tu_path("sp.csv"), NULL), *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    assert_non_null(line);
+    assert_string_equal(line, "config,norm_pos,kind,block,block_params,layer,L,seconds,"
+                              "over_full,expected,repeats,threads,dgemm_gflops,"
+                              "other_cpu_share,note");
+    int rows = 0, skipped = 0, out_rows = 0;
+    while ((line = strtok_r(NULL, "\n", &save))) {
+        char *f[SPAN_COLS + 1], *p = line;
+        int nf = 0;
+        while (nf <= SPAN_COLS && (f[nf] = strsep(&p, ",")))
+            nf++;
+        if (nf != SPAN_COLS)
+            fail_msg("sp.csv line %d: %d fields: %s", rows + 2, nf, line);
+        rows++;
+        const char *block = f[3], *kind = f[2];
+        if (strcmp(f[0], "a") || (strcmp(f[1], "post") && strcmp(f[1], "pre")) ||
+            (strcmp(kind, "hessian") && strcmp(kind, "ggn")) || strcmp(f[6], "6") || strcmp(f[11], "1"))
+            fail_msg("sp.csv line %d: %s", rows + 1, line);
+        if (*f[14]) { /* not timed: only Post-LN's final norm */
+            if (strcmp(f[1], "post") || strcmp(block, "dec.final_norm.*") || *f[4] || *f[7] ||
+                *f[8] || strcmp(f[10], "0"))
+                fail_msg("sp.csv line %d: a row without timing: %s", rows + 1, line);
+            skipped++;
+            continue;
+        }
+        long n = atol(f[4]);
+        long want = !strcmp(block, "out.w") || !strcmp(block, "*_emb") ? 128000
+                    : strstr(block, ".ffn.w2")                       ? 512 * 128
+                    : !strcmp(block, "dec.final_norm.*")             ? 2 * 128
+                                                                     : n;
+        double sec = atof(f[7]), over = atof(f[8]), dg = atof(f[12]), oth = atof(f[13]);
+        if (n != want || !isfinite(sec) || sec <= 0 || !isfinite(over) || over <= 0 ||
+            strcmp(f[10], "3") || !isfinite(dg) || dg <= 0 || !(oth >= 0 && oth <= 1))
+            fail_msg("sp.csv line %d: %s", rows + 1, line);
+        if (!strcmp(block, "*") && strcmp(f[8], "1")) /* the full product over itself */
+            fail_msg("sp.csv line %d: the full row's over_full is %s", rows + 1, f[8]);
+        /* hessian.h's fraction (L - l) / L for layer l = 3 of 6 (both kinds) */
+        if (!strcmp(block, "dec.3.ffn.w2") && strcmp(f[9], "0.5"))
+            fail_msg("sp.csv line %d: expected '%s'", rows + 1, f[9]);
+        if (!strcmp(block, "out.w")) {
+            out_rows++;
+            if (!(over < 0.8))
+                fail_msg("bench_span: the output weight's %s costs %.3f of the full one (%s): "
+                         "no skip of the work below the block?", kind, over, f[1]);
+        }
+    }
+    if (rows != 28 || skipped != 2 || out_rows != 4)
+        fail_msg("sp.csv: %d rows (%d without timing, %d of out.w); expected 28 (2, 4)", rows,
+                 skipped, out_rows);
+    free(text);
+    /* its sidecar names the settings */
+    json_error_t e;
+    json_t *m = json_load_file(tu_path("sp.meta.json"), JSON_REJECT_DUPLICATES, &e);
+    if (!m)
+        fail_msg("bench_span: sp.meta.json: %s", e.text);
+    assert_int_equal(json_integer_value(json_object_get(m, "repeat")), 3);
+    assert_string_equal(json_string_value(json_object_get(m, "model")), "a");
+    json_decref(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_csv_alone),
                                        cmocka_unit_test(test_mpi_csv_alone),
-                                       cmocka_unit_test(test_sidecar)};
+                                       cmocka_unit_test(test_sidecar),
+                                       cmocka_unit_test(test_span_csv)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

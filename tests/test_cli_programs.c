@@ -166,6 +166,7 @@ static const char *const one_meaning[][3] = {
     {"max-line-len", "a corpus line's token limit (0: none)", NULL},
     {"max-steps", "the step limit of a Lanczos extremes solve", "step limit"},
     {"max-tokens", "padded tokens a chunk at most", NULL},
+    {"model", "a benchmark's configurations (bench_model's a and b)", "configurations"},
     {"output", "the result file", NULL},
     {"probes", "Hutchinson probes (random vectors) of an estimate", "probes"},
     {"rng-seed", "the seed of the program's own random draws", "seed"},

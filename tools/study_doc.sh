@@ -35,7 +35,7 @@ build them into `build/bench/` and write `results/bench/` ([performance](perform
 Run one yourself for other settings; each follows [the conventions](../cli.md): its report
 goes to standard output, or to standard error when its CSV does (`-o -`).
 MD
-    progs="bench_model bench_curvature bench_lanczos bench_blocks bench_multi30k bench_mpi"
+    progs="bench_model bench_span bench_curvature bench_lanczos bench_blocks bench_multi30k bench_mpi"
     ;;
 *) echo "study_doc: expected studies or bench, got '$KIND'" >&2; exit 2 ;;
 esac
