@@ -144,11 +144,9 @@ static void test_sidecar(void **s)
 /* bench_span --model a: the table's shape (2 placements x 2 kinds x 7
  * blocks), the blocks' sizes as docs/MODEL.md section 6 gives them (d = 128,
  * d_ff = 512, V = 1000), the timed rows' numbers finite and positive, the
- * Post-LN final norm a row without timing that says why; and the one timing
- * property the product skip makes safe to assert on a loaded machine: the
- * output weight's H v and G v cost well under the full ones (about 0.08 of
- * H v at config a: under 0.8 allows a 10-fold noise; without the skip about
- * 1).  The other blocks' ratios are left to the benchmark's reader. */
+ * Post-LN final norm a row without timing that says why.  No timing is
+ * asserted (speed is the benchmark's to measure, not a test's); that a
+ * block's product gives the full product's bits is tests/test_span.c's. */
 #define SPAN_COLS 15
 static void test_span_csv(void **s)
 {
@@ -202,12 +200,7 @@ static void test_span_csv(void **s)
         /* hessian.h's fraction (L - l) / L for layer l = 3 of 6 (both kinds) */
         if (!strcmp(block, "dec.3.ffn.w2") && strcmp(f[9], "0.5"))
             fail_msg("sp.csv line %d: expected '%s'", rows + 1, f[9]);
-        if (!strcmp(block, "out.w")) {
-            out_rows++;
-            if (!(over < 0.8))
-                fail_msg("bench_span: the output weight's %s costs %.3f of the full one (%s): "
-                         "no skip of the work below the block?", kind, over, f[1]);
-        }
+        out_rows += !strcmp(block, "out.w");
     }
     if (rows != 28 || skipped != 2 || out_rows != 4)
         fail_msg("sp.csv: %d rows (%d without timing, %d of out.w); expected 28 (2, 4)", rows,
