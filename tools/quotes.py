@@ -70,6 +70,7 @@ BM = "results/bench/bench_model.csv"
 BL = "results/bench/bench_lanczos.csv"
 BP = "results/bench/bench_peer.csv"
 BMPI = "results/bench/bench_mpi.csv"
+BS = "results/bench/bench_span.csv"
 
 
 def bench_model_rows():
@@ -153,6 +154,31 @@ def gen_bench_lanczos():
         f"| basis rows read (full reorthogonalisation: {2 * steps * (steps + 1)}) "
         f"| {col(r, 'reorth_rows', BL):.0f} |",
         f"| BLAS kernel, threads | {r['kernel']}, {r['threads']} |"] + pretouched(steps))
+
+
+def gen_bench_span():
+    """A block's product over the full one (bench_span), config b: one column
+    per placement and kind, the header's layer fraction beside them."""
+    rows = [r for r in read_csv(BS) if r["config"] == "b"]
+    cols = [(p, k) for p in ("post", "pre") for k in ("hessian", "ggn")]
+    blocks = list(dict.fromkeys(r["block"] for r in rows))
+    cell = {(r["block"], r["norm_pos"], r["kind"]): r for r in rows}
+    name = {"hessian": "H v", "ggn": "G v", "post": "Post-LN", "pre": "Pre-LN"}
+    out = ["| block | parameters | " + " | ".join(f"{name[k]}, {name[p]}" for p, k in cols)
+           + " | (L - l) / L |", "|---|--:|" + "--:|" * len(cols) + "--:|"]
+    for b in blocks:
+        first = cell[(b, "pre", "hessian")]
+        vals = []
+        for p, k in cols:
+            r = cell[(b, p, k)]
+            vals.append("-" if r["seconds"] == "" else
+                        f"{fx(col(r, 'seconds', BS), 3)} s" if b == "*" else fx(col(r, 'over_full', BS), 2))
+        exp = first["expected"]
+        out.append(f"| `{b}` | {int(first['block_params']):,} | " + " | ".join(vals)
+                   + f" | {fx(float(exp), 2) if exp else ''} |")
+    share = max(col(r, "other_cpu_share", BS) for r in rows)
+    out.append(f"\nOther processes' share of the CPUs during these rows: at most {pct(share)}.")
+    return "\n".join(out)
 
 
 def step_split(r, label):
@@ -345,6 +371,7 @@ GENERATORS = {
     "bench_targets": gen_bench_targets,
     "bench_vs_torch": gen_bench_vs_torch,
     "bench_lanczos": gen_bench_lanczos,
+    "bench_span": gen_bench_span,
     "bench_model": gen_bench_model,
     "bench_peer": gen_bench_peer,
     "bench_mpi": gen_bench_mpi,
