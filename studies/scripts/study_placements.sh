@@ -6,6 +6,11 @@
 # (studies/placements.c), JOBS at a time, each under nice with one BLAS
 # thread.  Run it again after a kill or a restart: finished points are
 # skipped, and a Multi30k run (stage m30k) continues from its checkpoint.
+# In the background in a session of its own (setsid), nice alone does not
+# make it yield: with the kernel's autogroup (/proc/sys/kernel/
+# sched_autogroup_enabled = 1) sessions share the CPUs equally, whatever
+# their processes' nice; `echo 19 > /proc/PID/autogroup` (PID the runner's)
+# lowers its session's share.
 #
 #   bash studies/scripts/study_placements.sh [options] STAGE...
 #     --bin PATH    the driver (build/studies/placements; the long runs use a
