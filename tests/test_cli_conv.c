@@ -1,13 +1,10 @@
-/* The conventions of docs/cli.md, for every command of lnkit, generated
- * from the commands' option tables (src/front/opt.h): --help lists exactly
- * the declared options, each with a help text; a bad value of each option
- * is one line "lnkit CMD: ..." naming it and exit 2; -o - writes the bytes
- * -o FILE writes, to standard output, with no file named "-"; --json
- * parses; --quiet leaves standard error empty; the man page's OPTIONS are
- * the table's; one option name has one kind of value in every command; an
- * option that does not apply is refused; the feedback of long runs (the
- * block named, time left, G's bottom end).  The studies and benchmarks:
- * tests/test_cli_programs.c. */
+/* The conventions of docs/cli.md, for every command of lnkit, generated from the commands' option
+ * tables (src/front/opt.h): --help lists exactly the declared options, each with a help text; a bad
+ * value of each option is one line "lnkit CMD: ..." naming it and exit 2; -o - writes the bytes -o
+ * FILE writes, to standard output, with no file named "-"; --json parses; --quiet leaves standard
+ * error empty; the man page's OPTIONS are the table's; one option name has one kind of value in
+ * every command; an option that does not apply is refused; the feedback of long runs (the block
+ * named, time left, G's bottom end). Studies, benchmarks: tests/test_cli_programs.c. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>

@@ -304,6 +304,39 @@ static void sha_of(const char *file, char hex[65])
     assert_int_equal(lnk_sha256_file(p, hex, &n), LNK_OK);
 }
 
+/* hvp reads a vector with no or foreign metadata and refuses, in one line,
+ * one whose record is not a string (the header written here from r.safetensors
+ * of test_embedded_record's folder). */
+static void check_vector_metadata(const char *L)
+{
+    char *out;
+    int st;
+    const char *bad[][2] = {{"", "0"},
+                            {"\"__metadata__\":{\"lnkit\":\"not json {\",\"x\":\"y\"},", "0"},
+                            {"\"__metadata__\":{\"lnkit\":3},", "2"}};
+    for (int i = 0; i < 3; i++) {
+        st = tu_run(&out, "cd '%s/rec' && python3 -c '\nimport json, struct, sys\n"
+                    "b = open(\"r.safetensors\", \"rb\").read()\n"
+                    "n = struct.unpack(\"<Q\", b[:8])[0]\n"
+                    "h = json.loads(b[8:8 + n]); h.pop(\"__metadata__\")\n"
+                    "t = (\"{\" + sys.argv[1] +\n"
+                    "     json.dumps(h, separators=(\",\", \":\"))[1:]).encode()\n"
+                    "t += b\" \" * ((8 - len(t) %% 8) %% 8)\n"
+                    "open(\"f.safetensors\", \"wb\").write(\n"
+                    "    struct.pack(\"<Q\", len(t)) + t + b[8 + n:])' '%s' && "
+                    "'%s' hvp --config w.json --weights w.safetensors --batch b.safetensors "
+                    "--vector f.safetensors -q -o fh.safetensors 2>&1; echo \"exit $?\"",
+                    tu_tmpdir(), bad[i][0], L);
+        char want[16];
+        snprintf(want, sizeof want, "exit %s\n", bad[i][1]);
+        int refused = bad[i][1][0] == '2';
+        if (st != 0 || !strstr(out, want) ||
+            (refused && (tu_n_lines(out) != 2 || !strstr(out, "__metadata__"))))
+            fail_msg("vector with metadata '%s': expected %s, got: %s", bad[i][0], want, out);
+        free(out);
+    }
+}
+
 /* eigs --vectors, eval --grad-out, hvp -o, vector -o and init -o carry the
  * record: it parses and names the command, the commit, the configuration's
  * and the inputs' SHA-256 and the seeds; the files are the same bytes on two
@@ -423,31 +456,7 @@ static void test_embedded_record(void **s)
     assert_string_equal(ident(rhb, "--block"), "dec.0.*");
     json_decref(rvg), json_decref(rhb);
 
-    /* vectors with no, foreign or malformed metadata (header written here) */
-    const char *bad[][2] = {{"", "0"},
-                            {"\"__metadata__\":{\"lnkit\":\"not json {\",\"x\":\"y\"},", "0"},
-                            {"\"__metadata__\":{\"lnkit\":3},", "2"}};
-    for (int i = 0; i < 3; i++) {
-        st = tu_run(&out, "cd '%s/rec' && python3 -c '\nimport json, struct, sys\n"
-                    "b = open(\"r.safetensors\", \"rb\").read()\n"
-                    "n = struct.unpack(\"<Q\", b[:8])[0]\n"
-                    "h = json.loads(b[8:8 + n]); h.pop(\"__metadata__\")\n"
-                    "t = (\"{\" + sys.argv[1] +\n"
-                    "     json.dumps(h, separators=(\",\", \":\"))[1:]).encode()\n"
-                    "t += b\" \" * ((8 - len(t) %% 8) %% 8)\n"
-                    "open(\"f.safetensors\", \"wb\").write(\n"
-                    "    struct.pack(\"<Q\", len(t)) + t + b[8 + n:])' '%s' && "
-                    "'%s' hvp --config w.json --weights w.safetensors --batch b.safetensors "
-                    "--vector f.safetensors -q -o fh.safetensors 2>&1; echo \"exit $?\"",
-                    tu_tmpdir(), bad[i][0], L);
-        char want[16];
-        snprintf(want, sizeof want, "exit %s\n", bad[i][1]);
-        int refused = bad[i][1][0] == '2';
-        if (st != 0 || !strstr(out, want) ||
-            (refused && (tu_n_lines(out) != 2 || !strstr(out, "__metadata__"))))
-            fail_msg("vector with metadata '%s': expected %s, got: %s", bad[i][0], want, out);
-        free(out);
-    }
+    check_vector_metadata(L);
 }
 
 /* lnkit batch's files carry the record too: the synthetic ids' configuration
