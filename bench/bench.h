@@ -155,6 +155,11 @@ static inline const bench_lm_size *bench_lm_size_at(int k)
     return &sizes[k];
 }
 
+/* --model: one of the sizes by name (its index), or all of them (-1). */
+static const cli_choice bench_lm_models[] = {{"a", 0}, {"b", 1}, {"all", -1}, {NULL, 0}};
+#define BENCH_OPT_MODEL(T, f, what)                                                               \
+    {.type = CLI_CHOICE, .name = "model", CLI_AT(T, f), .ref = bench_lm_models, .help = what}
+
 /* The lm model of size s (LayerNorm, Xavier, seed 0) with the given
  * norm_pos, activation, pos and bias keys; c gets its finalized config.
  * A failure ends the program ("PROG: config: ...", exit 2). */

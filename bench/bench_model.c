@@ -352,8 +352,8 @@ static void print_table(const result *r, int nr, double dgemm)
 }
 
 typedef struct {
-    int threads, repeat, variant_repeat;
-    const char *model, *out;
+    int threads, repeat, variant_repeat, model;
+    const char *out;
 } args_t;
 
 static const cli_opt opts[] = {
@@ -363,13 +363,12 @@ static const cli_opt opts[] = {
      .max = 100000, .help = "timed runs per measure after 2 warm-ups (their median is reported)"},
     {.type = CLI_INT, .name = "variant-repeat", .arg = "N", CLI_AT(args_t, variant_repeat),
      .min = 1, .max = 100000, .help = "the same for the rows of the placements and parts on b"},
-    {.type = CLI_STR, .name = "model", .arg = "a|b|all", CLI_AT(args_t, model),
-     .help = "the configurations: a (d=128, V=1000), b (d=256, V=4000; with the placements' "
-             "and parts' rows) or both"},
+    BENCH_OPT_MODEL(args_t, model, "the configurations: a (d=128, V=1000), b (d=256, V=4000; "
+                                   "with the placements' and parts' rows) or both"),
     BENCH_OPT_OUTPUT(args_t, out, "also write the results as CSV (atomically)"),
     {0}};
 
-static void defaults(void *p) { *(args_t *)p = (args_t){0, 10, 7, "all", NULL}; }
+static void defaults(void *p) { *(args_t *)p = (args_t){0, 10, 7, -1, NULL}; }
 
 static const cli_cmd cmd = {
     .name = "bench_model",
@@ -387,9 +386,7 @@ int main(int argc, char **argv)
     cli_run_begin();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
     int threads = a.threads, repeat = a.repeat, vrepeat = a.variant_repeat;
-    const char *which = a.model, *csv = a.out;
-    if (strcmp(which, "a") && strcmp(which, "b") && strcmp(which, "all"))
-        cli_die("--model: expected a, b or all, got '%s'", which);
+    const char *csv = a.out;
     /* the -o file, opened before the (long) runs so that a bad path fails at
      * once; a failure (cli_die) removes its temporary file */
     lnk_afile csv_file = {0};
@@ -409,7 +406,7 @@ int main(int argc, char **argv)
     int nr = 0;
     for (int k = 0; k < BENCH_LM_SIZES; k++) {
         const size_cfg *s = bench_lm_size_at(k);
-        if (strcmp(which, "all") && strcmp(which, s->name))
+        if (a.model >= 0 && a.model != k)
             continue;
         report("  %s: d=%d h=%d L=%d d_ff=%d V=%d B=%d T=%d; GFLOP fwd %.3f grad %.3f hvp %.3f\n",
                s->name, s->d, s->h, s->L, s->d_ff, s->V, s->B, s->T, flops_fwd(s) / 1e9,

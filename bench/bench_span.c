@@ -248,8 +248,8 @@ static void print_table(const row *r, int nr)
 }
 
 typedef struct {
-    int threads, repeat;
-    const char *model, *out;
+    int threads, repeat, model;
+    const char *out;
 } args_t;
 
 static const cli_opt opts[] = {
@@ -258,12 +258,12 @@ static const cli_opt opts[] = {
     {.type = CLI_INT, .name = "repeat", .arg = "N", CLI_AT(args_t, repeat), .min = 1,
      .max = 100000, .help = "timed products per block and kind after 1 warm-up (their median "
                             "is reported)"},
-    {.type = CLI_STR, .name = "model", .arg = "a|b|all", CLI_AT(args_t, model),
-     .help = "the configurations of bench_model: a (d=128, V=1000), b (d=256, V=4000) or both"},
+    BENCH_OPT_MODEL(args_t, model, "the configurations of bench_model: a (d=128, V=1000), "
+                                   "b (d=256, V=4000) or both"),
     BENCH_OPT_OUTPUT(args_t, out, "also write the results as CSV (atomically)"),
     {0}};
 
-static void defaults(void *p) { *(args_t *)p = (args_t){0, 7, "all", NULL}; }
+static void defaults(void *p) { *(args_t *)p = (args_t){0, 7, -1, NULL}; }
 
 static const cli_cmd cmd = {
     .name = "bench_span",
@@ -281,8 +281,6 @@ int main(int argc, char **argv)
     cli_parse(&cmd, &a, argc, argv);
     cli_run_begin();
     report_to_fit(a.out); /* -o -: the CSV alone on standard output */
-    if (strcmp(a.model, "a") && strcmp(a.model, "b") && strcmp(a.model, "all"))
-        cli_die("--model: expected a, b or all, got '%s'", a.model);
     lnk_afile csv_file = {0}; /* opened first: a bad path fails before the runs */
     if (a.out && lnk_afile_open(&csv_file, cli_out(a.out, 0)))
         die_at("-o");
@@ -298,7 +296,7 @@ int main(int argc, char **argv)
     int nr = 0;
     for (int k = 0; k < BENCH_LM_SIZES; k++) {
         const bench_lm_size *s = bench_lm_size_at(k);
-        if (strcmp(a.model, "all") && strcmp(a.model, s->name))
+        if (a.model >= 0 && a.model != k)
             continue;
         report("  %s: d=%d h=%d L=%d d_ff=%d V=%d B=%d T=%d\n", s->name, s->d, s->h, s->L,
                s->d_ff, s->V, s->B, s->T);

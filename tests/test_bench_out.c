@@ -214,6 +214,19 @@ static void test_span_csv(void **s)
     assert_int_equal(json_integer_value(json_object_get(m, "repeat")), 3);
     assert_string_equal(json_string_value(json_object_get(m, "model")), "a");
     json_decref(m);
+    /* a --model not among the sizes: one line naming it, exit 2, no output
+     * (bench_model declares the same option, BENCH_OPT_MODEL) */
+    char bm[PATH_MAX + 32];
+    bench_path("bench_model", bm, sizeof bm);
+    const char *progs[] = {b, bm};
+    for (int i = 0; i < 2; i++) {
+        st = tu_run(&out, "cd '%s' && rm -f bad.* && '%s' --model c -o bad.csv 2>&1 >/dev/null; "
+                    "echo \"rc=$?\"; ls bad.* 2>/dev/null; true", dir, progs[i]);
+        if (st || !strstr(out, "--model: expected one of a, b, all, got 'c'\nrc=2\n") ||
+            tu_n_lines(out) != 2)
+            fail_msg("%s --model c: '%s'", progs[i], out);
+        free(out);
+    }
 }
 
 int main(void)
