@@ -117,7 +117,7 @@ int lnk_model_output_jvp(lnk_workspace *ws, const double *v, double *jv, double 
     if (cols)
         *cols = m->n_out;
     if (jv && v) {
-        ggn_forward(ws, v, 0, &(lnk_span){0, 0});
+        ggn_forward(ws, v, 0, &lnk_span_all);
         copy(jv, ws->logits_t, R * C);
     }
     if (prob)
@@ -130,9 +130,8 @@ int lnk_model_ggn_apply_span(lnk_workspace *ws, const double *v, double *hv, dou
 {
     if (!v || !gv)
         return lnk_error(LNK_EINVAL, "lnk_model_ggn_apply: v and gv must not be NULL");
-    lnk_span all = {0, 0};
     if (!span)
-        span = &all;
+        span = &lnk_span_all;
     if (hv) { /* H v leaves H_out J v in logits_t (R{dL/dlogits}), read-only since */
         int st = lnk_model_tangent_pass(ws, v, hv, span);
         return st ? st : ggn_reverse(ws, gv, span);

@@ -180,9 +180,8 @@ int lnk_model_tangent_pass(lnk_workspace *ws, const double *v, double *hv, const
     stack_act *tt = m->has_dec ? &ws->dect : &ws->enct;
     int T = m->has_dec ? pr->Tdec : pr->Tenc, R = B * T, C = m->n_out;
     double invN = 1.0 / (double)pr->N;
-    lnk_span all = {0, 0};
     if (!span)
-        span = &all;
+        span = &lnk_span_all;
     if (m->has_enc)
         lnk_stack_fwd_t(&p, &m->enc, &pr->enc, &ws->enct, pr->Tenc, NULL, NULL, 0, span->enc);
     if (m->has_dec)

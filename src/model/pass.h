@@ -70,6 +70,7 @@ void lnk_stack_fwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
 typedef struct {
     int enc, dec;
 } lnk_span;
+static const lnk_span lnk_span_all = {0, 0}; /* everything: a full product */
 void lnk_model_span(const lnk_model *m, const lnk_block *b, lnk_span *out);
 /* Tangents of one stack's activations into ta, from level from on (the
  * tangent entering it zero; above n_units + 1, the stack's output's zero). */

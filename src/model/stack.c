@@ -150,6 +150,9 @@ void lnk_stack_fwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
     }
 }
 
+/* The lowest unit a span's level from reaches (lnk_span: 0 and 1 both unit 0). */
+static int span_unit(int from) { return from > 0 ? from - 1 : 0; }
+
 void lnk_stack_fwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, stack_act *ta,
                      int T, const double *mem, const double *memt, int Tm, int from)
 {
@@ -168,7 +171,7 @@ void lnk_stack_fwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, st
     else
         lnk_embed_tangent(ta->x[0], sp->ids, V(st->emb), V(st->pos), R, T, d, sinusoidal(c),
                           c->input_scale);
-    for (int k = from > 0 ? from - 1 : 0; k < st->n_units; k++) {
+    for (int k = span_unit(from); k < st->n_units; k++) {
         const lnk_unit *u = &st->u[k];
         const unit_buf *b = &s->u[k];
         unit_buf *t = &ta->u[k];
@@ -215,7 +218,7 @@ void lnk_stack_bwd(const pass *p, const lnk_stack *st, stack_buf *sp, int T, con
         lnk_norm_ref fr = final_ref(st);
         norm_bwd(p, &fr, &s->fin, sp->g[n_u - 1].gy, sp->gz, R, 0);
     }
-    for (int k = n_u - 1; k >= (from > 0 ? from - 1 : 0); k--) {
+    for (int k = n_u - 1; k >= span_unit(from); k--) {
         const lnk_unit *u = &st->u[k];
         const unit_buf *b = &s->u[k];
         unit_adj *g = &sp->g[k];
@@ -268,8 +271,7 @@ void lnk_stack_bwd_t(const pass *p, const lnk_stack *st, const stack_buf *sp, co
         norm_bwd_t(p, &fr, &s->fin, &ta->fin, gxt, gyt, sp->gz, R, 0);
         tmp = gyt, gyt = gxt, gxt = tmp;
     }
-    int k_end = from > 0 ? from - 1 : 0; /* the span's lowest unit */
-    for (int k = n_u - 1; k >= k_end; k--) {
+    for (int k = n_u - 1; k >= span_unit(from); k--) {
         const lnk_unit *u = &st->u[k];
         const unit_buf *b = &s->u[k], *t = &ta->u[k];
         const unit_adj *g = &sp->g[k];
