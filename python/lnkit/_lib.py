@@ -208,6 +208,10 @@ class Blockstat(ctypes.Structure):
                 ("slq", SlqResult), ("n_applies", ctypes.c_long)]
 
 
+class Digest(ctypes.Structure):
+    _fields_ = [("bytes", ctypes.c_uint64), ("sha256", ctypes.c_char * 65)]
+
+
 # lnk_config is used only through the library's functions (never its fields),
 # in a buffer larger than the structure (tests/test_abi.py checks the size).
 CONFIG_BYTES = 1 << 16
@@ -253,9 +257,11 @@ for _name, _res, _args in [
     ("lnk_params_check_finite", _I, (_P, c_double_p, _S)),
     ("lnk_weights_load", _I, (_S, _P, c_double_p)),
     ("lnk_weights_save", _I, (_S, _P, c_double_p)),
+    ("lnk_weights_save_meta", _I, (_S, _P, c_double_p, ctypes.POINTER(_S))),
     ("lnk_model_config_save", _I, (_S, _P)),
     ("lnk_vector_load", _I, (_S, _P, c_double_p, ctypes.POINTER(_I))),
     ("lnk_vector_save", _I, (_S, _P, c_double_p, _I)),
+    ("lnk_vector_save_meta", _I, (_S, _P, c_double_p, _I, ctypes.POINTER(_S))),
     ("lnk_batch_load", _I, (_S, _P, ctypes.POINTER(Batch))),
     ("lnk_batch_check", _I, (_P, ctypes.POINTER(Batch))),
     ("lnk_batch_slice", _I, (ctypes.POINTER(Batch), _I, _I, ctypes.POINTER(Batch))),
@@ -310,6 +316,9 @@ for _name, _res, _args in [
     ("lnk_blas_advice", _S, (_S, _S)),
     ("lnk_blas_kernel", _S, ()),
     ("lnk_version_text", _P, (_S,)),
+    ("lnk_version", _S, ()),
+    ("lnk_git_commit", _S, ()),
+    ("lnk_digest_of", None, (ctypes.c_char_p, _Z, ctypes.POINTER(Digest))),
     ("lnk_memory_set_limit", None, (_Z,)),
 ]:
     _proto(_name, _res, *_args)

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _record
 from ._lib import Error, lib, check, check_ptr, c_double_p
 from ._data import Data
 
@@ -279,9 +279,19 @@ class Model:
 
     def save(self, weights, config=None):
         """Write the weights (safetensors, named tensors) and, if given, the
-        configuration (JSON) as `lnkit init` does; each file appears whole."""
+        configuration (JSON) as `lnkit init` does; each file appears whole.
+        The weights file carries its record (docs/MODEL.md section 9): this
+        call, the configuration's SHA-256, and the seed "init" when the
+        weights are, bit for bit, the configuration's initialisation
+        (computed again for the comparison: one more vector of n_params while
+        the call runs)."""
+        self._save("python: lnkit.Model.save", None, weights, config)
+
+    def _save(self, command, content, weights, config):
         check(lib.lnk_params_check_finite(self._m, _dptr(self._theta), b"parameters"))
-        check(lib.lnk_weights_save(_lib.fspath(weights, "weights"), self._m, _dptr(self._theta)))
+        md = _record.metadata(_record.weights_record(self, self._theta, command, content))
+        check(lib.lnk_weights_save_meta(_lib.fspath(weights, "weights"), self._m,
+                                        _dptr(self._theta), md))
         if config is not None:
             check(lib.lnk_model_config_save(_lib.fspath(config, "config"), self._m))
 
@@ -294,9 +304,14 @@ class Model:
         return v
 
     def save_vector(self, path, v, named=False):
+        """Write a vector of the layout (safetensors): one tensor 'v', or the
+        named tensors; with its record (docs/MODEL.md section 9)."""
         v = as_vector(v, self.n_params, "vector", self)
-        check(lib.lnk_vector_save(_lib.fspath(path, "vector"), self._m, _dptr(v),
-                                  _lib.LNK_VEC_NAMED if named else _lib.LNK_VEC_FLAT))
+        content = "a vector given to save_vector, as %s" % (
+            "the named tensors (docs/MODEL.md section 6)" if named else "one tensor 'v'")
+        md = _record.metadata(_record.text(self, "python: lnkit.Model.save_vector", content, {}))
+        check(lib.lnk_vector_save_meta(_lib.fspath(path, "vector"), self._m, _dptr(v),
+                                       _lib.LNK_VEC_NAMED if named else _lib.LNK_VEC_FLAT, md))
 
     def __repr__(self):
         c = self.config

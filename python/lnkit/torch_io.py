@@ -382,8 +382,11 @@ def to_model(config, weights):
 
 def save(config, weights, config_path, weights_path):
     """Write the configuration (JSON, as `lnkit init` does) and the weights
-    (safetensors, lnkit's names and order) through the library."""
-    to_model(config, weights).save(weights_path, config_path)
+    (safetensors, lnkit's names and order) through the library, with their
+    record (docs/MODEL.md section 9: this call, the configuration's SHA-256)."""
+    to_model(config, weights)._save("python: lnkit.torch_io.save", "weights given to "
+                                    "torch_io.save, in lnkit's names and order (docs/torch.md)",
+                                    weights_path, config_path)
 
 
 # ---------------------------------------------------------------------------

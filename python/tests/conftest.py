@@ -117,6 +117,30 @@ def read_safetensors(path):
     return out
 
 
+
+RECORD_KEYS = ["producer", "git_commit", "command", "content", "identity", "seeds"]
+CONFIG_ITEM = "the configuration (SHA-256 of its resolved keys)"
+
+
+def read_record(path):
+    """The embedded record of a safetensors file (docs/MODEL.md section 9), read
+    here independently of the library: the header's __metadata__["lnkit"]
+    parsed, its keys in their order (None: no record)."""
+    import struct
+    raw = open(path, "rb").read()
+    head = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+    text = head.get("__metadata__", {}).get("lnkit")
+    return None if text is None else json.loads(text)
+
+
+def config_sha256(resolved_json):
+    """The configuration checksum by docs/MODEL.md section 9's rule, from the
+    text of a configuration file lnkit wrote: up to n_params, closed."""
+    import hashlib
+    t = open(resolved_json).read()
+    return hashlib.sha256((t[:t.index(',\n  "n_params"')] + "\n}\n").encode()).hexdigest()
+
+
 def pytest_configure(config):
     # a ConvergenceWarning a test does not expect (pytest.warns) fails it
     config.addinivalue_line("filterwarnings", "error::lnkit.ConvergenceWarning")

@@ -18,7 +18,7 @@ STRUCTS = {"lnk_tensor_info": _lib.TensorInfo, "lnk_layout": _lib.Layout,
            "lnk_slq_result": _lib.SlqResult, "lnk_trace_opts": _lib.TraceOpts,
            "lnk_trace_result": _lib.TraceResult, "lnk_blockstat_opts": _lib.BlockstatOpts,
            "lnk_frob_result": _lib.FrobResult, "lnk_blockstat": _lib.Blockstat,
-           "lnk_blockstat_names": _lib.BlockstatNames}
+           "lnk_blockstat_names": _lib.BlockstatNames, "lnk_digest": _lib.Digest}
 
 
 def test_struct_layouts(tmp_path):

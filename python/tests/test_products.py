@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import lnkit
-from conftest import run, read_eigs_csv, rel_err, read_safetensors, MODELS
+from conftest import run, read_eigs_csv, rel_err, read_safetensors, MODELS, read_record, \
+    config_sha256, RECORD_KEYS, CONFIG_ITEM
 
 TOL = 1e-12
 
@@ -183,7 +184,7 @@ def _with_metadata(src, dst, md):
 def test_load_vector_with_and_without_record(pre):
     """A gradient file of lnkit eval carries its record (docs/MODEL.md
     section 9); Model.load_vector reads it, and the same tensors with foreign
-    or no metadata, alike; Model.save_vector's files (no record) too."""
+    or no metadata, alike; Model.save_vector's files (their own record) too."""
     m = lnkit.Model.load(pre.config, pre.weights)
     g_path = pre.path("g_rec.safetensors")
     run("eval", "--config", pre.config, "--weights", pre.weights, "--batch", pre.batch,
@@ -202,3 +203,80 @@ def test_load_vector_with_and_without_record(pre):
     p = pre.path("g_saved.safetensors")
     m.save_vector(p, g, named=True)
     assert np.array_equal(m.load_vector(p), g)
+
+
+def _same_bytes(a, b):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
+def test_save_record(tmp_path):
+    """Model.save writes the embedded record (docs/MODEL.md section 9): its keys
+    in order, this call, and, for lnkit's initialisation, all else as `lnkit
+    init` records it for the same configuration (the program's own file: the
+    configuration's SHA-256, the seed "init"), the checksum also by the
+    section's rule from init's configuration file; "init" only while the
+    weights are the initialisation bit for bit; the same model, the same bytes."""
+    init, _ = MODELS["post_lm"]
+    flags = dict(zip(init[::2], init[1::2]))
+    cfg = {k.lstrip("-").replace("-", "_"): v for k, v in flags.items() if k != "--seed"}
+    m = lnkit.Model(cfg, seed=flags["--seed"])
+    ref = tmp_path / "init.safetensors"
+    run("init", *init, "-o", ref, "--quiet")
+    c_rec = read_record(ref)
+    a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"
+    m.save(a)
+    m.save(b, tmp_path / "b.json")
+    rec = read_record(a)
+    assert list(rec) == RECORD_KEYS
+    assert rec["command"] == "python: lnkit.Model.save"
+    assert {**rec, "command": "lnkit init"} == c_rec
+    assert rec["identity"] == {CONFIG_ITEM: config_sha256(tmp_path / "init.json")}
+    assert rec["seeds"] == {"init": flags["--seed"]}
+    assert _same_bytes(a, b)
+    theta0 = m.theta.copy()
+    # weights set in Python: no seed made them; they read back the same
+    m.params["dec.0.ffn.w2"][0, 0] += 0.25
+    m.save(a)
+    m.save(b)
+    rec = read_record(a)
+    assert rec["seeds"] == {} and rec["identity"] == c_rec["identity"]
+    assert rec["content"] == "weights set in Python (not the configuration's initialisation)"
+    assert _same_bytes(a, b)
+    assert np.array_equal(lnkit.Model.load(tmp_path / "b.json", a).theta, m.theta)
+    # the initialisation again, however it came (set, or loaded from init's file)
+    m.theta = theta0
+    m.save(a)
+    assert read_record(a)["seeds"] == {"init": flags["--seed"]}
+    loaded = lnkit.Model.load(tmp_path / "init.json", ref)
+    loaded.save(b)
+    assert _same_bytes(a, b)
+    # bit for bit: a zero of the initialisation made -0.0 is a change
+    zero = np.flatnonzero(theta0 == 0)[0]
+    m.theta[zero] = -0.0
+    m.save(a)
+    assert read_record(a)["seeds"] == {}
+
+
+def test_save_vector_record(pre, tmp_path):
+    """Model.save_vector's record: this call, the layout in words, the
+    configuration's SHA-256 as `lnkit vector` records it for the same
+    configuration, no seed; the same vector, the same bytes; it reads back."""
+    m = lnkit.Model.load(pre.config, pre.weights)
+    v = m.load_vector(pre.vector)
+    c_rec = read_record(pre.vector)      # lnkit vector --random --rng-seed 7
+    for named, words in ((False, "one tensor 'v'"),
+                         (True, "the named tensors (docs/MODEL.md section 6)")):
+        a, b = tmp_path / ("a%d.safetensors" % named), tmp_path / ("b%d.safetensors" % named)
+        m.save_vector(a, v, named=named)
+        m.save_vector(b, v.copy(), named=named)
+        rec = read_record(a)
+        assert list(rec) == RECORD_KEYS
+        assert rec["command"] == "python: lnkit.Model.save_vector"
+        assert rec["content"] == "a vector given to save_vector, as " + words
+        assert rec["identity"] == {CONFIG_ITEM: c_rec["identity"][CONFIG_ITEM]}
+        assert rec["identity"][CONFIG_ITEM] == config_sha256(pre.config)
+        assert rec["producer"] == c_rec["producer"] and rec["git_commit"] == c_rec["git_commit"]
+        assert rec["seeds"] == {}
+        assert _same_bytes(a, b)
+        assert np.array_equal(m.load_vector(a), v)

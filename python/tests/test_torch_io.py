@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import lnkit
-from conftest import rel_err
+from conftest import rel_err, run, read_record, RECORD_KEYS, CONFIG_ITEM
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -253,6 +253,22 @@ def test_user_model_round_trip(user, tmp_path):
     tio.save(cfg, w, tmp_path / "c.json", tmp_path / "w.safetensors")
     m = lnkit.Model.load(tmp_path / "c.json", tmp_path / "w.safetensors")
     assert np.array_equal(m.theta, flat(m, w))
+    # the file says how it was made (docs/MODEL.md section 9): this call, the
+    # configuration's SHA-256 as `lnkit init` records it for the written
+    # configuration, no seed (the user's weights); the same input, the same bytes
+    rec = read_record(tmp_path / "w.safetensors")
+    assert list(rec) == RECORD_KEYS, name
+    assert rec["command"] == "python: lnkit.torch_io.save"
+    assert rec["content"] == ("weights given to torch_io.save, in lnkit's names and order "
+                              "(docs/torch.md)")
+    assert rec["seeds"] == {}, name
+    run("init", "--config", tmp_path / "c.json", "-o", tmp_path / "i.safetensors", "--quiet")
+    assert rec["identity"] == {CONFIG_ITEM: read_record(tmp_path / "i.safetensors")["identity"]
+                               [CONFIG_ITEM]}, name
+    tio.save(cfg, w, tmp_path / "c2.json", tmp_path / "w2.safetensors")
+    p1, p2 = tmp_path / "w.safetensors", tmp_path / "w2.safetensors"
+    with open(p1, "rb") as f1, open(p2, "rb") as f2:
+        assert f1.read() == f2.read(), name
 
 
 def test_state_dict_route():
@@ -329,6 +345,13 @@ def test_to_torch_default_init_and_files(tmp_path):
     b = tio.to_torch(m.config, tmp_path / "w.safetensors")
     for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert na == nb and torch.equal(pa, pb)
+    # lnkit's initialisation through torch and back is still it, bit for bit:
+    # torch_io.save records the seed that made it, as Model.save does
+    cfg, w = tio.from_torch(a)
+    tio.save({**cfg, "seed": 4}, w, tmp_path / "c2.json", tmp_path / "w2.safetensors")
+    rec, rec_m = read_record(tmp_path / "w2.safetensors"), read_record(tmp_path / "w.safetensors")
+    assert rec_m["seeds"] == rec["seeds"] == {"init": 4}
+    assert rec["command"] == "python: lnkit.torch_io.save" and rec["identity"] == rec_m["identity"]
 
 
 # ---------------------------------------------------------------------------
