@@ -13,7 +13,7 @@ import numpy as np
 from ._lib import Digest, lib, check, take_string, c_double_p
 
 KEY = "lnkit"
-# the item name of the programs' records (src/front/record.c)
+# the item name of the programs' records (CLI_ID_CONFIG, src/front/ckpt.h)
 CONFIG_ITEM = "the configuration (SHA-256 of its resolved keys)"
 INIT_CONTENT = "the initial weights (docs/MODEL.md section 5)"
 

@@ -117,7 +117,6 @@ def read_safetensors(path):
     return out
 
 
-
 RECORD_KEYS = ["producer", "git_commit", "command", "content", "identity", "seeds"]
 CONFIG_ITEM = "the configuration (SHA-256 of its resolved keys)"
 
@@ -131,6 +130,12 @@ def read_record(path):
     head = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
     text = head.get("__metadata__", {}).get("lnkit")
     return None if text is None else json.loads(text)
+
+
+def same_bytes(a, b):
+    """Two files hold the same bytes."""
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
 
 
 def config_sha256(resolved_json):

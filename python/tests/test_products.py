@@ -9,7 +9,7 @@ import pytest
 
 import lnkit
 from conftest import run, read_eigs_csv, rel_err, read_safetensors, MODELS, read_record, \
-    config_sha256, RECORD_KEYS, CONFIG_ITEM
+    config_sha256, same_bytes, RECORD_KEYS, CONFIG_ITEM
 
 TOL = 1e-12
 
@@ -189,10 +189,7 @@ def test_load_vector_with_and_without_record(pre):
     g_path = pre.path("g_rec.safetensors")
     run("eval", "--config", pre.config, "--weights", pre.weights, "--batch", pre.batch,
         "--grad-out", g_path, "-o", pre.path("g_rec.csv"), "--quiet")
-    import struct
-    raw = open(g_path, "rb").read()
-    md = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]
-    rec = json.loads(md["lnkit"])
+    rec = read_record(g_path)
     # the weights come from the file: the config's init seed did not make them
     assert rec["command"] == "lnkit eval" and rec["seeds"] == {}
     g = m.load_vector(g_path)
@@ -203,11 +200,6 @@ def test_load_vector_with_and_without_record(pre):
     p = pre.path("g_saved.safetensors")
     m.save_vector(p, g, named=True)
     assert np.array_equal(m.load_vector(p), g)
-
-
-def _same_bytes(a, b):
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        return fa.read() == fb.read()
 
 
 def test_save_record(tmp_path):
@@ -233,7 +225,7 @@ def test_save_record(tmp_path):
     assert {**rec, "command": "lnkit init"} == c_rec
     assert rec["identity"] == {CONFIG_ITEM: config_sha256(tmp_path / "init.json")}
     assert rec["seeds"] == {"init": flags["--seed"]}
-    assert _same_bytes(a, b)
+    assert same_bytes(a, b)
     theta0 = m.theta.copy()
     # weights set in Python: no seed made them; they read back the same
     m.params["dec.0.ffn.w2"][0, 0] += 0.25
@@ -242,7 +234,7 @@ def test_save_record(tmp_path):
     rec = read_record(a)
     assert rec["seeds"] == {} and rec["identity"] == c_rec["identity"]
     assert rec["content"] == "weights set in Python (not the configuration's initialisation)"
-    assert _same_bytes(a, b)
+    assert same_bytes(a, b)
     assert np.array_equal(lnkit.Model.load(tmp_path / "b.json", a).theta, m.theta)
     # the initialisation again, however it came (set, or loaded from init's file)
     m.theta = theta0
@@ -250,7 +242,7 @@ def test_save_record(tmp_path):
     assert read_record(a)["seeds"] == {"init": flags["--seed"]}
     loaded = lnkit.Model.load(tmp_path / "init.json", ref)
     loaded.save(b)
-    assert _same_bytes(a, b)
+    assert same_bytes(a, b)
     # bit for bit: a zero of the initialisation made -0.0 is a change
     zero = np.flatnonzero(theta0 == 0)[0]
     m.theta[zero] = -0.0
@@ -278,5 +270,5 @@ def test_save_vector_record(pre, tmp_path):
         assert rec["identity"][CONFIG_ITEM] == config_sha256(pre.config)
         assert rec["producer"] == c_rec["producer"] and rec["git_commit"] == c_rec["git_commit"]
         assert rec["seeds"] == {}
-        assert _same_bytes(a, b)
+        assert same_bytes(a, b)
         assert np.array_equal(m.load_vector(a), v)

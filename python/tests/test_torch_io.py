@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import lnkit
-from conftest import rel_err, run, read_record, RECORD_KEYS, CONFIG_ITEM
+from conftest import rel_err, run, read_record, same_bytes, RECORD_KEYS, CONFIG_ITEM
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -266,9 +266,7 @@ def test_user_model_round_trip(user, tmp_path):
     assert rec["identity"] == {CONFIG_ITEM: read_record(tmp_path / "i.safetensors")["identity"]
                                [CONFIG_ITEM]}, name
     tio.save(cfg, w, tmp_path / "c2.json", tmp_path / "w2.safetensors")
-    p1, p2 = tmp_path / "w.safetensors", tmp_path / "w2.safetensors"
-    with open(p1, "rb") as f1, open(p2, "rb") as f2:
-        assert f1.read() == f2.read(), name
+    assert same_bytes(tmp_path / "w.safetensors", tmp_path / "w2.safetensors"), name
 
 
 def test_state_dict_route():

@@ -189,8 +189,7 @@ int cli_curv_id(const cli_curv *s, lnk_ckpt_id *id)
      * command's own options first (the order of checkpoints written before) */
     const cli_curv_opts *o = s->o;
     int rc = cli_opts_id(s->own, s->args, 0, id);
-    rc = rc ? rc : cli_ckpt_id_config(id, "the configuration (SHA-256 of its resolved keys)",
-                                      &s->c);
+    rc = rc ? rc : cli_ckpt_id_config(id, CLI_ID_CONFIG, &s->c);
     /* the shared options' (the weights and batches by SHA-256, --chunk,
      * --block, --rng-seed; --operator when not the Hessian, so that
      * checkpoints written before it existed stay valid) */

@@ -53,6 +53,9 @@ typedef struct {
  * lnk_ckpt_open takes its own). */
 void cli_ckpt_lock(const char *path, const char *cmd);
 void cli_ckpt_unlock(void);
+/* The name of that item in the programs' checkpoints and records (the
+ * placements study's checkpoints keep their own, older one). */
+#define CLI_ID_CONFIG "the configuration (SHA-256 of its resolved keys)"
 /* The identity item name = the SHA-256 of c's resolved keys (its JSON). */
 int cli_ckpt_id_config(lnk_ckpt_id *id, const char *name, const lnk_config *c);
 

@@ -12,8 +12,7 @@
 
 void cli_record_id(lnk_ckpt_id *id, const lnk_config *c, const cli_opt *table, const void *args)
 {
-    int rc = c ? cli_ckpt_id_config(id, "the configuration (SHA-256 of its resolved keys)", c)
-               : LNK_OK;
+    int rc = c ? cli_ckpt_id_config(id, CLI_ID_CONFIG, c) : LNK_OK;
     rc = rc ? rc : cli_opts_id(table, args, 1, id);
     CLI_CK(rc);
 }
